@@ -1,0 +1,192 @@
+//! Permission evaluation: who may do what, and on which containers.
+
+use std::collections::BTreeSet;
+
+use crate::{
+    application::{Application, ApplicationType, Rule},
+    container::Container,
+    error::VaultError,
+    ids::{ApplicationId, TenantId},
+    permission::Permission,
+};
+
+/// An authenticated caller: an application of one tenant, with its permissions resolved.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    tenant_id: TenantId,
+    application_id: ApplicationId,
+    app_type: ApplicationType,
+    permissions: BTreeSet<Permission>,
+    /// Sorted by priority, lowest first.
+    rules: Vec<Rule>,
+}
+
+impl Principal {
+    /// Resolves an application's grants.
+    pub fn new(app: &Application) -> Self {
+        let mut rules = app.rules.clone();
+        rules.sort_by_key(|r| r.priority);
+        Self {
+            tenant_id: app.tenant_id,
+            application_id: app.id,
+            app_type: app.app_type,
+            permissions: app.permissions.iter().copied().collect(),
+            rules,
+        }
+    }
+
+    /// The caller's tenant; every operation is confined to it.
+    pub fn tenant_id(&self) -> TenantId {
+        self.tenant_id
+    }
+
+    /// The calling application, recorded as `created_by`/`modified_by`.
+    pub fn application_id(&self) -> ApplicationId {
+        self.application_id
+    }
+
+    /// The calling application's type.
+    pub fn app_type(&self) -> ApplicationType {
+        self.app_type
+    }
+
+    /// True when the caller has no container rules, so a token permission in `permissions`
+    /// applies everywhere (lets list queries skip per-container filtering).
+    pub fn is_unscoped(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether the caller holds `permission` on a token in `container`.
+    ///
+    /// Rules covering the container are taken in priority order and the first one decides;
+    /// `token:*` entries of `permissions` act as a last rule on `/`.
+    pub fn may_on(&self, permission: Permission, container: &Container) -> bool {
+        match self.rules.iter().find(|r| r.container.contains(container)) {
+            Some(rule) => rule.permissions.contains(&permission),
+            None => self.permissions.contains(&permission),
+        }
+    }
+
+    /// Whether the caller holds `permission` anywhere: tenant-wide or in some rule.
+    pub fn may_somewhere(&self, permission: Permission) -> bool {
+        self.permissions.contains(&permission)
+            || self.rules.iter().any(|r| r.permissions.contains(&permission))
+    }
+
+    /// `Ok` when the caller holds the tenant-wide `permission`, else 403.
+    pub fn require(&self, permission: Permission) -> Result<(), VaultError> {
+        if self.permissions.contains(&permission) {
+            Ok(())
+        } else {
+            Err(VaultError::Forbidden {
+                permission,
+                container: None,
+            })
+        }
+    }
+
+    /// `Ok` when the caller holds `permission` on some container (a cheap first check before
+    /// looking anything up), else 403.
+    pub fn require_somewhere(&self, permission: Permission) -> Result<(), VaultError> {
+        if self.may_somewhere(permission) {
+            Ok(())
+        } else {
+            Err(VaultError::Forbidden {
+                permission,
+                container: None,
+            })
+        }
+    }
+
+    /// `Ok` when the caller holds `permission` on `container`, else 403 naming it.
+    pub fn require_on(&self, permission: Permission, container: &Container) -> Result<(), VaultError> {
+        if self.may_on(permission, container) {
+            Ok(())
+        } else {
+            Err(VaultError::Forbidden {
+                permission,
+                container: Some(container.clone()),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timestamp;
+    use Permission::*;
+
+    fn principal(permissions: Vec<Permission>, rules: Vec<(i32, &str, Vec<Permission>)>) -> Principal {
+        let id = ApplicationId::new();
+        let now = timestamp::now();
+        Principal::new(&Application {
+            id,
+            tenant_id: TenantId::new(),
+            name: "t".into(),
+            app_type: ApplicationType::Private,
+            permissions,
+            rules: rules
+                .into_iter()
+                .map(|(priority, c, permissions)| Rule {
+                    description: None,
+                    priority,
+                    container: Container::parse(c).expect("container"),
+                    permissions,
+                })
+                .collect(),
+            created_by: id,
+            created_at: now,
+            modified_by: id,
+            modified_at: now,
+        })
+    }
+
+    fn c(s: &str) -> Container {
+        Container::parse(s).expect("container")
+    }
+
+    #[test]
+    fn plain_permissions_apply_to_every_container() {
+        let p = principal(vec![TokenRead], vec![]);
+        assert!(p.may_on(TokenRead, &c("/pci/high/")));
+        assert!(!p.may_on(TokenUse, &c("/pci/high/")));
+        assert!(p.is_unscoped());
+    }
+
+    #[test]
+    fn first_matching_rule_by_priority_decides() {
+        // Priority 1 denies everything under /pci/high/, priority 2 allows /pci/.
+        let p = principal(
+            vec![],
+            vec![(2, "/pci/", vec![TokenRead, TokenUse]), (1, "/pci/high/", vec![TokenUse])],
+        );
+        assert!(p.may_on(TokenUse, &c("/pci/high/")));
+        assert!(!p.may_on(TokenRead, &c("/pci/high/")), "rule 1 decides and lacks read");
+        assert!(p.may_on(TokenRead, &c("/pci/low/")));
+        assert!(!p.may_on(TokenRead, &c("/general/")), "no rule matches");
+    }
+
+    #[test]
+    fn permissions_act_as_last_rule_on_root() {
+        let p = principal(vec![TokenRead], vec![(1, "/pci/", vec![TokenUse])]);
+        assert!(p.may_on(TokenRead, &c("/general/")));
+        assert!(!p.may_on(TokenRead, &c("/pci/x/")), "the /pci/ rule shadows the fallback");
+        assert!(p.may_somewhere(TokenUse));
+        assert!(!p.may_somewhere(TokenDelete));
+    }
+
+    #[test]
+    fn require_reports_permission_and_container() {
+        let p = principal(vec![], vec![(1, "/pci/", vec![TokenRead])]);
+        match p.require_on(TokenRead, &c("/bank/")) {
+            Err(VaultError::Forbidden { permission, container }) => {
+                assert_eq!(permission, TokenRead);
+                assert_eq!(container, Some(c("/bank/")));
+            }
+            other => panic!("expected forbidden, got {other:?}"),
+        }
+        assert!(p.require(ProxyRead).is_err());
+        assert!(p.require_somewhere(TokenRead).is_ok());
+    }
+}

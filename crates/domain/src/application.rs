@@ -1,0 +1,309 @@
+//! Applications: the holders of API keys, with a type, permissions and container rules.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::{
+    container::Container,
+    ids::{ApplicationId, TenantId},
+    permission::Permission,
+    validation::{char_len, ValidationErrors},
+};
+
+/// Longest application name, in characters.
+pub const MAX_NAME_CHARS: usize = 200;
+/// Most rules an application may carry.
+pub const MAX_RULES: usize = 100;
+/// Longest rule description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// What kind of caller an application represents; it bounds which permissions it may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApplicationType {
+    /// A back-end service: any `token:*` permission, no management permission.
+    Private,
+    /// A browser or mobile client: only `token:create` and `token:update`.
+    Public,
+    /// An operator: proxy and application management, no `token:*` (bar the bootstrap admin).
+    Management,
+}
+
+impl ApplicationType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplicationType::Private => "private",
+            ApplicationType::Public => "public",
+            ApplicationType::Management => "management",
+        }
+    }
+
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "private" => Some(ApplicationType::Private),
+            "public" => Some(ApplicationType::Public),
+            "management" => Some(ApplicationType::Management),
+            _ => None,
+        }
+    }
+
+    /// Whether an application of this type may hold `permission` (SUPPLEMENT §2.2).
+    pub fn allows(self, permission: Permission) -> bool {
+        match self {
+            ApplicationType::Private => permission.is_token(),
+            ApplicationType::Public => {
+                matches!(permission, Permission::TokenCreate | Permission::TokenUpdate)
+            }
+            ApplicationType::Management => !permission.is_token(),
+        }
+    }
+}
+
+/// Grants token permissions on every container under `container`. Lower `priority` is
+/// consulted first; the first rule whose container covers a token decides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Free text for humans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Evaluation order, 1 first; unique within an application.
+    pub priority: i32,
+    /// The container (and everything under it) the rule covers.
+    pub container: Container,
+    /// The `token:*` permissions granted there; an empty list denies.
+    pub permissions: Vec<Permission>,
+}
+
+/// What a caller supplies to create or replace an application.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplicationInput {
+    /// Display name, 1–200 characters.
+    pub name: String,
+    /// The application type.
+    #[serde(rename = "type")]
+    pub app_type: ApplicationType,
+    /// Tenant-wide permissions; `token:*` entries here act as a last rule on `/`.
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    /// Container-scoped token permissions.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+/// Input that passed validation: permissions deduplicated, rules sorted by priority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidApplication {
+    /// Display name.
+    pub name: String,
+    /// The application type.
+    pub app_type: ApplicationType,
+    /// Deduplicated permissions in their given order.
+    pub permissions: Vec<Permission>,
+    /// Rules in priority order.
+    pub rules: Vec<Rule>,
+}
+
+impl ApplicationInput {
+    /// Applies SUPPLEMENT §2.2: name length, type/permission compatibility, rule shape.
+    pub fn validate(self) -> Result<ValidApplication, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        validate_name(&self.name, &mut errors);
+        if self.permissions.is_empty() && self.rules.is_empty() {
+            errors.add("permissions", "an application needs permissions or rules");
+        }
+        let mut seen = BTreeSet::new();
+        let mut permissions = Vec::with_capacity(self.permissions.len());
+        for (i, p) in self.permissions.iter().enumerate() {
+            if !self.app_type.allows(*p) {
+                errors.add(
+                    format!("permissions[{i}]"),
+                    format!("a {} application may not hold `{p}`", self.app_type.as_str()),
+                );
+            }
+            if seen.insert(*p) {
+                permissions.push(*p);
+            }
+        }
+        validate_rules(self.app_type, &self.rules, &mut errors);
+        errors.into_result()?;
+        let mut rules = self.rules;
+        rules.sort_by_key(|r| r.priority);
+        Ok(ValidApplication {
+            name: self.name,
+            app_type: self.app_type,
+            permissions,
+            rules,
+        })
+    }
+}
+
+fn validate_name(name: &str, errors: &mut ValidationErrors) {
+    let len = char_len(name);
+    if name.trim().is_empty() {
+        errors.add("name", "is required");
+    } else if len > MAX_NAME_CHARS {
+        errors.add("name", format!("must be at most {MAX_NAME_CHARS} characters"));
+    }
+}
+
+fn validate_rules(app_type: ApplicationType, rules: &[Rule], errors: &mut ValidationErrors) {
+    if rules.len() > MAX_RULES {
+        errors.add("rules", format!("must have at most {MAX_RULES} rules"));
+    }
+    let mut priorities = BTreeSet::new();
+    for (i, rule) in rules.iter().enumerate() {
+        if rule.priority < 1 {
+            errors.add(format!("rules[{i}].priority"), "must be at least 1");
+        } else if !priorities.insert(rule.priority) {
+            errors.add(format!("rules[{i}].priority"), "must be unique among the rules");
+        }
+        if rule
+            .description
+            .as_deref()
+            .is_some_and(|d| char_len(d) > MAX_DESCRIPTION_CHARS)
+        {
+            errors.add(
+                format!("rules[{i}].description"),
+                format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
+            );
+        }
+        for (j, p) in rule.permissions.iter().enumerate() {
+            if !p.is_token() {
+                errors.add(
+                    format!("rules[{i}].permissions[{j}]"),
+                    format!("rules grant only token permissions, not `{p}`"),
+                );
+            } else if !app_type.allows(*p) {
+                errors.add(
+                    format!("rules[{i}].permissions[{j}]"),
+                    format!("a {} application may not hold `{p}`", app_type.as_str()),
+                );
+            }
+        }
+    }
+}
+
+/// A stored application (never includes the key; only its hash is kept, in the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Application {
+    /// Identifier.
+    pub id: ApplicationId,
+    /// Owning tenant.
+    pub tenant_id: TenantId,
+    /// Display name.
+    pub name: String,
+    /// Type.
+    pub app_type: ApplicationType,
+    /// Tenant-wide permissions.
+    pub permissions: Vec<Permission>,
+    /// Rules in priority order.
+    pub rules: Vec<Rule>,
+    /// Application that created it (the bootstrap admin names itself).
+    pub created_by: ApplicationId,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// Application that last changed it.
+    pub modified_by: ApplicationId,
+    /// Last change.
+    pub modified_at: OffsetDateTime,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(app_type: ApplicationType, permissions: Vec<Permission>, rules: Vec<Rule>) -> ApplicationInput {
+        ApplicationInput {
+            name: "app".into(),
+            app_type,
+            permissions,
+            rules,
+        }
+    }
+
+    fn rule(priority: i32, container: &str, permissions: Vec<Permission>) -> Rule {
+        Rule {
+            description: None,
+            priority,
+            container: Container::parse(container).expect("container"),
+            permissions,
+        }
+    }
+
+    #[test]
+    fn type_rules_bound_permissions() {
+        use ApplicationType::*;
+        use Permission::*;
+        assert!(input(Private, vec![TokenRead, TokenUse], vec![]).validate().is_ok());
+        assert!(input(Private, vec![ProxyRead], vec![]).validate().is_err());
+        assert!(input(Public, vec![TokenCreate, TokenUpdate], vec![]).validate().is_ok());
+        assert!(input(Public, vec![TokenRead], vec![]).validate().is_err());
+        assert!(input(Management, vec![ProxyCreate, ApplicationRead], vec![]).validate().is_ok());
+        let err = input(Management, vec![TokenRead], vec![]).validate().expect_err("token perm");
+        assert!(err.fields().contains_key("permissions[0]"));
+        let err = input(Management, vec![], vec![rule(1, "/", vec![TokenRead])])
+            .validate()
+            .expect_err("token rule");
+        assert!(err.fields().contains_key("rules[0].permissions[0]"));
+    }
+
+    #[test]
+    fn needs_permissions_or_rules_and_a_name() {
+        let err = input(ApplicationType::Private, vec![], vec![]).validate().expect_err("empty");
+        assert!(err.fields().contains_key("permissions"));
+        let mut i = input(ApplicationType::Private, vec![Permission::TokenRead], vec![]);
+        i.name = " ".into();
+        assert!(i.clone().validate().expect_err("blank").fields().contains_key("name"));
+        i.name = "n".repeat(MAX_NAME_CHARS);
+        assert!(i.clone().validate().is_ok());
+        i.name.push('n');
+        assert!(i.validate().is_err());
+        let rules_only = input(ApplicationType::Private, vec![], vec![rule(1, "/pci/", vec![])]);
+        assert!(rules_only.validate().is_ok());
+    }
+
+    #[test]
+    fn rules_need_unique_positive_priorities_and_token_permissions() {
+        use Permission::*;
+        let err = input(
+            ApplicationType::Private,
+            vec![],
+            vec![rule(1, "/a/", vec![TokenRead]), rule(1, "/b/", vec![ProxyRead]), rule(0, "/c/", vec![])],
+        )
+        .validate()
+        .expect_err("bad rules");
+        assert!(err.fields().contains_key("rules[1].priority"));
+        assert!(err.fields().contains_key("rules[1].permissions[0]"));
+        assert!(err.fields().contains_key("rules[2].priority"));
+    }
+
+    #[test]
+    fn validation_sorts_rules_and_dedupes_permissions() {
+        use Permission::*;
+        let v = input(
+            ApplicationType::Private,
+            vec![TokenRead, TokenRead],
+            vec![rule(5, "/a/", vec![]), rule(2, "/b/", vec![])],
+        )
+        .validate()
+        .expect("valid");
+        assert_eq!(v.permissions, vec![TokenRead]);
+        assert_eq!(v.rules.iter().map(|r| r.priority).collect::<Vec<_>>(), vec![2, 5]);
+    }
+
+    #[test]
+    fn unknown_fields_and_permissions_are_rejected_by_serde() {
+        let bad = r#"{"name":"a","type":"private","permissions":["token:fly"]}"#;
+        assert!(serde_json::from_str::<ApplicationInput>(bad).is_err());
+        let bad = r#"{"name":"a","type":"private","permissions":[],"extra":1}"#;
+        assert!(serde_json::from_str::<ApplicationInput>(bad).is_err());
+        let bad = r#"{"name":"a","type":"root","permissions":[]}"#;
+        assert!(serde_json::from_str::<ApplicationInput>(bad).is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! Envelope encryption of token data (AES-256-GCM via the `aes-gcm` crate).
+//!
+//! ```text
+//!   master key (config/env, never stored) ──wraps──► tenant data key (stored wrapped, per tenant)
+//!   tenant data key ──encrypts──► token data (stored as ciphertext)
+//! ```
+//!
+//! Every ciphertext is `version (1 byte) ‖ nonce (12 bytes) ‖ ciphertext+tag`, with a fresh random
+//! nonce per encryption. The associated data binds each ciphertext to where it belongs — the
+//! tenant for a wrapped data key, the tenant *and* token id for token data — so a ciphertext copied
+//! into another row (or another tenant) fails authentication instead of decrypting.
+
+use aes_gcm::{
+    aead::{Aead, AeadCore, KeyInit, OsRng, Payload},
+    Aes256Gcm, Key, Nonce,
+};
+use base64::{engine::general_purpose::STANDARD, Engine as _};
+use rand::RngCore;
+use zeroize::Zeroizing;
+
+use crate::{
+    ids::{TenantId, TokenId},
+    secret::Secret,
+};
+
+const VERSION: u8 = 1;
+const NONCE_LEN: usize = 12;
+const KEY_LEN: usize = 32;
+
+/// Why encryption or decryption failed. Never carries key material or plaintext.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CryptoError {
+    /// A key was not 32 bytes of base64.
+    #[error("the master key must be base64 of exactly 32 bytes")]
+    InvalidKey,
+    /// Authentication failed: wrong key, tampered data, or a ciphertext moved to another row.
+    #[error("ciphertext failed authentication (wrong master key, or data moved or tampered with)")]
+    Authentication,
+    /// The ciphertext is shorter than its header or names an unknown version.
+    #[error("ciphertext is malformed")]
+    Malformed,
+    /// The AEAD refused to encrypt (message too long).
+    #[error("encryption failed")]
+    Encrypt,
+}
+
+/// The key-encryption key. Supplied by configuration; only ever held in memory.
+pub struct MasterKey(Zeroizing<[u8; KEY_LEN]>);
+
+impl MasterKey {
+    /// A fresh random key from the OS CSPRNG.
+    pub fn generate() -> Self {
+        let mut key = Zeroizing::new([0u8; KEY_LEN]);
+        OsRng.fill_bytes(key.as_mut());
+        Self(key)
+    }
+
+    /// Decodes base64 (standard alphabet, padded) of exactly 32 bytes; surrounding whitespace is
+    /// ignored so a key file may end with a newline.
+    pub fn from_base64(encoded: &str) -> Result<Self, CryptoError> {
+        let bytes = Zeroizing::new(
+            STANDARD
+                .decode(encoded.trim())
+                .map_err(|_| CryptoError::InvalidKey)?,
+        );
+        let key: [u8; KEY_LEN] = bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| CryptoError::InvalidKey)?;
+        Ok(Self(Zeroizing::new(key)))
+    }
+
+    /// The base64 form, for writing a generated key to a file.
+    pub fn to_base64(&self) -> Secret<String> {
+        Secret::new(STANDARD.encode(self.0.as_ref()))
+    }
+
+    fn cipher(&self) -> Aes256Gcm {
+        Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(self.0.as_ref()))
+    }
+
+    /// Wraps a new random data key for `tenant`.
+    pub fn new_wrapped_data_key(&self, tenant: TenantId) -> Result<Vec<u8>, CryptoError> {
+        let mut data_key = Zeroizing::new([0u8; KEY_LEN]);
+        OsRng.fill_bytes(data_key.as_mut());
+        seal(&self.cipher(), &data_key_aad(tenant), data_key.as_ref())
+    }
+
+    /// Unwraps `tenant`'s data key; fails if the wrapped key belongs to another tenant or the
+    /// master key is not the one that wrapped it.
+    pub fn unwrap_data_key(&self, tenant: TenantId, wrapped: &[u8]) -> Result<DataKey, CryptoError> {
+        let plain = open(&self.cipher(), &data_key_aad(tenant), wrapped)?;
+        if plain.len() != KEY_LEN {
+            return Err(CryptoError::Malformed);
+        }
+        Ok(DataKey(Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&plain))))
+    }
+}
+
+impl std::fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MasterKey(***)")
+    }
+}
+
+/// A tenant's unwrapped data key, ready to encrypt and decrypt that tenant's token data.
+pub struct DataKey(Aes256Gcm);
+
+impl DataKey {
+    /// Encrypts token data, bound to its tenant and id.
+    pub fn seal_token(&self, tenant: TenantId, token: TokenId, plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        seal(&self.0, &token_aad(tenant, token), plaintext)
+    }
+
+    /// Decrypts token data; fails if the ciphertext belongs to another tenant or token.
+    pub fn open_token(&self, tenant: TenantId, token: TokenId, ciphertext: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        open(&self.0, &token_aad(tenant, token), ciphertext)
+    }
+
+    /// Encrypts any other tenant secret, bound to the tenant and a caller-chosen `purpose`
+    /// string and record id (e.g. a proxy's configuration).
+    pub fn seal_record(&self, tenant: TenantId, purpose: &str, record: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        seal(&self.0, &record_aad(tenant, purpose, record), plaintext)
+    }
+
+    /// Decrypts what [`DataKey::seal_record`] produced.
+    pub fn open_record(&self, tenant: TenantId, purpose: &str, record: &[u8], ciphertext: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        open(&self.0, &record_aad(tenant, purpose, record), ciphertext)
+    }
+}
+
+impl std::fmt::Debug for DataKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DataKey(***)")
+    }
+}
+
+fn data_key_aad(tenant: TenantId) -> Vec<u8> {
+    let mut aad = b"tessera/data-key/v1\0".to_vec();
+    aad.extend_from_slice(tenant.as_uuid().as_bytes());
+    aad
+}
+
+fn token_aad(tenant: TenantId, token: TokenId) -> Vec<u8> {
+    let mut aad = b"tessera/token/v1\0".to_vec();
+    aad.extend_from_slice(tenant.as_uuid().as_bytes());
+    aad.extend_from_slice(token.as_uuid().as_bytes());
+    aad
+}
+
+fn record_aad(tenant: TenantId, purpose: &str, record: &[u8]) -> Vec<u8> {
+    let mut aad = b"tessera/record/v1\0".to_vec();
+    aad.extend_from_slice(tenant.as_uuid().as_bytes());
+    aad.extend_from_slice(purpose.as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(record);
+    aad
+}
+
+fn seal(cipher: &Aes256Gcm, aad: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+    let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+    let ciphertext = cipher
+        .encrypt(&nonce, Payload { msg: plaintext, aad })
+        .map_err(|_| CryptoError::Encrypt)?;
+    let mut out = Vec::with_capacity(1 + NONCE_LEN + ciphertext.len());
+    out.push(VERSION);
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&ciphertext);
+    Ok(out)
+}
+
+fn open(cipher: &Aes256Gcm, aad: &[u8], blob: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    match blob.split_first() {
+        Some((&VERSION, rest)) if rest.len() > NONCE_LEN => {
+            let (nonce, ciphertext) = rest.split_at(NONCE_LEN);
+            cipher
+                .decrypt(Nonce::from_slice(nonce), Payload { msg: ciphertext, aad })
+                .map(Zeroizing::new)
+                .map_err(|_| CryptoError::Authentication)
+        }
+        _ => Err(CryptoError::Malformed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_never_stores_plaintext() {
+        let master = MasterKey::generate();
+        let tenant = TenantId::new();
+        let token = TokenId::new();
+        let wrapped = master.new_wrapped_data_key(tenant).expect("wrap");
+        let key = master.unwrap_data_key(tenant, &wrapped).expect("unwrap");
+        let plaintext = br#"{"number":"4242424242424242"}"#;
+        let ct = key.seal_token(tenant, token, plaintext).expect("seal");
+        assert!(!ct.windows(16).any(|w| w == b"4242424242424242"));
+        assert_eq!(key.open_token(tenant, token, &ct).expect("open").as_slice(), plaintext);
+        // Fresh nonce each time: same plaintext, different ciphertext.
+        assert_ne!(ct, key.seal_token(tenant, token, plaintext).expect("seal"));
+    }
+
+    #[test]
+    fn a_ciphertext_moved_to_another_row_or_tenant_fails() {
+        let master = MasterKey::generate();
+        let tenant = TenantId::new();
+        let key = master
+            .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
+            .expect("unwrap");
+        let token = TokenId::new();
+        let ct = key.seal_token(tenant, token, b"secret").expect("seal");
+        assert_eq!(key.open_token(tenant, TokenId::new(), &ct), Err(CryptoError::Authentication));
+        assert_eq!(key.open_token(TenantId::new(), token, &ct), Err(CryptoError::Authentication));
+        let mut tampered = ct.clone();
+        if let Some(last) = tampered.last_mut() {
+            *last ^= 1;
+        }
+        assert_eq!(key.open_token(tenant, token, &tampered), Err(CryptoError::Authentication));
+        assert_eq!(key.open_token(tenant, token, &ct[..5]), Err(CryptoError::Malformed));
+    }
+
+    #[test]
+    fn a_wrapped_key_only_opens_for_its_tenant_and_master() {
+        let master = MasterKey::generate();
+        let tenant = TenantId::new();
+        let wrapped = master.new_wrapped_data_key(tenant).expect("wrap");
+        assert!(master.unwrap_data_key(TenantId::new(), &wrapped).is_err());
+        assert!(MasterKey::generate().unwrap_data_key(tenant, &wrapped).is_err());
+    }
+
+    #[test]
+    fn master_key_base64_round_trip_and_validation() {
+        let k = MasterKey::generate();
+        let encoded = k.to_base64();
+        let again = MasterKey::from_base64(&format!("{}\n", encoded.expose())).expect("decode");
+        assert_eq!(again.to_base64().expose(), encoded.expose());
+        assert_eq!(MasterKey::from_base64("c2hvcnQ=").err(), Some(CryptoError::InvalidKey));
+        assert_eq!(MasterKey::from_base64("not base64!").err(), Some(CryptoError::InvalidKey));
+        assert_eq!(format!("{k:?}"), "MasterKey(***)");
+    }
+
+    #[test]
+    fn records_are_bound_to_purpose_and_id() {
+        let master = MasterKey::generate();
+        let tenant = TenantId::new();
+        let key = master
+            .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
+            .expect("unwrap");
+        let ct = key.seal_record(tenant, "proxy.configuration", b"id-1", b"{}").expect("seal");
+        assert!(key.open_record(tenant, "proxy.configuration", b"id-1", &ct).is_ok());
+        assert!(key.open_record(tenant, "proxy.configuration", b"id-2", &ct).is_err());
+        assert!(key.open_record(tenant, "other", b"id-1", &ct).is_err());
+    }
+}

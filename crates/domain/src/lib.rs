@@ -1,0 +1,46 @@
+//! # tessera-domain
+//!
+//! The vault's core: what a tenant, an application, a token and a permission *are*, the rules they
+//! obey, the cryptography that protects token data at rest, and the use-cases that tie them
+//! together. Storage sits behind the traits in [`store`]; nothing here knows about HTTP or SQL, so
+//! another Rust program can embed the vault by handing [`Vault`] any [`store::Store`].
+//!
+//! ```text
+//!   caller ──► Vault (use-cases) ──► access (permissions) ──► store traits ──► storage crate
+//!                     │
+//!                     └──► crypto (envelope encryption of token data)
+//! ```
+
+pub mod access;
+pub mod api_key;
+pub mod application;
+pub mod checksum;
+pub mod container;
+pub mod crypto;
+pub mod error;
+pub mod ids;
+pub mod metadata;
+pub mod pagination;
+pub mod permission;
+pub mod secret;
+pub mod store;
+pub mod tenant;
+pub mod timestamp;
+pub mod token;
+pub mod validation;
+pub mod vault;
+
+pub use access::Principal;
+pub use api_key::{ApiKey, ApiKeyHash};
+pub use application::{Application, ApplicationInput, ApplicationType, Rule};
+pub use container::Container;
+pub use crypto::MasterKey;
+pub use error::VaultError;
+pub use ids::{ApplicationId, TenantId, TokenId};
+pub use pagination::{Page, PageRequest};
+pub use permission::Permission;
+pub use secret::Secret;
+pub use tenant::Tenant;
+pub use token::{NewToken, Token, TokenType};
+pub use validation::ValidationErrors;
+pub use vault::Vault;

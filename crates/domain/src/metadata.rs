@@ -1,0 +1,67 @@
+//! Token metadata: non-sensitive string pairs, with the limits of SUPPLEMENT §3.
+
+use std::collections::BTreeMap;
+
+use crate::validation::{char_len, ValidationErrors};
+
+/// Most entries a metadata map may hold.
+pub const MAX_ENTRIES: usize = 100;
+/// Longest key, in characters.
+pub const MAX_KEY_CHARS: usize = 200;
+/// Longest value, in characters.
+pub const MAX_VALUE_CHARS: usize = 500;
+
+/// Non-sensitive key/value pairs attached to a token. Ordered so output is stable.
+pub type Metadata = BTreeMap<String, String>;
+
+/// Checks the metadata limits, recording problems under `metadata`/`metadata.<key>`.
+pub fn validate(metadata: &Metadata, errors: &mut ValidationErrors) {
+    if metadata.len() > MAX_ENTRIES {
+        errors.add("metadata", format!("must have at most {MAX_ENTRIES} entries"));
+    }
+    for (key, value) in metadata {
+        if key.is_empty() {
+            errors.add("metadata", "keys must not be empty");
+        } else if char_len(key) > MAX_KEY_CHARS {
+            errors.add("metadata", format!("keys must be at most {MAX_KEY_CHARS} characters"));
+        } else if char_len(value) > MAX_VALUE_CHARS {
+            errors.add(
+                format!("metadata.{key}"),
+                format!("must be at most {MAX_VALUE_CHARS} characters"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(m: &Metadata) -> ValidationErrors {
+        let mut e = ValidationErrors::new();
+        validate(m, &mut e);
+        e
+    }
+
+    #[test]
+    fn limits_are_inclusive() {
+        let mut m = Metadata::new();
+        for i in 0..MAX_ENTRIES {
+            m.insert(format!("k{i}"), "v".repeat(MAX_VALUE_CHARS));
+        }
+        m.insert("k0".to_string(), "é".repeat(MAX_VALUE_CHARS));
+        assert!(check(&m).is_empty());
+        m.insert("one-too-many".to_string(), String::new());
+        assert!(check(&m).fields().contains_key("metadata"));
+    }
+
+    #[test]
+    fn long_keys_values_and_empty_keys_fail() {
+        let m = Metadata::from([("k".repeat(MAX_KEY_CHARS + 1), "v".to_string())]);
+        assert!(check(&m).fields().contains_key("metadata"));
+        let m = Metadata::from([("k".to_string(), "v".repeat(MAX_VALUE_CHARS + 1))]);
+        assert!(check(&m).fields().contains_key("metadata.k"));
+        let m = Metadata::from([(String::new(), "v".to_string())]);
+        assert!(check(&m).fields().contains_key("metadata"));
+    }
+}

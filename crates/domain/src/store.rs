@@ -1,0 +1,173 @@
+//! Storage ports. The storage crate implements these for SQLite and PostgreSQL; an embedding
+//! program may implement them for anything else.
+//!
+//! Every method but the credential lookup and [`TenantStore::first_tenant`] takes the tenant id
+//! and must confine itself to that tenant: that is what keeps tenants apart.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::{
+    api_key::ApiKeyHash,
+    application::Application,
+    container::Container,
+    ids::{ApplicationId, TenantId, TokenId},
+    metadata::Metadata,
+    pagination::{Page, PageRequest},
+    tenant::Tenant,
+    token::TokenType,
+};
+
+/// Why the store failed. Messages never include secret values.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or a connection could not be had.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A uniqueness or foreign-key constraint refused the write.
+    #[error("conflicting write: {0}")]
+    Conflict(String),
+    /// A stored row could not be understood.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Backend(String),
+}
+
+/// A tenant as stored: with its wrapped data key.
+#[derive(Debug, Clone)]
+pub struct StoredTenant {
+    /// The tenant.
+    pub tenant: Tenant,
+    /// Its data key, wrapped by the master key.
+    pub wrapped_data_key: Vec<u8>,
+}
+
+/// An application as stored: with the hash of its current key.
+#[derive(Debug, Clone)]
+pub struct StoredApplication {
+    /// The application.
+    pub application: Application,
+    /// SHA-256 of its API key.
+    pub key_hash: ApiKeyHash,
+}
+
+/// A token as stored: data encrypted.
+#[derive(Debug, Clone)]
+pub struct StoredToken {
+    /// Identifier.
+    pub id: TokenId,
+    /// Owning tenant.
+    pub tenant_id: TenantId,
+    /// Type.
+    pub token_type: TokenType,
+    /// Container.
+    pub container: Container,
+    /// Non-sensitive pairs.
+    pub metadata: Metadata,
+    /// Encrypted data (see [`crate::crypto`]).
+    pub ciphertext: Vec<u8>,
+    /// Creating application.
+    pub created_by: ApplicationId,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// Last modifying application.
+    pub modified_by: ApplicationId,
+    /// Last modification time.
+    pub modified_at: OffsetDateTime,
+}
+
+/// Narrows a token list. Empty vectors mean "no filter"; all given filters must hold (AND).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenFilter {
+    /// Only these ids.
+    pub ids: Vec<TokenId>,
+    /// Only these types.
+    pub types: Vec<TokenType>,
+    /// Only tokens whose metadata has every one of these exact pairs.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Which containers a list may return: the caller's readable set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContainerScope {
+    /// Every container.
+    All,
+    /// Only these containers (possibly none).
+    Only(Vec<Container>),
+}
+
+/// Tenants and their keys.
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    /// Writes a tenant and its first (admin) application in one transaction.
+    async fn insert_tenant_with_admin(&self, tenant: &StoredTenant, admin: &StoredApplication) -> Result<(), StoreError>;
+    /// One tenant by id.
+    async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError>;
+    /// The oldest tenant, if any: used at start-up to bootstrap an empty database and to check
+    /// that the configured master key opens existing data.
+    async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError>;
+}
+
+/// Applications and their key hashes.
+#[async_trait]
+pub trait ApplicationStore: Send + Sync {
+    /// Inserts a new application.
+    async fn insert_application(&self, app: &StoredApplication) -> Result<(), StoreError>;
+    /// One application of `tenant`.
+    async fn get_application(&self, tenant: TenantId, id: ApplicationId) -> Result<Option<Application>, StoreError>;
+    /// The application whose key hashes to `hash`, in whatever tenant.
+    async fn find_application_by_key_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApplication>, StoreError>;
+    /// A page of `tenant`'s applications, oldest first.
+    async fn list_applications(&self, tenant: TenantId, page: PageRequest) -> Result<Page<Application>, StoreError>;
+    /// Replaces name, type, permissions, rules and `modified_*`; `false` when absent.
+    async fn update_application(&self, app: &Application) -> Result<bool, StoreError>;
+    /// Replaces the key hash and `modified_*`; `false` when absent.
+    async fn replace_application_key(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+        hash: &ApiKeyHash,
+        modified_by: ApplicationId,
+        modified_at: OffsetDateTime,
+    ) -> Result<bool, StoreError>;
+    /// Deletes; `false` when absent.
+    async fn delete_application(&self, tenant: TenantId, id: ApplicationId) -> Result<bool, StoreError>;
+}
+
+/// Tokens.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    /// Inserts a token with its metadata, in one transaction.
+    async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError>;
+    /// One token of `tenant`.
+    async fn get_token(&self, tenant: TenantId, id: TokenId) -> Result<Option<StoredToken>, StoreError>;
+    /// The distinct containers of `tenant`'s tokens that pass `filter`, so the caller's rules can
+    /// be evaluated per container before listing.
+    async fn token_containers(&self, tenant: TenantId, filter: &TokenFilter) -> Result<Vec<Container>, StoreError>;
+    /// A page of `tenant`'s tokens passing `filter` within `scope`, ordered by `created_at`
+    /// then `id`; the total counts the same set.
+    async fn list_tokens(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError>;
+    /// Deletes a token with its metadata (and, once they exist, its associations); `false`
+    /// when absent.
+    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError>;
+}
+
+/// Liveness of the backing database.
+#[async_trait]
+pub trait HealthStore: Send + Sync {
+    /// Round-trips a trivial query.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// Everything the vault needs from storage.
+pub trait Store: TenantStore + ApplicationStore + TokenStore + HealthStore {}
+
+impl<T: TenantStore + ApplicationStore + TokenStore + HealthStore> Store for T {}

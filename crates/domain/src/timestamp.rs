@@ -1,0 +1,55 @@
+//! Timestamps: UTC, microsecond precision, printed as RFC 3339 with a `+00:00` offset.
+//!
+//! Microseconds because PostgreSQL keeps no more; rounding at creation means a value read back
+//! from either backend equals the one that was written.
+
+use time::{format_description::BorrowedFormatItem, macros::format_description, OffsetDateTime};
+
+const RFC3339_MICROS: &[BorrowedFormatItem<'static>] = format_description!(
+    "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6][offset_hour sign:mandatory]:[offset_minute]"
+);
+
+/// The current time in UTC, truncated to whole microseconds.
+pub fn now() -> OffsetDateTime {
+    truncate_to_micros(OffsetDateTime::now_utc())
+}
+
+/// Drops sub-microsecond precision.
+pub fn truncate_to_micros(ts: OffsetDateTime) -> OffsetDateTime {
+    let nanos = ts.nanosecond();
+    ts.replace_nanosecond(nanos - nanos % 1_000).unwrap_or(ts)
+}
+
+/// Formats as RFC 3339 with an explicit offset, e.g. `2026-11-21T23:49:22.123456+00:00`.
+pub fn format(ts: OffsetDateTime) -> String {
+    ts.format(RFC3339_MICROS)
+        .unwrap_or_else(|_| ts.unix_timestamp().to_string())
+}
+
+/// Serde adapter that writes [`format`]'s representation.
+pub mod serde_rfc3339 {
+    use serde::Serializer;
+    use time::OffsetDateTime;
+
+    /// Serializes a timestamp as RFC 3339 with a `+00:00` offset.
+    pub fn serialize<S: Serializer>(ts: &OffsetDateTime, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format(*ts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn formats_with_explicit_utc_offset() {
+        let ts = datetime!(2026-11-21 23:49:22.123456789 UTC);
+        assert_eq!(format(truncate_to_micros(ts)), "2026-11-21T23:49:22.123456+00:00");
+    }
+
+    #[test]
+    fn now_has_whole_microseconds() {
+        assert_eq!(now().nanosecond() % 1_000, 0);
+    }
+}

@@ -1,0 +1,318 @@
+//! Tokens: a sensitive value (held encrypted), its type, container and metadata.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::{
+    checksum::{aba_valid, luhn_valid},
+    container::Container,
+    ids::{ApplicationId, TenantId, TokenId},
+    metadata::{self, Metadata},
+    secret::Secret,
+    validation::ValidationErrors,
+};
+
+/// The kind of value a token holds; it decides validation and the default container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenType {
+    /// Any JSON value.
+    Token,
+    /// A payment card (`number`, `expiration_month`, `expiration_year`, `cvc`).
+    Card,
+    /// A US bank account (`routing_number`, `account_number`).
+    Bank,
+}
+
+impl TokenType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenType::Token => "token",
+            TokenType::Card => "card",
+            TokenType::Bank => "bank",
+        }
+    }
+
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "token" => Some(TokenType::Token),
+            "card" => Some(TokenType::Card),
+            "bank" => Some(TokenType::Bank),
+            _ => None,
+        }
+    }
+
+    /// Where a token of this type lives when the caller names no container.
+    pub fn default_container(self) -> Container {
+        let path = match self {
+            TokenType::Token => "/general/high/",
+            TokenType::Card => "/pci/high/",
+            TokenType::Bank => "/bank/high/",
+        };
+        Container::parse(path).unwrap_or_else(|_| Container::root())
+    }
+}
+
+/// What a caller supplies to create a token.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    /// Token type.
+    #[serde(rename = "type")]
+    pub token_type: TokenType,
+    /// The sensitive value; required, any JSON value but `null`.
+    #[serde(default)]
+    pub data: Option<Secret<Value>>,
+    /// Non-sensitive pairs.
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+    /// Zero or one container path.
+    #[serde(default)]
+    pub containers: Option<Vec<String>>,
+}
+
+/// A [`NewToken`] that passed validation.
+#[derive(Debug, Clone)]
+pub struct ValidToken {
+    /// Token type.
+    pub token_type: TokenType,
+    /// The sensitive value.
+    pub data: Secret<Value>,
+    /// Non-sensitive pairs.
+    pub metadata: Metadata,
+    /// Normalised container.
+    pub container: Container,
+}
+
+impl NewToken {
+    /// Applies SUPPLEMENT §3: required data, per-type data shape, metadata and container limits.
+    pub fn validate(self) -> Result<ValidToken, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        let data = match self.data {
+            Some(d) if !d.expose().is_null() => Some(d),
+            _ => {
+                errors.add("data", "is required");
+                None
+            }
+        };
+        if let Some(d) = &data {
+            match self.token_type {
+                TokenType::Token => {}
+                TokenType::Card => validate_card(d.expose(), &mut errors),
+                TokenType::Bank => validate_bank(d.expose(), &mut errors),
+            }
+        }
+        let metadata = self.metadata.unwrap_or_default();
+        metadata::validate(&metadata, &mut errors);
+        let container = match self.containers.as_deref() {
+            None | Some([]) => Some(self.token_type.default_container()),
+            Some([one]) => match Container::parse_for_token(one) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    errors.add("containers[0]", e.to_string());
+                    None
+                }
+            },
+            Some(_) => {
+                errors.add("containers", "must hold at most one container");
+                None
+            }
+        };
+        errors.into_result()?;
+        match (data, container) {
+            (Some(data), Some(container)) => Ok(ValidToken {
+                token_type: self.token_type,
+                data,
+                metadata,
+                container,
+            }),
+            _ => Err(ValidationErrors::single("data", "is required")),
+        }
+    }
+}
+
+fn object<'a>(data: &'a Value, errors: &mut ValidationErrors, kind: &str) -> Option<&'a Map<String, Value>> {
+    let obj = data.as_object();
+    if obj.is_none() {
+        errors.add("data", format!("must be an object for a {kind} token"));
+    }
+    obj
+}
+
+fn reject_unknown(obj: &Map<String, Value>, known: &[&str], errors: &mut ValidationErrors) {
+    for key in obj.keys().filter(|k| !known.contains(&k.as_str())) {
+        errors.add(format!("data.{key}"), "is not a known field");
+    }
+}
+
+fn digits_between(value: Option<&Value>, min: usize, max: usize) -> Result<Option<&str>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(Some(s))
+        }
+        Some(Value::String(_)) if min == max => Err(format!("must be a string of {min} digits")),
+        _ => Err(format!("must be a string of {min} to {max} digits")),
+    }
+}
+
+fn validate_card(data: &Value, errors: &mut ValidationErrors) {
+    let Some(obj) = object(data, errors, "card") else { return };
+    reject_unknown(obj, &["number", "expiration_month", "expiration_year", "cvc"], errors);
+    match digits_between(obj.get("number"), 12, 19) {
+        Ok(Some(n)) if !luhn_valid(n) => errors.add("data.number", "fails the Luhn check"),
+        Ok(Some(_)) => {}
+        Ok(None) => errors.add("data.number", "is required"),
+        Err(msg) => errors.add("data.number", msg),
+    }
+    let month = obj.get("expiration_month").filter(|v| !v.is_null());
+    let year = obj.get("expiration_year").filter(|v| !v.is_null());
+    if let Some(m) = month {
+        if !m.as_i64().is_some_and(|m| (1..=12).contains(&m)) {
+            errors.add("data.expiration_month", "must be an integer from 1 to 12");
+        }
+    }
+    if let Some(y) = year {
+        if !y.as_i64().is_some_and(|y| (1000..=9999).contains(&y)) {
+            errors.add("data.expiration_year", "must be a four-digit integer");
+        }
+    }
+    match (month, year) {
+        (Some(_), None) => errors.add("data.expiration_year", "is required with expiration_month"),
+        (None, Some(_)) => errors.add("data.expiration_month", "is required with expiration_year"),
+        _ => {}
+    }
+    if let Err(msg) = digits_between(obj.get("cvc"), 3, 4) {
+        errors.add("data.cvc", msg);
+    }
+}
+
+fn validate_bank(data: &Value, errors: &mut ValidationErrors) {
+    let Some(obj) = object(data, errors, "bank") else { return };
+    reject_unknown(obj, &["routing_number", "account_number"], errors);
+    match digits_between(obj.get("routing_number"), 9, 9) {
+        Ok(Some(r)) if !aba_valid(r) => errors.add("data.routing_number", "fails the ABA checksum"),
+        Ok(Some(_)) => {}
+        Ok(None) => errors.add("data.routing_number", "is required"),
+        Err(msg) => errors.add("data.routing_number", msg),
+    }
+    match digits_between(obj.get("account_number"), 1, 17) {
+        Ok(Some(_)) => {}
+        Ok(None) => errors.add("data.account_number", "is required"),
+        Err(msg) => errors.add("data.account_number", msg),
+    }
+}
+
+/// A token with its data decrypted.
+#[derive(Debug, Clone)]
+pub struct Token {
+    /// Identifier.
+    pub id: TokenId,
+    /// Owning tenant.
+    pub tenant_id: TenantId,
+    /// Type.
+    pub token_type: TokenType,
+    /// The sensitive value.
+    pub data: Secret<Value>,
+    /// Non-sensitive pairs.
+    pub metadata: Metadata,
+    /// Container.
+    pub container: Container,
+    /// Creating application.
+    pub created_by: ApplicationId,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// Last modifying application.
+    pub modified_by: ApplicationId,
+    /// Last modification time.
+    pub modified_at: OffsetDateTime,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn new(token_type: TokenType, data: Value) -> NewToken {
+        NewToken {
+            token_type,
+            data: Some(Secret::new(data)),
+            metadata: None,
+            containers: None,
+        }
+    }
+
+    fn fields(r: Result<ValidToken, ValidationErrors>) -> Vec<String> {
+        r.map(|_| vec![])
+            .unwrap_or_else(|e| e.fields().keys().cloned().collect())
+    }
+
+    #[test]
+    fn any_json_but_null_is_valid_token_data() {
+        for d in [json!("s"), json!(1), json!({"a": [1]}), json!(false)] {
+            let v = new(TokenType::Token, d).validate().expect("valid");
+            assert_eq!(v.container.as_str(), "/general/high/");
+        }
+        assert_eq!(fields(new(TokenType::Token, Value::Null).validate()), vec!["data"]);
+        let missing = NewToken { data: None, ..new(TokenType::Token, json!(1)) };
+        assert_eq!(fields(missing.validate()), vec!["data"]);
+    }
+
+    #[test]
+    fn cards_are_checked() {
+        let ok = json!({"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030, "cvc": "123"});
+        let v = new(TokenType::Card, ok).validate().expect("valid card");
+        assert_eq!(v.container.as_str(), "/pci/high/");
+        assert!(new(TokenType::Card, json!({"number": "4242424242424242"})).validate().is_ok());
+        assert_eq!(fields(new(TokenType::Card, json!({"number": "4242424242424241"})).validate()), vec!["data.number"]);
+        assert_eq!(fields(new(TokenType::Card, json!({"number": 4242424242424242u64})).validate()), vec!["data.number"]);
+        assert_eq!(fields(new(TokenType::Card, json!({"number": "42424242424"})).validate()), vec!["data.number"]);
+        assert_eq!(fields(new(TokenType::Card, json!({})).validate()), vec!["data.number"]);
+        assert_eq!(
+            fields(new(TokenType::Card, json!({"number": "4242424242424242", "expiration_month": 13, "expiration_year": 30, "cvc": "12"})).validate()),
+            vec!["data.cvc", "data.expiration_month", "data.expiration_year"]
+        );
+        assert_eq!(
+            fields(new(TokenType::Card, json!({"number": "4242424242424242", "expiration_month": 1})).validate()),
+            vec!["data.expiration_year"]
+        );
+        assert_eq!(fields(new(TokenType::Card, json!({"number": "4242424242424242", "pin": "1"})).validate()), vec!["data.pin"]);
+        assert_eq!(fields(new(TokenType::Card, json!("4242424242424242")).validate()), vec!["data"]);
+    }
+
+    #[test]
+    fn banks_are_checked() {
+        let ok = json!({"routing_number": "011000015", "account_number": "12345678901234567"});
+        assert_eq!(new(TokenType::Bank, ok).validate().expect("valid").container.as_str(), "/bank/high/");
+        assert_eq!(
+            fields(new(TokenType::Bank, json!({"routing_number": "011000016", "account_number": "123456789012345678"})).validate()),
+            vec!["data.account_number", "data.routing_number"]
+        );
+        assert_eq!(fields(new(TokenType::Bank, json!({"account_number": "1"})).validate()), vec!["data.routing_number"]);
+    }
+
+    #[test]
+    fn containers_and_metadata_are_checked() {
+        let mut t = new(TokenType::Token, json!(1));
+        t.containers = Some(vec!["/Custom/Path/".into()]);
+        assert_eq!(t.clone().validate().expect("valid").container.as_str(), "/custom/path/");
+        t.containers = Some(vec!["/a/".into(), "/b/".into()]);
+        assert_eq!(fields(t.clone().validate()), vec!["containers"]);
+        t.containers = Some(vec!["nope".into()]);
+        assert_eq!(fields(t.clone().validate()), vec!["containers[0]"]);
+        t.containers = Some(vec![]);
+        t.metadata = Some(Metadata::from([("k".into(), "v".repeat(501))]));
+        assert_eq!(fields(t.validate()), vec!["metadata.k"]);
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_types_fail_to_parse() {
+        assert!(serde_json::from_str::<NewToken>(r#"{"type":"token","data":1,"x":1}"#).is_err());
+        assert!(serde_json::from_str::<NewToken>(r#"{"type":"nope","data":1}"#).is_err());
+        assert!(serde_json::from_str::<NewToken>(r#"{"data":1}"#).is_err());
+        assert!(serde_json::from_str::<NewToken>(r#"{"type":"token","data":1,"metadata":{"a":1}}"#).is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! Field-level validation errors, collected rather than failing on the first problem so that a
+//! caller sees everything wrong with a request at once.
+
+use std::collections::BTreeMap;
+
+/// Problems found in an input, keyed by field path (`name`, `data.number`, `rules[0].container`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValidationErrors {
+    fields: BTreeMap<String, Vec<String>>,
+}
+
+impl ValidationErrors {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A set holding one problem.
+    pub fn single(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut errors = Self::new();
+        errors.add(field, message);
+        errors
+    }
+
+    /// Records a problem with `field`.
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.fields
+            .entry(field.into())
+            .or_default()
+            .push(message.into());
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The problems, by field path.
+    pub fn fields(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.fields
+    }
+
+    /// `Ok(())` when empty, else `Err(self)`.
+    pub fn into_result(self) -> Result<(), ValidationErrors> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+}
+
+impl std::fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for (field, messages) in &self.fields {
+            for message in messages {
+                if !first {
+                    f.write_str("; ")?;
+                }
+                first = false;
+                write!(f, "{field}: {message}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Length of a string in characters (what users count), not bytes.
+pub(crate) fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_messages_per_field() {
+        let mut e = ValidationErrors::new();
+        assert!(e.clone().into_result().is_ok());
+        e.add("name", "is required");
+        e.add("name", "is too long");
+        e.add("data.number", "fails the Luhn check");
+        assert_eq!(e.fields()["name"].len(), 2);
+        assert_eq!(
+            e.to_string(),
+            "data.number: fails the Luhn check; name: is required; name: is too long"
+        );
+        assert!(e.into_result().is_err());
+    }
+}

@@ -1,0 +1,125 @@
+//! Application use-cases: CRUD and key regeneration.
+
+use crate::{
+    access::Principal,
+    api_key::ApiKey,
+    application::{Application, ApplicationInput},
+    error::{Resource, VaultError},
+    ids::ApplicationId,
+    pagination::{Page, PageRequest},
+    permission::Permission,
+    store::StoredApplication,
+    timestamp,
+};
+
+use super::Vault;
+
+/// An application together with a key just issued for it; the only time the key is visible.
+#[derive(Debug)]
+pub struct IssuedKey {
+    /// The application.
+    pub application: Application,
+    /// Its new API key.
+    pub api_key: ApiKey,
+}
+
+impl Vault {
+    /// Creates an application in the caller's tenant and issues its key.
+    pub async fn create_application(&self, caller: &Principal, input: ApplicationInput) -> Result<IssuedKey, VaultError> {
+        caller.require(Permission::ApplicationCreate)?;
+        let valid = input.validate()?;
+        let now = timestamp::now();
+        let application = Application {
+            id: ApplicationId::new(),
+            tenant_id: caller.tenant_id(),
+            name: valid.name,
+            app_type: valid.app_type,
+            permissions: valid.permissions,
+            rules: valid.rules,
+            created_by: caller.application_id(),
+            created_at: now,
+            modified_by: caller.application_id(),
+            modified_at: now,
+        };
+        let api_key = ApiKey::generate();
+        self.store
+            .insert_application(&StoredApplication {
+                application: application.clone(),
+                key_hash: api_key.hash(),
+            })
+            .await?;
+        Ok(IssuedKey { application, api_key })
+    }
+
+    /// One application of the caller's tenant.
+    pub async fn get_application(&self, caller: &Principal, id: ApplicationId) -> Result<Application, VaultError> {
+        caller.require(Permission::ApplicationRead)?;
+        self.store
+            .get_application(caller.tenant_id(), id)
+            .await?
+            .ok_or(VaultError::NotFound(Resource::Application))
+    }
+
+    /// A page of the caller's tenant's applications.
+    pub async fn list_applications(&self, caller: &Principal, page: PageRequest) -> Result<Page<Application>, VaultError> {
+        caller.require(Permission::ApplicationRead)?;
+        Ok(self.store.list_applications(caller.tenant_id(), page).await?)
+    }
+
+    /// Replaces an application's name, type, permissions and rules; its key is unchanged.
+    pub async fn update_application(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+        input: ApplicationInput,
+    ) -> Result<Application, VaultError> {
+        caller.require(Permission::ApplicationUpdate)?;
+        let valid = input.validate()?;
+        let mut application = self
+            .store
+            .get_application(caller.tenant_id(), id)
+            .await?
+            .ok_or(VaultError::NotFound(Resource::Application))?;
+        application.name = valid.name;
+        application.app_type = valid.app_type;
+        application.permissions = valid.permissions;
+        application.rules = valid.rules;
+        application.modified_by = caller.application_id();
+        application.modified_at = timestamp::now();
+        if !self.store.update_application(&application).await? {
+            return Err(VaultError::NotFound(Resource::Application));
+        }
+        Ok(application)
+    }
+
+    /// Issues a new key; the old one stops working at once.
+    pub async fn regenerate_application_key(&self, caller: &Principal, id: ApplicationId) -> Result<IssuedKey, VaultError> {
+        caller.require(Permission::ApplicationUpdate)?;
+        let api_key = ApiKey::generate();
+        let now = timestamp::now();
+        let tenant = caller.tenant_id();
+        if !self
+            .store
+            .replace_application_key(tenant, id, &api_key.hash(), caller.application_id(), now)
+            .await?
+        {
+            return Err(VaultError::NotFound(Resource::Application));
+        }
+        let application = self
+            .store
+            .get_application(tenant, id)
+            .await?
+            .ok_or(VaultError::NotFound(Resource::Application))?;
+        Ok(IssuedKey { application, api_key })
+    }
+
+    /// Deletes an application; its key stops working at once.
+    pub async fn delete_application(&self, caller: &Principal, id: ApplicationId) -> Result<(), VaultError> {
+        caller.require(Permission::ApplicationDelete)?;
+        if self.store.delete_application(caller.tenant_id(), id).await? {
+            Ok(())
+        } else {
+            Err(VaultError::NotFound(Resource::Application))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Tenant use-cases: creating a tenant with its admin application, and bootstrapping.
+
+use crate::{
+    api_key::ApiKey,
+    application::{Application, ApplicationType},
+    error::VaultError,
+    ids::{ApplicationId, TenantId},
+    permission::Permission,
+    store::{StoredApplication, StoredTenant},
+    tenant::{self, Tenant},
+    timestamp,
+};
+
+use super::Vault;
+
+/// Name of the tenant `bootstrap` creates.
+pub const DEFAULT_TENANT_NAME: &str = "default";
+/// Name of the management application each new tenant gets.
+pub const ADMIN_APPLICATION_NAME: &str = "admin";
+
+/// A new tenant with its admin application and that application's key (shown once).
+#[derive(Debug)]
+pub struct CreatedTenant {
+    /// The tenant.
+    pub tenant: Tenant,
+    /// Its `management` application holding every permission.
+    pub admin: Application,
+    /// The admin's API key.
+    pub api_key: ApiKey,
+}
+
+impl Vault {
+    /// Creates a tenant, its data key and an `admin` management application holding every
+    /// permission (the one application allowed `token:*` on the management type), all in one
+    /// transaction.
+    pub async fn create_tenant(&self, name: &str) -> Result<CreatedTenant, VaultError> {
+        tenant::validate_name(name)?;
+        let now = timestamp::now();
+        let tenant = Tenant {
+            id: TenantId::new(),
+            name: name.to_string(),
+            created_at: now,
+        };
+        let wrapped_data_key = self.keys.master().new_wrapped_data_key(tenant.id)?;
+        let admin_id = ApplicationId::new();
+        let admin = Application {
+            id: admin_id,
+            tenant_id: tenant.id,
+            name: ADMIN_APPLICATION_NAME.to_string(),
+            app_type: ApplicationType::Management,
+            permissions: Permission::ALL.to_vec(),
+            rules: vec![],
+            created_by: admin_id,
+            created_at: now,
+            modified_by: admin_id,
+            modified_at: now,
+        };
+        let api_key = ApiKey::generate();
+        self.store
+            .insert_tenant_with_admin(
+                &StoredTenant {
+                    tenant: tenant.clone(),
+                    wrapped_data_key,
+                },
+                &StoredApplication {
+                    application: admin.clone(),
+                    key_hash: api_key.hash(),
+                },
+            )
+            .await?;
+        Ok(CreatedTenant {
+            tenant,
+            admin,
+            api_key,
+        })
+    }
+
+    /// On an empty database, creates the `default` tenant and returns it; otherwise `None`.
+    pub async fn bootstrap(&self) -> Result<Option<CreatedTenant>, VaultError> {
+        if self.store.first_tenant().await?.is_some() {
+            return Ok(None);
+        }
+        self.create_tenant(DEFAULT_TENANT_NAME).await.map(Some)
+    }
+}

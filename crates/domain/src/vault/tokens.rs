@@ -1,0 +1,136 @@
+//! Token use-cases: create, read, list, delete.
+
+use serde_json::Value;
+
+use crate::{
+    access::Principal,
+    error::{Resource, VaultError},
+    ids::TokenId,
+    pagination::{Page, PageRequest},
+    permission::Permission,
+    secret::Secret,
+    store::{ContainerScope, StoreError, StoredToken, TokenFilter},
+    timestamp,
+    token::{NewToken, Token},
+};
+
+use super::Vault;
+
+impl Vault {
+    /// Validates, encrypts and stores a token. Needs `token:create` on the token's container.
+    pub async fn create_token(&self, caller: &Principal, input: NewToken) -> Result<Token, VaultError> {
+        caller.require_somewhere(Permission::TokenCreate)?;
+        let valid = input.validate()?;
+        caller.require_on(Permission::TokenCreate, &valid.container)?;
+        let tenant = caller.tenant_id();
+        let id = TokenId::new();
+        let plaintext = Secret::new(
+            serde_json::to_vec(valid.data.expose())
+                .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
+        );
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+        let ciphertext = key.seal_token(tenant, id, plaintext.expose())?;
+        let now = timestamp::now();
+        let stored = StoredToken {
+            id,
+            tenant_id: tenant,
+            token_type: valid.token_type,
+            container: valid.container,
+            metadata: valid.metadata,
+            ciphertext,
+            created_by: caller.application_id(),
+            created_at: now,
+            modified_by: caller.application_id(),
+            modified_at: now,
+        };
+        self.store.insert_token(&stored).await?;
+        Ok(Token {
+            id,
+            tenant_id: tenant,
+            token_type: stored.token_type,
+            data: valid.data,
+            metadata: stored.metadata,
+            container: stored.container,
+            created_by: stored.created_by,
+            created_at: stored.created_at,
+            modified_by: stored.modified_by,
+            modified_at: stored.modified_at,
+        })
+    }
+
+    /// Reads and decrypts one token. Needs `token:read` on its container.
+    pub async fn get_token(&self, caller: &Principal, id: TokenId) -> Result<Token, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let stored = self.stored_token(caller, id).await?;
+        caller.require_on(Permission::TokenRead, &stored.container)?;
+        self.decrypt(stored).await
+    }
+
+    /// Lists tokens the caller may read, with filters and pagination. Tokens in containers the
+    /// caller may not read are neither returned nor counted.
+    pub async fn list_tokens(&self, caller: &Principal, filter: &TokenFilter, page: PageRequest) -> Result<Page<Token>, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let tenant = caller.tenant_id();
+        let scope = self.readable_scope(caller, Permission::TokenRead, filter).await?;
+        let stored = self.store.list_tokens(tenant, filter, &scope, page).await?;
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+        stored.try_map(|t| decrypt_with(&key, t))
+    }
+
+    /// Deletes a token and its metadata. Needs `token:delete` on its container.
+    pub async fn delete_token(&self, caller: &Principal, id: TokenId) -> Result<(), VaultError> {
+        caller.require_somewhere(Permission::TokenDelete)?;
+        let stored = self.stored_token(caller, id).await?;
+        caller.require_on(Permission::TokenDelete, &stored.container)?;
+        if self.store.delete_token(caller.tenant_id(), id).await? {
+            Ok(())
+        } else {
+            Err(VaultError::NotFound(Resource::Token))
+        }
+    }
+
+    async fn stored_token(&self, caller: &Principal, id: TokenId) -> Result<StoredToken, VaultError> {
+        self.store
+            .get_token(caller.tenant_id(), id)
+            .await?
+            .ok_or(VaultError::NotFound(Resource::Token))
+    }
+
+    /// The containers whose tokens the caller holds `permission` on, among those `filter`
+    /// could return. Callers without rules skip the lookup.
+    async fn readable_scope(&self, caller: &Principal, permission: Permission, filter: &TokenFilter) -> Result<ContainerScope, VaultError> {
+        if caller.is_unscoped() {
+            return Ok(ContainerScope::All);
+        }
+        let containers = self.store.token_containers(caller.tenant_id(), filter).await?;
+        Ok(ContainerScope::Only(
+            containers
+                .into_iter()
+                .filter(|c| caller.may_on(permission, c))
+                .collect(),
+        ))
+    }
+
+    async fn decrypt(&self, stored: StoredToken) -> Result<Token, VaultError> {
+        let key = self.keys.data_key(self.store.as_ref(), stored.tenant_id).await?;
+        decrypt_with(&key, stored)
+    }
+}
+
+fn decrypt_with(key: &crate::crypto::DataKey, stored: StoredToken) -> Result<Token, VaultError> {
+    let plaintext = key.open_token(stored.tenant_id, stored.id, &stored.ciphertext)?;
+    let data: Value = serde_json::from_slice(&plaintext)
+        .map_err(|_| StoreError::Corrupt(format!("token {} data is not JSON", stored.id)))?;
+    Ok(Token {
+        id: stored.id,
+        tenant_id: stored.tenant_id,
+        token_type: stored.token_type,
+        data: Secret::new(data),
+        metadata: stored.metadata,
+        container: stored.container,
+        created_by: stored.created_by,
+        created_at: stored.created_at,
+        modified_by: stored.modified_by,
+        modified_at: stored.modified_at,
+    })
+}
