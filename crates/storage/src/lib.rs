@@ -1,1 +1,22 @@
-//! placeholder
+//! # tessera-storage
+//!
+//! The domain's storage traits over diesel-async, on embedded SQLite (the default) or
+//! PostgreSQL (production). Both backends share one schema definition and one set of queries:
+//! [`Database`] is an enum over the two pools, and the `with_conn!` macro expands each query body
+//! once per backend so both are type-checked from the same source.
+//!
+//! Migrations for each backend are embedded in the binary and run by [`Database::migrate`]
+//! before a server starts.
+
+mod applications;
+mod database;
+mod health;
+mod rows;
+mod schema;
+mod tenants;
+pub mod test_support;
+mod tokens;
+mod url;
+
+pub use database::{Backend, Database, PoolOptions};
+pub use url::{DatabaseUrl, DatabaseUrlError};

@@ -1,0 +1,216 @@
+//! Row structs and their conversions to and from domain types.
+
+use diesel::prelude::{Insertable, Queryable, Selectable};
+use tessera_domain::{
+    application::{Application, ApplicationType},
+    store::{StoreError, StoredApplication, StoredTenant, StoredToken},
+    ApiKeyHash, Container, Tenant, TokenType,
+};
+use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
+
+use crate::schema::{applications, tenants, token_metadata, tokens};
+
+/// Stores a UTC instant as a naive `TIMESTAMP`.
+pub(crate) fn to_db_time(ts: OffsetDateTime) -> PrimitiveDateTime {
+    let utc = ts.to_offset(UtcOffset::UTC);
+    PrimitiveDateTime::new(utc.date(), utc.time())
+}
+
+fn from_db_time(ts: PrimitiveDateTime) -> OffsetDateTime {
+    ts.assume_utc()
+}
+
+fn parse<T: std::str::FromStr>(what: &str, raw: &str) -> Result<T, StoreError> {
+    raw.parse()
+        .map_err(|_| StoreError::Corrupt(format!("invalid {what} `{raw}`")))
+}
+
+fn json<T: serde::de::DeserializeOwned>(what: &str, raw: &str) -> Result<T, StoreError> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("invalid {what}: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Serialising plain maps, vectors and enums into a String cannot fail.
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = tenants)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct TenantRow {
+    pub tenant_id: String,
+    pub name: String,
+    pub wrapped_data_key: Vec<u8>,
+    pub created_at: PrimitiveDateTime,
+}
+
+impl From<&StoredTenant> for TenantRow {
+    fn from(t: &StoredTenant) -> Self {
+        Self {
+            tenant_id: t.tenant.id.to_string(),
+            name: t.tenant.name.clone(),
+            wrapped_data_key: t.wrapped_data_key.clone(),
+            created_at: to_db_time(t.tenant.created_at),
+        }
+    }
+}
+
+impl TryFrom<TenantRow> for StoredTenant {
+    type Error = StoreError;
+
+    fn try_from(r: TenantRow) -> Result<Self, StoreError> {
+        Ok(StoredTenant {
+            tenant: Tenant {
+                id: parse("tenant id", &r.tenant_id)?,
+                name: r.name,
+                created_at: from_db_time(r.created_at),
+            },
+            wrapped_data_key: r.wrapped_data_key,
+        })
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = applications)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct ApplicationRow {
+    pub tenant_id: String,
+    pub id: String,
+    pub name: String,
+    pub app_type: String,
+    pub permissions: String,
+    pub rules: String,
+    pub key_hash: Vec<u8>,
+    pub created_by: String,
+    pub created_at: PrimitiveDateTime,
+    pub modified_by: String,
+    pub modified_at: PrimitiveDateTime,
+}
+
+impl From<&StoredApplication> for ApplicationRow {
+    fn from(s: &StoredApplication) -> Self {
+        let a = &s.application;
+        Self {
+            tenant_id: a.tenant_id.to_string(),
+            id: a.id.to_string(),
+            name: a.name.clone(),
+            app_type: a.app_type.as_str().to_string(),
+            permissions: to_json(&a.permissions),
+            rules: to_json(&a.rules),
+            key_hash: s.key_hash.as_bytes().to_vec(),
+            created_by: a.created_by.to_string(),
+            created_at: to_db_time(a.created_at),
+            modified_by: a.modified_by.to_string(),
+            modified_at: to_db_time(a.modified_at),
+        }
+    }
+}
+
+impl ApplicationRow {
+    pub(crate) fn into_stored(self) -> Result<StoredApplication, StoreError> {
+        let key_hash = ApiKeyHash::from_bytes(&self.key_hash)
+            .ok_or_else(|| StoreError::Corrupt("key hash is not 32 bytes".into()))?;
+        Ok(StoredApplication {
+            application: self.into_application()?,
+            key_hash,
+        })
+    }
+
+    pub(crate) fn into_application(self) -> Result<Application, StoreError> {
+        Ok(Application {
+            id: parse("application id", &self.id)?,
+            tenant_id: parse("tenant id", &self.tenant_id)?,
+            name: self.name,
+            app_type: ApplicationType::parse(&self.app_type)
+                .ok_or_else(|| StoreError::Corrupt(format!("invalid application type `{}`", self.app_type)))?,
+            permissions: json("permissions", &self.permissions)?,
+            rules: json("rules", &self.rules)?,
+            created_by: parse("application id", &self.created_by)?,
+            created_at: from_db_time(self.created_at),
+            modified_by: parse("application id", &self.modified_by)?,
+            modified_at: from_db_time(self.modified_at),
+        })
+    }
+}
+
+/// Serialised permissions and rules for an update statement.
+pub(crate) fn application_grants(a: &Application) -> (String, String) {
+    (to_json(&a.permissions), to_json(&a.rules))
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = tokens)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct TokenRow {
+    pub tenant_id: String,
+    pub id: String,
+    pub token_type: String,
+    pub container: String,
+    pub metadata: String,
+    pub data_ciphertext: Vec<u8>,
+    pub created_by: String,
+    pub created_at: PrimitiveDateTime,
+    pub modified_by: String,
+    pub modified_at: PrimitiveDateTime,
+}
+
+impl From<&StoredToken> for TokenRow {
+    fn from(t: &StoredToken) -> Self {
+        Self {
+            tenant_id: t.tenant_id.to_string(),
+            id: t.id.to_string(),
+            token_type: t.token_type.as_str().to_string(),
+            container: t.container.as_str().to_string(),
+            metadata: to_json(&t.metadata),
+            data_ciphertext: t.ciphertext.clone(),
+            created_by: t.created_by.to_string(),
+            created_at: to_db_time(t.created_at),
+            modified_by: t.modified_by.to_string(),
+            modified_at: to_db_time(t.modified_at),
+        }
+    }
+}
+
+impl TryFrom<TokenRow> for StoredToken {
+    type Error = StoreError;
+
+    fn try_from(r: TokenRow) -> Result<Self, StoreError> {
+        Ok(StoredToken {
+            id: parse("token id", &r.id)?,
+            tenant_id: parse("tenant id", &r.tenant_id)?,
+            token_type: TokenType::parse(&r.token_type)
+                .ok_or_else(|| StoreError::Corrupt(format!("invalid token type `{}`", r.token_type)))?,
+            container: Container::parse(&r.container)
+                .map_err(|_| StoreError::Corrupt(format!("invalid container `{}`", r.container)))?,
+            metadata: json("metadata", &r.metadata)?,
+            ciphertext: r.data_ciphertext,
+            created_by: parse("application id", &r.created_by)?,
+            created_at: from_db_time(r.created_at),
+            modified_by: parse("application id", &r.modified_by)?,
+            modified_at: from_db_time(r.modified_at),
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = token_metadata)]
+pub(crate) struct TokenMetadataRow {
+    pub tenant_id: String,
+    pub token_id: String,
+    pub key: String,
+    pub value: String,
+}
+
+impl TokenMetadataRow {
+    pub(crate) fn for_token(t: &StoredToken) -> Vec<Self> {
+        t.metadata
+            .iter()
+            .map(|(k, v)| Self {
+                tenant_id: t.tenant_id.to_string(),
+                token_id: t.id.to_string(),
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,52 @@
+//! Table definitions shared by both backends (UUIDs as text, timestamps as UTC `TIMESTAMP`).
+
+diesel::table! {
+    tenants (tenant_id) {
+        tenant_id -> Text,
+        name -> Text,
+        wrapped_data_key -> Binary,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    applications (tenant_id, id) {
+        tenant_id -> Text,
+        id -> Text,
+        name -> Text,
+        app_type -> Text,
+        permissions -> Text,
+        rules -> Text,
+        key_hash -> Binary,
+        created_by -> Text,
+        created_at -> Timestamp,
+        modified_by -> Text,
+        modified_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    tokens (tenant_id, id) {
+        tenant_id -> Text,
+        id -> Text,
+        token_type -> Text,
+        container -> Text,
+        metadata -> Text,
+        data_ciphertext -> Binary,
+        created_by -> Text,
+        created_at -> Timestamp,
+        modified_by -> Text,
+        modified_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    token_metadata (tenant_id, token_id, key) {
+        tenant_id -> Text,
+        token_id -> Text,
+        key -> Text,
+        value -> Text,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(tokens, token_metadata);

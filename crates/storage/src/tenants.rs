@@ -1,0 +1,59 @@
+//! [`TenantStore`] for both backends.
+
+use async_trait::async_trait;
+use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use tessera_domain::{
+    store::{StoreError, StoredApplication, StoredTenant, TenantStore},
+    TenantId,
+};
+
+use crate::{
+    database::{with_conn, Database, DbResultExt},
+    rows::{ApplicationRow, TenantRow},
+    schema::{applications, tenants},
+};
+
+#[async_trait]
+impl TenantStore for Database {
+    async fn insert_tenant_with_admin(&self, tenant: &StoredTenant, admin: &StoredApplication) -> Result<(), StoreError> {
+        let tenant_row = TenantRow::from(tenant);
+        let admin_row = ApplicationRow::from(admin);
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(tenants::table).values(&tenant_row).execute(conn).await?;
+                diesel::insert_into(applications::table).values(&admin_row).execute(conn).await?;
+                Ok(())
+            })
+            .await
+            .db()
+        })
+    }
+
+    async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError> {
+        let id = id.to_string();
+        let row = with_conn!(self, |conn| {
+            tenants::table
+                .filter(tenants::tenant_id.eq(&id))
+                .select(TenantRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .db()
+        })?;
+        row.map(StoredTenant::try_from).transpose()
+    }
+
+    async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError> {
+        let row = with_conn!(self, |conn| {
+            tenants::table
+                .order((tenants::created_at.asc(), tenants::tenant_id.asc()))
+                .select(TenantRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .db()
+        })?;
+        row.map(StoredTenant::try_from).transpose()
+    }
+}

@@ -1,0 +1,156 @@
+//! Throw-away databases for tests (of this crate and of the crates above it).
+//!
+//! SQLite tests get a fresh file in the temp directory; PostgreSQL tests, when
+//! `TESSERA_TEST_DATABASE_URL` is set, get a fresh schema on that server (selected through the
+//! connection's `search_path`), so tests run in parallel without seeing each other. Both are
+//! removed when the [`TestDatabase`] is dropped.
+
+use std::path::PathBuf;
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+
+use crate::{Database, DatabaseUrl, PoolOptions};
+
+/// Environment variable naming the PostgreSQL server for tests.
+pub const PG_URL_VAR: &str = "TESSERA_TEST_DATABASE_URL";
+
+enum Cleanup {
+    File(PathBuf),
+    Schema { admin_url: String, schema: String },
+}
+
+/// A migrated, empty database that removes itself when dropped.
+pub struct TestDatabase {
+    /// The pool.
+    pub db: Database,
+    /// Its URL (for starting a server process on the same data).
+    pub url: DatabaseUrl,
+    cleanup: Cleanup,
+}
+
+impl TestDatabase {
+    /// A fresh SQLite file.
+    ///
+    /// # Panics
+    /// When the file cannot be created or migrated (a broken test environment).
+    pub async fn sqlite() -> Self {
+        let path = std::env::temp_dir().join(format!("tessera-test-{}.db", uuid::Uuid::new_v4().simple()));
+        let url = DatabaseUrl::Sqlite { path: path.clone() };
+        let db = Self::open(&url).await;
+        Self {
+            db,
+            url,
+            cleanup: Cleanup::File(path),
+        }
+    }
+
+    /// A fresh PostgreSQL schema, or `None` when `TESSERA_TEST_DATABASE_URL` is unset.
+    ///
+    /// # Panics
+    /// When the variable is set but the server cannot be used.
+    pub async fn postgres() -> Option<Self> {
+        let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
+        let schema = format!("tessera_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = AsyncPgConnection::establish(&admin_url)
+            .await
+            .unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .await
+            .unwrap_or_else(|e| panic!("creating schema {schema}: {e}"));
+        let separator = if admin_url.contains('?') { '&' } else { '?' };
+        let url = DatabaseUrl::Postgres {
+            url: format!("{admin_url}{separator}options=-csearch_path%3D{schema}"),
+        };
+        let db = Self::open(&url).await;
+        Some(Self {
+            db,
+            url,
+            cleanup: Cleanup::Schema { admin_url, schema },
+        })
+    }
+
+    /// The SQLite file path, for tests that inspect the raw bytes on disk.
+    pub fn sqlite_path(&self) -> Option<&PathBuf> {
+        match &self.cleanup {
+            Cleanup::File(p) => Some(p),
+            Cleanup::Schema { .. } => None,
+        }
+    }
+
+    async fn open(url: &DatabaseUrl) -> Database {
+        let db = Database::connect(url, PoolOptions { max_connections: 4 })
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+        db.migrate().await.unwrap_or_else(|e| panic!("migrating {url}: {e}"));
+        db
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        match &self.cleanup {
+            Cleanup::File(path) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.clone().into_os_string();
+                    p.push(suffix);
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            Cleanup::Schema { admin_url, schema } => {
+                // Drop runs inside the test's runtime, which cannot block on itself: do the
+                // async cleanup on a separate thread with its own small runtime.
+                let (admin_url, schema) = (admin_url.clone(), schema.clone());
+                let _ = std::thread::spawn(move || {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                        return;
+                    };
+                    rt.block_on(async move {
+                        if let Ok(mut conn) = AsyncPgConnection::establish(&admin_url).await {
+                            let _ = conn.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
+                        }
+                    });
+                })
+                .join();
+            }
+        }
+    }
+}
+
+/// Whether PostgreSQL tests must run: under `CI=true` a missing `TESSERA_TEST_DATABASE_URL` is
+/// an error, not a skip.
+pub fn postgres_required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Defines one `#[tokio::test]` per backend for each named async test function taking a
+/// [`TestDatabase`]: `mod sqlite { fn name }` always, `mod postgres { fn name }` which skips
+/// (with a message) when `TESSERA_TEST_DATABASE_URL` is unset, and fails instead under `CI=true`.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let db = $crate::test_support::TestDatabase::sqlite().await;
+                    super::$name(&db).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    match $crate::test_support::TestDatabase::postgres().await {
+                        Some(db) => super::$name(&db).await,
+                        None if $crate::test_support::postgres_required() => {
+                            panic!("CI=true but {} is unset: PostgreSQL tests must run", $crate::test_support::PG_URL_VAR)
+                        }
+                        None => eprintln!("skipped: set {} to run PostgreSQL tests", $crate::test_support::PG_URL_VAR),
+                    }
+                }
+            )*
+        }
+    };
+}

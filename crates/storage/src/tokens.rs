@@ -1,0 +1,176 @@
+//! [`TokenStore`] for both backends.
+
+use async_trait::async_trait;
+use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use tessera_domain::{
+    store::{ContainerScope, StoreError, StoredToken, TokenFilter, TokenStore},
+    Container, Page, PageRequest, TenantId, TokenId,
+};
+
+use crate::{
+    database::{with_conn, Database, DbResultExt},
+    rows::{TokenMetadataRow, TokenRow},
+    schema::{token_metadata, tokens},
+};
+
+/// A [`TokenFilter`] and [`ContainerScope`] as the strings the columns hold.
+struct FilterParams {
+    tenant: String,
+    ids: Vec<String>,
+    types: Vec<String>,
+    metadata: Vec<(String, String)>,
+    containers: Option<Vec<String>>,
+}
+
+impl FilterParams {
+    fn new(tenant: TenantId, filter: &TokenFilter, scope: &ContainerScope) -> Self {
+        Self {
+            tenant: tenant.to_string(),
+            ids: filter.ids.iter().map(ToString::to_string).collect(),
+            types: filter.types.iter().map(|t| t.as_str().to_string()).collect(),
+            metadata: filter.metadata.clone(),
+            containers: match scope {
+                ContainerScope::All => None,
+                ContainerScope::Only(cs) => Some(cs.iter().map(|c| c.as_str().to_string()).collect()),
+            },
+        }
+    }
+}
+
+/// The boxed `tokens` query for one tenant with every filter applied (AND). A macro rather
+/// than a function because the boxed query's type depends on the backend of each expansion.
+macro_rules! filtered_tokens {
+    ($p:expr) => {{
+        let p: &FilterParams = $p;
+        let mut q = tokens::table.filter(tokens::tenant_id.eq(&p.tenant)).into_boxed();
+        if !p.ids.is_empty() {
+            q = q.filter(tokens::id.eq_any(&p.ids));
+        }
+        if !p.types.is_empty() {
+            q = q.filter(tokens::token_type.eq_any(&p.types));
+        }
+        for (key, value) in &p.metadata {
+            q = q.filter(
+                tokens::id.eq_any(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&p.tenant))
+                        .filter(token_metadata::key.eq(key))
+                        .filter(token_metadata::value.eq(value))
+                        .select(token_metadata::token_id),
+                ),
+            );
+        }
+        if let Some(containers) = &p.containers {
+            q = q.filter(tokens::container.eq_any(containers));
+        }
+        q
+    }};
+}
+
+#[async_trait]
+impl TokenStore for Database {
+    async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError> {
+        let row = TokenRow::from(token);
+        let metadata = TokenMetadataRow::for_token(token);
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(tokens::table).values(&row).execute(conn).await?;
+                // One statement per pair: diesel's multi-row INSERT is not available for SQLite
+                // through diesel-async. At most 100 pairs, inside the same transaction.
+                for pair in &metadata {
+                    diesel::insert_into(token_metadata::table).values(pair).execute(conn).await?;
+                }
+                Ok(())
+            })
+            .await
+            .db()
+        })
+    }
+
+    async fn get_token(&self, tenant: TenantId, id: TokenId) -> Result<Option<StoredToken>, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let row = with_conn!(self, |conn| {
+            tokens::table
+                .filter(tokens::tenant_id.eq(&tenant))
+                .filter(tokens::id.eq(&id))
+                .select(TokenRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .db()
+        })?;
+        row.map(StoredToken::try_from).transpose()
+    }
+
+    async fn token_containers(&self, tenant: TenantId, filter: &TokenFilter) -> Result<Vec<Container>, StoreError> {
+        let params = FilterParams::new(tenant, filter, &ContainerScope::All);
+        let raw: Vec<String> = with_conn!(self, |conn| {
+            filtered_tokens!(&params)
+                .select(tokens::container)
+                .distinct()
+                .load(conn)
+                .await
+                .db()
+        })?;
+        raw.iter()
+            .map(|c| Container::parse(c).map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`"))))
+            .collect()
+    }
+
+    async fn list_tokens(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError> {
+        if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
+            return Ok(Page { items: vec![], total_items: 0, request: page });
+        }
+        let params = FilterParams::new(tenant, filter, scope);
+        let (total, rows) = with_conn!(self, |conn| {
+            let total: i64 = filtered_tokens!(&params).count().get_result(conn).await.db()?;
+            let rows: Vec<TokenRow> = filtered_tokens!(&params)
+                .order((tokens::created_at.asc(), tokens::id.asc()))
+                .limit(i64::from(page.size()))
+                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                .select(TokenRow::as_select())
+                .load(conn)
+                .await
+                .db()?;
+            Ok::<_, StoreError>((total, rows))
+        })?;
+        Page {
+            items: rows,
+            total_items: u64::try_from(total).unwrap_or(0),
+            request: page,
+        }
+        .try_map(StoredToken::try_from)
+    }
+
+    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let deleted = with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::delete(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&tenant))
+                        .filter(token_metadata::token_id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&tenant))
+                        .filter(tokens::id.eq(&id)),
+                )
+                .execute(conn)
+                .await
+            })
+            .await
+            .db()
+        })?;
+        Ok(deleted == 1)
+    }
+}
