@@ -1,1 +1,53 @@
-//! placeholder
+//! # tessera-http
+//!
+//! The management API on actix-web: authentication by `SVC-API-KEY`, RFC 7807 problem
+//! responses for every failure, pagination, request ids and request logging. Handlers are thin:
+//! they parse, call a [`tessera_domain::Vault`] use-case, and render a view.
+//!
+//! ```text
+//!   request ─► request_id (id, log line, problem+json for any bare error)
+//!           ─► route ─► extractors: Caller (SVC-API-KEY) ─► path ─► JsonBody / ListQuery
+//!           ─► Vault use-case ─► view (JSON) or ApiError (problem+json)
+//! ```
+
+mod auth;
+mod body;
+mod problem;
+mod query;
+mod request_id;
+mod routes;
+mod state;
+mod views;
+
+use actix_web::{
+    body::MessageBody,
+    dev::{ServiceFactory, ServiceRequest, ServiceResponse},
+    middleware::from_fn,
+    web, App, Error,
+};
+
+pub use problem::ApiError;
+pub use request_id::RequestId;
+pub use state::{ApiConfig, ApiState};
+
+/// Default request body limit: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The management API as an actix [`App`], ready for `HttpServer::new` or `test::init_service`.
+pub fn app(
+    state: ApiState,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(web::Data::new(state))
+        .wrap(from_fn(request_id::middleware))
+        .configure(routes::configure)
+        .default_service(web::to(routes::not_found))
+}

@@ -1,0 +1,103 @@
+//! Command-line and environment configuration. Every flag also reads `TESSERA_<FLAG>`.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Tessera: a self-hosted tokenization vault. Without a subcommand, `serve` runs.
+#[derive(Debug, Parser)]
+#[command(name = "api", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Flags of `serve`, accepted without the subcommand too.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the management API (the default).
+    Serve(ServeArgs),
+    /// Manage tenants.
+    Tenants {
+        /// Tenant operation.
+        #[command(subcommand)]
+        command: TenantsCommand,
+    },
+    /// Apply pending database migrations and exit.
+    Migrate(DbArgs),
+}
+
+/// Tenant operations.
+#[derive(Debug, Subcommand)]
+pub enum TenantsCommand {
+    /// Create a tenant with an `admin` management application; prints
+    /// `{"tenant_id", "application_id", "api_key"}` as JSON.
+    Create {
+        /// The tenant's name (1–200 characters).
+        #[arg(long)]
+        name: String,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where the data is and how it is protected.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// `sqlite://PATH` (embedded, the default) or `postgres://USER@HOST:PORT/DB`.
+    #[arg(long, env = "TESSERA_DATABASE_URL", default_value = "sqlite://./data/tessera.db", hide_env_values = true)]
+    pub database_url: String,
+    /// Directory for the generated master key (SQLite only) and the bootstrap admin key.
+    #[arg(long, env = "TESSERA_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// File holding the base64 master key. `TESSERA_MASTER_KEY` (the key itself) takes
+    /// precedence. Required on PostgreSQL when that variable is unset.
+    #[arg(long, env = "TESSERA_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl DbArgs {
+    /// The database URL with any password hidden, for logs.
+    pub fn database_url_display(&self) -> String {
+        self.database_url
+            .parse::<tessera_storage::DatabaseUrl>()
+            .map_or_else(|_| "(invalid)".to_string(), |u| u.to_string())
+    }
+}
+
+/// Flags of `serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Database flags.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Address to listen on.
+    #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Do not create a `default` tenant on an empty database.
+    #[arg(long, env = "TESSERA_NO_BOOTSTRAP")]
+    pub no_bootstrap: bool,
+    /// Largest request body accepted, in bytes.
+    #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = tessera_http::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "TESSERA_WORKERS")]
+    pub workers: Option<usize>,
+}

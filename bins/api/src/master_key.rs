@@ -1,0 +1,44 @@
+//! Where the master key comes from: `TESSERA_MASTER_KEY`, else `--master-key-file`, else (on
+//! SQLite only) `<data-dir>/master.key`, generated on first start.
+
+use anyhow::{bail, Context};
+use tessera_domain::MasterKey;
+use tessera_storage::DatabaseUrl;
+
+use crate::{cli::DbArgs, secret_file};
+
+/// Environment variable holding the base64 master key itself.
+pub const ENV: &str = "TESSERA_MASTER_KEY";
+
+/// Resolves the master key for `url`.
+pub fn load(db: &DbArgs, url: &DatabaseUrl) -> anyhow::Result<MasterKey> {
+    if let Some(encoded) = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()) {
+        return MasterKey::from_base64(&encoded).context(ENV);
+    }
+    if let Some(path) = &db.master_key_file {
+        let encoded = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the master key file {}", path.display()))?;
+        return MasterKey::from_base64(&encoded).with_context(|| format!("master key file {}", path.display()));
+    }
+    match url {
+        DatabaseUrl::Sqlite { .. } => {
+            let path = db.data_dir.join("master.key");
+            if path.exists() {
+                let encoded = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading the master key file {}", path.display()))?;
+                return MasterKey::from_base64(&encoded).with_context(|| format!("master key file {}", path.display()));
+            }
+            let key = MasterKey::generate();
+            secret_file::write_new(&path, format!("{}\n", key.to_base64().expose()).as_bytes())
+                .with_context(|| format!("writing the generated master key to {}", path.display()))?;
+            tracing::warn!(
+                path = %path.display(),
+                "no master key configured: generated one and stored it beside the database. Back it up; without it the data cannot be decrypted. For production set {ENV} or --master-key-file."
+            );
+            Ok(key)
+        }
+        DatabaseUrl::Postgres { .. } => bail!(
+            "no master key: on PostgreSQL set {ENV} or --master-key-file to base64 of 32 random bytes (e.g. `openssl rand -base64 32`)"
+        ),
+    }
+}

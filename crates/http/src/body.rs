@@ -1,0 +1,125 @@
+//! `JsonBody<T>`: a JSON request body with the error behaviour of SUPPLEMENT §1.1 — 415 for
+//! another content type, 413 above the size limit, 400 problem+json naming the offending field
+//! for malformed JSON, unknown fields and wrong types.
+
+use std::{future::Future, pin::Pin};
+
+use actix_web::{
+    dev::Payload,
+    http::{header, StatusCode},
+    web::{self, BytesMut},
+    FromRequest, HttpMessage, HttpRequest,
+};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+
+use crate::{problem::ApiError, state::ApiState};
+
+/// A deserialised JSON body.
+pub struct JsonBody<T>(pub T);
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body exceeds the limit of {limit} bytes"),
+    )
+}
+
+fn is_json(req: &HttpRequest) -> bool {
+    req.mime_type().ok().flatten().is_some_and(|m| {
+        m.type_() == "application" && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+    })
+}
+
+/// Parses `bytes` as `T`, reporting the path of the first problem.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let field = if path == "." || path.is_empty() { "body".to_string() } else { path };
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::field("body", format!("malformed JSON: {inner}"))
+        } else {
+            ApiError::field(&field, inner.to_string())
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::field("body", format!("malformed JSON: {e}")))?;
+    Ok(value)
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = req
+            .app_data::<web::Data<ApiState>>()
+            .map_or(crate::DEFAULT_MAX_BODY_BYTES, |s| s.config.max_body_bytes);
+        if !is_json(req) {
+            return Box::pin(async {
+                Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "this endpoint accepts only Content-Type: application/json",
+                ))
+            });
+        }
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > limit) {
+            return Box::pin(async move { Err(too_large(limit)) });
+        }
+        let mut payload = payload.take();
+        Box::pin(async move {
+            let mut buf = BytesMut::new();
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| ApiError::field("body", format!("could not read the body: {e}")))?;
+                if buf.len() + chunk.len() > limit {
+                    return Err(too_large(limit));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            parse_json(&buf).map(JsonBody)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct T {
+        name: String,
+        inner: Option<Inner>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        n: u8,
+    }
+
+    fn field_of(body: &str) -> String {
+        let e = parse_json::<T>(body.as_bytes()).expect_err("should fail");
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+        e.problem().errors.expect("errors").keys().next().cloned().expect("a field")
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(field_of(r#"{"name": 1}"#), "name");
+        assert_eq!(field_of(r#"{"name": "a", "inner": {"n": "x"}}"#), "inner.n");
+        assert_eq!(field_of(r#"{"name": "a", "typo": 1}"#), "body");
+        assert_eq!(field_of(r#"{"name": "#), "body");
+        assert_eq!(field_of(r#"{"name": "a"} trailing"#), "body");
+        assert!(parse_json::<T>(br#"{"name": "a"}"#).is_ok());
+    }
+}

@@ -1,0 +1,117 @@
+//! List query strings: `page`, `size`, and for tokens repeatable `id`/`type` plus
+//! `metadata.<key>=<value>` (SUPPLEMENT §1.2). Unknown parameters are a 400 so typos surface.
+
+use tessera_domain::{store::TokenFilter, PageRequest, TokenId, TokenType, ValidationErrors};
+
+use crate::problem::ApiError;
+
+/// A parsed token-list query.
+#[derive(Debug, Clone)]
+pub struct TokenListQuery {
+    /// Filters.
+    pub filter: TokenFilter,
+    /// Page.
+    pub page: PageRequest,
+}
+
+fn parse_int(raw: &str) -> Option<i64> {
+    raw.trim().parse::<i64>().ok()
+}
+
+/// Collects `page` and `size` (anything unparsable is out of range).
+fn page_param(key: &str, value: &str, page: &mut Option<i64>, size: &mut Option<i64>) {
+    let n = Some(parse_int(value).unwrap_or(i64::MIN));
+    if key == "page" {
+        *page = n;
+    } else {
+        *size = n;
+    }
+}
+
+fn finish_page(page: Option<i64>, size: Option<i64>, errors: &mut ValidationErrors) -> Option<PageRequest> {
+    match PageRequest::new(page, size) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            for (field, messages) in e.fields() {
+                for m in messages {
+                    errors.add(field.clone(), m.clone());
+                }
+            }
+            None
+        }
+    }
+}
+
+/// Parses a query that may hold only `page` and `size`.
+pub fn page_only(query: &str) -> Result<PageRequest, ApiError> {
+    let (mut page, mut size) = (None, None);
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "page" | "size" => page_param(&key, &value, &mut page, &mut size),
+            other => errors.add(other.to_string(), "is not a known query parameter"),
+        }
+    }
+    let request = finish_page(page, size, &mut errors);
+    errors.into_result().map_err(|e| ApiError::validation(&e))?;
+    request.ok_or_else(|| ApiError::field("page", "invalid"))
+}
+
+/// Parses a token-list query.
+pub fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
+    let (mut page, mut size) = (None, None);
+    let mut filter = TokenFilter::default();
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "page" | "size" => page_param(&key, &value, &mut page, &mut size),
+            "id" => match value.parse::<TokenId>() {
+                Ok(id) => filter.ids.push(id),
+                Err(_) => errors.add("id", format!("`{value}` is not a token id")),
+            },
+            "type" => match TokenType::parse(&value) {
+                Some(t) => filter.types.push(t),
+                None => errors.add("type", format!("`{value}` is not a token type (token, card, bank)")),
+            },
+            k => match k.strip_prefix("metadata.") {
+                Some(meta_key) if !meta_key.is_empty() => {
+                    filter.metadata.push((meta_key.to_string(), value.into_owned()));
+                }
+                _ => errors.add(k.to_string(), "is not a known query parameter"),
+            },
+        }
+    }
+    let request = finish_page(page, size, &mut errors);
+    errors.into_result().map_err(|e| ApiError::validation(&e))?;
+    Ok(TokenListQuery {
+        filter,
+        page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_repeated_filters_and_metadata() {
+        let a = TokenId::new();
+        let b = TokenId::new();
+        let q = token_list(&format!("id={a}&id={b}&type=card&type=token&metadata.colour=red%20ish&page=2&size=50"))
+            .expect("valid");
+        assert_eq!(q.filter.ids, vec![a, b]);
+        assert_eq!(q.filter.types, vec![TokenType::Card, TokenType::Token]);
+        assert_eq!(q.filter.metadata, vec![("colour".to_string(), "red ish".to_string())]);
+        assert_eq!((q.page.page(), q.page.size()), (2, 50));
+    }
+
+    #[test]
+    fn rejects_bad_values_and_unknown_keys() {
+        for bad in ["page=0", "size=101", "size=x", "id=nope", "type=gold", "colour=red", "metadata.=x", "page=1.5"] {
+            let e = token_list(bad).expect_err(bad);
+            assert_eq!(e.status().as_u16(), 400, "{bad}");
+        }
+        assert!(page_only("id=1").is_err());
+        assert_eq!(page_only("").expect("defaults").size(), 20);
+    }
+}

@@ -1,0 +1,27 @@
+//! Route table.
+
+mod applications;
+mod health;
+mod tokens;
+
+use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
+
+use crate::problem::ApiError;
+
+/// Registers every management route.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    health::configure(cfg);
+    applications::configure(cfg);
+    tokens::configure(cfg);
+}
+
+/// Any unknown route.
+pub async fn not_found(req: HttpRequest) -> HttpResponse {
+    ApiError::new(StatusCode::NOT_FOUND, format!("no route for {} {}", req.method(), req.path())).error_response()
+}
+
+/// Parses a path id, answering 400 on the `id` field when it is not a UUID.
+pub(crate) fn parse_id<T: std::str::FromStr>(raw: &str, what: &str) -> Result<T, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::field("id", format!("`{raw}` is not a valid {what} id")))
+}

@@ -1,0 +1,54 @@
+//! `/tokens`: create, read, list, delete (SUPPLEMENT §3).
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use tessera_domain::{NewToken, TokenId};
+
+use super::parse_id;
+use crate::{
+    auth::Caller,
+    body::JsonBody,
+    problem::ApiError,
+    query,
+    state::ApiState,
+    views::{PageView, TokenView},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/tokens")
+            .route(web::post().to(create))
+            .route(web::get().to(list)),
+    )
+    .service(
+        web::resource("/tokens/{id}")
+            .route(web::get().to(get))
+            .route(web::delete().to(delete)),
+    );
+}
+
+async fn create(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    JsonBody(input): JsonBody<NewToken>,
+) -> Result<HttpResponse, ApiError> {
+    let token = state.vault.create_token(&caller, input).await?;
+    Ok(HttpResponse::Created().json(TokenView::without_data(token)))
+}
+
+async fn list(state: web::Data<ApiState>, Caller(caller): Caller, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let q = query::token_list(req.query_string())?;
+    let tokens = state.vault.list_tokens(&caller, &q.filter, q.page).await?;
+    Ok(HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)))
+}
+
+async fn get(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    let id: TokenId = parse_id(&id, "token")?;
+    let token = state.vault.get_token(&caller, id).await?;
+    Ok(HttpResponse::Ok().json(TokenView::with_data(token)))
+}
+
+async fn delete(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    let id: TokenId = parse_id(&id, "token")?;
+    state.vault.delete_token(&caller, id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -1,0 +1,136 @@
+//! JSON shapes of responses. Token data appears only where the endpoint returns it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use tessera_domain::{
+    application::{Application, ApplicationType},
+    timestamp::serde_rfc3339,
+    ApplicationId, Page, Permission, Rule, TenantId, Token, TokenId, TokenType,
+};
+use time::OffsetDateTime;
+
+/// A token. `data` is present only on reads and lists.
+#[derive(Debug, Serialize)]
+pub struct TokenView {
+    id: TokenId,
+    tenant_id: TenantId,
+    #[serde(rename = "type")]
+    token_type: TokenType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+    containers: Vec<String>,
+    metadata: BTreeMap<String, String>,
+    created_by: ApplicationId,
+    #[serde(with = "serde_rfc3339")]
+    created_at: OffsetDateTime,
+    modified_by: ApplicationId,
+    #[serde(with = "serde_rfc3339")]
+    modified_at: OffsetDateTime,
+}
+
+impl TokenView {
+    fn build(t: Token, with_data: bool) -> Self {
+        Self {
+            id: t.id,
+            tenant_id: t.tenant_id,
+            token_type: t.token_type,
+            data: with_data.then(|| t.data.into_inner()),
+            containers: vec![t.container.as_str().to_string()],
+            metadata: t.metadata,
+            created_by: t.created_by,
+            created_at: t.created_at,
+            modified_by: t.modified_by,
+            modified_at: t.modified_at,
+        }
+    }
+
+    /// Including the sensitive data (read and list responses).
+    pub fn with_data(t: Token) -> Self {
+        Self::build(t, true)
+    }
+
+    /// Without the sensitive data (create responses).
+    pub fn without_data(t: Token) -> Self {
+        Self::build(t, false)
+    }
+}
+
+/// An application. `key` appears only on create and regenerate.
+#[derive(Debug, Serialize)]
+pub struct ApplicationView {
+    id: ApplicationId,
+    tenant_id: TenantId,
+    name: String,
+    #[serde(rename = "type")]
+    app_type: ApplicationType,
+    permissions: Vec<Permission>,
+    rules: Vec<Rule>,
+    created_by: ApplicationId,
+    #[serde(with = "serde_rfc3339")]
+    created_at: OffsetDateTime,
+    modified_by: ApplicationId,
+    #[serde(with = "serde_rfc3339")]
+    modified_at: OffsetDateTime,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+}
+
+impl ApplicationView {
+    /// Without a key.
+    pub fn new(a: Application) -> Self {
+        Self {
+            id: a.id,
+            tenant_id: a.tenant_id,
+            name: a.name,
+            app_type: a.app_type,
+            permissions: a.permissions,
+            rules: a.rules,
+            created_by: a.created_by,
+            created_at: a.created_at,
+            modified_by: a.modified_by,
+            modified_at: a.modified_at,
+            key: None,
+        }
+    }
+
+    /// With the key just issued.
+    pub fn with_key(a: Application, key: &str) -> Self {
+        Self {
+            key: Some(key.to_string()),
+            ..Self::new(a)
+        }
+    }
+}
+
+/// Pagination block of a list response.
+#[derive(Debug, Serialize)]
+pub struct Pagination {
+    total_items: u64,
+    page_number: u32,
+    page_size: u32,
+    total_pages: u64,
+}
+
+/// A list response: `{"pagination": {...}, "data": [...]}`.
+#[derive(Debug, Serialize)]
+pub struct PageView<T> {
+    pagination: Pagination,
+    data: Vec<T>,
+}
+
+impl<T> PageView<T> {
+    /// Renders a page, converting each item.
+    pub fn new<U>(page: Page<U>, f: impl FnMut(U) -> T) -> Self {
+        Self {
+            pagination: Pagination {
+                total_items: page.total_items,
+                page_number: page.request.page(),
+                page_size: page.request.size(),
+                total_pages: page.total_pages(),
+            },
+            data: page.items.into_iter().map(f).collect(),
+        }
+    }
+}
