@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Parser;
 use serde::Serialize;
 use tessera_domain::{vault::CreatedTenant, Vault};
-use tessera_storage::{Database, DatabaseUrl, PoolOptions};
+use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
 
 use cli::{Cli, Command, DbArgs, ServeArgs, TenantsCommand};
 
@@ -74,7 +74,7 @@ async fn open_database(db: &DbArgs) -> anyhow::Result<(Database, DatabaseUrl)> {
 async fn open_vault(db: &DbArgs) -> anyhow::Result<Vault> {
     let (database, url) = open_database(db).await?;
     let master = master_key::load(db, &url)?;
-    let vault = Vault::new(std::sync::Arc::new(database), master);
+    let vault = Vault::new(std::sync::Arc::new(DetachedStore::new(database)), master);
     vault
         .verify_master_key()
         .await

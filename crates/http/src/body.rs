@@ -37,7 +37,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let field = if path == "." || path.is_empty() { "body".to_string() } else { path };
+        let mut field = if path == "." || path.is_empty() { String::new() } else { path };
+        // serde reports a missing field at its parent's path; key the error by the field itself.
+        if let Some(missing) = missing_field(&inner.to_string()) {
+            field = if field.is_empty() { missing } else { format!("{field}.{missing}") };
+        }
+        if field.is_empty() {
+            field = "body".to_string();
+        }
         if inner.is_syntax() || inner.is_eof() {
             ApiError::field("body", format!("malformed JSON: {inner}"))
         } else {
@@ -47,6 +54,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     de.end()
         .map_err(|e| ApiError::field("body", format!("malformed JSON: {e}")))?;
     Ok(value)
+}
+
+/// The field name in serde's "missing field `x`" message.
+fn missing_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("missing field `")?;
+    rest.split_once('`').map(|(name, _)| name.to_string())
 }
 
 impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
@@ -117,7 +130,9 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(field_of(r#"{"name": 1}"#), "name");
         assert_eq!(field_of(r#"{"name": "a", "inner": {"n": "x"}}"#), "inner.n");
-        assert_eq!(field_of(r#"{"name": "a", "typo": 1}"#), "body");
+        assert_eq!(field_of(r#"{"name": "a", "typo": 1}"#), "typo");
+        assert_eq!(field_of(r#"{}"#), "name");
+        assert_eq!(field_of(r#"{"name": "a", "inner": {}}"#), "inner.n");
         assert_eq!(field_of(r#"{"name": "#), "body");
         assert_eq!(field_of(r#"{"name": "a"} trailing"#), "body");
         assert!(parse_json::<T>(br#"{"name": "a"}"#).is_ok());

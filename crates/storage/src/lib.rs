@@ -10,6 +10,7 @@
 
 mod applications;
 mod database;
+mod detached;
 mod health;
 mod rows;
 mod schema;
@@ -19,4 +20,5 @@ mod tokens;
 mod url;
 
 pub use database::{Backend, Database, PoolOptions};
+pub use detached::DetachedStore;
 pub use url::{DatabaseUrl, DatabaseUrlError};

@@ -1,0 +1,106 @@
+//! Shared harness: an in-process API over a throw-away database of either backend.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use actix_web::{
+    body::MessageBody,
+    dev::{Service, ServiceResponse},
+    http::{header::HeaderMap, Method, StatusCode},
+    test, Error,
+};
+use serde_json::{json, Value};
+use tessera_domain::{MasterKey, TenantId, Vault};
+use tessera_http::{ApiConfig, ApiState};
+use tessera_storage::{test_support::TestDatabase, DetachedStore};
+
+/// A response, decoded.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub raw: Vec<u8>,
+}
+
+impl Reply {
+    /// Asserts the status and that an error carries a problem+json body with that status.
+    pub fn expect(self, status: u16) -> Self {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", String::from_utf8_lossy(&self.raw));
+        if status >= 400 {
+            let ct = self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+            assert_eq!(ct, "application/problem+json", "errors are problem+json");
+            assert_eq!(self.body["status"], json!(status), "problem status matches");
+            assert_eq!(self.body["type"], json!("about:blank"));
+            assert!(self.body["title"].is_string());
+        }
+        self
+    }
+
+    /// The `errors` keys of a problem.
+    pub fn error_fields(&self) -> Vec<String> {
+        self.body["errors"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    }
+}
+
+/// A tenant with its admin key.
+pub struct TenantKeys {
+    pub tenant_id: TenantId,
+    pub admin_key: String,
+}
+
+/// The API state over `db` with a fresh master key.
+pub fn state(db: &TestDatabase, max_body_bytes: usize) -> ApiState {
+    let vault = Vault::new(Arc::new(DetachedStore::new(db.db.clone())), MasterKey::generate());
+    ApiState::new(vault, ApiConfig { max_body_bytes })
+}
+
+/// Creates a tenant through the vault (as `api tenants create` does).
+pub async fn tenant(state: &ApiState, name: &str) -> TenantKeys {
+    let created = state.vault.create_tenant(name).await.expect("create tenant");
+    TenantKeys {
+        tenant_id: created.tenant.id,
+        admin_key: created.api_key.expose().to_string(),
+    }
+}
+
+/// Sends one request.
+pub async fn send<S, B>(app: &S, method: Method, uri: &str, key: Option<&str>, body: Option<Value>) -> Reply
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let mut req = test::TestRequest::default().method(method).uri(uri);
+    if let Some(k) = key {
+        req = req.insert_header(("SVC-API-KEY", k));
+    }
+    if let Some(b) = body {
+        req = req.set_json(b);
+    }
+    send_raw(app, req).await
+}
+
+/// Sends a prepared request.
+pub async fn send_raw<S, B>(app: &S, req: test::TestRequest) -> Reply
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let res = test::call_service(app, req.to_request()).await;
+    let status = res.status();
+    let headers = res.headers().clone();
+    let raw = test::read_body(res).await.to_vec();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    Reply { status, headers, body, raw }
+}
+
+/// Creates an application with the admin key and returns its key.
+pub async fn app_key<S, B>(app: &S, admin: &str, spec: Value) -> String
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let r = send(app, Method::POST, "/applications", Some(admin), Some(spec)).await.expect(201);
+    r.body["key"].as_str().expect("key").to_string()
+}

@@ -1,0 +1,160 @@
+//! [`DetachedStore`]: runs each store operation as its own task on the runtime that opened
+//! the database.
+//!
+//! Why: a caller may abandon an operation half-way — a client disconnects, or actix drops the
+//! authentication extractor's future because a sibling extractor failed. diesel-async's SQLite
+//! wrapper reacts to being dropped mid-query by blocking in `Drop` (`block_in_place`), which
+//! panics on the single-threaded runtimes actix workers use. As a spawned task the operation
+//! always runs to completion (the caller's drop merely detaches it), and PostgreSQL connections
+//! stay on the multi-threaded runtime that created them.
+
+use std::future::Future;
+
+use async_trait::async_trait;
+use tessera_domain::{
+    application::Application,
+    store::{
+        ApplicationStore, ContainerScope, HealthStore, StoreError, StoredApplication, StoredTenant, StoredToken,
+        TenantStore, TokenFilter, TokenStore,
+    },
+    ApiKeyHash, ApplicationId, Container, Page, PageRequest, TenantId, TokenId,
+};
+use time::OffsetDateTime;
+use tokio::runtime::Handle;
+
+use crate::Database;
+
+/// A [`Database`] whose operations run as detached tasks; see the module docs.
+#[derive(Clone, Debug)]
+pub struct DetachedStore {
+    db: Database,
+    runtime: Handle,
+}
+
+impl DetachedStore {
+    /// Wraps `db`, spawning onto the current runtime (call it from the multi-threaded runtime
+    /// that should own the database work).
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn new(db: Database) -> Self {
+        Self {
+            db,
+            runtime: Handle::current(),
+        }
+    }
+
+    /// The wrapped database.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    async fn run<T, Fut>(&self, op: impl FnOnce(Database) -> Fut) -> Result<T, StoreError>
+    where
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.runtime
+            .spawn(op(self.db.clone()))
+            .await
+            .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+    }
+}
+
+#[async_trait]
+impl TenantStore for DetachedStore {
+    async fn insert_tenant_with_admin(&self, tenant: &StoredTenant, admin: &StoredApplication) -> Result<(), StoreError> {
+        let (tenant, admin) = (tenant.clone(), admin.clone());
+        self.run(|db| async move { db.insert_tenant_with_admin(&tenant, &admin).await }).await
+    }
+
+    async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError> {
+        self.run(|db| async move { db.get_tenant(id).await }).await
+    }
+
+    async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError> {
+        self.run(|db| async move { db.first_tenant().await }).await
+    }
+}
+
+#[async_trait]
+impl ApplicationStore for DetachedStore {
+    async fn insert_application(&self, app: &StoredApplication) -> Result<(), StoreError> {
+        let app = app.clone();
+        self.run(|db| async move { db.insert_application(&app).await }).await
+    }
+
+    async fn get_application(&self, tenant: TenantId, id: ApplicationId) -> Result<Option<Application>, StoreError> {
+        self.run(|db| async move { db.get_application(tenant, id).await }).await
+    }
+
+    async fn find_application_by_key_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApplication>, StoreError> {
+        let hash = hash.clone();
+        self.run(|db| async move { db.find_application_by_key_hash(&hash).await }).await
+    }
+
+    async fn list_applications(&self, tenant: TenantId, page: PageRequest) -> Result<Page<Application>, StoreError> {
+        self.run(|db| async move { db.list_applications(tenant, page).await }).await
+    }
+
+    async fn update_application(&self, app: &Application) -> Result<bool, StoreError> {
+        let app = app.clone();
+        self.run(|db| async move { db.update_application(&app).await }).await
+    }
+
+    async fn replace_application_key(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+        hash: &ApiKeyHash,
+        modified_by: ApplicationId,
+        modified_at: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let hash = hash.clone();
+        self.run(|db| async move { db.replace_application_key(tenant, id, &hash, modified_by, modified_at).await })
+            .await
+    }
+
+    async fn delete_application(&self, tenant: TenantId, id: ApplicationId) -> Result<bool, StoreError> {
+        self.run(|db| async move { db.delete_application(tenant, id).await }).await
+    }
+}
+
+#[async_trait]
+impl TokenStore for DetachedStore {
+    async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError> {
+        let token = token.clone();
+        self.run(|db| async move { db.insert_token(&token).await }).await
+    }
+
+    async fn get_token(&self, tenant: TenantId, id: TokenId) -> Result<Option<StoredToken>, StoreError> {
+        self.run(|db| async move { db.get_token(tenant, id).await }).await
+    }
+
+    async fn token_containers(&self, tenant: TenantId, filter: &TokenFilter) -> Result<Vec<Container>, StoreError> {
+        let filter = filter.clone();
+        self.run(|db| async move { db.token_containers(tenant, &filter).await }).await
+    }
+
+    async fn list_tokens(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError> {
+        let (filter, scope) = (filter.clone(), scope.clone());
+        self.run(|db| async move { db.list_tokens(tenant, &filter, &scope, page).await }).await
+    }
+
+    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {
+        self.run(|db| async move { db.delete_token(tenant, id).await }).await
+    }
+}
+
+#[async_trait]
+impl HealthStore for DetachedStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.run(|db| async move { db.ping().await }).await
+    }
+}
