@@ -72,8 +72,10 @@ async fn open_database(db: &DbArgs) -> anyhow::Result<(Database, DatabaseUrl)> {
 
 /// Opens the database and builds the vault, checking the master key against existing data.
 async fn open_vault(db: &DbArgs) -> anyhow::Result<Vault> {
-    let (database, url) = open_database(db).await?;
+    // The key first: a missing key is a configuration error worth reporting before any I/O.
+    let url: DatabaseUrl = db.database_url.parse().context("--database-url")?;
     let master = master_key::load(db, &url)?;
+    let (database, _) = open_database(db).await?;
     let vault = Vault::new(std::sync::Arc::new(DetachedStore::new(database)), master);
     vault
         .verify_master_key()
