@@ -59,7 +59,12 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
     /// `sqlite://PATH` (embedded, the default) or `postgres://USER@HOST:PORT/DB`.
-    #[arg(long, env = "TESSERA_DATABASE_URL", default_value = "sqlite://./data/tessera.db", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "TESSERA_DATABASE_URL",
+        default_value = "sqlite://./data/tessera.db",
+        hide_env_values = true
+    )]
     pub database_url: String,
     /// Directory for the generated master key (SQLite only) and the bootstrap admin key.
     #[arg(long, env = "TESSERA_DATA_DIR", default_value = "./data")]

@@ -19,7 +19,10 @@ use cli::{Cli, Command, DbArgs, ServeArgs, TenantsCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -50,7 +53,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             telemetry::init(db.log_format);
             let vault = open_vault(&db).await?;
-            let created = vault.create_tenant(&name).await.context("creating the tenant")?;
+            let created = vault
+                .create_tenant(&name)
+                .await
+                .context("creating the tenant")?;
             println!("{}", tenant_json(&created)?);
             Ok(())
         }
@@ -103,7 +109,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     let vault = open_vault(&args.db).await?;
     if !args.no_bootstrap {
-        if let Some(created) = vault.bootstrap().await.context("bootstrapping the default tenant")? {
+        if let Some(created) = vault
+            .bootstrap()
+            .await
+            .context("bootstrapping the default tenant")?
+        {
             let json = tenant_json(&created)?;
             let path = args.db.data_dir.join("admin-key");
             secret_file::write_new(&path, created.api_key.expose().as_bytes())

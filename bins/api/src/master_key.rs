@@ -18,7 +18,8 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> anyhow::Result<MasterKey> {
     if let Some(path) = &db.master_key_file {
         let encoded = std::fs::read_to_string(path)
             .with_context(|| format!("reading the master key file {}", path.display()))?;
-        return MasterKey::from_base64(&encoded).with_context(|| format!("master key file {}", path.display()));
+        return MasterKey::from_base64(&encoded)
+            .with_context(|| format!("master key file {}", path.display()));
     }
     match url {
         DatabaseUrl::Sqlite { .. } => {

@@ -14,7 +14,11 @@ use serde_json::{json, Value};
 const BIN: &str = env!("CARGO_BIN_EXE_api");
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 fn command(dir: &Path) -> Command {
@@ -49,10 +53,17 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(30);
         while ureq::get(&format!("{base}/healthz")).call().is_err() {
             assert!(Instant::now() < deadline, "server did not start");
-            assert!(child.try_wait().expect("wait").is_none(), "server exited early");
+            assert!(
+                child.try_wait().expect("wait").is_none(),
+                "server exited early"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { child, base, stdout }
+        Self {
+            child,
+            base,
+            stdout,
+        }
     }
 
     fn first_line(&mut self) -> String {
@@ -64,7 +75,10 @@ impl Server {
     fn terminate(&mut self) -> std::process::ExitStatus {
         // SIGTERM, as an orchestrator sends it.
         let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -101,18 +115,26 @@ fn get(url: &str, key: &str) -> (u16, Value) {
 #[cfg(unix)]
 fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
 }
 
 #[test]
 fn serve_bootstraps_walks_through_the_readme_and_stops_gracefully() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut server = Server::start(dir.path(), &[]);
-    let printed: Value = serde_json::from_str(&server.first_line()).expect("bootstrap JSON on stdout");
+    let printed: Value =
+        serde_json::from_str(&server.first_line()).expect("bootstrap JSON on stdout");
     let admin = printed["api_key"].as_str().expect("api_key").to_string();
     assert!(printed["tenant_id"].is_string() && printed["application_id"].is_string());
     let key_file = dir.path().join("data/admin-key");
-    assert_eq!(std::fs::read_to_string(&key_file).expect("admin-key"), admin);
+    assert_eq!(
+        std::fs::read_to_string(&key_file).expect("admin-key"),
+        admin
+    );
     #[cfg(unix)]
     {
         assert_eq!(mode(&key_file), 0o600);
@@ -120,19 +142,32 @@ fn serve_bootstraps_walks_through_the_readme_and_stops_gracefully() {
     }
 
     // The README walk-through.
-    let (status, app) = post(&format!("{}/applications", server.base), &admin, json!({
-        "name": "backend", "type": "private", "permissions": ["token:create", "token:read", "token:delete"]}));
+    let (status, app) = post(
+        &format!("{}/applications", server.base),
+        &admin,
+        json!({
+        "name": "backend", "type": "private", "permissions": ["token:create", "token:read", "token:delete"]}),
+    );
     assert_eq!(status, 201, "{app}");
     let app_key = app["key"].as_str().expect("key").to_string();
     let card = json!({"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030, "cvc": "123"});
-    let (status, token) = post(&format!("{}/tokens", server.base), &app_key,
-        json!({"type": "card", "data": card, "metadata": {"customer": "cus_123"}}));
+    let (status, token) = post(
+        &format!("{}/tokens", server.base),
+        &app_key,
+        json!({"type": "card", "data": card, "metadata": {"customer": "cus_123"}}),
+    );
     assert_eq!(status, 201, "{token}");
     let id = token["id"].as_str().expect("id");
     let (status, read) = get(&format!("{}/tokens/{id}", server.base), &app_key);
     assert_eq!((status, &read["data"]), (200, &card));
-    let (status, list) = get(&format!("{}/tokens?metadata.customer=cus_123", server.base), &app_key);
-    assert_eq!((status, &list["pagination"]["total_items"]), (200, &json!(1)));
+    let (status, list) = get(
+        &format!("{}/tokens?metadata.customer=cus_123", server.base),
+        &app_key,
+    );
+    assert_eq!(
+        (status, &list["pagination"]["total_items"]),
+        (200, &json!(1))
+    );
     let (status, ready) = get(&format!("{}/readyz", server.base), "");
     assert_eq!((status, ready), (200, json!({"status": "ready"})));
 
@@ -145,21 +180,38 @@ fn serve_bootstraps_walks_through_the_readme_and_stops_gracefully() {
     assert!(again.terminate().success());
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut again.stdout, &mut rest).expect("stdout");
-    assert!(rest.is_empty(), "nothing printed on the second start: {rest}");
+    assert!(
+        rest.is_empty(),
+        "nothing printed on the second start: {rest}"
+    );
 }
 
 #[test]
 fn no_bootstrap_and_tenants_create() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = command(dir.path())
-        .args(["tenants", "create", "--name", "acme", "--database-url", "sqlite://./db/t.db"])
+        .args([
+            "tenants",
+            "create",
+            "--name",
+            "acme",
+            "--database-url",
+            "sqlite://./db/t.db",
+        ])
         .output()
         .expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let created: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     let key = created["api_key"].as_str().expect("api_key").to_string();
     assert_eq!(created.as_object().map(|o| o.len()), Some(3));
-    let mut server = Server::start(dir.path(), &["--database-url", "sqlite://./db/t.db", "--no-bootstrap"]);
+    let mut server = Server::start(
+        dir.path(),
+        &["--database-url", "sqlite://./db/t.db", "--no-bootstrap"],
+    );
     let (status, _) = get(&format!("{}/applications", server.base), &key);
     assert_eq!(status, 200, "the CLI-created admin key works");
     assert!(server.terminate().success());
@@ -171,7 +223,11 @@ fn no_bootstrap_and_tenants_create() {
 
 fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = command(dir.path()).args(args).envs(envs.iter().copied()).output().expect("run");
+    let out = command(dir.path())
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("run");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -182,15 +238,30 @@ fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
 fn bad_configuration_fails_clearly() {
     fails_with_one_line(&["--listen", "nowhere"], &[], "invalid value 'nowhere'");
     fails_with_one_line(&["--no-such-flag"], &[], "unexpected argument");
-    fails_with_one_line(&["serve", "--database-url", "mysql://x"], &[], "unsupported database URL");
     fails_with_one_line(
-        &["serve", "--database-url", "postgres://postgres@127.0.0.1:1/none"],
+        &["serve", "--database-url", "mysql://x"],
+        &[],
+        "unsupported database URL",
+    );
+    fails_with_one_line(
+        &[
+            "serve",
+            "--database-url",
+            "postgres://postgres@127.0.0.1:1/none",
+        ],
         &[],
         "no master key: on PostgreSQL set TESSERA_MASTER_KEY",
     );
     fails_with_one_line(
-        &["serve", "--database-url", "postgres://postgres@127.0.0.1:1/none"],
-        &[("TESSERA_MASTER_KEY", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")],
+        &[
+            "serve",
+            "--database-url",
+            "postgres://postgres@127.0.0.1:1/none",
+        ],
+        &[(
+            "TESSERA_MASTER_KEY",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        )],
         "error: cannot open the database",
     );
 }
@@ -200,7 +271,11 @@ fn migrate_applies_and_is_idempotent() {
     let dir = tempfile::tempdir().expect("tempdir");
     for _ in 0..2 {
         let out = command(dir.path()).arg("migrate").output().expect("run");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "migrations applied\n");
     }
 }
@@ -208,13 +283,28 @@ fn migrate_applies_and_is_idempotent() {
 #[test]
 fn a_wrong_master_key_refuses_to_start() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = command(dir.path()).args(["tenants", "create", "--name", "a"]).output().expect("run");
+    let out = command(dir.path())
+        .args(["tenants", "create", "--name", "a"])
+        .output()
+        .expect("run");
     assert!(out.status.success());
     let other = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-    let out = command(dir.path()).args(["tenants", "create", "--name", "b"]).env("TESSERA_MASTER_KEY", other).output().expect("run");
+    let out = command(dir.path())
+        .args(["tenants", "create", "--name", "b"])
+        .env("TESSERA_MASTER_KEY", other)
+        .output()
+        .expect("run");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("the master key does not open the data"), "{stderr}");
-    let out = command(dir.path()).args(["tenants", "create", "--name", "c"]).env("TESSERA_MASTER_KEY", "bad").output().expect("run");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("TESSERA_MASTER_KEY: the master key must be base64 of exactly 32 bytes"));
+    assert!(
+        stderr.contains("the master key does not open the data"),
+        "{stderr}"
+    );
+    let out = command(dir.path())
+        .args(["tenants", "create", "--name", "c"])
+        .env("TESSERA_MASTER_KEY", "bad")
+        .output()
+        .expect("run");
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("TESSERA_MASTER_KEY: the master key must be base64 of exactly 32 bytes"));
 }

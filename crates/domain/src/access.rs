@@ -70,7 +70,10 @@ impl Principal {
     /// Whether the caller holds `permission` anywhere: tenant-wide or in some rule.
     pub fn may_somewhere(&self, permission: Permission) -> bool {
         self.permissions.contains(&permission)
-            || self.rules.iter().any(|r| r.permissions.contains(&permission))
+            || self
+                .rules
+                .iter()
+                .any(|r| r.permissions.contains(&permission))
     }
 
     /// `Ok` when the caller holds the tenant-wide `permission`, else 403.
@@ -99,7 +102,11 @@ impl Principal {
     }
 
     /// `Ok` when the caller holds `permission` on `container`, else 403 naming it.
-    pub fn require_on(&self, permission: Permission, container: &Container) -> Result<(), VaultError> {
+    pub fn require_on(
+        &self,
+        permission: Permission,
+        container: &Container,
+    ) -> Result<(), VaultError> {
         if self.may_on(permission, container) {
             Ok(())
         } else {
@@ -117,7 +124,10 @@ mod tests {
     use crate::timestamp;
     use Permission::*;
 
-    fn principal(permissions: Vec<Permission>, rules: Vec<(i32, &str, Vec<Permission>)>) -> Principal {
+    fn principal(
+        permissions: Vec<Permission>,
+        rules: Vec<(i32, &str, Vec<Permission>)>,
+    ) -> Principal {
         let id = ApplicationId::new();
         let now = timestamp::now();
         Principal::new(&Application {
@@ -159,10 +169,16 @@ mod tests {
         // Priority 1 denies everything under /pci/high/, priority 2 allows /pci/.
         let p = principal(
             vec![],
-            vec![(2, "/pci/", vec![TokenRead, TokenUse]), (1, "/pci/high/", vec![TokenUse])],
+            vec![
+                (2, "/pci/", vec![TokenRead, TokenUse]),
+                (1, "/pci/high/", vec![TokenUse]),
+            ],
         );
         assert!(p.may_on(TokenUse, &c("/pci/high/")));
-        assert!(!p.may_on(TokenRead, &c("/pci/high/")), "rule 1 decides and lacks read");
+        assert!(
+            !p.may_on(TokenRead, &c("/pci/high/")),
+            "rule 1 decides and lacks read"
+        );
         assert!(p.may_on(TokenRead, &c("/pci/low/")));
         assert!(!p.may_on(TokenRead, &c("/general/")), "no rule matches");
     }
@@ -171,7 +187,10 @@ mod tests {
     fn permissions_act_as_last_rule_on_root() {
         let p = principal(vec![TokenRead], vec![(1, "/pci/", vec![TokenUse])]);
         assert!(p.may_on(TokenRead, &c("/general/")));
-        assert!(!p.may_on(TokenRead, &c("/pci/x/")), "the /pci/ rule shadows the fallback");
+        assert!(
+            !p.may_on(TokenRead, &c("/pci/x/")),
+            "the /pci/ rule shadows the fallback"
+        );
         assert!(p.may_somewhere(TokenUse));
         assert!(!p.may_somewhere(TokenDelete));
     }
@@ -180,7 +199,10 @@ mod tests {
     fn require_reports_permission_and_container() {
         let p = principal(vec![], vec![(1, "/pci/", vec![TokenRead])]);
         match p.require_on(TokenRead, &c("/bank/")) {
-            Err(VaultError::Forbidden { permission, container }) => {
+            Err(VaultError::Forbidden {
+                permission,
+                container,
+            }) => {
                 assert_eq!(permission, TokenRead);
                 assert_eq!(container, Some(c("/bank/")));
             }

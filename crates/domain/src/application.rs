@@ -56,7 +56,10 @@ impl ApplicationType {
         match self {
             ApplicationType::Private => permission.is_token(),
             ApplicationType::Public => {
-                matches!(permission, Permission::TokenCreate | Permission::TokenUpdate)
+                matches!(
+                    permission,
+                    Permission::TokenCreate | Permission::TokenUpdate
+                )
             }
             ApplicationType::Management => !permission.is_token(),
         }
@@ -123,7 +126,10 @@ impl ApplicationInput {
             if !self.app_type.allows(*p) {
                 errors.add(
                     format!("permissions[{i}]"),
-                    format!("a {} application may not hold `{p}`", self.app_type.as_str()),
+                    format!(
+                        "a {} application may not hold `{p}`",
+                        self.app_type.as_str()
+                    ),
                 );
             }
             if seen.insert(*p) {
@@ -148,7 +154,10 @@ fn validate_name(name: &str, errors: &mut ValidationErrors) {
     if name.trim().is_empty() {
         errors.add("name", "is required");
     } else if len > MAX_NAME_CHARS {
-        errors.add("name", format!("must be at most {MAX_NAME_CHARS} characters"));
+        errors.add(
+            "name",
+            format!("must be at most {MAX_NAME_CHARS} characters"),
+        );
     }
 }
 
@@ -161,7 +170,10 @@ fn validate_rules(app_type: ApplicationType, rules: &[Rule], errors: &mut Valida
         if rule.priority < 1 {
             errors.add(format!("rules[{i}].priority"), "must be at least 1");
         } else if !priorities.insert(rule.priority) {
-            errors.add(format!("rules[{i}].priority"), "must be unique among the rules");
+            errors.add(
+                format!("rules[{i}].priority"),
+                "must be unique among the rules",
+            );
         }
         if rule
             .description
@@ -218,7 +230,11 @@ pub struct Application {
 mod tests {
     use super::*;
 
-    fn input(app_type: ApplicationType, permissions: Vec<Permission>, rules: Vec<Rule>) -> ApplicationInput {
+    fn input(
+        app_type: ApplicationType,
+        permissions: Vec<Permission>,
+        rules: Vec<Rule>,
+    ) -> ApplicationInput {
         ApplicationInput {
             name: "app".into(),
             app_type,
@@ -240,12 +256,22 @@ mod tests {
     fn type_rules_bound_permissions() {
         use ApplicationType::*;
         use Permission::*;
-        assert!(input(Private, vec![TokenRead, TokenUse], vec![]).validate().is_ok());
+        assert!(input(Private, vec![TokenRead, TokenUse], vec![])
+            .validate()
+            .is_ok());
         assert!(input(Private, vec![ProxyRead], vec![]).validate().is_err());
-        assert!(input(Public, vec![TokenCreate, TokenUpdate], vec![]).validate().is_ok());
+        assert!(input(Public, vec![TokenCreate, TokenUpdate], vec![])
+            .validate()
+            .is_ok());
         assert!(input(Public, vec![TokenRead], vec![]).validate().is_err());
-        assert!(input(Management, vec![ProxyCreate, ApplicationRead], vec![]).validate().is_ok());
-        let err = input(Management, vec![TokenRead], vec![]).validate().expect_err("token perm");
+        assert!(
+            input(Management, vec![ProxyCreate, ApplicationRead], vec![])
+                .validate()
+                .is_ok()
+        );
+        let err = input(Management, vec![TokenRead], vec![])
+            .validate()
+            .expect_err("token perm");
         assert!(err.fields().contains_key("permissions[0]"));
         let err = input(Management, vec![], vec![rule(1, "/", vec![TokenRead])])
             .validate()
@@ -255,16 +281,31 @@ mod tests {
 
     #[test]
     fn needs_permissions_or_rules_and_a_name() {
-        let err = input(ApplicationType::Private, vec![], vec![]).validate().expect_err("empty");
+        let err = input(ApplicationType::Private, vec![], vec![])
+            .validate()
+            .expect_err("empty");
         assert!(err.fields().contains_key("permissions"));
-        let mut i = input(ApplicationType::Private, vec![Permission::TokenRead], vec![]);
+        let mut i = input(
+            ApplicationType::Private,
+            vec![Permission::TokenRead],
+            vec![],
+        );
         i.name = " ".into();
-        assert!(i.clone().validate().expect_err("blank").fields().contains_key("name"));
+        assert!(i
+            .clone()
+            .validate()
+            .expect_err("blank")
+            .fields()
+            .contains_key("name"));
         i.name = "n".repeat(MAX_NAME_CHARS);
         assert!(i.clone().validate().is_ok());
         i.name.push('n');
         assert!(i.validate().is_err());
-        let rules_only = input(ApplicationType::Private, vec![], vec![rule(1, "/pci/", vec![])]);
+        let rules_only = input(
+            ApplicationType::Private,
+            vec![],
+            vec![rule(1, "/pci/", vec![])],
+        );
         assert!(rules_only.validate().is_ok());
     }
 
@@ -274,7 +315,11 @@ mod tests {
         let err = input(
             ApplicationType::Private,
             vec![],
-            vec![rule(1, "/a/", vec![TokenRead]), rule(1, "/b/", vec![ProxyRead]), rule(0, "/c/", vec![])],
+            vec![
+                rule(1, "/a/", vec![TokenRead]),
+                rule(1, "/b/", vec![ProxyRead]),
+                rule(0, "/c/", vec![]),
+            ],
         )
         .validate()
         .expect_err("bad rules");
@@ -294,7 +339,10 @@ mod tests {
         .validate()
         .expect("valid");
         assert_eq!(v.permissions, vec![TokenRead]);
-        assert_eq!(v.rules.iter().map(|r| r.priority).collect::<Vec<_>>(), vec![2, 5]);
+        assert_eq!(
+            v.rules.iter().map(|r| r.priority).collect::<Vec<_>>(),
+            vec![2, 5]
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub fn luhn_valid(digits: &str) -> bool {
         .enumerate()
         .map(|(i, b)| {
             let d = u32::from(b - b'0');
-            if i % 2 == 1 {
+            if !i.is_multiple_of(2) {
                 let doubled = d * 2;
                 if doubled > 9 {
                     doubled - 9
@@ -23,7 +23,7 @@ pub fn luhn_valid(digits: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// True when `routing` is nine ASCII digits passing the ABA routing-number checksum
@@ -38,7 +38,7 @@ pub fn aba_valid(routing: &str) -> bool {
         .zip(WEIGHTS)
         .map(|(b, w)| u32::from(b - b'0') * w)
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 #[cfg(test)]
@@ -47,10 +47,21 @@ mod tests {
 
     #[test]
     fn luhn_accepts_known_test_cards_and_rejects_typos() {
-        for good in ["4242424242424242", "5555555555554444", "378282246310005", "6011111111111117"] {
+        for good in [
+            "4242424242424242",
+            "5555555555554444",
+            "378282246310005",
+            "6011111111111117",
+        ] {
             assert!(luhn_valid(good), "{good}");
         }
-        for bad in ["4242424242424241", "1234567812345678", "", "4242-4242", "42424242424242a2"] {
+        for bad in [
+            "4242424242424241",
+            "1234567812345678",
+            "",
+            "4242-4242",
+            "42424242424242a2",
+        ] {
             assert!(!luhn_valid(bad), "{bad}");
         }
     }

@@ -118,7 +118,10 @@ mod tests {
 
     #[test]
     fn parses_and_lowercases() {
-        assert_eq!(Container::parse("/PCI/High/").expect("ok").as_str(), "/pci/high/");
+        assert_eq!(
+            Container::parse("/PCI/High/").expect("ok").as_str(),
+            "/pci/high/"
+        );
         assert_eq!(Container::parse("/a_b-1/").expect("ok").as_str(), "/a_b-1/");
         assert!(Container::parse("/").expect("root").is_root());
     }

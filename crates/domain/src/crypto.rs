@@ -88,12 +88,18 @@ impl MasterKey {
 
     /// Unwraps `tenant`'s data key; fails if the wrapped key belongs to another tenant or the
     /// master key is not the one that wrapped it.
-    pub fn unwrap_data_key(&self, tenant: TenantId, wrapped: &[u8]) -> Result<DataKey, CryptoError> {
+    pub fn unwrap_data_key(
+        &self,
+        tenant: TenantId,
+        wrapped: &[u8],
+    ) -> Result<DataKey, CryptoError> {
         let plain = open(&self.cipher(), &data_key_aad(tenant), wrapped)?;
         if plain.len() != KEY_LEN {
             return Err(CryptoError::Malformed);
         }
-        Ok(DataKey(Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&plain))))
+        Ok(DataKey(Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(
+            &plain,
+        ))))
     }
 }
 
@@ -108,23 +114,45 @@ pub struct DataKey(Aes256Gcm);
 
 impl DataKey {
     /// Encrypts token data, bound to its tenant and id.
-    pub fn seal_token(&self, tenant: TenantId, token: TokenId, plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+    pub fn seal_token(
+        &self,
+        tenant: TenantId,
+        token: TokenId,
+        plaintext: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
         seal(&self.0, &token_aad(tenant, token), plaintext)
     }
 
     /// Decrypts token data; fails if the ciphertext belongs to another tenant or token.
-    pub fn open_token(&self, tenant: TenantId, token: TokenId, ciphertext: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    pub fn open_token(
+        &self,
+        tenant: TenantId,
+        token: TokenId,
+        ciphertext: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         open(&self.0, &token_aad(tenant, token), ciphertext)
     }
 
     /// Encrypts any other tenant secret, bound to the tenant and a caller-chosen `purpose`
     /// string and record id (e.g. a proxy's configuration).
-    pub fn seal_record(&self, tenant: TenantId, purpose: &str, record: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+    pub fn seal_record(
+        &self,
+        tenant: TenantId,
+        purpose: &str,
+        record: &[u8],
+        plaintext: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
         seal(&self.0, &record_aad(tenant, purpose, record), plaintext)
     }
 
     /// Decrypts what [`DataKey::seal_record`] produced.
-    pub fn open_record(&self, tenant: TenantId, purpose: &str, record: &[u8], ciphertext: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    pub fn open_record(
+        &self,
+        tenant: TenantId,
+        purpose: &str,
+        record: &[u8],
+        ciphertext: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         open(&self.0, &record_aad(tenant, purpose, record), ciphertext)
     }
 }
@@ -160,7 +188,13 @@ fn record_aad(tenant: TenantId, purpose: &str, record: &[u8]) -> Vec<u8> {
 fn seal(cipher: &Aes256Gcm, aad: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
     let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
     let ciphertext = cipher
-        .encrypt(&nonce, Payload { msg: plaintext, aad })
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: plaintext,
+                aad,
+            },
+        )
         .map_err(|_| CryptoError::Encrypt)?;
     let mut out = Vec::with_capacity(1 + NONCE_LEN + ciphertext.len());
     out.push(VERSION);
@@ -174,7 +208,13 @@ fn open(cipher: &Aes256Gcm, aad: &[u8], blob: &[u8]) -> Result<Zeroizing<Vec<u8>
         Some((&VERSION, rest)) if rest.len() > NONCE_LEN => {
             let (nonce, ciphertext) = rest.split_at(NONCE_LEN);
             cipher
-                .decrypt(Nonce::from_slice(nonce), Payload { msg: ciphertext, aad })
+                .decrypt(
+                    Nonce::from_slice(nonce),
+                    Payload {
+                        msg: ciphertext,
+                        aad,
+                    },
+                )
                 .map(Zeroizing::new)
                 .map_err(|_| CryptoError::Authentication)
         }
@@ -196,7 +236,10 @@ mod tests {
         let plaintext = br#"{"number":"4242424242424242"}"#;
         let ct = key.seal_token(tenant, token, plaintext).expect("seal");
         assert!(!ct.windows(16).any(|w| w == b"4242424242424242"));
-        assert_eq!(key.open_token(tenant, token, &ct).expect("open").as_slice(), plaintext);
+        assert_eq!(
+            key.open_token(tenant, token, &ct).expect("open").as_slice(),
+            plaintext
+        );
         // Fresh nonce each time: same plaintext, different ciphertext.
         assert_ne!(ct, key.seal_token(tenant, token, plaintext).expect("seal"));
     }
@@ -210,14 +253,26 @@ mod tests {
             .expect("unwrap");
         let token = TokenId::new();
         let ct = key.seal_token(tenant, token, b"secret").expect("seal");
-        assert_eq!(key.open_token(tenant, TokenId::new(), &ct), Err(CryptoError::Authentication));
-        assert_eq!(key.open_token(TenantId::new(), token, &ct), Err(CryptoError::Authentication));
+        assert_eq!(
+            key.open_token(tenant, TokenId::new(), &ct),
+            Err(CryptoError::Authentication)
+        );
+        assert_eq!(
+            key.open_token(TenantId::new(), token, &ct),
+            Err(CryptoError::Authentication)
+        );
         let mut tampered = ct.clone();
         if let Some(last) = tampered.last_mut() {
             *last ^= 1;
         }
-        assert_eq!(key.open_token(tenant, token, &tampered), Err(CryptoError::Authentication));
-        assert_eq!(key.open_token(tenant, token, &ct[..5]), Err(CryptoError::Malformed));
+        assert_eq!(
+            key.open_token(tenant, token, &tampered),
+            Err(CryptoError::Authentication)
+        );
+        assert_eq!(
+            key.open_token(tenant, token, &ct[..5]),
+            Err(CryptoError::Malformed)
+        );
     }
 
     #[test]
@@ -226,7 +281,9 @@ mod tests {
         let tenant = TenantId::new();
         let wrapped = master.new_wrapped_data_key(tenant).expect("wrap");
         assert!(master.unwrap_data_key(TenantId::new(), &wrapped).is_err());
-        assert!(MasterKey::generate().unwrap_data_key(tenant, &wrapped).is_err());
+        assert!(MasterKey::generate()
+            .unwrap_data_key(tenant, &wrapped)
+            .is_err());
     }
 
     #[test]
@@ -235,8 +292,14 @@ mod tests {
         let encoded = k.to_base64();
         let again = MasterKey::from_base64(&format!("{}\n", encoded.expose())).expect("decode");
         assert_eq!(again.to_base64().expose(), encoded.expose());
-        assert_eq!(MasterKey::from_base64("c2hvcnQ=").err(), Some(CryptoError::InvalidKey));
-        assert_eq!(MasterKey::from_base64("not base64!").err(), Some(CryptoError::InvalidKey));
+        assert_eq!(
+            MasterKey::from_base64("c2hvcnQ=").err(),
+            Some(CryptoError::InvalidKey)
+        );
+        assert_eq!(
+            MasterKey::from_base64("not base64!").err(),
+            Some(CryptoError::InvalidKey)
+        );
         assert_eq!(format!("{k:?}"), "MasterKey(***)");
     }
 
@@ -247,9 +310,15 @@ mod tests {
         let key = master
             .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
             .expect("unwrap");
-        let ct = key.seal_record(tenant, "proxy.configuration", b"id-1", b"{}").expect("seal");
-        assert!(key.open_record(tenant, "proxy.configuration", b"id-1", &ct).is_ok());
-        assert!(key.open_record(tenant, "proxy.configuration", b"id-2", &ct).is_err());
+        let ct = key
+            .seal_record(tenant, "proxy.configuration", b"id-1", b"{}")
+            .expect("seal");
+        assert!(key
+            .open_record(tenant, "proxy.configuration", b"id-1", &ct)
+            .is_ok());
+        assert!(key
+            .open_record(tenant, "proxy.configuration", b"id-2", &ct)
+            .is_err());
         assert!(key.open_record(tenant, "other", b"id-1", &ct).is_err());
     }
 }

@@ -77,7 +77,9 @@ mod tests {
 
     #[test]
     fn ids_print_lowercase_hyphenated_and_round_trip() {
-        let id: TokenId = "6F9619FF-8B86-4011-B42D-00C04FC964FF".parse().expect("parse");
+        let id: TokenId = "6F9619FF-8B86-4011-B42D-00C04FC964FF"
+            .parse()
+            .expect("parse");
         assert_eq!(id.to_string(), "6f9619ff-8b86-4011-b42d-00c04fc964ff");
         assert_eq!(id.to_string().parse::<TokenId>().expect("round trip"), id);
         assert!("not-a-uuid".parse::<TokenId>().is_err());

@@ -17,13 +17,19 @@ pub type Metadata = BTreeMap<String, String>;
 /// Checks the metadata limits, recording problems under `metadata`/`metadata.<key>`.
 pub fn validate(metadata: &Metadata, errors: &mut ValidationErrors) {
     if metadata.len() > MAX_ENTRIES {
-        errors.add("metadata", format!("must have at most {MAX_ENTRIES} entries"));
+        errors.add(
+            "metadata",
+            format!("must have at most {MAX_ENTRIES} entries"),
+        );
     }
     for (key, value) in metadata {
         if key.is_empty() {
             errors.add("metadata", "keys must not be empty");
         } else if char_len(key) > MAX_KEY_CHARS {
-            errors.add("metadata", format!("keys must be at most {MAX_KEY_CHARS} characters"));
+            errors.add(
+                "metadata",
+                format!("keys must be at most {MAX_KEY_CHARS} characters"),
+            );
         } else if char_len(value) > MAX_VALUE_CHARS {
             errors.add(
                 format!("metadata.{key}"),

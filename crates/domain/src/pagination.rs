@@ -98,13 +98,23 @@ mod tests {
         assert!(PageRequest::new(Some(0), None).is_err());
         assert!(PageRequest::new(None, Some(0)).is_err());
         assert!(PageRequest::new(None, Some(101)).is_err());
-        assert!(PageRequest::new(Some(-1), Some(-1)).expect_err("both").fields().len() == 2);
+        assert!(
+            PageRequest::new(Some(-1), Some(-1))
+                .expect_err("both")
+                .fields()
+                .len()
+                == 2
+        );
     }
 
     #[test]
     fn total_pages_rounds_up_and_is_zero_when_empty() {
         let request = PageRequest::new(None, Some(50)).expect("ok");
-        let page = |total| Page::<()> { items: vec![], total_items: total, request };
+        let page = |total| Page::<()> {
+            items: vec![],
+            total_items: total,
+            request,
+        };
         assert_eq!(page(0).total_pages(), 0);
         assert_eq!(page(50).total_pages(), 1);
         assert_eq!(page(120).total_pages(), 3);

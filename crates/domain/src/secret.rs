@@ -45,6 +45,12 @@ impl<T> From<T> for Secret<T> {
     }
 }
 
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Secret<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(Secret)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,11 +62,5 @@ mod tests {
         assert_eq!(format!("{s}"), "***");
         assert_eq!(format!("{:?}", Some(&s)), "Some(***)");
         assert_eq!(s.expose(), "4242424242424242");
-    }
-}
-
-impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Secret<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        T::deserialize(d).map(Secret)
     }
 }

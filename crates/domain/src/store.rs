@@ -102,7 +102,11 @@ pub enum ContainerScope {
 #[async_trait]
 pub trait TenantStore: Send + Sync {
     /// Writes a tenant and its first (admin) application in one transaction.
-    async fn insert_tenant_with_admin(&self, tenant: &StoredTenant, admin: &StoredApplication) -> Result<(), StoreError>;
+    async fn insert_tenant_with_admin(
+        &self,
+        tenant: &StoredTenant,
+        admin: &StoredApplication,
+    ) -> Result<(), StoreError>;
     /// One tenant by id.
     async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError>;
     /// The oldest tenant, if any: used at start-up to bootstrap an empty database and to check
@@ -116,11 +120,22 @@ pub trait ApplicationStore: Send + Sync {
     /// Inserts a new application.
     async fn insert_application(&self, app: &StoredApplication) -> Result<(), StoreError>;
     /// One application of `tenant`.
-    async fn get_application(&self, tenant: TenantId, id: ApplicationId) -> Result<Option<Application>, StoreError>;
+    async fn get_application(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+    ) -> Result<Option<Application>, StoreError>;
     /// The application whose key hashes to `hash`, in whatever tenant.
-    async fn find_application_by_key_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApplication>, StoreError>;
+    async fn find_application_by_key_hash(
+        &self,
+        hash: &ApiKeyHash,
+    ) -> Result<Option<StoredApplication>, StoreError>;
     /// A page of `tenant`'s applications, oldest first.
-    async fn list_applications(&self, tenant: TenantId, page: PageRequest) -> Result<Page<Application>, StoreError>;
+    async fn list_applications(
+        &self,
+        tenant: TenantId,
+        page: PageRequest,
+    ) -> Result<Page<Application>, StoreError>;
     /// Replaces name, type, permissions, rules and `modified_*`; `false` when absent.
     async fn update_application(&self, app: &Application) -> Result<bool, StoreError>;
     /// Replaces the key hash and `modified_*`; `false` when absent.
@@ -133,7 +148,11 @@ pub trait ApplicationStore: Send + Sync {
         modified_at: OffsetDateTime,
     ) -> Result<bool, StoreError>;
     /// Deletes; `false` when absent.
-    async fn delete_application(&self, tenant: TenantId, id: ApplicationId) -> Result<bool, StoreError>;
+    async fn delete_application(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+    ) -> Result<bool, StoreError>;
 }
 
 /// Tokens.
@@ -142,10 +161,18 @@ pub trait TokenStore: Send + Sync {
     /// Inserts a token with its metadata, in one transaction.
     async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError>;
     /// One token of `tenant`.
-    async fn get_token(&self, tenant: TenantId, id: TokenId) -> Result<Option<StoredToken>, StoreError>;
+    async fn get_token(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+    ) -> Result<Option<StoredToken>, StoreError>;
     /// The distinct containers of `tenant`'s tokens that pass `filter`, so the caller's rules can
     /// be evaluated per container before listing.
-    async fn token_containers(&self, tenant: TenantId, filter: &TokenFilter) -> Result<Vec<Container>, StoreError>;
+    async fn token_containers(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+    ) -> Result<Vec<Container>, StoreError>;
     /// A page of `tenant`'s tokens passing `filter` within `scope`, ordered by `created_at`
     /// then `id`; the total counts the same set.
     async fn list_tokens(

@@ -45,7 +45,10 @@ mod tests {
     #[test]
     fn formats_with_explicit_utc_offset() {
         let ts = datetime!(2026-11-21 23:49:22.123456789 UTC);
-        assert_eq!(format(truncate_to_micros(ts)), "2026-11-21T23:49:22.123456+00:00");
+        assert_eq!(
+            format(truncate_to_micros(ts)),
+            "2026-11-21T23:49:22.123456+00:00"
+        );
     }
 
     #[test]

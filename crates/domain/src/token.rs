@@ -134,7 +134,11 @@ impl NewToken {
     }
 }
 
-fn object<'a>(data: &'a Value, errors: &mut ValidationErrors, kind: &str) -> Option<&'a Map<String, Value>> {
+fn object<'a>(
+    data: &'a Value,
+    errors: &mut ValidationErrors,
+    kind: &str,
+) -> Option<&'a Map<String, Value>> {
     let obj = data.as_object();
     if obj.is_none() {
         errors.add("data", format!("must be an object for a {kind} token"));
@@ -151,7 +155,9 @@ fn reject_unknown(obj: &Map<String, Value>, known: &[&str], errors: &mut Validat
 fn digits_between(value: Option<&Value>, min: usize, max: usize) -> Result<Option<&str>, String> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) => {
+        Some(Value::String(s))
+            if (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) =>
+        {
             Ok(Some(s))
         }
         Some(Value::String(_)) if min == max => Err(format!("must be a string of {min} digits")),
@@ -160,8 +166,14 @@ fn digits_between(value: Option<&Value>, min: usize, max: usize) -> Result<Optio
 }
 
 fn validate_card(data: &Value, errors: &mut ValidationErrors) {
-    let Some(obj) = object(data, errors, "card") else { return };
-    reject_unknown(obj, &["number", "expiration_month", "expiration_year", "cvc"], errors);
+    let Some(obj) = object(data, errors, "card") else {
+        return;
+    };
+    reject_unknown(
+        obj,
+        &["number", "expiration_month", "expiration_year", "cvc"],
+        errors,
+    );
     match digits_between(obj.get("number"), 12, 19) {
         Ok(Some(n)) if !luhn_valid(n) => errors.add("data.number", "fails the Luhn check"),
         Ok(Some(_)) => {}
@@ -191,7 +203,9 @@ fn validate_card(data: &Value, errors: &mut ValidationErrors) {
 }
 
 fn validate_bank(data: &Value, errors: &mut ValidationErrors) {
-    let Some(obj) = object(data, errors, "bank") else { return };
+    let Some(obj) = object(data, errors, "bank") else {
+        return;
+    };
     reject_unknown(obj, &["routing_number", "account_number"], errors);
     match digits_between(obj.get("routing_number"), 9, 9) {
         Ok(Some(r)) if !aba_valid(r) => errors.add("data.routing_number", "fails the ABA checksum"),
@@ -256,8 +270,14 @@ mod tests {
             let v = new(TokenType::Token, d).validate().expect("valid");
             assert_eq!(v.container.as_str(), "/general/high/");
         }
-        assert_eq!(fields(new(TokenType::Token, Value::Null).validate()), vec!["data"]);
-        let missing = NewToken { data: None, ..new(TokenType::Token, json!(1)) };
+        assert_eq!(
+            fields(new(TokenType::Token, Value::Null).validate()),
+            vec!["data"]
+        );
+        let missing = NewToken {
+            data: None,
+            ..new(TokenType::Token, json!(1))
+        };
         assert_eq!(fields(missing.validate()), vec!["data"]);
     }
 
@@ -266,39 +286,90 @@ mod tests {
         let ok = json!({"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030, "cvc": "123"});
         let v = new(TokenType::Card, ok).validate().expect("valid card");
         assert_eq!(v.container.as_str(), "/pci/high/");
-        assert!(new(TokenType::Card, json!({"number": "4242424242424242"})).validate().is_ok());
-        assert_eq!(fields(new(TokenType::Card, json!({"number": "4242424242424241"})).validate()), vec!["data.number"]);
-        assert_eq!(fields(new(TokenType::Card, json!({"number": 4242424242424242u64})).validate()), vec!["data.number"]);
-        assert_eq!(fields(new(TokenType::Card, json!({"number": "42424242424"})).validate()), vec!["data.number"]);
-        assert_eq!(fields(new(TokenType::Card, json!({})).validate()), vec!["data.number"]);
+        assert!(new(TokenType::Card, json!({"number": "4242424242424242"}))
+            .validate()
+            .is_ok());
+        assert_eq!(
+            fields(new(TokenType::Card, json!({"number": "4242424242424241"})).validate()),
+            vec!["data.number"]
+        );
+        assert_eq!(
+            fields(new(TokenType::Card, json!({"number": 4242424242424242u64})).validate()),
+            vec!["data.number"]
+        );
+        assert_eq!(
+            fields(new(TokenType::Card, json!({"number": "42424242424"})).validate()),
+            vec!["data.number"]
+        );
+        assert_eq!(
+            fields(new(TokenType::Card, json!({})).validate()),
+            vec!["data.number"]
+        );
         assert_eq!(
             fields(new(TokenType::Card, json!({"number": "4242424242424242", "expiration_month": 13, "expiration_year": 30, "cvc": "12"})).validate()),
             vec!["data.cvc", "data.expiration_month", "data.expiration_year"]
         );
         assert_eq!(
-            fields(new(TokenType::Card, json!({"number": "4242424242424242", "expiration_month": 1})).validate()),
+            fields(
+                new(
+                    TokenType::Card,
+                    json!({"number": "4242424242424242", "expiration_month": 1})
+                )
+                .validate()
+            ),
             vec!["data.expiration_year"]
         );
-        assert_eq!(fields(new(TokenType::Card, json!({"number": "4242424242424242", "pin": "1"})).validate()), vec!["data.pin"]);
-        assert_eq!(fields(new(TokenType::Card, json!("4242424242424242")).validate()), vec!["data"]);
+        assert_eq!(
+            fields(
+                new(
+                    TokenType::Card,
+                    json!({"number": "4242424242424242", "pin": "1"})
+                )
+                .validate()
+            ),
+            vec!["data.pin"]
+        );
+        assert_eq!(
+            fields(new(TokenType::Card, json!("4242424242424242")).validate()),
+            vec!["data"]
+        );
     }
 
     #[test]
     fn banks_are_checked() {
         let ok = json!({"routing_number": "011000015", "account_number": "12345678901234567"});
-        assert_eq!(new(TokenType::Bank, ok).validate().expect("valid").container.as_str(), "/bank/high/");
         assert_eq!(
-            fields(new(TokenType::Bank, json!({"routing_number": "011000016", "account_number": "123456789012345678"})).validate()),
+            new(TokenType::Bank, ok)
+                .validate()
+                .expect("valid")
+                .container
+                .as_str(),
+            "/bank/high/"
+        );
+        assert_eq!(
+            fields(
+                new(
+                    TokenType::Bank,
+                    json!({"routing_number": "011000016", "account_number": "123456789012345678"})
+                )
+                .validate()
+            ),
             vec!["data.account_number", "data.routing_number"]
         );
-        assert_eq!(fields(new(TokenType::Bank, json!({"account_number": "1"})).validate()), vec!["data.routing_number"]);
+        assert_eq!(
+            fields(new(TokenType::Bank, json!({"account_number": "1"})).validate()),
+            vec!["data.routing_number"]
+        );
     }
 
     #[test]
     fn containers_and_metadata_are_checked() {
         let mut t = new(TokenType::Token, json!(1));
         t.containers = Some(vec!["/Custom/Path/".into()]);
-        assert_eq!(t.clone().validate().expect("valid").container.as_str(), "/custom/path/");
+        assert_eq!(
+            t.clone().validate().expect("valid").container.as_str(),
+            "/custom/path/"
+        );
         t.containers = Some(vec!["/a/".into(), "/b/".into()]);
         assert_eq!(fields(t.clone().validate()), vec!["containers"]);
         t.containers = Some(vec!["nope".into()]);
@@ -313,6 +384,9 @@ mod tests {
         assert!(serde_json::from_str::<NewToken>(r#"{"type":"token","data":1,"x":1}"#).is_err());
         assert!(serde_json::from_str::<NewToken>(r#"{"type":"nope","data":1}"#).is_err());
         assert!(serde_json::from_str::<NewToken>(r#"{"data":1}"#).is_err());
-        assert!(serde_json::from_str::<NewToken>(r#"{"type":"token","data":1,"metadata":{"a":1}}"#).is_err());
+        assert!(serde_json::from_str::<NewToken>(
+            r#"{"type":"token","data":1,"metadata":{"a":1}}"#
+        )
+        .is_err());
     }
 }

@@ -25,7 +25,9 @@ impl FromRequest for Caller {
             .get(API_KEY_HEADER)
             .map(|v| v.to_str().unwrap_or("\u{0}").to_string());
         Box::pin(async move {
-            let state = state.ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "API state missing"))?;
+            let state = state.ok_or_else(|| {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "API state missing")
+            })?;
             state
                 .vault
                 .authenticate(presented.as_deref())

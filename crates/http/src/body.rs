@@ -27,7 +27,8 @@ fn too_large(limit: usize) -> ApiError {
 
 fn is_json(req: &HttpRequest) -> bool {
     req.mime_type().ok().flatten().is_some_and(|m| {
-        m.type_() == "application" && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+        m.type_() == "application"
+            && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
     })
 }
 
@@ -37,10 +38,18 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let mut field = if path == "." || path.is_empty() { String::new() } else { path };
+        let mut field = if path == "." || path.is_empty() {
+            String::new()
+        } else {
+            path
+        };
         // serde reports a missing field at its parent's path; key the error by the field itself.
         if let Some(missing) = missing_field(&inner.to_string()) {
-            field = if field.is_empty() { missing } else { format!("{field}.{missing}") };
+            field = if field.is_empty() {
+                missing
+            } else {
+                format!("{field}.{missing}")
+            };
         }
         if field.is_empty() {
             field = "body".to_string();
@@ -90,7 +99,9 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
         Box::pin(async move {
             let mut buf = BytesMut::new();
             while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| ApiError::field("body", format!("could not read the body: {e}")))?;
+                let chunk = chunk.map_err(|e| {
+                    ApiError::field("body", format!("could not read the body: {e}"))
+                })?;
                 if buf.len() + chunk.len() > limit {
                     return Err(too_large(limit));
                 }
@@ -123,7 +134,13 @@ mod tests {
     fn field_of(body: &str) -> String {
         let e = parse_json::<T>(body.as_bytes()).expect_err("should fail");
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
-        e.problem().errors.expect("errors").keys().next().cloned().expect("a field")
+        e.problem()
+            .errors
+            .expect("errors")
+            .keys()
+            .next()
+            .cloned()
+            .expect("a field")
     }
 
     #[test]

@@ -84,7 +84,12 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.status, self.detail.as_deref().unwrap_or(&self.title))
+        write!(
+            f,
+            "{}: {}",
+            self.status,
+            self.detail.as_deref().unwrap_or(&self.title)
+        )
     }
 }
 
@@ -104,13 +109,18 @@ impl From<VaultError> for ApiError {
     fn from(e: VaultError) -> Self {
         match &e {
             VaultError::Validation(errors) => ApiError::validation(errors),
-            VaultError::Unauthenticated(_) => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()),
+            VaultError::Unauthenticated(_) => {
+                ApiError::new(StatusCode::UNAUTHORIZED, e.to_string())
+            }
             VaultError::Forbidden { .. } => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
             VaultError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
             VaultError::Conflict(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             VaultError::Store(StoreError::Unavailable(_)) => {
                 tracing::error!(error = %e, "database unavailable");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the database is unavailable; retry later")
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the database is unavailable; retry later",
+                )
             }
             VaultError::Store(_) | VaultError::Crypto(_) => {
                 // The message may name internals; log it, answer generically.

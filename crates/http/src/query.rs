@@ -28,7 +28,11 @@ fn page_param(key: &str, value: &str, page: &mut Option<i64>, size: &mut Option<
     }
 }
 
-fn finish_page(page: Option<i64>, size: Option<i64>, errors: &mut ValidationErrors) -> Option<PageRequest> {
+fn finish_page(
+    page: Option<i64>,
+    size: Option<i64>,
+    errors: &mut ValidationErrors,
+) -> Option<PageRequest> {
     match PageRequest::new(page, size) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -71,11 +75,16 @@ pub fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
             },
             "type" => match TokenType::parse(&value) {
                 Some(t) => filter.types.push(t),
-                None => errors.add("type", format!("`{value}` is not a token type (token, card, bank)")),
+                None => errors.add(
+                    "type",
+                    format!("`{value}` is not a token type (token, card, bank)"),
+                ),
             },
             k => match k.strip_prefix("metadata.") {
                 Some(meta_key) if !meta_key.is_empty() => {
-                    filter.metadata.push((meta_key.to_string(), value.into_owned()));
+                    filter
+                        .metadata
+                        .push((meta_key.to_string(), value.into_owned()));
                 }
                 _ => errors.add(k.to_string(), "is not a known query parameter"),
             },
@@ -97,17 +106,31 @@ mod tests {
     fn parses_repeated_filters_and_metadata() {
         let a = TokenId::new();
         let b = TokenId::new();
-        let q = token_list(&format!("id={a}&id={b}&type=card&type=token&metadata.colour=red%20ish&page=2&size=50"))
-            .expect("valid");
+        let q = token_list(&format!(
+            "id={a}&id={b}&type=card&type=token&metadata.colour=red%20ish&page=2&size=50"
+        ))
+        .expect("valid");
         assert_eq!(q.filter.ids, vec![a, b]);
         assert_eq!(q.filter.types, vec![TokenType::Card, TokenType::Token]);
-        assert_eq!(q.filter.metadata, vec![("colour".to_string(), "red ish".to_string())]);
+        assert_eq!(
+            q.filter.metadata,
+            vec![("colour".to_string(), "red ish".to_string())]
+        );
         assert_eq!((q.page.page(), q.page.size()), (2, 50));
     }
 
     #[test]
     fn rejects_bad_values_and_unknown_keys() {
-        for bad in ["page=0", "size=101", "size=x", "id=nope", "type=gold", "colour=red", "metadata.=x", "page=1.5"] {
+        for bad in [
+            "page=0",
+            "size=101",
+            "size=x",
+            "id=nope",
+            "type=gold",
+            "colour=red",
+            "metadata.=x",
+            "page=1.5",
+        ] {
             let e = token_list(bad).expect_err(bad);
             assert_eq!(e.status().as_u16(), 400, "{bad}");
         }

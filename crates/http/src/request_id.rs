@@ -7,9 +7,9 @@ use std::time::Instant;
 use actix_web::{
     body::{BoxBody, MessageBody},
     dev::{ServiceRequest, ServiceResponse},
+    error::InternalError,
     http::header::{self, HeaderName, HeaderValue},
     middleware::Next,
-    error::InternalError,
     Error, HttpMessage, ResponseError,
 };
 use tracing::Instrument;
@@ -51,8 +51,11 @@ pub async fn middleware(
         // be kept for a `ServiceResponse`: cloning it before routing breaks routing.)
         Err(err) => {
             let status = err.as_response_error().status_code();
-            span.in_scope(|| tracing::warn!(status = status.as_u16(), error = %err, "request failed"));
-            let mut response = ApiError::new(status, status.canonical_reason().unwrap_or("error")).error_response();
+            span.in_scope(
+                || tracing::warn!(status = status.as_u16(), error = %err, "request failed"),
+            );
+            let mut response = ApiError::new(status, status.canonical_reason().unwrap_or("error"))
+                .error_response();
             if let Ok(value) = HeaderValue::from_str(&id) {
                 response.headers_mut().insert(X_REQUEST_ID.clone(), value);
             }

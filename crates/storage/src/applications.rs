@@ -30,7 +30,11 @@ impl ApplicationStore for Database {
         })
     }
 
-    async fn get_application(&self, tenant: TenantId, id: ApplicationId) -> Result<Option<Application>, StoreError> {
+    async fn get_application(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+    ) -> Result<Option<Application>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let row = with_conn!(self, |conn| {
             applications::table
@@ -45,7 +49,10 @@ impl ApplicationStore for Database {
         row.map(ApplicationRow::into_application).transpose()
     }
 
-    async fn find_application_by_key_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApplication>, StoreError> {
+    async fn find_application_by_key_hash(
+        &self,
+        hash: &ApiKeyHash,
+    ) -> Result<Option<StoredApplication>, StoreError> {
         let hash = hash.as_bytes().to_vec();
         let row = with_conn!(self, |conn| {
             applications::table
@@ -59,7 +66,11 @@ impl ApplicationStore for Database {
         row.map(ApplicationRow::into_stored).transpose()
     }
 
-    async fn list_applications(&self, tenant: TenantId, page: PageRequest) -> Result<Page<Application>, StoreError> {
+    async fn list_applications(
+        &self,
+        tenant: TenantId,
+        page: PageRequest,
+    ) -> Result<Page<Application>, StoreError> {
         let tenant = tenant.to_string();
         let (total, rows) = with_conn!(self, |conn| {
             let total: i64 = applications::table
@@ -143,7 +154,11 @@ impl ApplicationStore for Database {
         Ok(updated == 1)
     }
 
-    async fn delete_application(&self, tenant: TenantId, id: ApplicationId) -> Result<bool, StoreError> {
+    async fn delete_application(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+    ) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let deleted = with_conn!(self, |conn| {
             diesel::delete(

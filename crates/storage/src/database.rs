@@ -1,15 +1,12 @@
 //! Connection pools for the two backends, migrations, and the glue that lets one query body
 //! serve both.
 
-use std::{path::PathBuf, time::Duration};
+use std::{path::Path, time::Duration};
 
 use diesel::{sqlite::SqliteConnection, Connection as _, ConnectionError, RunQueryDsl as _};
 use diesel_async::{
     async_connection_wrapper::AsyncConnectionWrapper,
-    pooled_connection::{
-        deadpool::Pool,
-        AsyncDieselConnectionManager, ManagerConfig,
-    },
+    pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
     sync_connection_wrapper::SyncConnectionWrapper,
     AsyncConnection, AsyncPgConnection, SimpleAsyncConnection,
 };
@@ -54,7 +51,9 @@ impl PoolOptions {
     pub fn default_for(url: &DatabaseUrl) -> Self {
         match url {
             DatabaseUrl::Sqlite { .. } => Self { max_connections: 4 },
-            DatabaseUrl::Postgres { .. } => Self { max_connections: 16 },
+            DatabaseUrl::Postgres { .. } => Self {
+                max_connections: 16,
+            },
         }
     }
 }
@@ -74,7 +73,9 @@ pub struct Database {
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("url", &self.url).finish_non_exhaustive()
+        f.debug_struct("Database")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -92,7 +93,8 @@ impl Database {
                 }
                 let mut config = ManagerConfig::<SqliteConn>::default();
                 config.custom_setup = Box::new(|url| establish_sqlite(url.to_string()).boxed());
-                let manager = AsyncDieselConnectionManager::new_with_config(sqlite_path(path)?, config);
+                let manager =
+                    AsyncDieselConnectionManager::new_with_config(sqlite_path(path)?, config);
                 let pool = Pool::builder(manager)
                     .max_size(options.max_connections)
                     .build()
@@ -170,7 +172,7 @@ fn migration_error(e: diesel::result::Error) -> StoreError {
     StoreError::Backend(format!("migration failed: {e}"))
 }
 
-fn sqlite_path(path: &PathBuf) -> Result<String, StoreError> {
+fn sqlite_path(path: &Path) -> Result<String, StoreError> {
     path.to_str()
         .map(str::to_string)
         .ok_or_else(|| StoreError::Unavailable("the SQLite path is not valid UTF-8".into()))

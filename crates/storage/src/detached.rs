@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use tessera_domain::{
     application::Application,
     store::{
-        ApplicationStore, ContainerScope, HealthStore, StoreError, StoredApplication, StoredTenant, StoredToken,
-        TenantStore, TokenFilter, TokenStore,
+        ApplicationStore, ContainerScope, HealthStore, StoreError, StoredApplication, StoredTenant,
+        StoredToken, TenantStore, TokenFilter, TokenStore,
     },
     ApiKeyHash, ApplicationId, Container, Page, PageRequest, TenantId, TokenId,
 };
@@ -63,9 +63,14 @@ impl DetachedStore {
 
 #[async_trait]
 impl TenantStore for DetachedStore {
-    async fn insert_tenant_with_admin(&self, tenant: &StoredTenant, admin: &StoredApplication) -> Result<(), StoreError> {
+    async fn insert_tenant_with_admin(
+        &self,
+        tenant: &StoredTenant,
+        admin: &StoredApplication,
+    ) -> Result<(), StoreError> {
         let (tenant, admin) = (tenant.clone(), admin.clone());
-        self.run(|db| async move { db.insert_tenant_with_admin(&tenant, &admin).await }).await
+        self.run(|db| async move { db.insert_tenant_with_admin(&tenant, &admin).await })
+            .await
     }
 
     async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError> {
@@ -81,25 +86,41 @@ impl TenantStore for DetachedStore {
 impl ApplicationStore for DetachedStore {
     async fn insert_application(&self, app: &StoredApplication) -> Result<(), StoreError> {
         let app = app.clone();
-        self.run(|db| async move { db.insert_application(&app).await }).await
+        self.run(|db| async move { db.insert_application(&app).await })
+            .await
     }
 
-    async fn get_application(&self, tenant: TenantId, id: ApplicationId) -> Result<Option<Application>, StoreError> {
-        self.run(|db| async move { db.get_application(tenant, id).await }).await
+    async fn get_application(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+    ) -> Result<Option<Application>, StoreError> {
+        self.run(|db| async move { db.get_application(tenant, id).await })
+            .await
     }
 
-    async fn find_application_by_key_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApplication>, StoreError> {
+    async fn find_application_by_key_hash(
+        &self,
+        hash: &ApiKeyHash,
+    ) -> Result<Option<StoredApplication>, StoreError> {
         let hash = hash.clone();
-        self.run(|db| async move { db.find_application_by_key_hash(&hash).await }).await
+        self.run(|db| async move { db.find_application_by_key_hash(&hash).await })
+            .await
     }
 
-    async fn list_applications(&self, tenant: TenantId, page: PageRequest) -> Result<Page<Application>, StoreError> {
-        self.run(|db| async move { db.list_applications(tenant, page).await }).await
+    async fn list_applications(
+        &self,
+        tenant: TenantId,
+        page: PageRequest,
+    ) -> Result<Page<Application>, StoreError> {
+        self.run(|db| async move { db.list_applications(tenant, page).await })
+            .await
     }
 
     async fn update_application(&self, app: &Application) -> Result<bool, StoreError> {
         let app = app.clone();
-        self.run(|db| async move { db.update_application(&app).await }).await
+        self.run(|db| async move { db.update_application(&app).await })
+            .await
     }
 
     async fn replace_application_key(
@@ -111,12 +132,20 @@ impl ApplicationStore for DetachedStore {
         modified_at: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let hash = hash.clone();
-        self.run(|db| async move { db.replace_application_key(tenant, id, &hash, modified_by, modified_at).await })
-            .await
+        self.run(|db| async move {
+            db.replace_application_key(tenant, id, &hash, modified_by, modified_at)
+                .await
+        })
+        .await
     }
 
-    async fn delete_application(&self, tenant: TenantId, id: ApplicationId) -> Result<bool, StoreError> {
-        self.run(|db| async move { db.delete_application(tenant, id).await }).await
+    async fn delete_application(
+        &self,
+        tenant: TenantId,
+        id: ApplicationId,
+    ) -> Result<bool, StoreError> {
+        self.run(|db| async move { db.delete_application(tenant, id).await })
+            .await
     }
 }
 
@@ -124,16 +153,27 @@ impl ApplicationStore for DetachedStore {
 impl TokenStore for DetachedStore {
     async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError> {
         let token = token.clone();
-        self.run(|db| async move { db.insert_token(&token).await }).await
+        self.run(|db| async move { db.insert_token(&token).await })
+            .await
     }
 
-    async fn get_token(&self, tenant: TenantId, id: TokenId) -> Result<Option<StoredToken>, StoreError> {
-        self.run(|db| async move { db.get_token(tenant, id).await }).await
+    async fn get_token(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+    ) -> Result<Option<StoredToken>, StoreError> {
+        self.run(|db| async move { db.get_token(tenant, id).await })
+            .await
     }
 
-    async fn token_containers(&self, tenant: TenantId, filter: &TokenFilter) -> Result<Vec<Container>, StoreError> {
+    async fn token_containers(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+    ) -> Result<Vec<Container>, StoreError> {
         let filter = filter.clone();
-        self.run(|db| async move { db.token_containers(tenant, &filter).await }).await
+        self.run(|db| async move { db.token_containers(tenant, &filter).await })
+            .await
     }
 
     async fn list_tokens(
@@ -144,11 +184,13 @@ impl TokenStore for DetachedStore {
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
         let (filter, scope) = (filter.clone(), scope.clone());
-        self.run(|db| async move { db.list_tokens(tenant, &filter, &scope, page).await }).await
+        self.run(|db| async move { db.list_tokens(tenant, &filter, &scope, page).await })
+            .await
     }
 
     async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {
-        self.run(|db| async move { db.delete_token(tenant, id).await }).await
+        self.run(|db| async move { db.delete_token(tenant, id).await })
+            .await
     }
 }
 

@@ -10,7 +10,11 @@ use crate::database::{with_conn, Database, DbResultExt};
 impl HealthStore for Database {
     async fn ping(&self) -> Result<(), StoreError> {
         with_conn!(self, |conn| {
-            diesel::sql_query("SELECT 1").execute(conn).await.db().map(|_| ())
+            diesel::sql_query("SELECT 1")
+                .execute(conn)
+                .await
+                .db()
+                .map(|_| ())
         })
     }
 }

@@ -121,8 +121,9 @@ impl ApplicationRow {
             id: parse("application id", &self.id)?,
             tenant_id: parse("tenant id", &self.tenant_id)?,
             name: self.name,
-            app_type: ApplicationType::parse(&self.app_type)
-                .ok_or_else(|| StoreError::Corrupt(format!("invalid application type `{}`", self.app_type)))?,
+            app_type: ApplicationType::parse(&self.app_type).ok_or_else(|| {
+                StoreError::Corrupt(format!("invalid application type `{}`", self.app_type))
+            })?,
             permissions: json("permissions", &self.permissions)?,
             rules: json("rules", &self.rules)?,
             created_by: parse("application id", &self.created_by)?,
@@ -178,8 +179,9 @@ impl TryFrom<TokenRow> for StoredToken {
         Ok(StoredToken {
             id: parse("token id", &r.id)?,
             tenant_id: parse("tenant id", &r.tenant_id)?,
-            token_type: TokenType::parse(&r.token_type)
-                .ok_or_else(|| StoreError::Corrupt(format!("invalid token type `{}`", r.token_type)))?,
+            token_type: TokenType::parse(&r.token_type).ok_or_else(|| {
+                StoreError::Corrupt(format!("invalid token type `{}`", r.token_type))
+            })?,
             container: Container::parse(&r.container)
                 .map_err(|_| StoreError::Corrupt(format!("invalid container `{}`", r.container)))?,
             metadata: json("metadata", &r.metadata)?,

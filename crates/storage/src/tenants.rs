@@ -16,13 +16,23 @@ use crate::{
 
 #[async_trait]
 impl TenantStore for Database {
-    async fn insert_tenant_with_admin(&self, tenant: &StoredTenant, admin: &StoredApplication) -> Result<(), StoreError> {
+    async fn insert_tenant_with_admin(
+        &self,
+        tenant: &StoredTenant,
+        admin: &StoredApplication,
+    ) -> Result<(), StoreError> {
         let tenant_row = TenantRow::from(tenant);
         let admin_row = ApplicationRow::from(admin);
         with_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::insert_into(tenants::table).values(&tenant_row).execute(conn).await?;
-                diesel::insert_into(applications::table).values(&admin_row).execute(conn).await?;
+                diesel::insert_into(tenants::table)
+                    .values(&tenant_row)
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(applications::table)
+                    .values(&admin_row)
+                    .execute(conn)
+                    .await?;
                 Ok(())
             })
             .await

@@ -34,7 +34,8 @@ impl TestDatabase {
     /// # Panics
     /// When the file cannot be created or migrated (a broken test environment).
     pub async fn sqlite() -> Self {
-        let path = std::env::temp_dir().join(format!("tessera-test-{}.db", uuid::Uuid::new_v4().simple()));
+        let path =
+            std::env::temp_dir().join(format!("tessera-test-{}.db", uuid::Uuid::new_v4().simple()));
         let url = DatabaseUrl::Sqlite { path: path.clone() };
         let db = Self::open(&url).await;
         Self {
@@ -82,7 +83,9 @@ impl TestDatabase {
         let db = Database::connect(url, PoolOptions { max_connections: 4 })
             .await
             .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
-        db.migrate().await.unwrap_or_else(|e| panic!("migrating {url}: {e}"));
+        db.migrate()
+            .await
+            .unwrap_or_else(|e| panic!("migrating {url}: {e}"));
         db
     }
 }
@@ -102,12 +105,17 @@ impl Drop for TestDatabase {
                 // async cleanup on a separate thread with its own small runtime.
                 let (admin_url, schema) = (admin_url.clone(), schema.clone());
                 let _ = std::thread::spawn(move || {
-                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    else {
                         return;
                     };
                     rt.block_on(async move {
                         if let Ok(mut conn) = AsyncPgConnection::establish(&admin_url).await {
-                            let _ = conn.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
+                            let _ = conn
+                                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                                .await;
                         }
                     });
                 })

@@ -28,11 +28,17 @@ impl FilterParams {
         Self {
             tenant: tenant.to_string(),
             ids: filter.ids.iter().map(ToString::to_string).collect(),
-            types: filter.types.iter().map(|t| t.as_str().to_string()).collect(),
+            types: filter
+                .types
+                .iter()
+                .map(|t| t.as_str().to_string())
+                .collect(),
             metadata: filter.metadata.clone(),
             containers: match scope {
                 ContainerScope::All => None,
-                ContainerScope::Only(cs) => Some(cs.iter().map(|c| c.as_str().to_string()).collect()),
+                ContainerScope::Only(cs) => {
+                    Some(cs.iter().map(|c| c.as_str().to_string()).collect())
+                }
             },
         }
     }
@@ -43,7 +49,9 @@ impl FilterParams {
 macro_rules! filtered_tokens {
     ($p:expr) => {{
         let p: &FilterParams = $p;
-        let mut q = tokens::table.filter(tokens::tenant_id.eq(&p.tenant)).into_boxed();
+        let mut q = tokens::table
+            .filter(tokens::tenant_id.eq(&p.tenant))
+            .into_boxed();
         if !p.ids.is_empty() {
             q = q.filter(tokens::id.eq_any(&p.ids));
         }
@@ -75,11 +83,17 @@ impl TokenStore for Database {
         let metadata = TokenMetadataRow::for_token(token);
         with_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::insert_into(tokens::table).values(&row).execute(conn).await?;
+                diesel::insert_into(tokens::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
                 // One statement per pair: diesel's multi-row INSERT is not available for SQLite
                 // through diesel-async. At most 100 pairs, inside the same transaction.
                 for pair in &metadata {
-                    diesel::insert_into(token_metadata::table).values(pair).execute(conn).await?;
+                    diesel::insert_into(token_metadata::table)
+                        .values(pair)
+                        .execute(conn)
+                        .await?;
                 }
                 Ok(())
             })
@@ -88,7 +102,11 @@ impl TokenStore for Database {
         })
     }
 
-    async fn get_token(&self, tenant: TenantId, id: TokenId) -> Result<Option<StoredToken>, StoreError> {
+    async fn get_token(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+    ) -> Result<Option<StoredToken>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let row = with_conn!(self, |conn| {
             tokens::table
@@ -103,7 +121,11 @@ impl TokenStore for Database {
         row.map(StoredToken::try_from).transpose()
     }
 
-    async fn token_containers(&self, tenant: TenantId, filter: &TokenFilter) -> Result<Vec<Container>, StoreError> {
+    async fn token_containers(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+    ) -> Result<Vec<Container>, StoreError> {
         let params = FilterParams::new(tenant, filter, &ContainerScope::All);
         let raw: Vec<String> = with_conn!(self, |conn| {
             filtered_tokens!(&params)
@@ -114,7 +136,10 @@ impl TokenStore for Database {
                 .db()
         })?;
         raw.iter()
-            .map(|c| Container::parse(c).map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`"))))
+            .map(|c| {
+                Container::parse(c)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`")))
+            })
             .collect()
     }
 
@@ -126,11 +151,19 @@ impl TokenStore for Database {
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
         if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
-            return Ok(Page { items: vec![], total_items: 0, request: page });
+            return Ok(Page {
+                items: vec![],
+                total_items: 0,
+                request: page,
+            });
         }
         let params = FilterParams::new(tenant, filter, scope);
         let (total, rows) = with_conn!(self, |conn| {
-            let total: i64 = filtered_tokens!(&params).count().get_result(conn).await.db()?;
+            let total: i64 = filtered_tokens!(&params)
+                .count()
+                .get_result(conn)
+                .await
+                .db()?;
             let rows: Vec<TokenRow> = filtered_tokens!(&params)
                 .order((tokens::created_at.asc(), tokens::id.asc()))
                 .limit(i64::from(page.size()))

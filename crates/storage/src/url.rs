@@ -35,11 +35,16 @@ impl FromStr for DatabaseUrl {
     type Err = DatabaseUrlError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Some(path) = s.strip_prefix("sqlite://").or_else(|| s.strip_prefix("sqlite:")) {
+        if let Some(path) = s
+            .strip_prefix("sqlite://")
+            .or_else(|| s.strip_prefix("sqlite:"))
+        {
             if path.is_empty() {
                 return Err(DatabaseUrlError::EmptyPath);
             }
-            return Ok(DatabaseUrl::Sqlite { path: PathBuf::from(path) });
+            return Ok(DatabaseUrl::Sqlite {
+                path: PathBuf::from(path),
+            });
         }
         if s.starts_with("postgres://") || s.starts_with("postgresql://") {
             ::url::Url::parse(s).map_err(|e| DatabaseUrlError::Malformed(e.to_string()))?;
@@ -81,16 +86,29 @@ mod tests {
     fn parses_both_schemes() {
         assert_eq!(
             "sqlite://./data/t.db".parse::<DatabaseUrl>(),
-            Ok(DatabaseUrl::Sqlite { path: "./data/t.db".into() })
+            Ok(DatabaseUrl::Sqlite {
+                path: "./data/t.db".into()
+            })
         );
-        assert!(matches!("postgres://u@h/db".parse::<DatabaseUrl>(), Ok(DatabaseUrl::Postgres { .. })));
-        assert_eq!("mysql://x".parse::<DatabaseUrl>(), Err(DatabaseUrlError::Scheme));
-        assert_eq!("sqlite://".parse::<DatabaseUrl>(), Err(DatabaseUrlError::EmptyPath));
+        assert!(matches!(
+            "postgres://u@h/db".parse::<DatabaseUrl>(),
+            Ok(DatabaseUrl::Postgres { .. })
+        ));
+        assert_eq!(
+            "mysql://x".parse::<DatabaseUrl>(),
+            Err(DatabaseUrlError::Scheme)
+        );
+        assert_eq!(
+            "sqlite://".parse::<DatabaseUrl>(),
+            Err(DatabaseUrlError::EmptyPath)
+        );
     }
 
     #[test]
     fn display_hides_the_password() {
-        let url: DatabaseUrl = "postgres://user:hunter2@db:5432/tessera".parse().expect("url");
+        let url: DatabaseUrl = "postgres://user:hunter2@db:5432/tessera"
+            .parse()
+            .expect("url");
         let shown = url.to_string();
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(shown.contains("user:***@db:5432/tessera"), "{shown}");

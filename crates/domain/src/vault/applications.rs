@@ -25,7 +25,11 @@ pub struct IssuedKey {
 
 impl Vault {
     /// Creates an application in the caller's tenant and issues its key.
-    pub async fn create_application(&self, caller: &Principal, input: ApplicationInput) -> Result<IssuedKey, VaultError> {
+    pub async fn create_application(
+        &self,
+        caller: &Principal,
+        input: ApplicationInput,
+    ) -> Result<IssuedKey, VaultError> {
         caller.require(Permission::ApplicationCreate)?;
         let valid = input.validate()?;
         let now = timestamp::now();
@@ -48,11 +52,18 @@ impl Vault {
                 key_hash: api_key.hash(),
             })
             .await?;
-        Ok(IssuedKey { application, api_key })
+        Ok(IssuedKey {
+            application,
+            api_key,
+        })
     }
 
     /// One application of the caller's tenant.
-    pub async fn get_application(&self, caller: &Principal, id: ApplicationId) -> Result<Application, VaultError> {
+    pub async fn get_application(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<Application, VaultError> {
         caller.require(Permission::ApplicationRead)?;
         self.store
             .get_application(caller.tenant_id(), id)
@@ -61,9 +72,16 @@ impl Vault {
     }
 
     /// A page of the caller's tenant's applications.
-    pub async fn list_applications(&self, caller: &Principal, page: PageRequest) -> Result<Page<Application>, VaultError> {
+    pub async fn list_applications(
+        &self,
+        caller: &Principal,
+        page: PageRequest,
+    ) -> Result<Page<Application>, VaultError> {
         caller.require(Permission::ApplicationRead)?;
-        Ok(self.store.list_applications(caller.tenant_id(), page).await?)
+        Ok(self
+            .store
+            .list_applications(caller.tenant_id(), page)
+            .await?)
     }
 
     /// Replaces an application's name, type, permissions and rules; its key is unchanged.
@@ -93,7 +111,11 @@ impl Vault {
     }
 
     /// Issues a new key; the old one stops working at once.
-    pub async fn regenerate_application_key(&self, caller: &Principal, id: ApplicationId) -> Result<IssuedKey, VaultError> {
+    pub async fn regenerate_application_key(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<IssuedKey, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
         let api_key = ApiKey::generate();
         let now = timestamp::now();
@@ -110,13 +132,24 @@ impl Vault {
             .get_application(tenant, id)
             .await?
             .ok_or(VaultError::NotFound(Resource::Application))?;
-        Ok(IssuedKey { application, api_key })
+        Ok(IssuedKey {
+            application,
+            api_key,
+        })
     }
 
     /// Deletes an application; its key stops working at once.
-    pub async fn delete_application(&self, caller: &Principal, id: ApplicationId) -> Result<(), VaultError> {
+    pub async fn delete_application(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<(), VaultError> {
         caller.require(Permission::ApplicationDelete)?;
-        if self.store.delete_application(caller.tenant_id(), id).await? {
+        if self
+            .store
+            .delete_application(caller.tenant_id(), id)
+            .await?
+        {
             Ok(())
         } else {
             Err(VaultError::NotFound(Resource::Application))

@@ -32,7 +32,11 @@ impl Keyring {
     }
 
     /// `tenant`'s data key, from the cache or unwrapped from the store.
-    pub(crate) async fn data_key(&self, store: &dyn TenantStore, tenant: TenantId) -> Result<Arc<DataKey>, VaultError> {
+    pub(crate) async fn data_key(
+        &self,
+        store: &dyn TenantStore,
+        tenant: TenantId,
+    ) -> Result<Arc<DataKey>, VaultError> {
         if let Some(key) = self.cache.read().map_err(poisoned)?.get(&tenant) {
             return Ok(key.clone());
         }
@@ -41,7 +45,10 @@ impl Keyring {
             .await?
             .ok_or(VaultError::NotFound(Resource::Tenant))?;
         let key = Arc::new(self.unwrap_uncached(&stored)?);
-        self.cache.write().map_err(poisoned)?.insert(tenant, key.clone());
+        self.cache
+            .write()
+            .map_err(poisoned)?
+            .insert(tenant, key.clone());
         Ok(key)
     }
 

@@ -50,12 +50,19 @@ impl Vault {
     /// Looks the key up by its hash on every call (no cache), so a regenerated key or a deleted
     /// application stops working at once.
     pub async fn authenticate(&self, presented: Option<&str>) -> Result<Principal, VaultError> {
-        let presented = presented.ok_or(VaultError::Unauthenticated("the SVC-API-KEY header is required"))?;
-        let key = ApiKey::parse(presented).ok_or(VaultError::Unauthenticated("the API key is malformed"))?;
+        let presented = presented.ok_or(VaultError::Unauthenticated(
+            "the SVC-API-KEY header is required",
+        ))?;
+        let key = ApiKey::parse(presented)
+            .ok_or(VaultError::Unauthenticated("the API key is malformed"))?;
         let hash = key.hash();
         match self.store.find_application_by_key_hash(&hash).await? {
-            Some(stored) if stored.key_hash.verify(&hash) => Ok(Principal::new(&stored.application)),
-            _ => Err(VaultError::Unauthenticated("the API key is unknown or has been revoked")),
+            Some(stored) if stored.key_hash.verify(&hash) => {
+                Ok(Principal::new(&stored.application))
+            }
+            _ => Err(VaultError::Unauthenticated(
+                "the API key is unknown or has been revoked",
+            )),
         }
     }
 

@@ -18,7 +18,11 @@ use super::Vault;
 
 impl Vault {
     /// Validates, encrypts and stores a token. Needs `token:create` on the token's container.
-    pub async fn create_token(&self, caller: &Principal, input: NewToken) -> Result<Token, VaultError> {
+    pub async fn create_token(
+        &self,
+        caller: &Principal,
+        input: NewToken,
+    ) -> Result<Token, VaultError> {
         caller.require_somewhere(Permission::TokenCreate)?;
         let valid = input.validate()?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
@@ -68,10 +72,17 @@ impl Vault {
 
     /// Lists tokens the caller may read, with filters and pagination. Tokens in containers the
     /// caller may not read are neither returned nor counted.
-    pub async fn list_tokens(&self, caller: &Principal, filter: &TokenFilter, page: PageRequest) -> Result<Page<Token>, VaultError> {
+    pub async fn list_tokens(
+        &self,
+        caller: &Principal,
+        filter: &TokenFilter,
+        page: PageRequest,
+    ) -> Result<Page<Token>, VaultError> {
         caller.require_somewhere(Permission::TokenRead)?;
         let tenant = caller.tenant_id();
-        let scope = self.readable_scope(caller, Permission::TokenRead, filter).await?;
+        let scope = self
+            .readable_scope(caller, Permission::TokenRead, filter)
+            .await?;
         let stored = self.store.list_tokens(tenant, filter, &scope, page).await?;
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         stored.try_map(|t| decrypt_with(&key, t))
@@ -89,7 +100,11 @@ impl Vault {
         }
     }
 
-    async fn stored_token(&self, caller: &Principal, id: TokenId) -> Result<StoredToken, VaultError> {
+    async fn stored_token(
+        &self,
+        caller: &Principal,
+        id: TokenId,
+    ) -> Result<StoredToken, VaultError> {
         self.store
             .get_token(caller.tenant_id(), id)
             .await?
@@ -98,11 +113,19 @@ impl Vault {
 
     /// The containers whose tokens the caller holds `permission` on, among those `filter`
     /// could return. Callers without rules skip the lookup.
-    async fn readable_scope(&self, caller: &Principal, permission: Permission, filter: &TokenFilter) -> Result<ContainerScope, VaultError> {
+    async fn readable_scope(
+        &self,
+        caller: &Principal,
+        permission: Permission,
+        filter: &TokenFilter,
+    ) -> Result<ContainerScope, VaultError> {
         if caller.is_unscoped() {
             return Ok(ContainerScope::All);
         }
-        let containers = self.store.token_containers(caller.tenant_id(), filter).await?;
+        let containers = self
+            .store
+            .token_containers(caller.tenant_id(), filter)
+            .await?;
         Ok(ContainerScope::Only(
             containers
                 .into_iter()
@@ -112,7 +135,10 @@ impl Vault {
     }
 
     async fn decrypt(&self, stored: StoredToken) -> Result<Token, VaultError> {
-        let key = self.keys.data_key(self.store.as_ref(), stored.tenant_id).await?;
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), stored.tenant_id)
+            .await?;
         decrypt_with(&key, stored)
     }
 }

@@ -34,16 +34,27 @@ async fn create(
     JsonBody(input): JsonBody<ApplicationInput>,
 ) -> Result<HttpResponse, ApiError> {
     let issued = state.vault.create_application(&caller, input).await?;
-    Ok(HttpResponse::Created().json(ApplicationView::with_key(issued.application, issued.api_key.expose())))
+    Ok(HttpResponse::Created().json(ApplicationView::with_key(
+        issued.application,
+        issued.api_key.expose(),
+    )))
 }
 
-async fn list(state: web::Data<ApiState>, Caller(caller): Caller, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+async fn list(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
     let page = query::page_only(req.query_string())?;
     let apps = state.vault.list_applications(&caller, page).await?;
     Ok(HttpResponse::Ok().json(PageView::new(apps, ApplicationView::new)))
 }
 
-async fn get(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn get(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let app = state.vault.get_application(&caller, id).await?;
     Ok(HttpResponse::Ok().json(ApplicationView::new(app)))
@@ -60,14 +71,25 @@ async fn update(
     Ok(HttpResponse::Ok().json(ApplicationView::new(app)))
 }
 
-async fn delete(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn delete(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     state.vault.delete_application(&caller, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-async fn regenerate(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn regenerate(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let issued = state.vault.regenerate_application_key(&caller, id).await?;
-    Ok(HttpResponse::Ok().json(ApplicationView::with_key(issued.application, issued.api_key.expose())))
+    Ok(HttpResponse::Ok().json(ApplicationView::with_key(
+        issued.application,
+        issued.api_key.expose(),
+    )))
 }

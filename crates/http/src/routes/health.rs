@@ -21,7 +21,10 @@ async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
         Ok(()) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the database is unreachable"))
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the database is unreachable",
+            ))
         }
     }
 }

@@ -17,7 +17,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// Any unknown route.
 pub async fn not_found(req: HttpRequest) -> HttpResponse {
-    ApiError::new(StatusCode::NOT_FOUND, format!("no route for {} {}", req.method(), req.path())).error_response()
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no route for {} {}", req.method(), req.path()),
+    )
+    .error_response()
 }
 
 /// Parses a path id, answering 400 on the `id` field when it is not a UUID.

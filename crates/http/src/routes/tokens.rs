@@ -35,19 +35,31 @@ async fn create(
     Ok(HttpResponse::Created().json(TokenView::without_data(token)))
 }
 
-async fn list(state: web::Data<ApiState>, Caller(caller): Caller, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+async fn list(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
     let q = query::token_list(req.query_string())?;
     let tokens = state.vault.list_tokens(&caller, &q.filter, q.page).await?;
     Ok(HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)))
 }
 
-async fn get(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn get(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.get_token(&caller, id).await?;
     Ok(HttpResponse::Ok().json(TokenView::with_data(token)))
 }
 
-async fn delete(state: web::Data<ApiState>, Caller(caller): Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn delete(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     state.vault.delete_token(&caller, id).await?;
     Ok(HttpResponse::NoContent().finish())

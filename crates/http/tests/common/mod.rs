@@ -27,9 +27,18 @@ pub struct Reply {
 impl Reply {
     /// Asserts the status and that an error carries a problem+json body with that status.
     pub fn expect(self, status: u16) -> Self {
-        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", String::from_utf8_lossy(&self.raw));
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            String::from_utf8_lossy(&self.raw)
+        );
         if status >= 400 {
-            let ct = self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+            let ct = self
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             assert_eq!(ct, "application/problem+json", "errors are problem+json");
             assert_eq!(self.body["status"], json!(status), "problem status matches");
             assert_eq!(self.body["type"], json!("about:blank"));
@@ -40,7 +49,10 @@ impl Reply {
 
     /// The `errors` keys of a problem.
     pub fn error_fields(&self) -> Vec<String> {
-        self.body["errors"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+        self.body["errors"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -52,13 +64,20 @@ pub struct TenantKeys {
 
 /// The API state over `db` with a fresh master key.
 pub fn state(db: &TestDatabase, max_body_bytes: usize) -> ApiState {
-    let vault = Vault::new(Arc::new(DetachedStore::new(db.db.clone())), MasterKey::generate());
+    let vault = Vault::new(
+        Arc::new(DetachedStore::new(db.db.clone())),
+        MasterKey::generate(),
+    );
     ApiState::new(vault, ApiConfig { max_body_bytes })
 }
 
 /// Creates a tenant through the vault (as `api tenants create` does).
 pub async fn tenant(state: &ApiState, name: &str) -> TenantKeys {
-    let created = state.vault.create_tenant(name).await.expect("create tenant");
+    let created = state
+        .vault
+        .create_tenant(name)
+        .await
+        .expect("create tenant");
     TenantKeys {
         tenant_id: created.tenant.id,
         admin_key: created.api_key.expose().to_string(),
@@ -66,7 +85,13 @@ pub async fn tenant(state: &ApiState, name: &str) -> TenantKeys {
 }
 
 /// Sends one request.
-pub async fn send<S, B>(app: &S, method: Method, uri: &str, key: Option<&str>, body: Option<Value>) -> Reply
+pub async fn send<S, B>(
+    app: &S,
+    method: Method,
+    uri: &str,
+    key: Option<&str>,
+    body: Option<Value>,
+) -> Reply
 where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
@@ -92,7 +117,12 @@ where
     let headers = res.headers().clone();
     let raw = test::read_body(res).await.to_vec();
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Reply { status, headers, body, raw }
+    Reply {
+        status,
+        headers,
+        body,
+        raw,
+    }
 }
 
 /// Creates an application with the admin key and returns its key.
@@ -101,6 +131,8 @@ where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    let r = send(app, Method::POST, "/applications", Some(admin), Some(spec)).await.expect(201);
+    let r = send(app, Method::POST, "/applications", Some(admin), Some(spec))
+        .await
+        .expect(201);
     r.body["key"].as_str().expect("key").to_string()
 }

@@ -1,0 +1,29 @@
+# Conveniences; each recipe is one plain cargo command, so `just` is optional.
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+pg_url := env_var_or_default("TESSERA_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+# Start the API on embedded SQLite (./data).
+run:
+    cargo run --release --bin api
+
+# Run every test (SQLite; PostgreSQL too when TESSERA_TEST_DATABASE_URL is set).
+test:
+    cargo test --workspace
+
+# Run every test on both backends against a local PostgreSQL.
+test-pg:
+    TESSERA_TEST_DATABASE_URL={{pg_url}} cargo test --workspace
+
+# Formatting and lints, as CI checks them.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Criterion micro-benchmarks (crypto, permission evaluation).
+bench:
+    cargo bench -p tessera-domain
+
+# What CI runs.
+ci:
+    CI=true bash .ci/run
