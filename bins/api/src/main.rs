@@ -114,15 +114,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .context("bootstrapping the default tenant")?
         {
-            let json = tenant_json(&created)?;
+            // Print first: the tenant exists now, and its key must not be lost if the file
+            // cannot be written.
+            println!("{}", tenant_json(&created)?);
             let path = args.db.data_dir.join("admin-key");
-            secret_file::write_new(&path, created.api_key.expose().as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
-            println!("{json}");
-            tracing::warn!(
-                path = %path.display(),
-                "created tenant `default`; its admin API key was printed above and written to the file (mode 0600). It is not shown again."
-            );
+            match secret_file::replace(&path, created.api_key.expose().as_bytes()) {
+                Ok(()) => tracing::warn!(
+                    path = %path.display(),
+                    "created tenant `default`; its admin API key was printed above and written to the file (mode 0600). It is not shown again."
+                ),
+                Err(e) => tracing::error!(
+                    path = %path.display(),
+                    error = %e,
+                    "created tenant `default`; its admin API key was printed above but could not be written to the file: keep the printed key"
+                ),
+            }
         }
     }
     let state = tessera_http::ApiState::new(
@@ -133,13 +139,45 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
         .shutdown_timeout(30)
+        // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
+        .disable_signals()
         .bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     if let Some(workers) = args.workers {
         server = server.workers(workers);
     }
     tracing::info!(listen = %args.listen, database = %args.db.database_url_display(), "tessera api listening");
-    server.run().await.context("the HTTP server failed")?;
+    let server = server.run();
+    let handle = server.handle();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
+        handle.stop(true).await;
+    });
+    server.await.context("the HTTP server failed")?;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

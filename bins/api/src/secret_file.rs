@@ -19,3 +19,12 @@ pub fn write_new(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     file.write_all(contents)?;
     file.sync_all()
 }
+
+/// Writes `contents` to `path` with mode 0600, replacing any existing file (a stale key from an
+/// earlier database) through a temporary file and a rename, so the file is never half-written.
+pub fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    write_new(&tmp, contents)?;
+    std::fs::rename(&tmp, path)
+}

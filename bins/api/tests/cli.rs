@@ -72,11 +72,15 @@ impl Server {
         line
     }
 
+    /// SIGTERM, as an orchestrator sends it.
     fn terminate(&mut self) -> std::process::ExitStatus {
-        // SIGTERM, as an orchestrator sends it.
+        self.signal("-TERM")
+    }
+
+    fn signal(&mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([signal, &pid])
             .status()
             .expect("kill");
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -177,13 +181,39 @@ fn serve_bootstraps_walks_through_the_readme_and_stops_gracefully() {
     let mut again = Server::start(dir.path(), &[]);
     let (status, read) = get(&format!("{}/tokens/{id}", again.base), &app_key);
     assert_eq!((status, &read["data"]), (200, &card));
-    assert!(again.terminate().success());
+    assert!(again.signal("-INT").success(), "Ctrl-C is a clean exit too");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut again.stdout, &mut rest).expect("stdout");
     assert!(
         rest.is_empty(),
         "nothing printed on the second start: {rest}"
     );
+}
+
+#[test]
+fn a_stale_admin_key_file_does_not_lose_the_new_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
+    std::fs::write(dir.path().join("data/admin-key"), "key_stale").expect("stale file");
+    let mut server = Server::start(dir.path(), &[]);
+    let printed: Value =
+        serde_json::from_str(&server.first_line()).expect("bootstrap JSON on stdout");
+    let admin = printed["api_key"].as_str().expect("api_key");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("data/admin-key")).expect("file"),
+        admin
+    );
+    #[cfg(unix)]
+    assert_eq!(mode(&dir.path().join("data/admin-key")), 0o600);
+    #[cfg(unix)]
+    assert_eq!(
+        mode(&dir.path().join("data/tessera.db")),
+        0o600,
+        "the database file is owner-only"
+    );
+    let (status, _) = get(&format!("{}/applications", server.base), admin);
+    assert_eq!(status, 200);
+    assert!(server.terminate().success());
 }
 
 #[test]

@@ -383,6 +383,21 @@ async fn authentication_failures_are_401(db: &TestDatabase) {
             send(&app, m, uri, key, body).await.expect(401);
         }
     }
+    // The key is checked before the body: a bad body with a bad key is still a 401.
+    for key in [unknown.as_str(), "garbage"] {
+        let text = test::TestRequest::post()
+            .uri("/tokens")
+            .insert_header(("SVC-API-KEY", key))
+            .insert_header(("content-type", "text/plain"))
+            .set_payload("not json");
+        send_raw(&app, text).await.expect(401);
+        let malformed = test::TestRequest::post()
+            .uri("/applications")
+            .insert_header(("SVC-API-KEY", key))
+            .insert_header(("content-type", "application/json"))
+            .set_payload("{");
+        send_raw(&app, malformed).await.expect(401);
+    }
 }
 
 async fn tokens_lifecycle(db: &TestDatabase) {

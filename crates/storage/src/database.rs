@@ -91,6 +91,7 @@ impl Database {
                         StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
                     })?;
                 }
+                create_private_file(path)?;
                 let mut config = ManagerConfig::<SqliteConn>::default();
                 config.custom_setup = Box::new(|url| establish_sqlite(url.to_string()).boxed());
                 let manager =
@@ -165,6 +166,29 @@ impl Database {
         })
         .await;
         result.map_err(|e| StoreError::Backend(format!("migration task failed: {e}")))?
+    }
+}
+
+/// Creates a missing SQLite file owner-only (0600); SQLite gives its `-wal`/`-shm` files the
+/// same mode. Token data is encrypted regardless, but nothing in the file is for other users.
+fn create_private_file(path: &Path) -> Result<(), StoreError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Unavailable(format!(
+            "cannot create {}: {e}",
+            path.display()
+        ))),
     }
 }
 

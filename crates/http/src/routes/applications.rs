@@ -1,11 +1,11 @@
 //! `/applications`: CRUD and key regeneration (SUPPLEMENT §2.2).
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{ApplicationId, ApplicationInput};
 
 use super::parse_id;
 use crate::{
-    auth::Caller,
+    auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
     query,
@@ -16,16 +16,22 @@ use crate::{
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/applications")
+            .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),
     )
     .service(
         web::resource("/applications/{id}")
+            .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
             .route(web::put().to(update))
             .route(web::delete().to(delete)),
     )
-    .service(web::resource("/applications/{id}/regenerate").route(web::post().to(regenerate)));
+    .service(
+        web::resource("/applications/{id}/regenerate")
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(regenerate)),
+    );
 }
 
 async fn create(

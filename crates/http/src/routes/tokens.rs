@@ -1,11 +1,11 @@
 //! `/tokens`: create, read, list, delete (SUPPLEMENT §3).
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{NewToken, TokenId};
 
 use super::parse_id;
 use crate::{
-    auth::Caller,
+    auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
     query,
@@ -16,11 +16,13 @@ use crate::{
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/tokens")
+            .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),
     )
     .service(
         web::resource("/tokens/{id}")
+            .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
             .route(web::delete().to(delete)),
     );
