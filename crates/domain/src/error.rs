@@ -16,6 +16,8 @@ pub enum Resource {
     Application,
     /// A token.
     Token,
+    /// A parent → child link.
+    Association,
 }
 
 impl fmt::Display for Resource {
@@ -24,6 +26,7 @@ impl fmt::Display for Resource {
             Resource::Tenant => "tenant",
             Resource::Application => "application",
             Resource::Token => "token",
+            Resource::Association => "association",
         })
     }
 }

@@ -81,6 +81,8 @@ pub struct StoredToken {
 /// Narrows a token list. Empty vectors mean "no filter"; all given filters must hold (AND).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TokenFilter {
+    /// Only children of this token (listed in the children's page order).
+    pub parent: Option<TokenId>,
     /// Only these ids.
     pub ids: Vec<TokenId>,
     /// Only these types.
@@ -182,9 +184,50 @@ pub trait TokenStore: Send + Sync {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError>;
-    /// Deletes a token with its metadata (and, once they exist, its associations); `false`
-    /// when absent.
+    /// Deletes a token with its metadata and its associations in both directions (the tokens
+    /// at the other end remain); `false` when absent.
     async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError>;
+}
+
+/// A parent → child link to be written. The child's creation time and type are copied into
+/// the link so that listing a parent's children in page order, filtered by type, is answered
+/// from one index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAssociation {
+    /// Tenant of both tokens.
+    pub tenant_id: TenantId,
+    /// The parent.
+    pub parent_id: TokenId,
+    /// The child.
+    pub child_id: TokenId,
+    /// The child's `created_at`.
+    pub child_created_at: OffsetDateTime,
+    /// The child's type.
+    pub child_type: TokenType,
+    /// When the link was made.
+    pub created_at: OffsetDateTime,
+}
+
+/// Parent → child links between tokens. Listing children goes through
+/// [`TokenStore::list_tokens`] with [`TokenFilter::parent`] set.
+#[async_trait]
+pub trait AssociationStore: Send + Sync {
+    /// Links parent → child; linking an existing pair again changes nothing.
+    async fn insert_association(&self, link: &NewAssociation) -> Result<(), StoreError>;
+    /// Removes a link; `false` when there was none.
+    async fn delete_association(
+        &self,
+        tenant: TenantId,
+        parent: TokenId,
+        child: TokenId,
+    ) -> Result<bool, StoreError>;
+    /// Writes a new token (with its metadata) and its link to the parent in one transaction,
+    /// so a failure leaves no orphan token.
+    async fn insert_child_token(
+        &self,
+        child: &StoredToken,
+        link: &NewAssociation,
+    ) -> Result<(), StoreError>;
 }
 
 /// Liveness of the backing database.
@@ -195,6 +238,9 @@ pub trait HealthStore: Send + Sync {
 }
 
 /// Everything the vault needs from storage.
-pub trait Store: TenantStore + ApplicationStore + TokenStore + HealthStore {}
+pub trait Store:
+    TenantStore + ApplicationStore + TokenStore + AssociationStore + HealthStore
+{
+}
 
-impl<T: TenantStore + ApplicationStore + TokenStore + HealthStore> Store for T {}
+impl<T: TenantStore + ApplicationStore + TokenStore + AssociationStore + HealthStore> Store for T {}

@@ -14,8 +14,9 @@ use async_trait::async_trait;
 use tessera_domain::{
     application::Application,
     store::{
-        ApplicationStore, ContainerScope, HealthStore, StoreError, StoredApplication, StoredTenant,
-        StoredToken, TenantStore, TokenFilter, TokenStore,
+        ApplicationStore, AssociationStore, ContainerScope, HealthStore, NewAssociation,
+        StoreError, StoredApplication, StoredTenant, StoredToken, TenantStore, TokenFilter,
+        TokenStore,
     },
     ApiKeyHash, ApplicationId, Container, Page, PageRequest, TenantId, TokenId,
 };
@@ -198,5 +199,34 @@ impl TokenStore for DetachedStore {
 impl HealthStore for DetachedStore {
     async fn ping(&self) -> Result<(), StoreError> {
         self.run(|db| async move { db.ping().await }).await
+    }
+}
+
+#[async_trait]
+impl AssociationStore for DetachedStore {
+    async fn insert_association(&self, link: &NewAssociation) -> Result<(), StoreError> {
+        let link = link.clone();
+        self.run(|db| async move { db.insert_association(&link).await })
+            .await
+    }
+
+    async fn delete_association(
+        &self,
+        tenant: TenantId,
+        parent: TokenId,
+        child: TokenId,
+    ) -> Result<bool, StoreError> {
+        self.run(|db| async move { db.delete_association(tenant, parent, child).await })
+            .await
+    }
+
+    async fn insert_child_token(
+        &self,
+        child: &StoredToken,
+        link: &NewAssociation,
+    ) -> Result<(), StoreError> {
+        let (child, link) = (child.clone(), link.clone());
+        self.run(|db| async move { db.insert_child_token(&child, &link).await })
+            .await
     }
 }

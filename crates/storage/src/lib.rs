@@ -9,6 +9,7 @@
 //! before a server starts.
 
 mod applications;
+mod associations;
 mod database;
 mod detached;
 mod health;

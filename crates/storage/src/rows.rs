@@ -3,12 +3,12 @@
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use tessera_domain::{
     application::{Application, ApplicationType},
-    store::{StoreError, StoredApplication, StoredTenant, StoredToken},
+    store::{NewAssociation, StoreError, StoredApplication, StoredTenant, StoredToken},
     ApiKeyHash, Container, Tenant, TokenType,
 };
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use crate::schema::{applications, tenants, token_metadata, tokens};
+use crate::schema::{applications, tenants, token_associations, token_metadata, tokens};
 
 /// Stores a UTC instant as a naive `TIMESTAMP`.
 pub(crate) fn to_db_time(ts: OffsetDateTime) -> PrimitiveDateTime {
@@ -214,5 +214,29 @@ impl TokenMetadataRow {
                 value: v.clone(),
             })
             .collect()
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = token_associations)]
+pub(crate) struct AssociationRow {
+    pub tenant_id: String,
+    pub parent_id: String,
+    pub child_id: String,
+    pub child_created_at: PrimitiveDateTime,
+    pub child_type: String,
+    pub created_at: PrimitiveDateTime,
+}
+
+impl From<&NewAssociation> for AssociationRow {
+    fn from(a: &NewAssociation) -> Self {
+        Self {
+            tenant_id: a.tenant_id.to_string(),
+            parent_id: a.parent_id.to_string(),
+            child_id: a.child_id.to_string(),
+            child_created_at: to_db_time(a.child_created_at),
+            child_type: a.child_type.as_str().to_string(),
+            created_at: to_db_time(a.created_at),
+        }
     }
 }

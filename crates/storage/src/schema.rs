@@ -50,3 +50,17 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(tokens, token_metadata);
+
+diesel::table! {
+    token_associations (tenant_id, parent_id, child_id) {
+        tenant_id -> Text,
+        parent_id -> Text,
+        child_id -> Text,
+        child_created_at -> Timestamp,
+        child_type -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(tokens, token_associations);
+diesel::allow_tables_to_appear_in_same_query!(token_metadata, token_associations);

@@ -1,7 +1,9 @@
 //! [`TokenStore`] for both backends.
 
 use async_trait::async_trait;
-use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
+use diesel::{
+    BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper,
+};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
     store::{ContainerScope, StoreError, StoredToken, TokenFilter, TokenStore},
@@ -11,12 +13,13 @@ use tessera_domain::{
 use crate::{
     database::{with_conn, Database, DbResultExt},
     rows::{TokenMetadataRow, TokenRow},
-    schema::{token_metadata, tokens},
+    schema::{token_associations, token_metadata, tokens},
 };
 
 /// A [`TokenFilter`] and [`ContainerScope`] as the strings the columns hold.
 struct FilterParams {
     tenant: String,
+    parent: Option<String>,
     ids: Vec<String>,
     types: Vec<String>,
     metadata: Vec<(String, String)>,
@@ -27,6 +30,7 @@ impl FilterParams {
     fn new(tenant: TenantId, filter: &TokenFilter, scope: &ContainerScope) -> Self {
         Self {
             tenant: tenant.to_string(),
+            parent: filter.parent.map(|p| p.to_string()),
             ids: filter.ids.iter().map(ToString::to_string).collect(),
             types: filter
                 .types
@@ -74,6 +78,91 @@ macro_rules! filtered_tokens {
         }
         q
     }};
+}
+
+/// The boxed `token_associations` query for one parent's children with every filter applied.
+/// Ids, types and metadata are answered from the link rows (type is copied into them); only
+/// the container scope consults `tokens`, as a semi-join. Ordered by the copied
+/// `child_created_at`, a page is one range read of `token_associations_children`.
+macro_rules! filtered_children {
+    ($p:expr, $parent:expr) => {{
+        let p: &FilterParams = $p;
+        let parent: &String = $parent;
+        let mut q = token_associations::table
+            .filter(token_associations::tenant_id.eq(&p.tenant))
+            .filter(token_associations::parent_id.eq(parent))
+            .into_boxed();
+        if !p.ids.is_empty() {
+            q = q.filter(token_associations::child_id.eq_any(&p.ids));
+        }
+        if !p.types.is_empty() {
+            q = q.filter(token_associations::child_type.eq_any(&p.types));
+        }
+        for (key, value) in &p.metadata {
+            q = q.filter(
+                token_associations::child_id.eq_any(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&p.tenant))
+                        .filter(token_metadata::key.eq(key))
+                        .filter(token_metadata::value.eq(value))
+                        .select(token_metadata::token_id),
+                ),
+            );
+        }
+        if let Some(containers) = &p.containers {
+            q = q.filter(
+                token_associations::child_id.eq_any(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&p.tenant))
+                        .filter(tokens::container.eq_any(containers))
+                        .select(tokens::id),
+                ),
+            );
+        }
+        q
+    }};
+}
+
+impl Database {
+    /// A page of a parent's children: ids from the link index, then the rows by primary key.
+    async fn list_children(
+        &self,
+        p: &FilterParams,
+        parent: &String,
+        page: PageRequest,
+    ) -> Result<(i64, Vec<TokenRow>), StoreError> {
+        with_conn!(self, |conn| {
+            let total: i64 = filtered_children!(p, parent)
+                .count()
+                .get_result(conn)
+                .await
+                .db()?;
+            let ids: Vec<String> = filtered_children!(p, parent)
+                .order((
+                    token_associations::child_created_at.asc(),
+                    token_associations::child_id.asc(),
+                ))
+                .limit(i64::from(page.size()))
+                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                .select(token_associations::child_id)
+                .load(conn)
+                .await
+                .db()?;
+            let mut rows: Vec<TokenRow> = if ids.is_empty() {
+                vec![]
+            } else {
+                tokens::table
+                    .filter(tokens::tenant_id.eq(&p.tenant))
+                    .filter(tokens::id.eq_any(&ids))
+                    .select(TokenRow::as_select())
+                    .load(conn)
+                    .await
+                    .db()?
+            };
+            rows.sort_by_key(|r| ids.iter().position(|id| *id == r.id));
+            Ok::<_, StoreError>((total, rows))
+        })
+    }
 }
 
 #[async_trait]
@@ -128,12 +217,24 @@ impl TokenStore for Database {
     ) -> Result<Vec<Container>, StoreError> {
         let params = FilterParams::new(tenant, filter, &ContainerScope::All);
         let raw: Vec<String> = with_conn!(self, |conn| {
-            filtered_tokens!(&params)
-                .select(tokens::container)
-                .distinct()
-                .load(conn)
-                .await
-                .db()
+            match &params.parent {
+                Some(parent) => tokens::table
+                    .filter(tokens::tenant_id.eq(&params.tenant))
+                    .filter(tokens::id.eq_any(
+                        filtered_children!(&params, parent).select(token_associations::child_id),
+                    ))
+                    .select(tokens::container)
+                    .distinct()
+                    .load(conn)
+                    .await
+                    .db(),
+                None => filtered_tokens!(&params)
+                    .select(tokens::container)
+                    .distinct()
+                    .load(conn)
+                    .await
+                    .db(),
+            }
         })?;
         raw.iter()
             .map(|c| {
@@ -158,22 +259,26 @@ impl TokenStore for Database {
             });
         }
         let params = FilterParams::new(tenant, filter, scope);
-        let (total, rows) = with_conn!(self, |conn| {
-            let total: i64 = filtered_tokens!(&params)
-                .count()
-                .get_result(conn)
-                .await
-                .db()?;
-            let rows: Vec<TokenRow> = filtered_tokens!(&params)
-                .order((tokens::created_at.asc(), tokens::id.asc()))
-                .limit(i64::from(page.size()))
-                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
-                .select(TokenRow::as_select())
-                .load(conn)
-                .await
-                .db()?;
-            Ok::<_, StoreError>((total, rows))
-        })?;
+        let (total, rows) = if let Some(parent) = &params.parent {
+            self.list_children(&params, parent, page).await?
+        } else {
+            with_conn!(self, |conn| {
+                let total: i64 = filtered_tokens!(&params)
+                    .count()
+                    .get_result(conn)
+                    .await
+                    .db()?;
+                let rows: Vec<TokenRow> = filtered_tokens!(&params)
+                    .order((tokens::created_at.asc(), tokens::id.asc()))
+                    .limit(i64::from(page.size()))
+                    .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                    .select(TokenRow::as_select())
+                    .load(conn)
+                    .await
+                    .db()?;
+                Ok::<_, StoreError>((total, rows))
+            })?
+        };
         Page {
             items: rows,
             total_items: u64::try_from(total).unwrap_or(0),
@@ -186,6 +291,18 @@ impl TokenStore for Database {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let deleted = with_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                // Links in both directions go with the token; the tokens at the other end stay.
+                diesel::delete(
+                    token_associations::table
+                        .filter(token_associations::tenant_id.eq(&tenant))
+                        .filter(
+                            token_associations::parent_id
+                                .eq(&id)
+                                .or(token_associations::child_id.eq(&id)),
+                        ),
+                )
+                .execute(conn)
+                .await?;
                 diesel::delete(
                     token_metadata::table
                         .filter(token_metadata::tenant_id.eq(&tenant))

@@ -2,6 +2,7 @@
 //! encryption applied. HTTP handlers and embedding programs both go through [`Vault`].
 
 mod applications;
+mod associations;
 mod keyring;
 mod tenants;
 mod tokens;

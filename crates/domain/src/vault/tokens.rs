@@ -11,7 +11,7 @@ use crate::{
     secret::Secret,
     store::{ContainerScope, StoreError, StoredToken, TokenFilter},
     timestamp,
-    token::{NewToken, Token},
+    token::{NewToken, Token, ValidToken},
 };
 
 use super::Vault;
@@ -26,6 +26,18 @@ impl Vault {
         caller.require_somewhere(Permission::TokenCreate)?;
         let valid = input.validate()?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        let (stored, token) = self.seal_new_token(caller, valid).await?;
+        self.store.insert_token(&stored).await?;
+        Ok(token)
+    }
+
+    /// Encrypts a validated token into the row to store, returning the row and the token as the
+    /// caller sees it.
+    pub(super) async fn seal_new_token(
+        &self,
+        caller: &Principal,
+        valid: ValidToken,
+    ) -> Result<(StoredToken, Token), VaultError> {
         let tenant = caller.tenant_id();
         let id = TokenId::new();
         let plaintext = Secret::new(
@@ -47,19 +59,19 @@ impl Vault {
             modified_by: caller.application_id(),
             modified_at: now,
         };
-        self.store.insert_token(&stored).await?;
-        Ok(Token {
+        let token = Token {
             id,
             tenant_id: tenant,
             token_type: stored.token_type,
             data: valid.data,
-            metadata: stored.metadata,
-            container: stored.container,
+            metadata: stored.metadata.clone(),
+            container: stored.container.clone(),
             created_by: stored.created_by,
             created_at: stored.created_at,
             modified_by: stored.modified_by,
             modified_at: stored.modified_at,
-        })
+        };
+        Ok((stored, token))
     }
 
     /// Reads and decrypts one token. Needs `token:read` on its container.
@@ -83,7 +95,18 @@ impl Vault {
         let scope = self
             .readable_scope(caller, Permission::TokenRead, filter)
             .await?;
-        let stored = self.store.list_tokens(tenant, filter, &scope, page).await?;
+        self.list_in_scope(tenant, filter, &scope, page).await
+    }
+
+    /// Lists and decrypts a page within an already computed scope.
+    pub(super) async fn list_in_scope(
+        &self,
+        tenant: crate::ids::TenantId,
+        filter: &TokenFilter,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<Token>, VaultError> {
+        let stored = self.store.list_tokens(tenant, filter, scope, page).await?;
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         stored.try_map(|t| decrypt_with(&key, t))
     }
@@ -100,7 +123,7 @@ impl Vault {
         }
     }
 
-    async fn stored_token(
+    pub(super) async fn stored_token(
         &self,
         caller: &Principal,
         id: TokenId,
@@ -113,7 +136,7 @@ impl Vault {
 
     /// The containers whose tokens the caller holds `permission` on, among those `filter`
     /// could return. Callers without rules skip the lookup.
-    async fn readable_scope(
+    pub(super) async fn readable_scope(
         &self,
         caller: &Principal,
         permission: Permission,

@@ -1,6 +1,7 @@
 //! Route table.
 
 mod applications;
+mod children;
 mod health;
 mod tokens;
 
@@ -13,6 +14,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     applications::configure(cfg);
     tokens::configure(cfg);
+    children::configure(cfg);
 }
 
 /// Any unknown route.

@@ -1,0 +1,119 @@
+//! Association use-cases (source §4.1–4.4, SUPPLEMENT §4): link and unlink tokens, create a
+//! child under a parent, list a parent's children.
+
+use crate::{
+    access::Principal,
+    error::{Resource, VaultError},
+    ids::TokenId,
+    pagination::{Page, PageRequest},
+    permission::Permission,
+    store::{NewAssociation, StoredToken, TokenFilter},
+    timestamp,
+    token::{NewToken, Token},
+    validation::ValidationErrors,
+};
+
+use super::Vault;
+
+fn link(parent: &StoredToken, child: &StoredToken) -> NewAssociation {
+    NewAssociation {
+        tenant_id: parent.tenant_id,
+        parent_id: parent.id,
+        child_id: child.id,
+        child_created_at: child.created_at,
+        child_type: child.token_type,
+        created_at: timestamp::now(),
+    }
+}
+
+impl Vault {
+    /// Links `parent` → `child`. Needs `token:read` on both tokens; idempotent. Links form a
+    /// directed graph: `A→B` and `B→A` may both exist, and a child may have many parents.
+    pub async fn associate(
+        &self,
+        caller: &Principal,
+        parent: TokenId,
+        child: TokenId,
+    ) -> Result<(), VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        if parent == child {
+            return Err(
+                ValidationErrors::single("child_id", "a token cannot be its own child").into(),
+            );
+        }
+        let parent = self.stored_token(caller, parent).await?;
+        let child = self.stored_token(caller, child).await?;
+        caller.require_on(Permission::TokenRead, &parent.container)?;
+        caller.require_on(Permission::TokenRead, &child.container)?;
+        Ok(self
+            .store
+            .insert_association(&link(&parent, &child))
+            .await?)
+    }
+
+    /// Removes the link `parent` → `child`; both tokens remain. Needs `token:delete` on the
+    /// parent's container.
+    pub async fn dissociate(
+        &self,
+        caller: &Principal,
+        parent: TokenId,
+        child: TokenId,
+    ) -> Result<(), VaultError> {
+        caller.require_somewhere(Permission::TokenDelete)?;
+        let parent_token = self.stored_token(caller, parent).await?;
+        caller.require_on(Permission::TokenDelete, &parent_token.container)?;
+        if self
+            .store
+            .delete_association(caller.tenant_id(), parent, child)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(VaultError::NotFound(Resource::Association))
+        }
+    }
+
+    /// Creates a token and links it under `parent`, in one transaction. Needs `token:read` on
+    /// the parent and `token:create` on the child's container.
+    pub async fn create_child_token(
+        &self,
+        caller: &Principal,
+        parent: TokenId,
+        input: NewToken,
+    ) -> Result<Token, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let parent = self.stored_token(caller, parent).await?;
+        caller.require_on(Permission::TokenRead, &parent.container)?;
+        let valid = input.validate()?;
+        caller.require_on(Permission::TokenCreate, &valid.container)?;
+        let (stored, token) = self.seal_new_token(caller, valid).await?;
+        self.store
+            .insert_child_token(&stored, &link(&parent, &stored))
+            .await?;
+        Ok(token)
+    }
+
+    /// Lists `parent`'s children with filters and pagination, in the children's creation order.
+    /// Needs `token:read` on the parent; children the caller may not read are neither listed
+    /// nor counted.
+    pub async fn list_children(
+        &self,
+        caller: &Principal,
+        parent: TokenId,
+        filter: &TokenFilter,
+        page: PageRequest,
+    ) -> Result<Page<Token>, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let parent = self.stored_token(caller, parent).await?;
+        caller.require_on(Permission::TokenRead, &parent.container)?;
+        let filter = TokenFilter {
+            parent: Some(parent.id),
+            ..filter.clone()
+        };
+        let scope = self
+            .readable_scope(caller, Permission::TokenRead, &filter)
+            .await?;
+        self.list_in_scope(caller.tenant_id(), &filter, &scope, page)
+            .await
+    }
+}

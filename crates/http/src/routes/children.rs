@@ -1,0 +1,89 @@
+//! `/tokens/{parent_id}/children…`: associations and child tokens (source §4.1–4.4,
+//! SUPPLEMENT §4).
+
+use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
+use tessera_domain::{NewToken, TokenId};
+
+use crate::{
+    auth::{self, Caller},
+    body::JsonBody,
+    problem::ApiError,
+    query,
+    state::ApiState,
+    views::{PageView, TokenView},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/tokens/{parent_id}/children")
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(create_child))
+            .route(web::get().to(list_children)),
+    )
+    .service(
+        web::resource("/tokens/{parent_id}/children/{child_id}")
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(associate))
+            .route(web::delete().to(dissociate)),
+    );
+}
+
+fn token_id(raw: &str, field: &str) -> Result<TokenId, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::field(field, format!("`{raw}` is not a valid token id")))
+}
+
+async fn associate(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (parent, child) = (
+        token_id(&path.0, "parent_id")?,
+        token_id(&path.1, "child_id")?,
+    );
+    state.vault.associate(&caller, parent, child).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+async fn dissociate(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (parent, child) = (
+        token_id(&path.0, "parent_id")?,
+        token_id(&path.1, "child_id")?,
+    );
+    state.vault.dissociate(&caller, parent, child).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+async fn create_child(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    parent: web::Path<String>,
+    JsonBody(input): JsonBody<NewToken>,
+) -> Result<HttpResponse, ApiError> {
+    let parent = token_id(&parent, "parent_id")?;
+    let token = state
+        .vault
+        .create_child_token(&caller, parent, input)
+        .await?;
+    Ok(HttpResponse::Created().json(TokenView::without_data(token)))
+}
+
+async fn list_children(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    parent: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let parent = token_id(&parent, "parent_id")?;
+    let q = query::token_list(req.query_string())?;
+    let children = state
+        .vault
+        .list_children(&caller, parent, &q.filter, q.page)
+        .await?;
+    Ok(HttpResponse::Ok().json(PageView::new(children, TokenView::with_data)))
+}
