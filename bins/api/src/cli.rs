@@ -102,6 +102,10 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = tessera_http::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// Accept proxy destinations over plain `http` and IP literals in private, loopback and
+    /// link-local ranges (tests and internal deployments only).
+    #[arg(long, env = "TESSERA_ALLOW_PRIVATE_DESTINATIONS")]
+    pub allow_private_destinations: bool,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub workers: Option<usize>,

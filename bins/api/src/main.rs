@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use serde::Serialize;
-use tessera_domain::{vault::CreatedTenant, Vault};
+use tessera_domain::{proxy::DestinationPolicy, vault::CreatedTenant, Vault};
 use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
 
 use cli::{Cli, Command, DbArgs, ServeArgs, TenantsCommand};
@@ -131,6 +131,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let vault = vault.with_destination_policy(DestinationPolicy {
+        allow_private_destinations: args.allow_private_destinations,
+    });
     let state = tessera_http::ApiState::new(
         vault,
         tessera_http::ApiConfig {

@@ -18,6 +18,8 @@ pub enum Resource {
     Token,
     /// A parent → child link.
     Association,
+    /// A proxy.
+    Proxy,
 }
 
 impl fmt::Display for Resource {
@@ -27,6 +29,7 @@ impl fmt::Display for Resource {
             Resource::Application => "application",
             Resource::Token => "token",
             Resource::Association => "association",
+            Resource::Proxy => "proxy",
         })
     }
 }

@@ -70,6 +70,10 @@ id_type!(
     /// Identifies a token within a tenant.
     TokenId
 );
+id_type!(
+    /// Identifies a pre-configured proxy within a tenant.
+    ProxyId
+);
 
 #[cfg(test)]
 mod tests {

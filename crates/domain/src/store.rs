@@ -11,7 +11,7 @@ use crate::{
     api_key::ApiKeyHash,
     application::Application,
     container::Container,
-    ids::{ApplicationId, TenantId, TokenId},
+    ids::{ApplicationId, ProxyId, TenantId, TokenId},
     metadata::Metadata,
     pagination::{Page, PageRequest},
     tenant::Tenant,
@@ -230,6 +230,82 @@ pub trait AssociationStore: Send + Sync {
     ) -> Result<(), StoreError>;
 }
 
+/// A proxy as stored: configuration encrypted with the tenant's data key.
+#[derive(Debug, Clone)]
+pub struct StoredProxy {
+    /// Identifier.
+    pub id: ProxyId,
+    /// Owning tenant.
+    pub tenant_id: TenantId,
+    /// Display name.
+    pub name: String,
+    /// Invocation key (globally unique).
+    pub key: String,
+    /// Destination URL.
+    pub destination_url: String,
+    /// Request transform source.
+    pub request_transform: Option<String>,
+    /// Response transform source.
+    pub response_transform: Option<String>,
+    /// Application for `req.svc`.
+    pub application_id: Option<ApplicationId>,
+    /// Encrypted configuration (see [`crate::crypto::DataKey::seal_record`]).
+    pub configuration_ciphertext: Option<Vec<u8>>,
+    /// Whether invocation needs an API key.
+    pub require_auth: bool,
+    /// Creating application.
+    pub created_by: ApplicationId,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// Last modifying application.
+    pub modified_by: ApplicationId,
+    /// Last modification time.
+    pub modified_at: OffsetDateTime,
+}
+
+/// Narrows a proxy list (AND).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyFilter {
+    /// Only these ids.
+    pub ids: Vec<ProxyId>,
+    /// Only names matching this `LIKE` pattern over the lowercased name (escape character
+    /// `\`); see [`crate::proxy::name_like_pattern`].
+    pub name_like: Option<String>,
+}
+
+/// Proxies.
+#[async_trait]
+pub trait ProxyStore: Send + Sync {
+    /// Inserts a proxy; a clashing key is a [`StoreError::Conflict`].
+    async fn insert_proxy(&self, proxy: &StoredProxy) -> Result<(), StoreError>;
+    /// One proxy of `tenant`.
+    async fn get_proxy(
+        &self,
+        tenant: TenantId,
+        id: ProxyId,
+    ) -> Result<Option<StoredProxy>, StoreError>;
+    /// The proxy with this invocation key, in whatever tenant.
+    async fn find_proxy_by_key(&self, key: &str) -> Result<Option<StoredProxy>, StoreError>;
+    /// A page of `tenant`'s proxies passing `filter`, oldest first.
+    async fn list_proxies(
+        &self,
+        tenant: TenantId,
+        filter: &ProxyFilter,
+        page: PageRequest,
+    ) -> Result<Page<StoredProxy>, StoreError>;
+    /// Replaces every field but id, tenant, key and `created_*`; `false` when absent.
+    async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError>;
+    /// Deletes; `false` when absent.
+    async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError>;
+    /// Up to `limit` proxies of `tenant` that name `application` (id and name), oldest first.
+    async fn proxies_using_application(
+        &self,
+        tenant: TenantId,
+        application: ApplicationId,
+        limit: u32,
+    ) -> Result<Vec<(ProxyId, String)>, StoreError>;
+}
+
 /// Liveness of the backing database.
 #[async_trait]
 pub trait HealthStore: Send + Sync {
@@ -239,8 +315,11 @@ pub trait HealthStore: Send + Sync {
 
 /// Everything the vault needs from storage.
 pub trait Store:
-    TenantStore + ApplicationStore + TokenStore + AssociationStore + HealthStore
+    TenantStore + ApplicationStore + TokenStore + AssociationStore + ProxyStore + HealthStore
 {
 }
 
-impl<T: TenantStore + ApplicationStore + TokenStore + AssociationStore + HealthStore> Store for T {}
+impl<T> Store for T where
+    T: TenantStore + ApplicationStore + TokenStore + AssociationStore + ProxyStore + HealthStore
+{
+}

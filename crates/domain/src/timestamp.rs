@@ -35,6 +35,23 @@ pub mod serde_rfc3339 {
     pub fn serialize<S: Serializer>(ts: &OffsetDateTime, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&super::format(*ts))
     }
+
+    /// The same for optional timestamps (use with `skip_serializing_if = "Option::is_none"`).
+    pub mod option {
+        use serde::Serializer;
+        use time::OffsetDateTime;
+
+        /// Serializes `Some` as RFC 3339, `None` as null.
+        pub fn serialize<S: Serializer>(
+            ts: &Option<OffsetDateTime>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match ts {
+                Some(ts) => s.serialize_str(&crate::timestamp::format(*ts)),
+                None => s.serialize_none(),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,11 @@
 //! List query strings: `page`, `size`, and for tokens repeatable `id`/`type` plus
 //! `metadata.<key>=<value>` (SUPPLEMENT §1.2). Unknown parameters are a 400 so typos surface.
 
-use tessera_domain::{store::TokenFilter, PageRequest, TokenId, TokenType, ValidationErrors};
+use tessera_domain::{
+    proxy::name_like_pattern,
+    store::{ProxyFilter, TokenFilter},
+    PageRequest, ProxyId, TokenId, TokenType, ValidationErrors,
+};
 
 use crate::problem::ApiError;
 
@@ -93,6 +97,41 @@ pub fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
     let request = finish_page(page, size, &mut errors);
     errors.into_result().map_err(|e| ApiError::validation(&e))?;
     Ok(TokenListQuery {
+        filter,
+        page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
+    })
+}
+
+/// A parsed proxy-list query.
+#[derive(Debug, Clone)]
+pub struct ProxyListQuery {
+    /// Filters.
+    pub filter: ProxyFilter,
+    /// Page.
+    pub page: PageRequest,
+}
+
+/// Parses a proxy-list query: `id` (repeatable), `name` (case-insensitive substring, `*`
+/// matches any run), `page`, `size`.
+pub fn proxy_list(query: &str) -> Result<ProxyListQuery, ApiError> {
+    let (mut page, mut size) = (None, None);
+    let mut filter = ProxyFilter::default();
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "page" | "size" => page_param(&key, &value, &mut page, &mut size),
+            "id" => match value.parse::<ProxyId>() {
+                Ok(id) => filter.ids.push(id),
+                Err(_) => errors.add("id", format!("`{value}` is not a proxy id")),
+            },
+            "name" if filter.name_like.is_some() => errors.add("name", "may be given once"),
+            "name" => filter.name_like = Some(name_like_pattern(&value)),
+            other => errors.add(other.to_string(), "is not a known query parameter"),
+        }
+    }
+    let request = finish_page(page, size, &mut errors);
+    errors.into_result().map_err(|e| ApiError::validation(&e))?;
+    Ok(ProxyListQuery {
         filter,
         page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
     })

@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tessera_domain::{
     application::{Application, ApplicationType},
+    proxy::Configuration,
     timestamp::serde_rfc3339,
-    ApplicationId, Page, Permission, Rule, TenantId, Token, TokenId, TokenType,
+    ApplicationId, Page, Permission, Proxy, ProxyId, Rule, TenantId, Token, TokenId, TokenType,
 };
 use time::OffsetDateTime;
 
@@ -101,6 +102,74 @@ impl ApplicationView {
             key: Some(key.to_string()),
             ..Self::new(a)
         }
+    }
+}
+
+/// A transform in a proxy response.
+#[derive(Debug, Serialize)]
+pub struct TransformView {
+    code: String,
+}
+
+/// A proxy (source §2.4). `modified_*` are left out of the create response.
+#[derive(Debug, Serialize)]
+pub struct ProxyView {
+    id: ProxyId,
+    key: String,
+    name: String,
+    destination_url: String,
+    tenant_id: TenantId,
+    require_auth: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_transform: Option<TransformView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_transform: Option<TransformView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    application_id: Option<ApplicationId>,
+    /// Returned as stored: it is the tenant's own configuration, shown to holders of
+    /// `proxy:read`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    configuration: Option<Configuration>,
+    created_by: ApplicationId,
+    #[serde(with = "serde_rfc3339")]
+    created_at: OffsetDateTime,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    modified_by: Option<ApplicationId>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "serde_rfc3339::option"
+    )]
+    modified_at: Option<OffsetDateTime>,
+}
+
+impl ProxyView {
+    fn build(p: Proxy, with_modified: bool) -> Self {
+        Self {
+            id: p.id,
+            key: p.key,
+            name: p.name,
+            destination_url: p.destination_url,
+            tenant_id: p.tenant_id,
+            require_auth: p.require_auth,
+            request_transform: p.request_transform.map(|code| TransformView { code }),
+            response_transform: p.response_transform.map(|code| TransformView { code }),
+            application_id: p.application_id,
+            configuration: p.configuration.map(|c| c.into_inner()),
+            created_by: p.created_by,
+            created_at: p.created_at,
+            modified_by: with_modified.then_some(p.modified_by),
+            modified_at: with_modified.then_some(p.modified_at),
+        }
+    }
+
+    /// The create response: no `modified_*`.
+    pub fn created(p: Proxy) -> Self {
+        Self::build(p, false)
+    }
+
+    /// Read, list and update responses.
+    pub fn full(p: Proxy) -> Self {
+        Self::build(p, true)
     }
 }
 

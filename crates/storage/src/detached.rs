@@ -15,10 +15,10 @@ use tessera_domain::{
     application::Application,
     store::{
         ApplicationStore, AssociationStore, ContainerScope, HealthStore, NewAssociation,
-        StoreError, StoredApplication, StoredTenant, StoredToken, TenantStore, TokenFilter,
-        TokenStore,
+        ProxyFilter, ProxyStore, StoreError, StoredApplication, StoredProxy, StoredTenant,
+        StoredToken, TenantStore, TokenFilter, TokenStore,
     },
-    ApiKeyHash, ApplicationId, Container, Page, PageRequest, TenantId, TokenId,
+    ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId,
 };
 use time::OffsetDateTime;
 use tokio::runtime::Handle;
@@ -228,5 +228,64 @@ impl AssociationStore for DetachedStore {
         let (child, link) = (child.clone(), link.clone());
         self.run(|db| async move { db.insert_child_token(&child, &link).await })
             .await
+    }
+}
+
+#[async_trait]
+impl ProxyStore for DetachedStore {
+    async fn insert_proxy(&self, proxy: &StoredProxy) -> Result<(), StoreError> {
+        let proxy = proxy.clone();
+        self.run(|db| async move { db.insert_proxy(&proxy).await })
+            .await
+    }
+
+    async fn get_proxy(
+        &self,
+        tenant: TenantId,
+        id: ProxyId,
+    ) -> Result<Option<StoredProxy>, StoreError> {
+        self.run(|db| async move { db.get_proxy(tenant, id).await })
+            .await
+    }
+
+    async fn find_proxy_by_key(&self, key: &str) -> Result<Option<StoredProxy>, StoreError> {
+        let key = key.to_string();
+        self.run(|db| async move { db.find_proxy_by_key(&key).await })
+            .await
+    }
+
+    async fn list_proxies(
+        &self,
+        tenant: TenantId,
+        filter: &ProxyFilter,
+        page: PageRequest,
+    ) -> Result<Page<StoredProxy>, StoreError> {
+        let filter = filter.clone();
+        self.run(|db| async move { db.list_proxies(tenant, &filter, page).await })
+            .await
+    }
+
+    async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError> {
+        let proxy = proxy.clone();
+        self.run(|db| async move { db.update_proxy(&proxy).await })
+            .await
+    }
+
+    async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError> {
+        self.run(|db| async move { db.delete_proxy(tenant, id).await })
+            .await
+    }
+
+    async fn proxies_using_application(
+        &self,
+        tenant: TenantId,
+        application: ApplicationId,
+        limit: u32,
+    ) -> Result<Vec<(ProxyId, String)>, StoreError> {
+        self.run(|db| async move {
+            db.proxies_using_application(tenant, application, limit)
+                .await
+        })
+        .await
     }
 }

@@ -13,6 +13,7 @@ mod associations;
 mod database;
 mod detached;
 mod health;
+mod proxies;
 mod rows;
 mod schema;
 mod tenants;

@@ -3,12 +3,15 @@
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use tessera_domain::{
     application::{Application, ApplicationType},
-    store::{NewAssociation, StoreError, StoredApplication, StoredTenant, StoredToken},
+    proxy::name_search_key,
+    store::{
+        NewAssociation, StoreError, StoredApplication, StoredProxy, StoredTenant, StoredToken,
+    },
     ApiKeyHash, Container, Tenant, TokenType,
 };
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use crate::schema::{applications, tenants, token_associations, token_metadata, tokens};
+use crate::schema::{applications, proxies, tenants, token_associations, token_metadata, tokens};
 
 /// Stores a UTC instant as a naive `TIMESTAMP`.
 pub(crate) fn to_db_time(ts: OffsetDateTime) -> PrimitiveDateTime {
@@ -238,5 +241,75 @@ impl From<&NewAssociation> for AssociationRow {
             child_type: a.child_type.as_str().to_string(),
             created_at: to_db_time(a.created_at),
         }
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = proxies)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct ProxyRow {
+    pub tenant_id: String,
+    pub id: String,
+    pub name: String,
+    pub name_search: String,
+    pub proxy_key: String,
+    pub destination_url: String,
+    pub request_transform: Option<String>,
+    pub response_transform: Option<String>,
+    pub application_id: Option<String>,
+    pub configuration: Option<Vec<u8>>,
+    pub require_auth: bool,
+    pub created_by: String,
+    pub created_at: PrimitiveDateTime,
+    pub modified_by: String,
+    pub modified_at: PrimitiveDateTime,
+}
+
+impl From<&StoredProxy> for ProxyRow {
+    fn from(p: &StoredProxy) -> Self {
+        Self {
+            tenant_id: p.tenant_id.to_string(),
+            id: p.id.to_string(),
+            name: p.name.clone(),
+            name_search: name_search_key(&p.name),
+            proxy_key: p.key.clone(),
+            destination_url: p.destination_url.clone(),
+            request_transform: p.request_transform.clone(),
+            response_transform: p.response_transform.clone(),
+            application_id: p.application_id.map(|a| a.to_string()),
+            configuration: p.configuration_ciphertext.clone(),
+            require_auth: p.require_auth,
+            created_by: p.created_by.to_string(),
+            created_at: to_db_time(p.created_at),
+            modified_by: p.modified_by.to_string(),
+            modified_at: to_db_time(p.modified_at),
+        }
+    }
+}
+
+impl TryFrom<ProxyRow> for StoredProxy {
+    type Error = StoreError;
+
+    fn try_from(r: ProxyRow) -> Result<Self, StoreError> {
+        Ok(StoredProxy {
+            id: parse("proxy id", &r.id)?,
+            tenant_id: parse("tenant id", &r.tenant_id)?,
+            name: r.name,
+            key: r.proxy_key,
+            destination_url: r.destination_url,
+            request_transform: r.request_transform,
+            response_transform: r.response_transform,
+            application_id: r
+                .application_id
+                .as_deref()
+                .map(|a| parse("application id", a))
+                .transpose()?,
+            configuration_ciphertext: r.configuration,
+            require_auth: r.require_auth,
+            created_by: parse("application id", &r.created_by)?,
+            created_at: from_db_time(r.created_at),
+            modified_by: parse("application id", &r.modified_by)?,
+            modified_at: from_db_time(r.modified_at),
+        })
     }
 }

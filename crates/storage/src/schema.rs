@@ -64,3 +64,23 @@ diesel::table! {
 
 diesel::allow_tables_to_appear_in_same_query!(tokens, token_associations);
 diesel::allow_tables_to_appear_in_same_query!(token_metadata, token_associations);
+
+diesel::table! {
+    proxies (tenant_id, id) {
+        tenant_id -> Text,
+        id -> Text,
+        name -> Text,
+        name_search -> Text,
+        proxy_key -> Text,
+        destination_url -> Text,
+        request_transform -> Nullable<Text>,
+        response_transform -> Nullable<Text>,
+        application_id -> Nullable<Text>,
+        configuration -> Nullable<Binary>,
+        require_auth -> Bool,
+        created_by -> Text,
+        created_at -> Timestamp,
+        modified_by -> Text,
+        modified_at -> Timestamp,
+    }
+}

@@ -8,7 +8,7 @@ use crate::{
     ids::ApplicationId,
     pagination::{Page, PageRequest},
     permission::Permission,
-    store::StoredApplication,
+    store::{StoreError, StoredApplication},
     timestamp,
 };
 
@@ -138,21 +138,38 @@ impl Vault {
         })
     }
 
-    /// Deletes an application; its key stops working at once.
+    /// Deletes an application; its key stops working at once. Refused (409) while proxies
+    /// name it as their `req.svc` application.
     pub async fn delete_application(
         &self,
         caller: &Principal,
         id: ApplicationId,
     ) -> Result<(), VaultError> {
         caller.require(Permission::ApplicationDelete)?;
-        if self
-            .store
-            .delete_application(caller.tenant_id(), id)
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(VaultError::NotFound(Resource::Application))
+        let tenant = caller.tenant_id();
+        let users = self.store.proxies_using_application(tenant, id, 10).await?;
+        if !users.is_empty() {
+            return Err(in_use(&users));
+        }
+        match self.store.delete_application(tenant, id).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(VaultError::NotFound(Resource::Application)),
+            // A proxy created since the check: the foreign key refused the delete.
+            Err(StoreError::Conflict(_)) => Err(in_use(
+                &self.store.proxies_using_application(tenant, id, 10).await?,
+            )),
+            Err(e) => Err(e.into()),
         }
     }
+}
+
+fn in_use(proxies: &[(crate::ids::ProxyId, String)]) -> VaultError {
+    let names: Vec<String> = proxies
+        .iter()
+        .map(|(id, name)| format!("{name} ({id})"))
+        .collect();
+    VaultError::Conflict(format!(
+        "the application is used by proxies: {}; change or delete them first",
+        names.join(", ")
+    ))
 }

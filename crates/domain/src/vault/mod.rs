@@ -4,6 +4,7 @@
 mod applications;
 mod associations;
 mod keyring;
+mod proxies;
 mod tenants;
 mod tokens;
 
@@ -13,7 +14,8 @@ pub use applications::IssuedKey;
 pub use tenants::CreatedTenant;
 
 use crate::{
-    access::Principal, api_key::ApiKey, crypto::MasterKey, error::VaultError, store::Store,
+    access::Principal, api_key::ApiKey, crypto::MasterKey, error::VaultError,
+    proxy::DestinationPolicy, store::Store,
 };
 use keyring::Keyring;
 
@@ -24,6 +26,7 @@ use keyring::Keyring;
 pub struct Vault {
     store: Arc<dyn Store>,
     keys: Arc<Keyring>,
+    destinations: DestinationPolicy,
 }
 
 impl std::fmt::Debug for Vault {
@@ -38,7 +41,14 @@ impl Vault {
         Self {
             keys: Arc::new(Keyring::new(master_key)),
             store,
+            destinations: DestinationPolicy::default(),
         }
+    }
+
+    /// Sets which proxy destinations are accepted (default: public `https` only).
+    pub fn with_destination_policy(mut self, policy: DestinationPolicy) -> Self {
+        self.destinations = policy;
+        self
     }
 
     /// The underlying store, for health checks.

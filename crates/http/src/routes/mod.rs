@@ -3,6 +3,7 @@
 mod applications;
 mod children;
 mod health;
+mod proxies;
 mod tokens;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
@@ -15,6 +16,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     applications::configure(cfg);
     tokens::configure(cfg);
     children::configure(cfg);
+    proxies::configure(cfg);
 }
 
 /// Any unknown route.

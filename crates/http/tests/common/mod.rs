@@ -11,7 +11,7 @@ use actix_web::{
     test, Error,
 };
 use serde_json::{json, Value};
-use tessera_domain::{MasterKey, TenantId, Vault};
+use tessera_domain::{proxy::DestinationPolicy, MasterKey, TenantId, Vault};
 use tessera_http::{ApiConfig, ApiState};
 use tessera_storage::{test_support::TestDatabase, DetachedStore};
 
@@ -64,10 +64,16 @@ pub struct TenantKeys {
 
 /// The API state over `db` with a fresh master key.
 pub fn state(db: &TestDatabase, max_body_bytes: usize) -> ApiState {
+    state_with(db, max_body_bytes, DestinationPolicy::default())
+}
+
+/// The same, with a proxy destination policy.
+pub fn state_with(db: &TestDatabase, max_body_bytes: usize, policy: DestinationPolicy) -> ApiState {
     let vault = Vault::new(
         Arc::new(DetachedStore::new(db.db.clone())),
         MasterKey::generate(),
-    );
+    )
+    .with_destination_policy(policy);
     ApiState::new(vault, ApiConfig { max_body_bytes })
 }
 

@@ -1,0 +1,80 @@
+//! `/proxies`: pre-configured proxy management (source §4.5–4.6, SUPPLEMENT §5).
+
+use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
+use tessera_domain::{ProxyId, ProxyInput};
+
+use super::parse_id;
+use crate::{
+    auth::{self, Caller},
+    body::JsonBody,
+    problem::ApiError,
+    query,
+    state::ApiState,
+    views::{PageView, ProxyView},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/proxies")
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(create))
+            .route(web::get().to(list)),
+    )
+    .service(
+        web::resource("/proxies/{id}")
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::get().to(get))
+            .route(web::put().to(update))
+            .route(web::delete().to(delete)),
+    );
+}
+
+async fn create(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    JsonBody(input): JsonBody<ProxyInput>,
+) -> Result<HttpResponse, ApiError> {
+    let proxy = state.vault.create_proxy(&caller, input).await?;
+    Ok(HttpResponse::Created().json(ProxyView::created(proxy)))
+}
+
+async fn list(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let q = query::proxy_list(req.query_string())?;
+    let proxies = state.vault.list_proxies(&caller, &q.filter, q.page).await?;
+    Ok(HttpResponse::Ok().json(PageView::new(proxies, ProxyView::full)))
+}
+
+async fn get(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ProxyId = parse_id(&id, "proxy")?;
+    let proxy = state.vault.get_proxy(&caller, id).await?;
+    Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
+}
+
+async fn update(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+    JsonBody(input): JsonBody<ProxyInput>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ProxyId = parse_id(&id, "proxy")?;
+    let proxy = state.vault.update_proxy(&caller, id, input).await?;
+    Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
+}
+
+async fn delete(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ProxyId = parse_id(&id, "proxy")?;
+    state.vault.delete_proxy(&caller, id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -1,0 +1,185 @@
+//! [`ProxyStore`] for both backends.
+
+use async_trait::async_trait;
+use diesel::{
+    EscapeExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper,
+    TextExpressionMethods,
+};
+use diesel_async::RunQueryDsl;
+use tessera_domain::{
+    proxy::name_search_key,
+    store::{ProxyFilter, ProxyStore, StoreError, StoredProxy},
+    ApplicationId, Page, PageRequest, ProxyId, TenantId,
+};
+
+use crate::{
+    database::{with_conn, Database, DbResultExt},
+    rows::ProxyRow,
+    schema::proxies::{self, dsl},
+};
+
+/// One tenant's proxies with the list filters applied (a macro: the boxed query's type
+/// depends on the backend of each expansion).
+macro_rules! filtered_proxies {
+    ($tenant:expr, $ids:expr, $name_like:expr) => {{
+        let mut q = proxies::table
+            .filter(dsl::tenant_id.eq($tenant))
+            .into_boxed();
+        if !$ids.is_empty() {
+            q = q.filter(dsl::id.eq_any($ids));
+        }
+        if let Some(pattern) = $name_like {
+            q = q.filter(dsl::name_search.like(pattern).escape('\\'));
+        }
+        q
+    }};
+}
+
+#[async_trait]
+impl ProxyStore for Database {
+    async fn insert_proxy(&self, proxy: &StoredProxy) -> Result<(), StoreError> {
+        let row = ProxyRow::from(proxy);
+        with_conn!(self, |conn| {
+            diesel::insert_into(proxies::table)
+                .values(&row)
+                .execute(conn)
+                .await
+                .db()
+                .map(|_| ())
+        })
+    }
+
+    async fn get_proxy(
+        &self,
+        tenant: TenantId,
+        id: ProxyId,
+    ) -> Result<Option<StoredProxy>, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let row = with_conn!(self, |conn| {
+            proxies::table
+                .filter(dsl::tenant_id.eq(&tenant))
+                .filter(dsl::id.eq(&id))
+                .select(ProxyRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .db()
+        })?;
+        row.map(StoredProxy::try_from).transpose()
+    }
+
+    async fn find_proxy_by_key(&self, key: &str) -> Result<Option<StoredProxy>, StoreError> {
+        let row = with_conn!(self, |conn| {
+            proxies::table
+                .filter(dsl::proxy_key.eq(key))
+                .select(ProxyRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .db()
+        })?;
+        row.map(StoredProxy::try_from).transpose()
+    }
+
+    async fn list_proxies(
+        &self,
+        tenant: TenantId,
+        filter: &ProxyFilter,
+        page: PageRequest,
+    ) -> Result<Page<StoredProxy>, StoreError> {
+        let tenant = tenant.to_string();
+        let ids: Vec<String> = filter.ids.iter().map(ToString::to_string).collect();
+        let name_like = filter.name_like.as_ref();
+        let (total, rows) = with_conn!(self, |conn| {
+            let total: i64 = filtered_proxies!(&tenant, &ids, name_like)
+                .count()
+                .get_result(conn)
+                .await
+                .db()?;
+            let rows: Vec<ProxyRow> = filtered_proxies!(&tenant, &ids, name_like)
+                .order((dsl::created_at.asc(), dsl::id.asc()))
+                .limit(i64::from(page.size()))
+                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                .select(ProxyRow::as_select())
+                .load(conn)
+                .await
+                .db()?;
+            Ok::<_, StoreError>((total, rows))
+        })?;
+        Page {
+            items: rows,
+            total_items: u64::try_from(total).unwrap_or(0),
+            request: page,
+        }
+        .try_map(StoredProxy::try_from)
+    }
+
+    async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError> {
+        let row = ProxyRow::from(proxy);
+        let updated = with_conn!(self, |conn| {
+            diesel::update(
+                proxies::table
+                    .filter(dsl::tenant_id.eq(&row.tenant_id))
+                    .filter(dsl::id.eq(&row.id)),
+            )
+            .set((
+                dsl::name.eq(&row.name),
+                dsl::name_search.eq(name_search_key(&row.name)),
+                dsl::destination_url.eq(&row.destination_url),
+                dsl::request_transform.eq(&row.request_transform),
+                dsl::response_transform.eq(&row.response_transform),
+                dsl::application_id.eq(&row.application_id),
+                dsl::configuration.eq(&row.configuration),
+                dsl::require_auth.eq(row.require_auth),
+                dsl::modified_by.eq(&row.modified_by),
+                dsl::modified_at.eq(row.modified_at),
+            ))
+            .execute(conn)
+            .await
+            .db()
+        })?;
+        Ok(updated == 1)
+    }
+
+    async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let deleted = with_conn!(self, |conn| {
+            diesel::delete(
+                proxies::table
+                    .filter(dsl::tenant_id.eq(&tenant))
+                    .filter(dsl::id.eq(&id)),
+            )
+            .execute(conn)
+            .await
+            .db()
+        })?;
+        Ok(deleted == 1)
+    }
+
+    async fn proxies_using_application(
+        &self,
+        tenant: TenantId,
+        application: ApplicationId,
+        limit: u32,
+    ) -> Result<Vec<(ProxyId, String)>, StoreError> {
+        let (tenant, application) = (tenant.to_string(), application.to_string());
+        let rows: Vec<(String, String)> = with_conn!(self, |conn| {
+            proxies::table
+                .filter(dsl::tenant_id.eq(&tenant))
+                .filter(dsl::application_id.eq(&application))
+                .order((dsl::created_at.asc(), dsl::id.asc()))
+                .limit(i64::from(limit))
+                .select((dsl::id, dsl::name))
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter()
+            .map(|(id, name)| {
+                id.parse()
+                    .map(|id| (id, name))
+                    .map_err(|_| StoreError::Corrupt(format!("invalid proxy id `{id}`")))
+            })
+            .collect()
+    }
+}
