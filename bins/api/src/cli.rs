@@ -99,14 +99,35 @@ pub struct ServeArgs {
     /// Do not create a `default` tenant on an empty database.
     #[arg(long, env = "TESSERA_NO_BOOTSTRAP")]
     pub no_bootstrap: bool,
-    /// Largest request body accepted, in bytes.
-    #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = tessera_http::DEFAULT_MAX_BODY_BYTES)]
-    pub max_body_bytes: usize,
-    /// Accept proxy destinations over plain `http` and IP literals in private, loopback and
-    /// link-local ranges (tests and internal deployments only).
-    #[arg(long, env = "TESSERA_ALLOW_PRIVATE_DESTINATIONS")]
-    pub allow_private_destinations: bool,
+    /// Do not serve `/proxy` from this process (run `proxy-gateway` separately).
+    #[arg(long, env = "TESSERA_NO_GATEWAY")]
+    pub no_gateway: bool,
+    /// Gateway and request-size flags.
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub workers: Option<usize>,
+}
+
+/// Flags of the proxy gateway (also accepted by `api serve`, which mounts it at `/proxy`).
+#[derive(Debug, Clone, Args)]
+pub struct GatewayArgs {
+    /// Largest request body accepted, in bytes (413 above).
+    #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = tessera_http::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Accept proxy destinations over plain `http` and in private, loopback and link-local
+    /// ranges (tests and internal deployments only).
+    #[arg(long, env = "TESSERA_ALLOW_PRIVATE_DESTINATIONS")]
+    pub allow_private_destinations: bool,
+    /// Seconds to wait for a destination's response headers, from the start of the connect
+    /// (504 after).
+    #[arg(long, env = "TESSERA_DESTINATION_TIMEOUT", default_value_t = 25.0)]
+    pub destination_timeout: f64,
+    /// Extra trusted CA certificate(s), PEM, for destinations on a private PKI.
+    #[arg(long, env = "TESSERA_DESTINATION_CA_FILE")]
+    pub destination_ca_file: Option<PathBuf>,
+    /// Most distinct tokens one proxied request may detokenize.
+    #[arg(long, env = "TESSERA_MAX_TOKENS_PER_REQUEST", default_value_t = 100)]
+    pub max_tokens_per_request: usize,
 }

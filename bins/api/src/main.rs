@@ -1,42 +1,24 @@
-//! `api`: the Tessera management API server and its administrative commands.
+//! `api`: the Tessera management API server (also serving `/proxy` unless `--no-gateway`) and
+//! its administrative commands.
 //!
 //! Thin by design: parse configuration, open storage, wire the vault into the HTTP app, run.
-
-mod cli;
-mod master_key;
-mod secret_file;
-mod telemetry;
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 use serde::Serialize;
-use tessera_domain::{proxy::DestinationPolicy, vault::CreatedTenant, Vault};
-use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
-
-use cli::{Cli, Command, DbArgs, ServeArgs, TenantsCommand};
+use tessera_api::{
+    cli::{Cli, Command, ServeArgs, TenantsCommand},
+    secret_file,
+    startup::{self, open_database, open_vault},
+    telemetry,
+};
+use tessera_domain::vault::CreatedTenant;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            // One line, the whole cause chain, no backtrace.
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    startup::run_main(|| run(cli))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -61,33 +43,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-/// Opens the pool and applies pending migrations.
-async fn open_database(db: &DbArgs) -> anyhow::Result<(Database, DatabaseUrl)> {
-    let url: DatabaseUrl = db.database_url.parse().context("--database-url")?;
-    let database = Database::connect(&url, PoolOptions::default_for(&url))
-        .await
-        .with_context(|| format!("cannot open the database at {url}"))?;
-    database
-        .migrate()
-        .await
-        .with_context(|| format!("cannot migrate the database at {url}"))?;
-    Ok((database, url))
-}
-
-/// Opens the database and builds the vault, checking the master key against existing data.
-async fn open_vault(db: &DbArgs) -> anyhow::Result<Vault> {
-    // The key first: a missing key is a configuration error worth reporting before any I/O.
-    let url: DatabaseUrl = db.database_url.parse().context("--database-url")?;
-    let master = master_key::load(db, &url)?;
-    let (database, _) = open_database(db).await?;
-    let vault = Vault::new(std::sync::Arc::new(DetachedStore::new(database)), master);
-    vault
-        .verify_master_key()
-        .await
-        .context("the master key does not open the data in this database (wrong TESSERA_MASTER_KEY or key file?)")?;
-    Ok(vault)
 }
 
 #[derive(Serialize)]
@@ -131,15 +86,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let vault = vault.with_destination_policy(DestinationPolicy {
-        allow_private_destinations: args.allow_private_destinations,
-    });
-    let state = tessera_http::ApiState::new(
+    let (vault, gateway) = startup::gateway(vault, &args.gateway)?;
+    let mut state = tessera_http::ApiState::new(
         vault,
         tessera_http::ApiConfig {
-            max_body_bytes: args.max_body_bytes,
+            max_body_bytes: args.gateway.max_body_bytes,
         },
     );
+    if !args.no_gateway {
+        state = state.with_gateway(gateway);
+    }
     let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
         .shutdown_timeout(30)
         // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
@@ -149,38 +105,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(workers) = args.workers {
         server = server.workers(workers);
     }
-    tracing::info!(listen = %args.listen, database = %args.db.database_url_display(), "tessera api listening");
+    tracing::info!(
+        listen = %args.listen,
+        database = %args.db.database_url_display(),
+        gateway = !args.no_gateway,
+        "tessera api listening"
+    );
     let server = server.run();
     let handle = server.handle();
     tokio::spawn(async move {
-        shutdown_signal().await;
+        startup::shutdown_signal().await;
         tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
         handle.stop(true).await;
     });
     server.await.context("the HTTP server failed")?;
     tracing::info!("shut down cleanly");
     Ok(())
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -28,6 +28,13 @@ pub struct Expression {
     pub filters: Vec<Filter>,
 }
 
+impl Expression {
+    /// Finds every expression in `text`; see [`scan`].
+    pub fn scan(text: &str, location: &str) -> Result<Vec<Expression>, DetokenizeError> {
+        scan(text, location)
+    }
+}
+
 fn syntax(offset: usize, location: &str, message: impl Into<String>) -> DetokenizeError {
     DetokenizeError::Syntax {
         offset,

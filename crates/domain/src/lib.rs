@@ -14,6 +14,7 @@
 pub mod access;
 pub mod api_key;
 pub mod application;
+pub mod cache;
 pub mod checksum;
 pub mod container;
 pub mod crypto;

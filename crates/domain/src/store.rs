@@ -168,6 +168,12 @@ pub trait TokenStore: Send + Sync {
         tenant: TenantId,
         id: TokenId,
     ) -> Result<Option<StoredToken>, StoreError>;
+    /// The tokens of `tenant` among `ids`, in one query (absent ids are simply missing).
+    async fn get_tokens(
+        &self,
+        tenant: TenantId,
+        ids: &[TokenId],
+    ) -> Result<Vec<StoredToken>, StoreError>;
     /// The distinct containers of `tenant`'s tokens that pass `filter`, so the caller's rules can
     /// be evaluated per container before listing.
     async fn token_containers(

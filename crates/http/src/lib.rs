@@ -12,6 +12,8 @@
 
 mod auth;
 mod body;
+pub mod gateway;
+pub mod metrics;
 mod problem;
 mod query;
 mod request_id;
@@ -26,6 +28,8 @@ use actix_web::{
     web, App, Error,
 };
 
+pub use gateway::{Gateway, GatewayConfig};
+pub use metrics::Metrics;
 pub use problem::ApiError;
 pub use request_id::RequestId;
 pub use state::{ApiConfig, ApiState};
@@ -45,9 +49,16 @@ pub fn app(
         InitError = (),
     >,
 > {
+    let gateway = state.gateway.clone();
     App::new()
         .app_data(web::Data::new(state))
         .wrap(from_fn(request_id::middleware))
         .configure(routes::configure)
+        .configure(|cfg| {
+            if let Some(gateway) = gateway {
+                cfg.app_data(web::Data::new(gateway))
+                    .configure(gateway::actix::configure);
+            }
+        })
         .default_service(web::to(routes::not_found))
 }

@@ -14,7 +14,10 @@ use actix_web::{
 };
 use tracing::Instrument;
 
-use crate::problem::{ApiError, PROBLEM_JSON};
+use crate::{
+    problem::{ApiError, PROBLEM_JSON},
+    state::ApiState,
+};
 
 /// The request-id header.
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -23,13 +26,19 @@ pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// Accepts a caller's id if it is short, visible ASCII; otherwise a fresh UUID is used.
-fn choose_id(req: &ServiceRequest) -> String {
-    req.headers()
-        .get(&X_REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
+/// Accepts a caller's id if it is 1–200 visible ASCII characters; otherwise a fresh UUID.
+pub fn choose(presented: Option<&str>) -> String {
+    presented
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string)
+}
+
+fn choose_id(req: &ServiceRequest) -> String {
+    choose(
+        req.headers()
+            .get(&X_REQUEST_ID)
+            .and_then(|v| v.to_str().ok()),
+    )
 }
 
 /// The middleware; see the module docs.
@@ -41,6 +50,11 @@ pub async fn middleware(
     req.extensions_mut().insert(RequestId(id.clone()));
     let method = req.method().clone();
     let path = req.path().to_string();
+    // Proxied responses belong to the destination: never rewritten, counted by the gateway.
+    let proxied = path == "/proxy" || path.starts_with("/proxy/");
+    let metrics = req
+        .app_data::<actix_web::web::Data<ApiState>>()
+        .map(|s| s.metrics.clone());
     let span = tracing::info_span!("request", request_id = %id, %method, %path);
     let started = Instant::now();
     let result = next.call(req).instrument(span.clone()).await;
@@ -68,7 +82,7 @@ pub async fn middleware(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with(PROBLEM_JSON) || ct.starts_with("application/json"));
-    if (status.is_client_error() || status.is_server_error()) && !is_problem {
+    if (status.is_client_error() || status.is_server_error()) && !is_problem && !proxied {
         let detail = match status.as_u16() {
             404 => "no such route".to_string(),
             405 => "this route does not accept that method".to_string(),
@@ -77,8 +91,13 @@ pub async fn middleware(
         let (req, _) = res.into_parts();
         res = ServiceResponse::new(req, ApiError::new(status, detail).error_response());
     }
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        res.headers_mut().insert(X_REQUEST_ID.clone(), value);
+    if !res.headers().contains_key(&X_REQUEST_ID) {
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            res.headers_mut().insert(X_REQUEST_ID.clone(), value);
+        }
+    }
+    if let (Some(metrics), false) = (metrics, proxied) {
+        metrics.record_request("api", status.as_u16());
     }
     span.in_scope(|| {
         tracing::info!(

@@ -1,6 +1,10 @@
 //! What every handler shares.
 
+use std::sync::Arc;
+
 use tessera_domain::Vault;
+
+use crate::{gateway::Gateway, metrics::Metrics};
 
 /// Tunables of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -17,18 +21,35 @@ impl Default for ApiConfig {
     }
 }
 
-/// Shared application state: the vault and the HTTP configuration.
+/// Shared application state: the vault, the HTTP configuration, metrics and (optionally)
+/// the gateway mounted at `/proxy`.
 #[derive(Debug, Clone)]
 pub struct ApiState {
     /// The use-cases.
     pub vault: Vault,
     /// HTTP tunables.
     pub config: ApiConfig,
+    /// Process metrics, served at `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// The proxy gateway, when this process also serves `/proxy`.
+    pub gateway: Option<Arc<Gateway>>,
 }
 
 impl ApiState {
-    /// State for `vault` with `config`.
+    /// State for `vault` with `config`, fresh metrics and no gateway.
     pub fn new(vault: Vault, config: ApiConfig) -> Self {
-        Self { vault, config }
+        Self {
+            vault,
+            config,
+            metrics: Arc::new(Metrics::new()),
+            gateway: None,
+        }
+    }
+
+    /// Mounts `gateway` at `/proxy` and shares its metrics.
+    pub fn with_gateway(mut self, gateway: Arc<Gateway>) -> Self {
+        self.metrics = gateway.metrics().clone();
+        self.gateway = Some(gateway);
+        self
     }
 }

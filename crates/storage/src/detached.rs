@@ -167,6 +167,16 @@ impl TokenStore for DetachedStore {
             .await
     }
 
+    async fn get_tokens(
+        &self,
+        tenant: TenantId,
+        ids: &[TokenId],
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        let ids = ids.to_vec();
+        self.run(|db| async move { db.get_tokens(tenant, &ids).await })
+            .await
+    }
+
     async fn token_containers(
         &self,
         tenant: TenantId,

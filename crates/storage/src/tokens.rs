@@ -210,6 +210,25 @@ impl TokenStore for Database {
         row.map(StoredToken::try_from).transpose()
     }
 
+    async fn get_tokens(
+        &self,
+        tenant: TenantId,
+        ids: &[TokenId],
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        let tenant = tenant.to_string();
+        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let rows: Vec<TokenRow> = with_conn!(self, |conn| {
+            tokens::table
+                .filter(tokens::tenant_id.eq(&tenant))
+                .filter(tokens::id.eq_any(&ids))
+                .select(TokenRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(StoredToken::try_from).collect()
+    }
+
     async fn token_containers(
         &self,
         tenant: TenantId,

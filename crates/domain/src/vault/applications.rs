@@ -107,6 +107,7 @@ impl Vault {
         if !self.store.update_application(&application).await? {
             return Err(VaultError::NotFound(Resource::Application));
         }
+        self.forget_application(id);
         Ok(application)
     }
 
@@ -127,6 +128,7 @@ impl Vault {
         {
             return Err(VaultError::NotFound(Resource::Application));
         }
+        self.forget_application(id);
         let application = self
             .store
             .get_application(tenant, id)
@@ -152,7 +154,10 @@ impl Vault {
             return Err(in_use(&users));
         }
         match self.store.delete_application(tenant, id).await {
-            Ok(true) => Ok(()),
+            Ok(true) => {
+                self.forget_application(id);
+                Ok(())
+            }
             Ok(false) => Err(VaultError::NotFound(Resource::Application)),
             // A proxy created since the check: the foreign key refused the delete.
             Err(StoreError::Conflict(_)) => Err(in_use(

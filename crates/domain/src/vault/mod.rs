@@ -3,19 +3,26 @@
 
 mod applications;
 mod associations;
+mod gateway;
 mod keyring;
 mod proxies;
 mod tenants;
 mod tokens;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 pub use applications::IssuedKey;
 pub use tenants::CreatedTenant;
 
 use crate::{
-    access::Principal, api_key::ApiKey, crypto::MasterKey, error::VaultError,
-    proxy::DestinationPolicy, store::Store,
+    access::Principal,
+    api_key::ApiKey,
+    cache::{TtlCache, DEFAULT_TTL},
+    crypto::MasterKey,
+    error::VaultError,
+    ids::ApplicationId,
+    proxy::{DestinationPolicy, Proxy},
+    store::Store,
 };
 use keyring::Keyring;
 
@@ -27,6 +34,10 @@ pub struct Vault {
     store: Arc<dyn Store>,
     keys: Arc<Keyring>,
     destinations: DestinationPolicy,
+    /// API-key hash → caller (or `None`: unknown key).
+    api_keys: Arc<TtlCache<[u8; 32], Option<Principal>>>,
+    /// Proxy key → proxy (or `None`: unknown key).
+    proxies: Arc<TtlCache<String, Option<Arc<Proxy>>>>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -42,7 +53,31 @@ impl Vault {
             keys: Arc::new(Keyring::new(master_key)),
             store,
             destinations: DestinationPolicy::default(),
+            api_keys: Arc::new(TtlCache::new(DEFAULT_TTL)),
+            proxies: Arc::new(TtlCache::new(DEFAULT_TTL)),
         }
+    }
+
+    /// Sets how long API-key and proxy-key lookups are cached (default 1 s; zero disables).
+    /// Changes made through this vault invalidate at once; changes made by other processes
+    /// are seen within `ttl`.
+    pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.api_keys = Arc::new(TtlCache::new(ttl));
+        self.proxies = Arc::new(TtlCache::new(ttl));
+        self
+    }
+
+    /// Drops cached credentials of `application` after it changed or was deleted.
+    fn forget_application(&self, application: ApplicationId) {
+        self.api_keys.remove_where(|_, p| {
+            p.as_ref()
+                .is_some_and(|p| p.application_id() == application)
+        });
+    }
+
+    /// Drops the cached lookup of a proxy key after the proxy changed or was deleted.
+    fn forget_proxy_key(&self, key: &str) {
+        self.proxies.remove_where(|k, _| k == key);
     }
 
     /// Sets which proxy destinations are accepted (default: public `https` only).
@@ -58,8 +93,8 @@ impl Vault {
 
     /// Turns a presented `SVC-API-KEY` value into a [`Principal`].
     ///
-    /// Looks the key up by its hash on every call (no cache), so a regenerated key or a deleted
-    /// application stops working at once.
+    /// Lookups by key hash are cached briefly (see [`Vault::with_cache_ttl`]); a regenerated
+    /// key or a deleted application stops working at once in this process.
     pub async fn authenticate(&self, presented: Option<&str>) -> Result<Principal, VaultError> {
         let presented = presented.ok_or(VaultError::Unauthenticated(
             "the SVC-API-KEY header is required",
@@ -67,14 +102,23 @@ impl Vault {
         let key = ApiKey::parse(presented)
             .ok_or(VaultError::Unauthenticated("the API key is malformed"))?;
         let hash = key.hash();
-        match self.store.find_application_by_key_hash(&hash).await? {
-            Some(stored) if stored.key_hash.verify(&hash) => {
-                Ok(Principal::new(&stored.application))
+        let cached = self.api_keys.get(hash.as_bytes());
+        let principal = match cached {
+            Some(p) => p,
+            None => {
+                let found = match self.store.find_application_by_key_hash(&hash).await? {
+                    Some(stored) if stored.key_hash.verify(&hash) => {
+                        Some(Principal::new(&stored.application))
+                    }
+                    _ => None,
+                };
+                self.api_keys.insert(*hash.as_bytes(), found.clone());
+                found
             }
-            _ => Err(VaultError::Unauthenticated(
-                "the API key is unknown or has been revoked",
-            )),
-        }
+        };
+        principal.ok_or(VaultError::Unauthenticated(
+            "the API key is unknown or has been revoked",
+        ))
     }
 
     /// Checks that the configured master key opens existing data (by unwrapping the oldest

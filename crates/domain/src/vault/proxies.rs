@@ -126,17 +126,19 @@ impl Vault {
         if !self.store.update_proxy(&stored).await? {
             return Err(VaultError::NotFound(Resource::Proxy));
         }
+        self.forget_proxy_key(&stored.key);
         self.open_proxy(stored, valid.configuration).await
     }
 
-    /// Deletes a proxy; its key stops working.
+    /// Deletes a proxy; its key stops working (at once in this process).
     pub async fn delete_proxy(&self, caller: &Principal, id: ProxyId) -> Result<(), VaultError> {
         caller.require(Permission::ProxyDelete)?;
-        if self.store.delete_proxy(caller.tenant_id(), id).await? {
-            Ok(())
-        } else {
-            Err(VaultError::NotFound(Resource::Proxy))
+        let existing = self.stored_proxy(caller, id).await?;
+        if !self.store.delete_proxy(caller.tenant_id(), id).await? {
+            return Err(VaultError::NotFound(Resource::Proxy));
         }
+        self.forget_proxy_key(&existing.key);
+        Ok(())
     }
 
     async fn stored_proxy(

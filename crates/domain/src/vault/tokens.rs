@@ -166,7 +166,10 @@ impl Vault {
     }
 }
 
-fn decrypt_with(key: &crate::crypto::DataKey, stored: StoredToken) -> Result<Token, VaultError> {
+pub(super) fn decrypt_with(
+    key: &crate::crypto::DataKey,
+    stored: StoredToken,
+) -> Result<Token, VaultError> {
     let plaintext = key.open_token(stored.tenant_id, stored.id, &stored.ciphertext)?;
     let data: Value = serde_json::from_slice(&plaintext)
         .map_err(|_| StoreError::Corrupt(format!("token {} data is not JSON", stored.id)))?;

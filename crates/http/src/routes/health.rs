@@ -7,7 +7,8 @@ use crate::{problem::ApiError, state::ApiState};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz));
+        .route("/readyz", web::get().to(readyz))
+        .route("/metrics", web::get().to(metrics));
 }
 
 /// The process is up.
@@ -27,4 +28,11 @@ async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
             ))
         }
     }
+}
+
+/// Prometheus metrics (no key; counts only, no tenant data).
+async fn metrics(state: web::Data<ApiState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(crate::metrics::METRICS_CONTENT_TYPE)
+        .body(state.metrics.render())
 }

@@ -1,0 +1,222 @@
+//! Two processes on one database: the `api` (which also serves `/proxy`) and a separate
+//! `proxy-gateway`. A change made through the api is obeyed by the gateway within 2 s
+//! (SUPPLEMENT §8), and immediately by the api itself.
+
+use std::{
+    net::TcpListener,
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::{json, Value};
+
+const GATEWAY: &str = env!("CARGO_BIN_EXE_proxy-gateway");
+const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// The `api` binary, built by the same workspace.
+fn api_binary() -> std::path::PathBuf {
+    let mut path = std::path::PathBuf::from(GATEWAY);
+    path.set_file_name(if cfg!(windows) { "api.exe" } else { "api" });
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test --workspace`",
+        path.display()
+    );
+    path
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(bin: &Path, dir: &Path, args: &[&str]) -> (Proc, String) {
+    let port = free_port();
+    let child = Command::new(bin)
+        .current_dir(dir)
+        .args(args)
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--database-url",
+            "sqlite://./shared.db",
+            "--allow-private-destinations",
+        ])
+        .env("TESSERA_MASTER_KEY", MASTER_KEY)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ureq::get(&format!("{base}/healthz")).call().is_err() {
+        assert!(Instant::now() < deadline, "{} did not start", bin.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Proc(child), base)
+}
+
+fn call(method: &str, url: &str, headers: &[(&str, &str)], body: Option<Value>) -> (u16, Value) {
+    let mut req = ureq::request(method, url);
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    let result = match body {
+        Some(b) => req.send_json(b),
+        None => req.call(),
+    };
+    match result {
+        Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
+        Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
+        Err(e) => panic!("{url}: {e}"),
+    }
+}
+
+/// Polls `check` until it holds, returning how long that took; fails after 2 s.
+fn within_two_seconds(what: &str, check: impl Fn() -> bool) -> Duration {
+    let started = Instant::now();
+    loop {
+        if check() {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{what}: not obeyed within 2 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn changes_through_the_api_reach_another_gateway_process_within_two_seconds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut api, api_base) = spawn(&api_binary(), dir.path(), &["serve"]);
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(api.0.stdout.take().expect("stdout")),
+        &mut first,
+    )
+    .expect("line");
+    let admin: Value = serde_json::from_str(&first).expect("bootstrap JSON");
+    let admin = admin["api_key"].as_str().expect("key").to_string();
+    let (_gateway, gw_base) = spawn(Path::new(GATEWAY), dir.path(), &[]);
+    let auth = [("SVC-API-KEY", admin.as_str())];
+
+    // A proxy whose destination is the api's own health endpoint.
+    let destination = format!("{api_base}/healthz");
+    let (status, proxy) = call(
+        "POST",
+        &format!("{api_base}/proxies"),
+        &auth,
+        Some(json!({"name": "health", "destination_url": destination, "require_auth": false})),
+    );
+    assert_eq!(status, 201, "{proxy}");
+    let id = proxy["id"].as_str().expect("id").to_string();
+    let key = proxy["key"].as_str().expect("key").to_string();
+    let invoke = |base: &str| {
+        call(
+            "GET",
+            &format!("{base}/proxy"),
+            &[("SVC-PROXY-KEY", key.as_str())],
+            None,
+        )
+    };
+    for base in [&api_base, &gw_base] {
+        let (status, body) = invoke(base);
+        assert_eq!(
+            (status, body),
+            (200, json!({"status": "ok"})),
+            "anonymous call through {base}"
+        );
+    }
+
+    // Require authentication: the api obeys at once, the gateway within 2 s.
+    let (status, _) = call(
+        "PUT",
+        &format!("{api_base}/proxies/{id}"),
+        &auth,
+        Some(json!({"name": "health", "destination_url": destination, "require_auth": true})),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        invoke(&api_base).0,
+        401,
+        "the process that made the change obeys at once"
+    );
+    let took = within_two_seconds("update", || invoke(&gw_base).0 == 401);
+    eprintln!("update obeyed by the other process after {took:?}");
+
+    // Delete: the key stops working everywhere.
+    let (status, _) = call("DELETE", &format!("{api_base}/proxies/{id}"), &auth, None);
+    assert_eq!(status, 204);
+    let (status, body) = invoke(&api_base);
+    assert_eq!(status, 401);
+    assert!(body["proxy_error"]["detail"]
+        .as_str()
+        .expect("detail")
+        .contains("unknown"));
+    within_two_seconds("delete", || {
+        let (status, body) = invoke(&gw_base);
+        status == 401
+            && body["proxy_error"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("unknown"))
+    });
+
+    // Metrics and readiness on both.
+    for base in [&api_base, &gw_base] {
+        let text = ureq::get(&format!("{base}/metrics"))
+            .call()
+            .expect("metrics")
+            .into_string()
+            .expect("text");
+        assert!(text.contains("tessera_http_requests_total"), "{base}");
+        assert_eq!(call("GET", &format!("{base}/readyz"), &[], None).0, 200);
+    }
+}
+
+#[test]
+fn the_gateway_stops_gracefully_and_reports_bad_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut gw, _) = spawn(Path::new(GATEWAY), dir.path(), &[]);
+    let pid = gw.0.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = gw.0.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    let out = Command::new(GATEWAY)
+        .args(["--destination-timeout", "0"])
+        .current_dir(dir.path())
+        .env("TESSERA_MASTER_KEY", MASTER_KEY)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--destination-timeout") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,48 @@
+//! Use-cases of proxy invocation: finding a proxy by its key, and fetching the tokens a request
+//! detokenizes, with `token:use` checked on each.
+
+use std::{collections::BTreeSet, sync::Arc};
+
+use crate::{
+    access::Principal, error::VaultError, ids::TokenId, permission::Permission, proxy::Proxy,
+    token::Token,
+};
+
+use super::{tokens::decrypt_with, Vault};
+
+impl Vault {
+    /// The proxy holding invocation key `key`, in whatever tenant; `None` when no proxy has it.
+    /// Cached briefly, negative answers included (see [`Vault::with_cache_ttl`]).
+    pub async fn proxy_by_key(&self, key: &str) -> Result<Option<Arc<Proxy>>, VaultError> {
+        if let Some(hit) = self.proxies.get(&key.to_string()) {
+            return Ok(hit);
+        }
+        let found = match self.store.find_proxy_by_key(key).await? {
+            Some(stored) => Some(Arc::new(self.open_proxy(stored, None).await?)),
+            None => None,
+        };
+        self.proxies.insert(key.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// Fetches and decrypts `ids` of the caller's tenant in one store call, requiring
+    /// `token:use` on the container of each. Ids that do not exist in the tenant are left out
+    /// (the caller reports them as unknown, exactly like another tenant's ids).
+    pub async fn tokens_for_use(
+        &self,
+        caller: &Principal,
+        ids: &BTreeSet<TokenId>,
+    ) -> Result<Vec<Token>, VaultError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tenant = caller.tenant_id();
+        let ids: Vec<TokenId> = ids.iter().copied().collect();
+        let stored = self.store.get_tokens(tenant, &ids).await?;
+        for token in &stored {
+            caller.require_on(Permission::TokenUse, &token.container)?;
+        }
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+        stored.into_iter().map(|t| decrypt_with(&key, t)).collect()
+    }
+}

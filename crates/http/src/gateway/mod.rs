@@ -1,0 +1,370 @@
+//! The proxy gateway (source §4.7, SUPPLEMENT §5.1): one framework-neutral handler
+//! (`http::Request` in, `http::Response` out), served by hyper in `proxy-gateway` and mounted
+//! in actix by `api`.
+//!
+//! ```text
+//!  1 proxy by key (header, else query) ─ 401
+//!  2 require_auth: SVC-API-KEY ─ 401, token:use somewhere ─ 403
+//!  3 detokenize body + headers: parse ─ 400, one fetch of all ids, token:use each ─ 403
+//!  4 (request transform: issue 7)
+//!  5 forward: method, destination + suffix + query, filtered headers ─ 502 / 504
+//!    2xx → (response transform: issue 7); every response carries SVC-PROXY-DESTINATION-STATUS
+//! ```
+
+mod client;
+mod error;
+mod forward;
+mod server;
+
+pub mod actix;
+
+use std::{collections::BTreeSet, sync::Arc, time::Instant};
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use serde_json::json;
+use tessera_detokenize::{render_header, BodyKind, ResolvedToken, Template, Values};
+use tessera_domain::{proxy::Proxy, timestamp, Permission, Principal, Token, TokenId, Vault};
+
+pub use client::{ClientBuildError, ClientConfig, OutboundClient, SendError};
+pub use error::ProxyError;
+pub use server::serve;
+
+use crate::metrics::Metrics;
+
+/// Header carrying the proxy key.
+pub const PROXY_KEY_HEADER: &str = "svc-proxy-key";
+/// Header carrying the caller's API key.
+pub const API_KEY_HEADER: &str = "svc-api-key";
+/// Response header with the destination's status.
+pub const DESTINATION_STATUS_HEADER: &str = "svc-proxy-destination-status";
+
+/// Body of gateway responses: a buffered error or the destination's streamed body.
+pub type ProxyBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Gateway settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// Largest request body accepted (413 above).
+    pub max_body_bytes: usize,
+    /// Most distinct tokens one request may detokenize.
+    pub max_tokens: usize,
+    /// Outbound client settings.
+    pub client: ClientConfig,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: crate::DEFAULT_MAX_BODY_BYTES,
+            max_tokens: tessera_detokenize::DEFAULT_MAX_TOKENS,
+            client: ClientConfig::default(),
+        }
+    }
+}
+
+/// The gateway: vault, outbound client and metrics.
+#[derive(Clone)]
+pub struct Gateway {
+    vault: Vault,
+    client: OutboundClient,
+    config: Arc<GatewayConfig>,
+    metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request that passed steps 1–3, ready to forward.
+struct Prepared {
+    proxy: Arc<Proxy>,
+    headers: HeaderMap,
+    body: Bytes,
+    detokenized: usize,
+}
+
+impl Gateway {
+    /// Builds the gateway (and its TLS client).
+    pub fn new(
+        vault: Vault,
+        config: GatewayConfig,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, ClientBuildError> {
+        Ok(Self {
+            vault,
+            client: OutboundClient::new(config.client.clone())?,
+            config: Arc::new(config),
+            metrics,
+        })
+    }
+
+    /// The request body limit adapters enforce while reading.
+    pub fn max_body_bytes(&self) -> usize {
+        self.config.max_body_bytes
+    }
+
+    /// The vault (for readiness checks).
+    pub fn vault(&self) -> &Vault {
+        &self.vault
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The 413 answer, for adapters that stop reading at the limit.
+    pub fn body_too_large(&self) -> Response<ProxyBody> {
+        let res = ProxyError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body exceeds the limit of {} bytes",
+                self.config.max_body_bytes
+            ),
+        )
+        .into_response();
+        self.metrics
+            .record_request("gateway", res.status().as_u16());
+        res
+    }
+
+    /// Handles one invocation. `request_id` is forwarded to the destination.
+    pub async fn handle(&self, req: Request<Bytes>, request_id: &str) -> Response<ProxyBody> {
+        let started = Instant::now();
+        let (parts, body) = req.into_parts();
+        let response = match self.prepare(&parts, body).await {
+            Err(e) => {
+                if e.status().is_server_error() {
+                    tracing::warn!(
+                        status = e.status().as_u16(),
+                        detail = e.detail(),
+                        "proxy error"
+                    );
+                }
+                e.into_response()
+            }
+            Ok(prepared) => {
+                let mut waited = 0.0;
+                let res = self
+                    .forward(&parts, prepared, request_id, &mut waited)
+                    .await;
+                self.metrics.observe_destination(waited);
+                self.metrics
+                    .observe_processing((started.elapsed().as_secs_f64() - waited).max(0.0));
+                res
+            }
+        };
+        self.metrics
+            .record_request("gateway", response.status().as_u16());
+        response
+    }
+
+    /// Steps 1–3: proxy, authentication, detokenization.
+    async fn prepare(
+        &self,
+        parts: &http::request::Parts,
+        body: Bytes,
+    ) -> Result<Prepared, ProxyError> {
+        if body.len() > self.config.max_body_bytes {
+            return Err(ProxyError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body exceeds the limit of {} bytes",
+                    self.config.max_body_bytes
+                ),
+            ));
+        }
+        let key = forward::proxy_key(&parts.headers, parts.uri.query()).ok_or_else(|| {
+            ProxyError::new(
+                StatusCode::UNAUTHORIZED,
+                "the SVC-PROXY-KEY header or the svc-proxy-key query parameter is required",
+            )
+        })?;
+        let proxy =
+            self.vault.proxy_by_key(&key).await?.ok_or_else(|| {
+                ProxyError::new(StatusCode::UNAUTHORIZED, "the proxy key is unknown")
+            })?;
+        let mut headers = forward::request_headers(&parts.headers);
+        if !proxy.require_auth {
+            // Anonymous proxies forward expressions untouched: there is no caller to check.
+            return Ok(Prepared {
+                proxy,
+                headers,
+                body,
+                detokenized: 0,
+            });
+        }
+        let presented = parts
+            .headers
+            .get(API_KEY_HEADER)
+            .map(|v| v.to_str().unwrap_or("\u{0}"));
+        let caller = self.vault.authenticate(presented).await?;
+        caller.require_somewhere(Permission::TokenUse)?;
+        let kind = BodyKind::from_content_type(
+            parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let template = Template::prepare(kind, &body)?;
+        let mut ids: BTreeSet<TokenId> = template.token_ids().clone();
+        let header_values: Vec<(http::HeaderName, String)> = headers
+            .iter()
+            .filter_map(|(n, v)| {
+                v.to_str()
+                    .ok()
+                    .filter(|s| s.contains("{{"))
+                    .map(|s| (n.clone(), s.to_string()))
+            })
+            .collect();
+        for (name, value) in &header_values {
+            for expr in tessera_detokenize::Expression::scan(value, &format!("header {name}"))? {
+                ids.insert(expr.token_id);
+            }
+        }
+        if ids.len() > self.config.max_tokens {
+            return Err(tessera_detokenize::DetokenizeError::TooManyTokens {
+                found: ids.len(),
+                max: self.config.max_tokens,
+            }
+            .into());
+        }
+        if ids.is_empty() {
+            return Ok(Prepared {
+                proxy,
+                headers,
+                body,
+                detokenized: 0,
+            });
+        }
+        let values = self.fetch(&caller, &ids).await?;
+        let body = match template.render(&values)? {
+            Some(rendered) => Bytes::from(rendered),
+            None => body,
+        };
+        for (name, value) in header_values {
+            let rendered = render_header(name.as_str(), &value, &values)?;
+            let value = HeaderValue::from_str(&rendered).map_err(|_| {
+                ProxyError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("header `{name}` is not a valid value after detokenization"),
+                )
+            })?;
+            headers.insert(name, value);
+        }
+        Ok(Prepared {
+            proxy,
+            headers,
+            body,
+            detokenized: ids.len(),
+        })
+    }
+
+    /// Fetches every referenced token in one call; the caller needs `token:use` on each.
+    async fn fetch(
+        &self,
+        caller: &Principal,
+        ids: &BTreeSet<TokenId>,
+    ) -> Result<Values, ProxyError> {
+        let tokens = self.vault.tokens_for_use(caller, ids).await?;
+        Ok(tokens.into_iter().map(|t| (t.id, resolved(t))).collect())
+    }
+
+    /// Step 5: send to the destination and relay its answer.
+    async fn forward(
+        &self,
+        parts: &http::request::Parts,
+        prepared: Prepared,
+        request_id: &str,
+        waited: &mut f64,
+    ) -> Response<ProxyBody> {
+        let suffix = parts.uri.path().strip_prefix("/proxy").unwrap_or("");
+        let uri = match forward::destination_uri(
+            &prepared.proxy.destination_url,
+            suffix,
+            parts.uri.query(),
+        ) {
+            Ok(uri) => uri,
+            Err(detail) => return ProxyError::new(StatusCode::BAD_GATEWAY, detail).into_response(),
+        };
+        let mut headers = prepared.headers;
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert("x-request-id", id);
+        }
+        let mut out = Request::new(Full::new(prepared.body));
+        *out.method_mut() = parts.method.clone();
+        *out.uri_mut() = uri;
+        *out.headers_mut() = headers;
+        self.metrics.add_detokenized(prepared.detokenized);
+        let sent = Instant::now();
+        let result = self.client.send(out).await;
+        *waited = sent.elapsed().as_secs_f64();
+        match result {
+            Ok(res) => relay(res, request_id),
+            Err(SendError::Blocked) => {
+                ProxyError::new(StatusCode::BAD_GATEWAY, "destination address not allowed")
+                    .into_response()
+            }
+            Err(SendError::Timeout) => ProxyError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "the destination did not answer within the destination timeout",
+            )
+            .into_response(),
+            Err(SendError::Unreachable(reason)) => {
+                tracing::warn!(proxy = %prepared.proxy.id, reason, "destination unreachable");
+                ProxyError::new(
+                    StatusCode::BAD_GATEWAY,
+                    format!("the destination could not be reached: {reason}"),
+                )
+                .into_response()
+            }
+        }
+    }
+}
+
+/// A fetched token as expressions see it.
+fn resolved(t: Token) -> ResolvedToken {
+    let data = t.data.into_inner();
+    let token = json!({
+        "id": t.id,
+        "tenant_id": t.tenant_id,
+        "type": t.token_type,
+        "data": data,
+        "metadata": t.metadata,
+        "containers": [t.container.as_str()],
+        "created_by": t.created_by,
+        "created_at": timestamp::format(t.created_at),
+        "modified_by": t.modified_by,
+        "modified_at": timestamp::format(t.modified_at),
+    });
+    ResolvedToken { data, token }
+}
+
+/// The destination's response, streamed back with hop-by-hop headers removed and the
+/// destination status added. Its own `X-Request-Id` passes through; ours is added otherwise.
+fn relay(res: Response<hyper::body::Incoming>, request_id: &str) -> Response<ProxyBody> {
+    let (parts, body) = res.into_parts();
+    let mut headers = forward::response_headers(&parts.headers);
+    headers.insert(
+        DESTINATION_STATUS_HEADER,
+        HeaderValue::from(parts.status.as_u16()),
+    );
+    if !headers.contains_key("x-request-id") {
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert("x-request-id", id);
+        }
+    }
+    let mut out = Response::new(
+        body.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+            .boxed(),
+    );
+    *out.status_mut() = parts.status;
+    *out.headers_mut() = headers;
+    out
+}

@@ -1,0 +1,168 @@
+//! Serving the gateway with hyper-util on the multi-threaded tokio runtime: one outbound
+//! connection pool shared by all cores. Routes `/proxy`, `/proxy/…`, `/healthz`, `/readyz`,
+//! `/metrics`; drains in-flight requests on shutdown.
+
+use std::{convert::Infallible, future::Future, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{body::Incoming, service::service_fn};
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo},
+    server::{conn::auto, graceful::GracefulShutdown},
+};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tracing::Instrument;
+
+use super::{Gateway, ProxyBody};
+use crate::{metrics::METRICS_CONTENT_TYPE, request_id};
+
+/// How long shutdown waits for in-flight requests.
+const DRAIN: Duration = Duration::from_secs(30);
+
+fn buffered(status: StatusCode, content_type: &'static str, body: String) -> Response<ProxyBody> {
+    let mut res = Response::new(Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed());
+    *res.status_mut() = status;
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+fn problem(status: StatusCode, detail: &str) -> Response<ProxyBody> {
+    let body = json!({"type": "about:blank", "title": status.canonical_reason().unwrap_or("Error"),
+        "status": status.as_u16(), "detail": detail});
+    buffered(status, "application/problem+json", body.to_string())
+}
+
+async fn route(gateway: Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response<ProxyBody> {
+    let path = req.uri().path();
+    if path == "/proxy" || path.starts_with("/proxy/") {
+        let (parts, body) = req.into_parts();
+        let limit = gateway.max_body_bytes();
+        return match Limited::new(body, limit).collect().await {
+            Ok(collected) => {
+                gateway
+                    .handle(Request::from_parts(parts, collected.to_bytes()), id)
+                    .await
+            }
+            Err(e)
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                gateway.body_too_large()
+            }
+            Err(e) => super::ProxyError::new(
+                StatusCode::BAD_REQUEST,
+                format!("could not read the request body: {e}"),
+            )
+            .into_response(),
+        };
+    }
+    let res = match (req.method().as_str(), path) {
+        ("GET", "/healthz") => buffered(
+            StatusCode::OK,
+            "application/json",
+            json!({"status": "ok"}).to_string(),
+        ),
+        ("GET", "/readyz") => match gateway.vault().store().ping().await {
+            Ok(()) => buffered(
+                StatusCode::OK,
+                "application/json",
+                json!({"status": "ready"}).to_string(),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "readiness check failed");
+                problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the database is unreachable",
+                )
+            }
+        },
+        ("GET", "/metrics") => buffered(
+            StatusCode::OK,
+            METRICS_CONTENT_TYPE,
+            gateway.metrics().render(),
+        ),
+        (_, "/healthz" | "/readyz" | "/metrics") => problem(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "this route does not accept that method",
+        ),
+        _ => problem(StatusCode::NOT_FOUND, "no such route"),
+    };
+    gateway
+        .metrics()
+        .record_request("gateway", res.status().as_u16());
+    res
+}
+
+/// Serves `gateway` on `listener` until `shutdown` resolves, then drains (up to 30 s).
+pub async fn serve(
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let gateway = gateway.clone();
+        let service = service_fn(move |req: Request<Incoming>| {
+            let gateway = gateway.clone();
+            async move {
+                let id = request_id::choose(
+                    req.headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok()),
+                );
+                let span = tracing::info_span!("proxy", request_id = %id, method = %req.method(), path = %req.uri().path());
+                let started = std::time::Instant::now();
+                let mut res = route(gateway, req, &id).instrument(span.clone()).await;
+                if !res.headers().contains_key("x-request-id") {
+                    if let Ok(v) = HeaderValue::from_str(&id) {
+                        res.headers_mut().insert("x-request-id", v);
+                    }
+                }
+                span.in_scope(|| {
+                    tracing::info!(
+                        status = res.status().as_u16(),
+                        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+                        "handled"
+                    );
+                });
+                Ok::<_, Infallible>(res)
+            }
+        });
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections were still open after 30 s");
+    }
+    Ok(())
+}
