@@ -27,3 +27,7 @@ bench:
 # What CI runs.
 ci:
     CI=true bash .ci/run
+
+# Load benchmark of the gateway beside nginx, nginx+njs and node (needs nginx, njs, wrk).
+bench-gateway:
+    bash bench/gateway.sh

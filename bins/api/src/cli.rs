@@ -127,6 +127,11 @@ pub struct GatewayArgs {
     /// Extra trusted CA certificate(s), PEM, for destinations on a private PKI.
     #[arg(long, env = "TESSERA_DESTINATION_CA_FILE")]
     pub destination_ca_file: Option<PathBuf>,
+    /// Seconds that API-key and proxy-key lookups and the (encrypted) token rows detokenization
+    /// reads are cached; changes made through other processes are obeyed within this. 0
+    /// disables caching; at most 2.
+    #[arg(long, env = "TESSERA_CACHE_TTL", default_value_t = 1.0)]
+    pub cache_ttl: f64,
     /// Most distinct tokens one proxied request may detokenize.
     #[arg(long, env = "TESSERA_MAX_TOKENS_PER_REQUEST", default_value_t = 100)]
     pub max_tokens_per_request: usize,

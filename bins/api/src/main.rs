@@ -16,6 +16,10 @@ use tessera_api::{
 };
 use tessera_domain::vault::CreatedTenant;
 
+/// mimalloc: measurably cheaper than the system allocator on the gateway's hot path.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     startup::run_main(|| run(cli))

@@ -43,9 +43,14 @@ pub fn gateway(vault: Vault, args: &GatewayArgs) -> anyhow::Result<(Vault, Arc<G
     if !(args.destination_timeout.is_finite() && args.destination_timeout > 0.0) {
         anyhow::bail!("--destination-timeout must be a positive number of seconds");
     }
-    let vault = vault.with_destination_policy(DestinationPolicy {
-        allow_private_destinations: args.allow_private_destinations,
-    });
+    if !(0.0..=2.0).contains(&args.cache_ttl) {
+        anyhow::bail!("--cache-ttl must be between 0 and 2 seconds");
+    }
+    let vault = vault
+        .with_destination_policy(DestinationPolicy {
+            allow_private_destinations: args.allow_private_destinations,
+        })
+        .with_cache_ttl(Duration::from_secs_f64(args.cache_ttl));
     let config = GatewayConfig {
         max_body_bytes: args.max_body_bytes,
         max_tokens: args.max_tokens_per_request,

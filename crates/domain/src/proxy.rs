@@ -246,8 +246,8 @@ pub fn name_like_pattern(filter: &str) -> String {
     pattern
 }
 
-/// A proxy with its configuration decrypted.
-#[derive(Debug, Clone)]
+/// A proxy with its configuration decrypted. `Debug` leaves out the key and configuration.
+#[derive(Clone)]
 pub struct Proxy {
     /// Identifier.
     pub id: ProxyId,
@@ -259,6 +259,8 @@ pub struct Proxy {
     pub key: String,
     /// Destination URL.
     pub destination_url: String,
+    /// The destination URL parsed once (the gateway joins paths onto it for every request).
+    pub parsed_destination: Option<url::Url>,
     /// Request transform source.
     pub request_transform: Option<String>,
     /// Response transform source.
@@ -277,6 +279,20 @@ pub struct Proxy {
     pub modified_by: ApplicationId,
     /// Last modification time.
     pub modified_at: OffsetDateTime,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("id", &self.id)
+            .field("tenant_id", &self.tenant_id)
+            .field("name", &self.name)
+            .field("key", &"***")
+            .field("destination_url", &self.destination_url)
+            .field("require_auth", &self.require_auth)
+            .field("application_id", &self.application_id)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

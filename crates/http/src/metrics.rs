@@ -14,6 +14,7 @@ pub struct Metrics {
     processing: Histogram,
     destination: Histogram,
     detokenized: IntCounter,
+    errors: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -64,8 +65,17 @@ impl Metrics {
             "Tokens substituted into proxied requests",
         )
         .expect("valid metric");
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "tessera_gateway_errors_total",
+                "Proxy errors answered by the gateway itself, by reason (destination errors are not counted)",
+            ),
+            &["reason"],
+        )
+        .expect("valid metric");
         for m in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(errors.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(requests.clone()),
             Box::new(processing.clone()),
             Box::new(destination.clone()),
             Box::new(detokenized.clone()),
@@ -78,7 +88,14 @@ impl Metrics {
             processing,
             destination,
             detokenized,
+            errors,
         }
+    }
+
+    /// Counts a proxy error by reason: `bad_request`, `unauthenticated`, `forbidden`,
+    /// `too_large`, `blocked`, `unreachable`, `timeout`, `internal`.
+    pub fn record_error(&self, reason: &str) {
+        self.errors.with_label_values(&[reason]).inc();
     }
 
     /// Counts an answered request of `component` (`api` or `gateway`).
@@ -138,6 +155,7 @@ mod tests {
         m.observe_processing(0.0002);
         m.observe_destination(0.01);
         m.add_detokenized(2);
+        m.record_error("timeout");
         let text = m.render();
         assert!(
             text.contains(r#"tessera_http_requests_total{class="2xx",component="gateway"} 1"#),
@@ -145,6 +163,7 @@ mod tests {
         );
         assert!(text.contains(r#"tessera_http_requests_total{class="4xx",component="api"} 1"#));
         assert!(text.contains("tessera_tokens_detokenized_total 2"));
+        assert!(text.contains(r#"tessera_gateway_errors_total{reason="timeout"} 1"#));
         assert!(text.contains("tessera_gateway_processing_seconds_count 1"));
         assert!(text.contains("tessera_gateway_destination_seconds_bucket"));
     }

@@ -30,7 +30,15 @@ pub struct RequestId(pub String);
 pub fn choose(presented: Option<&str>) -> String {
     presented
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string)
+        .map_or_else(new_id, str::to_string)
+}
+
+/// A fresh random UUID (v4) from the thread-local CSPRNG: unique and unguessable without a
+/// system call per request.
+pub fn new_id() -> String {
+    uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string()
 }
 
 fn choose_id(req: &ServiceRequest) -> String {

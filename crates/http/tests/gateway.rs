@@ -34,6 +34,7 @@ backend_tests!(
     ssrf_guard_and_unreachable_and_slow_destinations,
     tls_destination_with_private_ca,
     limits_and_metrics,
+    deleted_tokens_and_proxies_stop_working_at_once,
 );
 
 struct Env {
@@ -740,8 +741,8 @@ async fn ssrf_guard_and_unreachable_and_slow_destinations(db: &TestDatabase) {
     let e = env_with(db, strict, None, 1024 * 1024).await;
     let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
     for dest in [
-        format!("http://localhost:{}/", e.upstream.addr.port()),
-        format!("http://127.0.0.1:{}/", e.upstream.addr.port()),
+        format!("https://localhost:{}/", e.upstream.addr.port()),
+        format!("https://127.0.0.1:{}/", e.upstream.addr.port()),
     ] {
         let (_, pkey) = e
             .proxy(json!({"name": "internal", "destination_url": dest}))
@@ -760,7 +761,13 @@ async fn ssrf_guard_and_unreachable_and_slow_destinations(db: &TestDatabase) {
             json!("destination address not allowed")
         );
     }
+    // Plain http is refused too (a proxy stored by a process that allowed it is not trusted).
+    let (_, insecure) = e.proxy(json!({"name": "insecure", "destination_url": "http://api.example.com/"})).await;
+    let r = e.call(Method::GET, "/proxy", &[("svc-proxy-key", &insecure), ("svc-api-key", &key)], "").await.proxy_error(502);
+    assert!(r.body["proxy_error"]["detail"].as_str().expect("detail").contains("plain http"));
     assert_eq!(e.upstream.hits(), 0, "the upstream saw nothing");
+    let text = e.metrics.render();
+    assert!(text.contains(r#"tessera_gateway_errors_total{reason="blocked"} 3"#), "{text}");
     drop(e);
 
     let quick = ClientConfig {
@@ -907,10 +914,47 @@ async fn limits_and_metrics(db: &TestDatabase) {
     );
     assert!(text.contains(r#"tessera_http_requests_total{class="4xx",component="gateway"} 1"#));
     assert!(text.contains("tessera_tokens_detokenized_total 1"));
+    assert!(text.contains(r#"tessera_gateway_errors_total{reason="too_large"} 1"#), "{text}");
     assert!(text.contains("tessera_gateway_destination_seconds_count 1"));
     assert!(
         !text.contains(&token) && !text.contains(&pkey),
         "metrics never name tokens or keys"
     );
     assert_eq!(e.metrics.render(), e.metrics.render());
+}
+
+async fn deleted_tokens_and_proxies_stop_working_at_once(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    let (proxy_id, pkey) = e
+        .proxy(json!({"name": "p", "destination_url": e.upstream_url()}))
+        .await;
+    let token = e.token(json!("v"), None).await;
+    let h = [
+        ("svc-proxy-key", pkey.as_str()),
+        ("svc-api-key", key.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let body = format!(r#"["{{{{{token}}}}}"]"#);
+    // Warm every cache: proxy key, API key and the token row.
+    e.call(Method::POST, "/proxy", &h, &body).await.expect(200);
+    e.vault
+        .delete_token(&e.admin, token.parse().expect("id"))
+        .await
+        .expect("delete token");
+    let r = e
+        .call(Method::POST, "/proxy", &h, &body)
+        .await
+        .proxy_error(400);
+    assert!(r.body["proxy_error"]["detail"]
+        .as_str()
+        .expect("detail")
+        .contains("not found"));
+    e.vault
+        .delete_proxy(&e.admin, proxy_id.parse().expect("id"))
+        .await
+        .expect("delete proxy");
+    e.call(Method::POST, "/proxy", &h, "[]")
+        .await
+        .proxy_error(401);
 }

@@ -3,7 +3,7 @@
 use crate::{
     access::Principal,
     api_key::ApiKey,
-    application::{Application, ApplicationInput},
+    application::{Application, ApplicationInput, ApplicationType},
     error::{Resource, VaultError},
     ids::ApplicationId,
     pagination::{Page, PageRequest},
@@ -93,6 +93,16 @@ impl Vault {
     ) -> Result<Application, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
         let valid = input.validate()?;
+        if valid.app_type == ApplicationType::Management {
+            // Proxies may only use public or private applications for `req.svc`.
+            let users = self
+                .store
+                .proxies_using_application(caller.tenant_id(), id, 11)
+                .await?;
+            if !users.is_empty() {
+                return Err(in_use(&users));
+            }
+        }
         let mut application = self
             .store
             .get_application(caller.tenant_id(), id)
@@ -149,7 +159,7 @@ impl Vault {
     ) -> Result<(), VaultError> {
         caller.require(Permission::ApplicationDelete)?;
         let tenant = caller.tenant_id();
-        let users = self.store.proxies_using_application(tenant, id, 10).await?;
+        let users = self.store.proxies_using_application(tenant, id, 11).await?;
         if !users.is_empty() {
             return Err(in_use(&users));
         }
@@ -169,10 +179,14 @@ impl Vault {
 }
 
 fn in_use(proxies: &[(crate::ids::ProxyId, String)]) -> VaultError {
-    let names: Vec<String> = proxies
+    let mut names: Vec<String> = proxies
         .iter()
+        .take(10)
         .map(|(id, name)| format!("{name} ({id})"))
         .collect();
+    if proxies.len() > 10 {
+        names.push("and more".to_string());
+    }
     VaultError::Conflict(format!(
         "the application is used by proxies: {}; change or delete them first",
         names.join(", ")

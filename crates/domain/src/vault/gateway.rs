@@ -25,8 +25,8 @@ impl Vault {
         Ok(found)
     }
 
-    /// Fetches and decrypts `ids` of the caller's tenant in one store call, requiring
-    /// `token:use` on the container of each. Ids that do not exist in the tenant are left out
+    /// Fetches and decrypts `ids` of the caller's tenant — rows not in the short-lived cache
+    /// in one store call — requiring `token:use` on the container of each. Ids that do not exist in the tenant are left out
     /// (the caller reports them as unknown, exactly like another tenant's ids).
     pub async fn tokens_for_use(
         &self,
@@ -37,12 +37,24 @@ impl Vault {
             return Ok(Vec::new());
         }
         let tenant = caller.tenant_id();
-        let ids: Vec<TokenId> = ids.iter().copied().collect();
-        let stored = self.store.get_tokens(tenant, &ids).await?;
-        for token in &stored {
+        let mut rows = Vec::with_capacity(ids.len());
+        let mut missing = Vec::new();
+        for id in ids {
+            match self.token_rows.get(&(tenant, *id)) {
+                Some(row) => rows.push(row),
+                None => missing.push(*id),
+            }
+        }
+        if !missing.is_empty() {
+            for row in self.store.get_tokens(tenant, &missing).await? {
+                self.token_rows.insert((tenant, row.id), row.clone());
+                rows.push(row);
+            }
+        }
+        for token in &rows {
             caller.require_on(Permission::TokenUse, &token.container)?;
         }
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        stored.into_iter().map(|t| decrypt_with(&key, t)).collect()
+        rows.into_iter().map(|t| decrypt_with(&key, t)).collect()
     }
 }

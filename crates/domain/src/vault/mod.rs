@@ -20,9 +20,9 @@ use crate::{
     cache::{TtlCache, DEFAULT_TTL},
     crypto::MasterKey,
     error::VaultError,
-    ids::ApplicationId,
+    ids::{ApplicationId, TenantId, TokenId},
     proxy::{DestinationPolicy, Proxy},
-    store::Store,
+    store::{Store, StoredToken},
 };
 use keyring::Keyring;
 
@@ -38,6 +38,8 @@ pub struct Vault {
     api_keys: Arc<TtlCache<[u8; 32], Option<Principal>>>,
     /// Proxy key → proxy (or `None`: unknown key).
     proxies: Arc<TtlCache<String, Option<Arc<Proxy>>>>,
+    /// Token rows used by the gateway, *encrypted*: plaintext is never cached.
+    token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -55,15 +57,17 @@ impl Vault {
             destinations: DestinationPolicy::default(),
             api_keys: Arc::new(TtlCache::new(DEFAULT_TTL)),
             proxies: Arc::new(TtlCache::new(DEFAULT_TTL)),
+            token_rows: Arc::new(TtlCache::new(DEFAULT_TTL)),
         }
     }
 
-    /// Sets how long API-key and proxy-key lookups are cached (default 1 s; zero disables).
-    /// Changes made through this vault invalidate at once; changes made by other processes
-    /// are seen within `ttl`.
+    /// Sets how long API-key and proxy-key lookups, and the encrypted token rows the gateway
+    /// reads, are cached (default 1 s; zero disables). Changes made through this vault
+    /// invalidate at once; changes made by other processes are seen within `ttl`.
     pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
         self.api_keys = Arc::new(TtlCache::new(ttl));
         self.proxies = Arc::new(TtlCache::new(ttl));
+        self.token_rows = Arc::new(TtlCache::new(ttl));
         self
     }
 

@@ -243,6 +243,7 @@ impl Vault {
             tenant_id: stored.tenant_id,
             name: stored.name,
             key: stored.key,
+            parsed_destination: url::Url::parse(&stored.destination_url).ok(),
             destination_url: stored.destination_url,
             request_transform: stored.request_transform,
             response_transform: stored.response_transform,

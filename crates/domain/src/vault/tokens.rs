@@ -117,6 +117,8 @@ impl Vault {
         let stored = self.stored_token(caller, id).await?;
         caller.require_on(Permission::TokenDelete, &stored.container)?;
         if self.store.delete_token(caller.tenant_id(), id).await? {
+            let tenant = caller.tenant_id();
+            self.token_rows.remove_where(|key, _| *key == (tenant, id));
             Ok(())
         } else {
             Err(VaultError::NotFound(Resource::Token))

@@ -79,6 +79,8 @@ pub enum ClientBuildError {
 pub enum SendError {
     /// The destination resolved to (or is) an address the guard refuses.
     Blocked,
+    /// A plain-`http` destination while private destinations are not allowed.
+    InsecureScheme,
     /// Connection or TLS failure.
     Unreachable(String),
     /// No response headers within the destination timeout.
@@ -202,11 +204,15 @@ impl OutboundClient {
         })
     }
 
-    /// Refuses IP-literal destinations in internal ranges up front (the resolver is not
-    /// consulted for literals).
+    /// Checks what can be checked before connecting: plain `http` needs private destinations
+    /// allowed (a proxy stored by a process with the flag is not trusted blindly), and IP
+    /// literals in internal ranges are refused (the resolver is not consulted for literals).
     pub fn check_literal(&self, uri: &Uri) -> Result<(), SendError> {
         if self.config.allow_private_destinations {
             return Ok(());
+        }
+        if uri.scheme_str() != Some("https") {
+            return Err(SendError::InsecureScheme);
         }
         let host = uri
             .host()

@@ -27,6 +27,15 @@ pub fn destination_uri(
 ) -> Result<Uri, String> {
     let mut url = url::Url::parse(destination)
         .map_err(|e| format!("the proxy's destination URL is invalid: {e}"))?;
+    destination_uri_from(&mut url, suffix, query)
+}
+
+/// [`destination_uri`] for an already parsed destination (modified in place).
+pub fn destination_uri_from(
+    url: &mut url::Url,
+    suffix: &str,
+    query: Option<&str>,
+) -> Result<Uri, String> {
     if !suffix.is_empty() && suffix != "/" {
         let path = format!(
             "{}/{}",

@@ -29,7 +29,7 @@ use tessera_domain::{proxy::Proxy, timestamp, Permission, Principal, Token, Toke
 
 pub use client::{ClientBuildError, ClientConfig, OutboundClient, SendError};
 pub use error::ProxyError;
-pub use server::serve;
+pub use server::{serve, serve_per_core};
 
 use crate::metrics::Metrics;
 
@@ -104,6 +104,17 @@ impl Gateway {
         })
     }
 
+    /// A gateway sharing this one's vault, settings and metrics but with its own outbound
+    /// connection pool, for a worker thread with its own runtime.
+    pub fn fork(&self) -> Result<Self, ClientBuildError> {
+        Ok(Self {
+            vault: self.vault.clone(),
+            client: OutboundClient::new(self.config.client.clone())?,
+            config: self.config.clone(),
+            metrics: self.metrics.clone(),
+        })
+    }
+
     /// The request body limit adapters enforce while reading.
     pub fn max_body_bytes(&self) -> usize {
         self.config.max_body_bytes
@@ -121,6 +132,7 @@ impl Gateway {
 
     /// The 413 answer, for adapters that stop reading at the limit.
     pub fn body_too_large(&self) -> Response<ProxyBody> {
+        self.metrics.record_error("too_large");
         let res = ProxyError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
@@ -147,6 +159,13 @@ impl Gateway {
                         "proxy error"
                     );
                 }
+                self.metrics.record_error(match e.status().as_u16() {
+                    400 => "bad_request",
+                    401 => "unauthenticated",
+                    403 => "forbidden",
+                    413 => "too_large",
+                    _ => "internal",
+                });
                 e.into_response()
             }
             Ok(prepared) => {
@@ -285,11 +304,13 @@ impl Gateway {
         waited: &mut f64,
     ) -> Response<ProxyBody> {
         let suffix = parts.uri.path().strip_prefix("/proxy").unwrap_or("");
-        let uri = match forward::destination_uri(
-            &prepared.proxy.destination_url,
-            suffix,
-            parts.uri.query(),
-        ) {
+        let joined = match prepared.proxy.parsed_destination.clone() {
+            Some(mut url) => forward::destination_uri_from(&mut url, suffix, parts.uri.query()),
+            None => {
+                forward::destination_uri(&prepared.proxy.destination_url, suffix, parts.uri.query())
+            }
+        };
+        let uri = match joined {
             Ok(uri) => uri,
             Err(detail) => return ProxyError::new(StatusCode::BAD_GATEWAY, detail).into_response(),
         };
@@ -308,15 +329,29 @@ impl Gateway {
         match result {
             Ok(res) => relay(res, request_id),
             Err(SendError::Blocked) => {
+                self.metrics.record_error("blocked");
                 ProxyError::new(StatusCode::BAD_GATEWAY, "destination address not allowed")
                     .into_response()
             }
-            Err(SendError::Timeout) => ProxyError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "the destination did not answer within the destination timeout",
-            )
-            .into_response(),
+            Err(SendError::InsecureScheme) => {
+                self.metrics.record_error("blocked");
+                ProxyError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "plain http destinations are not allowed (the gateway runs without --allow-private-destinations)",
+                )
+                .into_response()
+            }
+            Err(SendError::Timeout) => {
+                self.metrics.record_error("timeout");
+                tracing::warn!(proxy = %prepared.proxy.id, "destination timed out");
+                ProxyError::new(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "the destination did not answer within the destination timeout",
+                )
+                .into_response()
+            }
             Err(SendError::Unreachable(reason)) => {
+                self.metrics.record_error("unreachable");
                 tracing::warn!(proxy = %prepared.proxy.id, reason, "destination unreachable");
                 ProxyError::new(
                     StatusCode::BAD_GATEWAY,

@@ -97,13 +97,64 @@ async fn route(gateway: Arc<Gateway>, req: Request<Incoming>, id: &str) -> Respo
     res
 }
 
-/// Serves `gateway` on `listener` until `shutdown` resolves, then drains (up to 30 s).
-pub async fn serve(
+/// Handles one accepted connection on the current runtime.
+fn spawn_connection(
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    gateway: Arc<Gateway>,
+    graceful: &GracefulShutdown,
+) {
+    let _ = stream.set_nodelay(true);
+    let service = service_fn(move |req: Request<Incoming>| {
+        let gateway = gateway.clone();
+        async move {
+            let id = request_id::choose(
+                req.headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok()),
+            );
+            // Per-request spans and log lines cost measurable time on the hot path: only when
+            // debug logging is on (errors and warnings are logged regardless).
+            let mut res = if tracing::enabled!(tracing::Level::DEBUG) {
+                let span = tracing::debug_span!("proxy", request_id = %id, method = %req.method(), path = %req.uri().path());
+                let started = std::time::Instant::now();
+                let res = route(gateway, req, &id).instrument(span.clone()).await;
+                span.in_scope(|| {
+                    tracing::debug!(
+                        status = res.status().as_u16(),
+                        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+                        "handled"
+                    );
+                });
+                res
+            } else {
+                route(gateway, req, &id).await
+            };
+            if !res.headers().contains_key("x-request-id") {
+                if let Ok(v) = HeaderValue::from_str(&id) {
+                    res.headers_mut().insert("x-request-id", v);
+                }
+            }
+            Ok::<_, Infallible>(res)
+        }
+    });
+    let conn = auto::Builder::new(TokioExecutor::new())
+        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+        .into_owned();
+    let conn = graceful.watch(conn);
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(%peer, error = %e, "connection ended with an error");
+        }
+    });
+}
+
+/// Accepts on `listener` until `shutdown` resolves, then drains (up to 30 s).
+async fn accept_loop(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    let builder = auto::Builder::new(TokioExecutor::new());
+) {
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -118,51 +169,67 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let _ = stream.set_nodelay(true);
-        let gateway = gateway.clone();
-        let service = service_fn(move |req: Request<Incoming>| {
-            let gateway = gateway.clone();
-            async move {
-                let id = request_id::choose(
-                    req.headers()
-                        .get("x-request-id")
-                        .and_then(|v| v.to_str().ok()),
-                );
-                let span = tracing::info_span!("proxy", request_id = %id, method = %req.method(), path = %req.uri().path());
-                let started = std::time::Instant::now();
-                let mut res = route(gateway, req, &id).instrument(span.clone()).await;
-                if !res.headers().contains_key("x-request-id") {
-                    if let Ok(v) = HeaderValue::from_str(&id) {
-                        res.headers_mut().insert("x-request-id", v);
-                    }
-                }
-                span.in_scope(|| {
-                    tracing::info!(
-                        status = res.status().as_u16(),
-                        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
-                        "handled"
-                    );
-                });
-                Ok::<_, Infallible>(res)
-            }
-        });
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
+        spawn_connection(stream, peer, gateway.clone(), &graceful);
     }
     drop(listener);
-    tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
     if tokio::time::timeout(DRAIN, graceful.shutdown())
         .await
         .is_err()
     {
         tracing::warn!("some connections were still open after 30 s");
+    }
+}
+
+/// Serves `gateway` on `listener` within the current runtime until `shutdown` resolves, then
+/// drains (up to 30 s). Used by tests and embedders; the binary uses [`serve_per_core`].
+pub async fn serve(
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    accept_loop(listener, gateway, shutdown).await;
+    Ok(())
+}
+
+/// Serves `gateway` with one single-threaded runtime per worker thread, all accepting on
+/// `listener`, each with its own outbound connection pool ([`Gateway::fork`]). A request and
+/// its forwarded request stay on one thread, avoiding cross-thread wake-ups (the model nginx
+/// uses). Storage work still runs on the runtime that opened the database. Returns after
+/// `shutdown` flips to `true` and every worker has drained.
+pub fn serve_per_core(
+    listener: std::net::TcpListener,
+    gateway: &Gateway,
+    workers: usize,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let mut threads = Vec::with_capacity(workers);
+    for i in 0..workers.max(1) {
+        let listener = listener.try_clone()?;
+        let gateway = Arc::new(gateway.fork().map_err(std::io::Error::other)?);
+        let mut shutdown = shutdown.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("gateway-{i}"))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async move {
+                    let listener = TcpListener::from_std(listener)?;
+                    let stop = async move {
+                        let _ = shutdown.wait_for(|stop| *stop).await;
+                    };
+                    accept_loop(listener, gateway, stop).await;
+                    Ok::<_, std::io::Error>(())
+                })
+            })?;
+        threads.push(thread);
+    }
+    for thread in threads {
+        match thread.join() {
+            Ok(result) => result?,
+            Err(_) => return Err(std::io::Error::other("a gateway worker panicked")),
+        }
     }
     Ok(())
 }

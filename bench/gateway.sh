@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Load benchmark of the proxy gateway beside the peers in ../shared/bench-peers (nginx upstream,
+# nginx reverse proxy, nginx+njs, Node.js), all loaded the same way in one run so that the
+# figures are read as ratios (these machines are shared and noisy).
+#
+#   bench/gateway.sh            (or `just bench-gateway`)
+#
+# Needs: nginx, libnginx-mod-http-js, wrk (`apt-get install -y nginx libnginx-mod-http-js wrk`)
+# and node. Environment: BENCH_SECONDS (8), BENCH_CONNS (32), TESSERA_BENCH_DATABASE_URL
+# (default: a fresh SQLite file; a postgres:// URL benchmarks PostgreSQL instead).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+peers=${BENCH_PEERS:-$root/../shared/bench-peers}
+[ -d "$peers" ] || { echo "bench peers not found at $peers (set BENCH_PEERS)"; exit 1; }
+for tool in nginx wrk node; do
+  command -v $tool >/dev/null || { echo "$tool is required: apt-get install -y nginx libnginx-mod-http-js wrk"; exit 1; }
+done
+D=${BENCH_SECONDS:-8}; C=${BENCH_CONNS:-32}
+work=$(mktemp -d /tmp/tessera-bench-gw.XXXXXX)
+export TESSERA_MASTER_KEY=${TESSERA_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}
+export RUST_LOG=${RUST_LOG:-warn}
+db=${TESSERA_BENCH_DATABASE_URL:-sqlite://$work/bench.db}
+api_port=18090; gw_port=18095
+
+echo "building release binaries…" >&2
+(cd "$root" && cargo build --release --quiet --bin api --bin proxy-gateway)
+bin=$root/target/release
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f /tmp/tessera-bench/nginx.pid ] && kill "$(cat /tmp/tessera-bench/nginx.pid)" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Peers: the same configuration run.sh uses.
+mkdir -p /tmp/tessera-bench
+sed "s#BENCHDIR#$peers#" "$peers/nginx.conf" > /tmp/tessera-bench/nginx.conf
+nginx -c /tmp/tessera-bench/nginx.conf
+node "$peers/node_peer.js" & pids+=($!)
+
+# Tessera: a tenant, an application, two tokens, and proxies to the nginx upstream.
+admin=$("$bin/api" tenants create --name bench --database-url "$db" | python3 -c 'import sys,json;print(json.load(sys.stdin)["api_key"])')
+"$bin/api" serve --no-bootstrap --no-gateway --listen 127.0.0.1:$api_port --database-url "$db" \
+  --allow-private-destinations & pids+=($!)
+"$bin/proxy-gateway" --listen 127.0.0.1:$gw_port --database-url "$db" --allow-private-destinations \
+  --data-dir "$work" & pids+=($!)
+for _ in $(seq 1 100); do curl -sf 127.0.0.1:$api_port/healthz >/dev/null && curl -sf 127.0.0.1:$gw_port/healthz >/dev/null && break; sleep 0.1; done
+
+api() { curl -sS --fail-with-body -X "$1" "127.0.0.1:$api_port$2" -H "SVC-API-KEY: $3" -H 'Content-Type: application/json' ${4:+-d "$4"}; }
+field() { python3 -c "import sys,json;print(json.load(sys.stdin)[\"$1\"])"; }
+app_key=$(api POST /applications "$admin" '{"name":"bench","type":"private","permissions":["token:create","token:use"]}' | field key)
+tok1=$(api POST /tokens "$app_key" '{"type":"token","data":"4242424242424242"}' | field id)
+tok2=$(api POST /tokens "$app_key" '{"type":"token","data":"123"}' | field id)
+plain=$(api POST /proxies "$admin" '{"name":"plain","destination_url":"http://127.0.0.1:18081/","require_auth":false}' | field key)
+detok=$(api POST /proxies "$admin" '{"name":"detok","destination_url":"http://127.0.0.1:18081/"}' | field key)
+body="{\"card\":{\"number\":\"{{$tok1}}\",\"cvc\":\"{{$tok2}}\"},\"amount\":1000,\"currency\":\"usd\"}"
+
+# Sanity: each target answers 2xx for the benchmark request.
+curl -sf -XPOST -H 'content-type: application/json' -H "SVC-PROXY-KEY: $detok" -H "SVC-API-KEY: $app_key" \
+  -d "$body" 127.0.0.1:$gw_port/proxy/charges >/dev/null || { echo "gateway sanity request failed"; exit 1; }
+sleep 1
+
+load() { # name url [env…]: the same wrk invocation as bench-peers/run.sh
+  local name=$1 url=$2; shift 2
+  local out; out=$(env "$@" wrk -t1 -c"$C" -d"${D}s" --latency -s "$peers/post.lua" "$url" 2>&1)
+  local rps p50 p99 non2xx
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out"); p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  printf '%-22s rps=%-10s p50=%-9s p99=%-9s non2xx=%s\n' "$name" "$rps" "$p50" "$p99" "${non2xx:-0}"
+}
+echo "# $(date -u +%FT%TZ) $(nproc) cores, ${D}s x ${C} connections per target, database ${db%%:*}"
+load direct               http://127.0.0.1:18081/
+load nginx-proxy          http://127.0.0.1:18082/
+load nginx-njs            http://127.0.0.1:18083/charges
+load node                 http://127.0.0.1:18084/charges
+load tessera-plain        "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain"
+load tessera-detok-2      "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
+# The same with every cache off (each request authenticates and reads both tokens from storage).
+kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+"$bin/proxy-gateway" --listen 127.0.0.1:$gw_port --database-url "$db" --allow-private-destinations \
+  --data-dir "$work" --cache-ttl 0 & pids+=($!)
+for _ in $(seq 1 100); do curl -sf 127.0.0.1:$gw_port/healthz >/dev/null && break; sleep 0.1; done
+load tessera-detok-2-nocache "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
