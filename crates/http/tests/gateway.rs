@@ -762,12 +762,28 @@ async fn ssrf_guard_and_unreachable_and_slow_destinations(db: &TestDatabase) {
         );
     }
     // Plain http is refused too (a proxy stored by a process that allowed it is not trusted).
-    let (_, insecure) = e.proxy(json!({"name": "insecure", "destination_url": "http://api.example.com/"})).await;
-    let r = e.call(Method::GET, "/proxy", &[("svc-proxy-key", &insecure), ("svc-api-key", &key)], "").await.proxy_error(502);
-    assert!(r.body["proxy_error"]["detail"].as_str().expect("detail").contains("plain http"));
+    let (_, insecure) = e
+        .proxy(json!({"name": "insecure", "destination_url": "http://api.example.com/"}))
+        .await;
+    let r = e
+        .call(
+            Method::GET,
+            "/proxy",
+            &[("svc-proxy-key", &insecure), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .proxy_error(502);
+    assert!(r.body["proxy_error"]["detail"]
+        .as_str()
+        .expect("detail")
+        .contains("plain http"));
     assert_eq!(e.upstream.hits(), 0, "the upstream saw nothing");
     let text = e.metrics.render();
-    assert!(text.contains(r#"tessera_gateway_errors_total{reason="blocked"} 3"#), "{text}");
+    assert!(
+        text.contains(r#"tessera_gateway_errors_total{reason="blocked"} 3"#),
+        "{text}"
+    );
     drop(e);
 
     let quick = ClientConfig {
@@ -914,7 +930,10 @@ async fn limits_and_metrics(db: &TestDatabase) {
     );
     assert!(text.contains(r#"tessera_http_requests_total{class="4xx",component="gateway"} 1"#));
     assert!(text.contains("tessera_tokens_detokenized_total 1"));
-    assert!(text.contains(r#"tessera_gateway_errors_total{reason="too_large"} 1"#), "{text}");
+    assert!(
+        text.contains(r#"tessera_gateway_errors_total{reason="too_large"} 1"#),
+        "{text}"
+    );
     assert!(text.contains("tessera_gateway_destination_seconds_count 1"));
     assert!(
         !text.contains(&token) && !text.contains(&pkey),

@@ -433,9 +433,19 @@ async fn applications_are_checked_and_protected(db: &TestDatabase) {
         assert_eq!(r.error_fields(), vec!["application.id"]);
     }
     // A used application cannot become a management one either.
-    let r = send(&app, Method::PUT, &format!("/applications/{}", id_of(&private)), ak,
-        Some(mk("priv", "management", json!(["proxy:read"])))).await.expect(409);
-    assert!(r.body["detail"].as_str().expect("detail").contains("used by proxies"));
+    let r = send(
+        &app,
+        Method::PUT,
+        &format!("/applications/{}", id_of(&private)),
+        ak,
+        Some(mk("priv", "management", json!(["proxy:read"]))),
+    )
+    .await
+    .expect(409);
+    assert!(r.body["detail"]
+        .as_str()
+        .expect("detail")
+        .contains("used by proxies"));
     // The public application is in use: deleting it is a conflict that names the proxy.
     let r = send(
         &app,
