@@ -132,6 +132,12 @@ pub struct GatewayArgs {
     /// disables caching; at most 2.
     #[arg(long, env = "TESSERA_CACHE_TTL", default_value_t = 1.0)]
     pub cache_ttl: f64,
+    /// Seconds one transform invocation may run (its runtime is discarded after).
+    #[arg(long, env = "TESSERA_TRANSFORM_TIMEOUT", default_value_t = 2.0)]
+    pub transform_timeout: f64,
+    /// Memory one transform invocation may allocate, in MiB.
+    #[arg(long, env = "TESSERA_TRANSFORM_MEMORY_MB", default_value_t = 32)]
+    pub transform_memory_mb: usize,
     /// Most distinct tokens one proxied request may detokenize.
     #[arg(long, env = "TESSERA_MAX_TOKENS_PER_REQUEST", default_value_t = 100)]
     pub max_tokens_per_request: usize,

@@ -6,6 +6,7 @@ use anyhow::Context;
 use tessera_domain::{proxy::DestinationPolicy, Vault};
 use tessera_http::{gateway::ClientConfig, Gateway, GatewayConfig, Metrics};
 use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
+use tessera_transform_runtime::{EngineConfig, TransformEngine};
 
 use crate::{
     cli::{DbArgs, GatewayArgs},
@@ -61,8 +62,18 @@ pub fn gateway(vault: Vault, args: &GatewayArgs) -> anyhow::Result<(Vault, Arc<G
             ..ClientConfig::default()
         },
     };
+    if !(args.transform_timeout.is_finite() && args.transform_timeout > 0.0) {
+        anyhow::bail!("--transform-timeout must be a positive number of seconds");
+    }
+    let engine = TransformEngine::new(EngineConfig {
+        time_limit: Duration::from_secs_f64(args.transform_timeout),
+        memory_limit: args.transform_memory_mb.max(1) * 1024 * 1024,
+        ..EngineConfig::default()
+    })
+    .context("starting the transform engine")?;
     let gateway = Gateway::new(vault.clone(), config, Arc::new(Metrics::new()))
-        .context("building the gateway")?;
+        .context("building the gateway")?
+        .with_transforms(engine);
     Ok((vault, Arc::new(gateway)))
 }
 

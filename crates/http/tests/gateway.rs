@@ -21,6 +21,7 @@ use tessera_domain::{
 };
 use tessera_http::{gateway::ClientConfig, Gateway, GatewayConfig, Metrics};
 use tessera_storage::{backend_tests, test_support::TestDatabase, DetachedStore};
+use tessera_transform_runtime::{EngineConfig, TransformEngine};
 use upstream::{TestPki, Upstream};
 
 backend_tests!(
@@ -35,6 +36,12 @@ backend_tests!(
     tls_destination_with_private_ca,
     limits_and_metrics,
     deleted_tokens_and_proxies_stop_working_at_once,
+    request_transform_sees_every_field_and_shapes_the_request,
+    response_transform_runs_on_2xx_only,
+    svc_tokenizes_as_the_proxy_application,
+    transform_errors_map_to_statuses,
+    abusive_transforms_are_contained,
+    parallel_invocations_awaiting_svc,
 );
 
 struct Env {
@@ -71,6 +78,13 @@ async fn env_with(
         .await
         .expect("admin");
     let metrics = Arc::new(Metrics::new());
+    let engine = TransformEngine::new(EngineConfig {
+        workers: 2,
+        time_limit: Duration::from_millis(500),
+        memory_limit: 16 * 1024 * 1024,
+        ..EngineConfig::default()
+    })
+    .expect("transform engine");
     let gateway = Gateway::new(
         vault.clone(),
         GatewayConfig {
@@ -80,7 +94,8 @@ async fn env_with(
         },
         metrics.clone(),
     )
-    .expect("gateway");
+    .expect("gateway")
+    .with_transforms(engine);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -976,4 +991,390 @@ async fn deleted_tokens_and_proxies_stop_working_at_once(db: &TestDatabase) {
     e.call(Method::POST, "/proxy", &h, "[]")
         .await
         .proxy_error(401);
+}
+
+const ECHO_ARGS: &str = "module.exports = async function (req) {
+  const { body, headers, method, path, query } = req.args;
+  return {
+    body: { seen: { body, method, path, query, ua: headers['user-agent'], key: headers['svc-api-key'] || null,
+      proxyKey: headers['svc-proxy-key'] || null, cfg: req.configuration, svc: typeof req.svc } },
+    headers: Object.assign({}, headers, { 'x-added': 'yes', 'x-remove-me': null, 'content-type': 'application/json' }),
+  };
+};";
+
+async fn request_transform_sees_every_field_and_shapes_the_request(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    let token = e.token(json!("4242424242424242"), None).await;
+    let (_, pkey) = e
+        .proxy(json!({"name": "t", "destination_url": e.upstream_url(), "configuration": {"MERCHANT": "m_1"},
+            "request_transform": {"code": ECHO_ARGS}}))
+        .await;
+    let r = e
+        .call(
+            Method::PATCH,
+            "/proxy/a/b?x=1&svc-proxy-key=hidden",
+            &[
+                ("svc-proxy-key", &pkey),
+                ("svc-api-key", &key),
+                ("content-type", "application/json"),
+                ("user-agent", "UA/1"),
+                ("x-remove-me", "gone"),
+            ],
+            &format!(r#"{{"card": "{{{{{token}}}}}"}}"#),
+        )
+        .await
+        .expect(200);
+    let sent = r.sent_json();
+    assert_eq!(
+        sent["seen"]["body"],
+        json!({"card": "4242424242424242"}),
+        "the transform sees the detokenized body"
+    );
+    assert_eq!(sent["seen"]["method"], json!("PATCH"));
+    assert_eq!(sent["seen"]["path"], json!("/a/b"));
+    assert_eq!(sent["seen"]["query"], json!("?x=1"), "never svc-proxy-key");
+    assert_eq!(
+        sent["seen"]["ua"],
+        json!("UA/1"),
+        "header names are lowercased"
+    );
+    assert_eq!(
+        sent["seen"]["key"],
+        Value::Null,
+        "SVC-API-KEY is never shown"
+    );
+    assert_eq!(sent["seen"]["proxyKey"], Value::Null);
+    assert_eq!(sent["seen"]["cfg"], json!({"MERCHANT": "m_1"}));
+    assert_eq!(
+        sent["seen"]["svc"],
+        json!("undefined"),
+        "no application: no req.svc"
+    );
+    let h = &r.echoed()["headers"];
+    assert_eq!(h["x-added"], json!("yes"));
+    assert!(
+        h.get("x-remove-me").is_none(),
+        "returned headers replace the set"
+    );
+    assert_eq!(
+        h["content-length"],
+        json!(r.echoed()["body"].as_str().expect("body").len().to_string())
+    );
+    // A string body is sent as it is; `/proxy` alone gives path "".
+    let (_, skey) = e.proxy(json!({"name": "s", "destination_url": e.upstream_url(),
+        "request_transform": {"code": "module.exports = async (req) => ({ body: 'raw:' + req.args.path + ':' + req.args.query, headers: req.args.headers });"}})).await;
+    let r = e
+        .call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &skey), ("svc-api-key", &key)],
+            "ignored",
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.echoed()["body"], json!("raw::"));
+    // A form body arrives as an object and is re-encoded as a form.
+    let (_, fkey) = e.proxy(json!({"name": "f", "destination_url": e.upstream_url(),
+        "request_transform": {"code": "module.exports = async (req) => { const b = req.args.body; b.extra = 'a b'; return { body: b, headers: req.args.headers }; };"}})).await;
+    let r = e
+        .call(
+            Method::POST,
+            "/proxy",
+            &[
+                ("svc-proxy-key", &fkey),
+                ("svc-api-key", &key),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            "x=1",
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.echoed()["body"], json!("x=1&extra=a+b"));
+}
+
+async fn response_transform_runs_on_2xx_only(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    let code = "module.exports = async (req) => ({ body: { status: req.args.status, method: req.args.body.method, ct: req.args.headers['content-type'] }, headers: { 'x-shaped': '1', 'content-type': 'application/json' } });";
+    let (_, pkey) = e.proxy(json!({"name": "r", "destination_url": e.upstream_url(), "response_transform": {"code": code}})).await;
+    let r = e
+        .call(
+            Method::PUT,
+            "/proxy",
+            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        r.body,
+        json!({"status": 200, "method": "PUT", "ct": "application/json"})
+    );
+    assert_eq!(
+        r.headers.get("x-shaped").and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    assert_eq!(
+        r.headers
+            .get("svc-proxy-destination-status")
+            .and_then(|v| v.to_str().ok()),
+        Some("200")
+    );
+    let r = e
+        .call(
+            Method::PUT,
+            "/proxy",
+            &[
+                ("svc-proxy-key", &pkey),
+                ("svc-api-key", &key),
+                ("x-echo-status", "404"),
+            ],
+            "",
+        )
+        .await
+        .expect(404);
+    assert_eq!(
+        r.body["method"],
+        json!("PUT"),
+        "non-2xx responses pass through untouched"
+    );
+    assert!(r.headers.get("x-shaped").is_none());
+}
+
+async fn svc_tokenizes_as_the_proxy_application(db: &TestDatabase) {
+    let e = env(db).await;
+    let app: ApplicationInput =
+        serde_json::from_value(json!({"name": "inbound", "type": "private",
+        "permissions": ["token:create", "token:read"]}))
+        .expect("input");
+    let issued = e
+        .vault
+        .create_application(&e.admin, app)
+        .await
+        .expect("application");
+    let code = "module.exports = async (req) => {
+      const body = req.args.body;
+      const token = await req.svc.tokenize({ type: 'card', data: { number: body.card_number } });
+      const both = await req.svc.tokenize([{ type: 'token', data: 'a' }, { type: 'token', data: 'b' }]);
+      let refused = null;
+      try { await req.svc.tokens.delete(token.id); } catch (err) { refused = err.status; }
+      const read = await req.svc.tokens.retrieve(token.id);
+      delete body.card_number;
+      body.card_token = token.id;
+      body.many = both.length;
+      body.refused = refused;
+      body.last4 = read.data.number.slice(-4);
+      return { body, headers: req.args.headers };
+    };";
+    let (_, pkey) = e.proxy(json!({"name": "inbound", "destination_url": e.upstream_url(), "require_auth": false,
+        "application": {"id": issued.application.id.to_string()}, "response_transform": {"code": code}})).await;
+    let r = e
+        .call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &pkey), ("x-echo-status", "201")],
+            "",
+        )
+        .await;
+    // The upstream echoes; reshape so the transform sees a card number in the response body.
+    assert_eq!(
+        r.status, 500,
+        "the echo has no card_number: the tokenize call is refused as a 400 and rethrown: {}",
+        r.body
+    );
+    let (_, pkey2) = e.proxy(json!({"name": "inbound2", "destination_url": e.upstream_url(), "require_auth": false,
+        "application": {"id": issued.application.id.to_string()},
+        "request_transform": {"code": "module.exports = async (req) => ({ body: { card_number: '4242424242424242' }, headers: { 'content-type': 'application/json' } });"},
+        "response_transform": {"code": code.replace("req.args.body;", "JSON.parse(req.args.body.body);")}})).await;
+    let r = e
+        .call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey2)], "")
+        .await
+        .expect(200);
+    let b = &r.body;
+    assert!(
+        b.get("card_number").is_none(),
+        "the card number never reaches the caller"
+    );
+    assert_eq!(
+        (b["many"].clone(), b["refused"].clone(), b["last4"].clone()),
+        (json!(2), json!(403), json!("4242"))
+    );
+    let id: tessera_domain::TokenId = b["card_token"]
+        .as_str()
+        .expect("token id")
+        .parse()
+        .expect("uuid");
+    let reader = e
+        .vault
+        .authenticate(Some(issued.api_key.expose()))
+        .await
+        .expect("app key");
+    let token = e
+        .vault
+        .get_token(&reader, id)
+        .await
+        .expect("readable with the application's key");
+    assert_eq!(token.data.expose()["number"], json!("4242424242424242"));
+}
+
+async fn transform_errors_map_to_statuses(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    for (class, status) in [
+        ("AuthenticationError", 401),
+        ("AuthorizationError", 403),
+        ("BadRequestError", 400),
+        ("InvalidPaymentMethodError", 402),
+        ("RateLimitError", 429),
+        ("ServiceUnavailableError", 503),
+    ] {
+        let code =
+            format!("module.exports = async () => {{ throw new {class}('card declined'); }};");
+        let (_, pkey) = e.proxy(json!({"name": class, "destination_url": e.upstream_url(), "request_transform": {"code": code}})).await;
+        let before = e.upstream.hits();
+        let r = e
+            .call(
+                Method::POST,
+                "/proxy",
+                &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+                "",
+            )
+            .await
+            .proxy_error(status);
+        assert_eq!(r.body["proxy_error"]["title"], json!(class));
+        assert_eq!(
+            r.body["proxy_error"]["errors"],
+            json!({"error": ["card declined"]})
+        );
+        assert_eq!(
+            e.upstream.hits(),
+            before,
+            "a thrown request transform never reaches the destination"
+        );
+    }
+    let custom = "module.exports = async () => { throw new CustomHttpResponseError({ status: 418, headers: { 'x-tea': 'pot' }, body: { brewed: false } }); };";
+    let (_, pkey) = e.proxy(json!({"name": "custom", "destination_url": e.upstream_url(), "request_transform": {"code": custom}})).await;
+    let r = e
+        .call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .expect(418);
+    assert_eq!(r.body, json!({"brewed": false}));
+    assert_eq!(
+        r.headers.get("x-tea").and_then(|v| v.to_str().ok()),
+        Some("pot")
+    );
+    let crash = "module.exports = async () => { null.boom; };";
+    let (_, pkey) = e.proxy(json!({"name": "crash", "destination_url": e.upstream_url(), "response_transform": {"code": crash}})).await;
+    let r = e
+        .call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .proxy_error(500);
+    let detail = r.body["proxy_error"]["detail"].as_str().expect("detail");
+    assert!(detail.starts_with("transform failed"), "{detail}");
+}
+
+async fn abusive_transforms_are_contained(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    let (_, good) = e
+        .proxy(json!({"name": "good", "destination_url": e.upstream_url()}))
+        .await;
+    for code in [
+        "module.exports = async () => { while (true) {} };",
+        "module.exports = async () => { const f = () => f(); f(); };",
+        "module.exports = async () => ({ body: 'x'.repeat(100 * 1024 * 1024) });",
+        "module.exports = async () => new Promise(() => {});",
+        "module.exports = async () => ({ body: eval('1') });",
+        "module.exports = async () => ({ body: require('fs') });",
+    ] {
+        let (_, pkey) = e.proxy(json!({"name": "abuse", "destination_url": e.upstream_url(), "request_transform": {"code": code}})).await;
+        e.call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .proxy_error(500);
+        e.call(
+            Method::GET,
+            "/proxy",
+            &[("svc-proxy-key", &good), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .expect(200);
+    }
+    // Globals and prototypes do not cross proxies.
+    let (_, writer) = e.proxy(json!({"name": "w", "destination_url": e.upstream_url(), "request_transform": {"code":
+        "module.exports = async (req) => { globalThis.stash = 'secret'; Object.prototype.evil = 1; return { body: 'w', headers: req.args.headers }; };"}})).await;
+    let (_, reader) = e.proxy(json!({"name": "r", "destination_url": e.upstream_url(), "request_transform": {"code":
+        "module.exports = async (req) => ({ body: typeof globalThis.stash + ',' + ({}).evil, headers: req.args.headers });"}})).await;
+    for _ in 0..3 {
+        e.call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &writer), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .expect(200);
+        let r = e
+            .call(
+                Method::POST,
+                "/proxy",
+                &[("svc-proxy-key", &reader), ("svc-api-key", &key)],
+                "",
+            )
+            .await
+            .expect(200);
+        assert_eq!(r.echoed()["body"], json!("undefined,undefined"));
+    }
+}
+
+async fn parallel_invocations_awaiting_svc(db: &TestDatabase) {
+    let e = env(db).await;
+    let app: ApplicationInput = serde_json::from_value(
+        json!({"name": "p", "type": "private", "permissions": ["token:create"]}),
+    )
+    .expect("input");
+    let issued = e
+        .vault
+        .create_application(&e.admin, app)
+        .await
+        .expect("application");
+    let code = "module.exports = async (req) => { const t = await req.svc.tokenize({ type: 'token', data: req.args.query }); return { body: { id: t.id }, headers: { 'content-type': 'application/json' } }; };";
+    let (_, pkey) = e.proxy(json!({"name": "par", "destination_url": e.upstream_url(), "require_auth": false,
+        "application": {"id": issued.application.id.to_string()}, "request_transform": {"code": code}})).await;
+    let e = Arc::new(e);
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let (e, pkey) = (e.clone(), pkey.clone());
+        tasks.push(tokio::spawn(async move {
+            e.call(
+                Method::POST,
+                &format!("/proxy?n={i}"),
+                &[("svc-proxy-key", &pkey)],
+                "",
+            )
+            .await
+        }));
+    }
+    let mut ids = std::collections::HashSet::new();
+    for task in tasks {
+        let r = task.await.expect("task").expect(200);
+        assert!(ids.insert(r.sent_json()["id"].as_str().expect("id").to_string()));
+    }
+    assert_eq!(ids.len(), 200);
 }

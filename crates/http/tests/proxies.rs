@@ -22,6 +22,7 @@ backend_tests!(
     configuration_is_encrypted_at_rest,
     keys_are_unique_across_1000_proxies,
     private_destinations_need_the_server_flag,
+    transforms_must_compile,
 );
 
 const MIB: usize = 1024 * 1024;
@@ -704,4 +705,41 @@ async fn private_destinations_need_the_server_flag(db: &TestDatabase) {
     send(&app, Method::POST, "/proxies", k, Some(body))
         .await
         .expect(400);
+}
+
+async fn transforms_must_compile(db: &TestDatabase) {
+    let st = state(db, MIB);
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let k = Some(t.admin_key.as_str());
+    let broken = "module.exports = async (req) => {\n  const x = ;\n  return req.args;\n};";
+    for field in ["request_transform", "response_transform"] {
+        let mut body = minimal("p");
+        body[field] = json!({"code": broken});
+        let r = send(&app, Method::POST, "/proxies", k, Some(body))
+            .await
+            .expect(400);
+        let key = format!("{field}.code");
+        assert_eq!(r.error_fields(), vec![key.clone()]);
+        let message = r.body["errors"][&key][0].as_str().expect("message");
+        assert!(message.contains("line 2"), "{message}");
+    }
+    let ok = json!({"name": "p", "destination_url": "https://api.example.com",
+        "request_transform": {"code": "module.exports = async (req) => req.args;"}});
+    let created = send(&app, Method::POST, "/proxies", k, Some(ok))
+        .await
+        .expect(201);
+    let id = created.body["id"].as_str().expect("id").to_string();
+    let mut bad = minimal("p");
+    bad["response_transform"] = json!({"code": broken});
+    send(&app, Method::PUT, &format!("/proxies/{id}"), k, Some(bad))
+        .await
+        .expect(400);
+    let got = send(&app, Method::GET, &format!("/proxies/{id}"), k, None)
+        .await
+        .expect(200);
+    assert!(
+        got.body.get("response_transform").is_none(),
+        "a refused update changes nothing"
+    );
 }

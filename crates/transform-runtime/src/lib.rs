@@ -26,3 +26,13 @@ mod worker;
 pub use engine::{EngineConfig, TransformEngine};
 pub use message::{HostCall, HostError, HostOp, Outcome, TransformError};
 pub use program::{CompileError, Program};
+
+/// Checks that `source` compiles as a transform (cached by hash), without running it: for
+/// validating proxies when they are created or updated.
+pub fn check(source: &str) -> Result<(), CompileError> {
+    static COMPILER: std::sync::OnceLock<program::Compiler> = std::sync::OnceLock::new();
+    COMPILER
+        .get_or_init(program::Compiler::default)
+        .compile(source)
+        .map(|_| ())
+}

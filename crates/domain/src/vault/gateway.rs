@@ -4,7 +4,11 @@
 use std::{collections::BTreeSet, sync::Arc};
 
 use crate::{
-    access::Principal, error::VaultError, ids::TokenId, permission::Permission, proxy::Proxy,
+    access::Principal,
+    error::VaultError,
+    ids::{ApplicationId, TenantId, TokenId},
+    permission::Permission,
+    proxy::Proxy,
     token::Token,
 };
 
@@ -23,6 +27,19 @@ impl Vault {
         };
         self.proxies.insert(key.to_string(), found.clone());
         Ok(found)
+    }
+
+    /// The principal of application `app` of `tenant`, for acting as it (a proxy's `req.svc`).
+    pub async fn application_principal(
+        &self,
+        tenant: TenantId,
+        app: ApplicationId,
+    ) -> Result<Principal, VaultError> {
+        self.store
+            .get_application(tenant, app)
+            .await?
+            .map(|a| Principal::new(&a))
+            .ok_or(VaultError::NotFound(crate::error::Resource::Application))
     }
 
     /// Fetches and decrypts `ids` of the caller's tenant — rows not in the short-lived cache

@@ -15,6 +15,8 @@ use super::ProxyBody;
 pub struct ProxyError {
     status: StatusCode,
     detail: String,
+    title: Option<String>,
+    errors: Option<serde_json::Value>,
 }
 
 impl ProxyError {
@@ -23,7 +25,21 @@ impl ProxyError {
         Self {
             status,
             detail: detail.into(),
+            title: None,
+            errors: None,
         }
+    }
+
+    /// Overrides the title (a transform's error class name).
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an `errors` member.
+    pub fn with_errors(mut self, errors: serde_json::Value) -> Self {
+        self.errors = Some(errors);
+        self
     }
 
     /// The status.
@@ -38,12 +54,16 @@ impl ProxyError {
 
     /// The response.
     pub fn into_response(self) -> Response<ProxyBody> {
-        let body = json!({"proxy_error": {
+        let mut problem = json!({
             "type": "about:blank",
-            "title": self.status.canonical_reason().unwrap_or("Error"),
+            "title": self.title.as_deref().unwrap_or(self.status.canonical_reason().unwrap_or("Error")),
             "status": self.status.as_u16(),
             "detail": self.detail,
-        }});
+        });
+        if let Some(errors) = self.errors {
+            problem["errors"] = errors;
+        }
+        let body = json!({ "proxy_error": problem });
         let mut res = Response::new(
             Full::new(Bytes::from(body.to_string()))
                 .map_err(|e| match e {})

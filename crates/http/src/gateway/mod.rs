@@ -15,6 +15,7 @@ mod client;
 mod error;
 mod forward;
 mod server;
+mod transform;
 
 pub mod actix;
 
@@ -26,6 +27,7 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use serde_json::json;
 use tessera_detokenize::{render_header, BodyKind, ResolvedToken, Template, Values};
 use tessera_domain::{proxy::Proxy, timestamp, Permission, Principal, Token, TokenId, Vault};
+use tessera_transform_runtime::TransformEngine;
 
 pub use client::{ClientBuildError, ClientConfig, OutboundClient, SendError};
 pub use error::ProxyError;
@@ -71,6 +73,7 @@ pub struct Gateway {
     client: OutboundClient,
     config: Arc<GatewayConfig>,
     metrics: Arc<Metrics>,
+    transforms: Option<TransformEngine>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -101,7 +104,15 @@ impl Gateway {
             client: OutboundClient::new(config.client.clone())?,
             config: Arc::new(config),
             metrics,
+            transforms: None,
         })
+    }
+
+    /// Runs proxies' transforms on `engine`. Without one, an invocation of a proxy that has a
+    /// transform fails with a 500 proxy error instead of skipping it.
+    pub fn with_transforms(mut self, engine: TransformEngine) -> Self {
+        self.transforms = Some(engine);
+        self
     }
 
     /// A gateway sharing this one's vault, settings and metrics but with its own outbound
@@ -112,6 +123,7 @@ impl Gateway {
             client: OutboundClient::new(self.config.client.clone())?,
             config: self.config.clone(),
             metrics: self.metrics.clone(),
+            transforms: self.transforms.clone(),
         })
     }
 
@@ -314,11 +326,37 @@ impl Gateway {
             Ok(uri) => uri,
             Err(detail) => return ProxyError::new(StatusCode::BAD_GATEWAY, detail).into_response(),
         };
-        let mut headers = prepared.headers;
+        let (mut headers, mut body) = (prepared.headers, prepared.body);
+        if let Some(code) = &prepared.proxy.request_transform {
+            let Some(engine) = &self.transforms else {
+                return no_engine();
+            };
+            match (transform::Runner {
+                engine,
+                vault: &self.vault,
+                proxy: &prepared.proxy,
+            })
+            .request(
+                code,
+                &parts.method,
+                suffix,
+                parts.uri.query(),
+                headers,
+                body,
+            )
+            .await
+            {
+                Ok((h, b)) => (headers, body) = (h, b),
+                Err(answer) => {
+                    self.metrics.record_error("transform");
+                    return *answer;
+                }
+            }
+        }
         if let Ok(id) = HeaderValue::from_str(request_id) {
             headers.insert("x-request-id", id);
         }
-        let mut out = Request::new(Full::new(prepared.body));
+        let mut out = Request::new(Full::new(body));
         *out.method_mut() = parts.method.clone();
         *out.uri_mut() = uri;
         *out.headers_mut() = headers;
@@ -327,7 +365,19 @@ impl Gateway {
         let result = self.client.send(out).await;
         *waited = sent.elapsed().as_secs_f64();
         match result {
-            Ok(res) => relay(res, request_id),
+            Ok(res) => match (
+                &prepared.proxy.response_transform,
+                res.status().is_success(),
+            ) {
+                (Some(code), true) => {
+                    let Some(engine) = &self.transforms else {
+                        return no_engine();
+                    };
+                    self.transform_response(engine, &prepared.proxy, code, res, request_id)
+                        .await
+                }
+                _ => relay(res, request_id),
+            },
             Err(SendError::Blocked) => {
                 self.metrics.record_error("blocked");
                 ProxyError::new(StatusCode::BAD_GATEWAY, "destination address not allowed")
@@ -358,6 +408,75 @@ impl Gateway {
                     format!("the destination could not be reached: {reason}"),
                 )
                 .into_response()
+            }
+        }
+    }
+}
+
+/// Largest destination body a response transform may be given.
+const MAX_TRANSFORMED_RESPONSE: usize = 10 * 1024 * 1024;
+
+fn no_engine() -> Response<ProxyBody> {
+    ProxyError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "this gateway runs without a transform engine",
+    )
+    .into_response()
+}
+
+impl Gateway {
+    /// Buffers a 2xx response (up to 10 MiB), runs the response transform, and answers with
+    /// what it returned; the status stays the destination's.
+    async fn transform_response(
+        &self,
+        engine: &TransformEngine,
+        proxy: &Proxy,
+        code: &str,
+        res: Response<hyper::body::Incoming>,
+        request_id: &str,
+    ) -> Response<ProxyBody> {
+        let (parts, body) = res.into_parts();
+        let body = match http_body_util::Limited::new(body, MAX_TRANSFORMED_RESPONSE)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => {
+                return ProxyError::new(
+                    StatusCode::BAD_GATEWAY,
+                    format!(
+                    "the destination's response could not be read for the response transform: {e}"
+                ),
+                )
+                .into_response()
+            }
+        };
+        match (transform::Runner {
+            engine,
+            vault: &self.vault,
+            proxy,
+        })
+        .response(code, parts.status, parts.headers, body)
+        .await
+        {
+            Ok((mut headers, body)) => {
+                headers.insert(
+                    DESTINATION_STATUS_HEADER,
+                    HeaderValue::from(parts.status.as_u16()),
+                );
+                if !headers.contains_key("x-request-id") {
+                    if let Ok(id) = HeaderValue::from_str(request_id) {
+                        headers.insert("x-request-id", id);
+                    }
+                }
+                let mut out = Response::new(Full::new(body).map_err(|e| match e {}).boxed());
+                *out.status_mut() = parts.status;
+                *out.headers_mut() = headers;
+                out
+            }
+            Err(answer) => {
+                self.metrics.record_error("transform");
+                *answer
             }
         }
     }

@@ -29,11 +29,31 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// Transform code must compile (SUPPLEMENT §5): a syntax error is a 400 naming the field,
+/// with the engine's message and line.
+fn check_transforms(input: &ProxyInput) -> Result<(), ApiError> {
+    let mut errors = tessera_domain::ValidationErrors::new();
+    for (field, transform) in [
+        ("request_transform.code", &input.request_transform),
+        ("response_transform.code", &input.response_transform),
+    ] {
+        let Some(t) = transform else { continue };
+        if t.code.chars().count() > tessera_domain::proxy::MAX_TRANSFORM_CHARS {
+            continue; // reported by validation
+        }
+        if let Err(e) = tessera_transform_runtime::check(&t.code) {
+            errors.add(field, format!("does not compile: {e}"));
+        }
+    }
+    errors.into_result().map_err(|e| ApiError::validation(&e))
+}
+
 async fn create(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
     JsonBody(input): JsonBody<ProxyInput>,
 ) -> Result<HttpResponse, ApiError> {
+    check_transforms(&input)?;
     let proxy = state.vault.create_proxy(&caller, input).await?;
     Ok(HttpResponse::Created().json(ProxyView::created(proxy)))
 }
@@ -65,6 +85,7 @@ async fn update(
     JsonBody(input): JsonBody<ProxyInput>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ProxyId = parse_id(&id, "proxy")?;
+    check_transforms(&input)?;
     let proxy = state.vault.update_proxy(&caller, id, input).await?;
     Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
 }

@@ -1,0 +1,432 @@
+//! Running a proxy's transforms inside an invocation (SUPPLEMENT §7): building `req.args`,
+//! answering `req.svc` calls as the proxy's application, and applying what the transform
+//! returns (or threw).
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Map, Value};
+use tessera_detokenize::BodyKind;
+use tessera_domain::{proxy::Proxy, NewToken, Principal, TokenId, Vault, VaultError};
+use tessera_transform_runtime::{HostError, HostOp, Outcome, TransformEngine, TransformError};
+
+use super::{forward, ProxyBody, ProxyError};
+use crate::views::TokenView;
+
+/// `req.args.body`: JSON and form bodies as objects, anything else as a string.
+pub(super) fn decode_body(headers: &HeaderMap, body: &[u8]) -> Value {
+    let kind = BodyKind::from_content_type(
+        headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    match kind {
+        BodyKind::Json => serde_json::from_slice(body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
+        BodyKind::Form => {
+            let mut map = Map::new();
+            for (k, v) in form_urlencoded::parse(body) {
+                let value = Value::String(v.into_owned());
+                match map.get_mut(k.as_ref()) {
+                    Some(Value::Array(values)) => values.push(value),
+                    Some(existing) => *existing = Value::Array(vec![existing.clone(), value]),
+                    None => {
+                        map.insert(k.into_owned(), value);
+                    }
+                }
+            }
+            Value::Object(map)
+        }
+        _ => Value::String(String::from_utf8_lossy(body).into_owned()),
+    }
+}
+
+/// Headers as an object of lowercased names; repeated headers are joined with `, `.
+pub(super) fn headers_json(headers: &HeaderMap) -> Value {
+    let mut map = Map::new();
+    for name in headers.keys() {
+        let joined: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        map.insert(name.as_str().to_string(), Value::String(joined.join(", ")));
+    }
+    Value::Object(map)
+}
+
+/// What a returned `body` becomes: a string as it is; anything else encoded in the message's
+/// content type (form for form bodies, JSON otherwise); absent → the original body.
+fn encode_body(body: Option<Value>, headers: &HeaderMap, original: Bytes) -> Bytes {
+    match body {
+        None => original,
+        Some(Value::String(s)) => Bytes::from(s),
+        Some(Value::Object(map))
+            if BodyKind::from_content_type(
+                headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok()),
+            ) == BodyKind::Form =>
+        {
+            let mut out = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in &map {
+                match v {
+                    Value::Array(items) => {
+                        for item in items {
+                            out.append_pair(k, &text(item));
+                        }
+                    }
+                    other => {
+                        out.append_pair(k, &text(other));
+                    }
+                }
+            }
+            Bytes::from(out.finish())
+        }
+        Some(other) => Bytes::from(other.to_string()),
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Returned `headers` replace the header set; absent → unchanged. Values may be strings,
+/// numbers, booleans or arrays of them.
+fn replace_headers(returned: Option<Value>, current: HeaderMap) -> Result<HeaderMap, String> {
+    let Some(returned) = returned else {
+        return Ok(current);
+    };
+    let Value::Object(map) = returned else {
+        return Err("`headers` must be an object".into());
+    };
+    let mut out = HeaderMap::with_capacity(map.len());
+    for (name, value) in map {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name `{name}`"))?;
+        let values = match value {
+            Value::Array(items) => items,
+            Value::Null => continue,
+            other => vec![other],
+        };
+        for v in values {
+            let v = HeaderValue::from_str(&text(&v))
+                .map_err(|_| format!("invalid value for header `{name}`"))?;
+            out.append(name.clone(), v);
+        }
+    }
+    Ok(out)
+}
+
+/// A 500 proxy error, as a response or a boxed one.
+fn transform_failed<T: From<Response<ProxyBody>>>(detail: String) -> T {
+    ProxyError::new(StatusCode::INTERNAL_SERVER_ERROR, detail)
+        .into_response()
+        .into()
+}
+
+/// What a transform returned: `(body, headers)`, each absent when not returned.
+type Returned = (Option<Value>, Option<Value>);
+
+/// The answer for an outcome that ends the invocation (an error class, a custom response, a
+/// crash); `Ok` carries the returned body and headers on.
+fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Box<Response<ProxyBody>>> {
+    match outcome {
+        Ok(Outcome::Ok { body, headers }) => Ok((body, headers)),
+        Ok(Outcome::Http {
+            status,
+            name,
+            message,
+        }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            Err(Box::new(
+                ProxyError::new(status, message.clone())
+                    .with_title(name)
+                    .with_errors(json!({"error": [message]}))
+                    .into_response(),
+            ))
+        }
+        Ok(Outcome::Custom {
+            status,
+            headers,
+            body,
+        }) => {
+            let Some(status) = StatusCode::from_u16(status)
+                .ok()
+                .filter(|s| s.as_u16() >= 100)
+            else {
+                return Err(transform_failed(
+                    "transform failed: CustomHttpResponseError needs a valid status".into(),
+                ));
+            };
+            let headers = match replace_headers(headers, HeaderMap::new()) {
+                Ok(h) => h,
+                Err(e) => return Err(Box::new(transform_failed(format!("transform failed: {e}")))),
+            };
+            let body = match body {
+                None | Some(Value::Null) => Bytes::new(),
+                Some(Value::String(s)) => Bytes::from(s),
+                Some(other) => Bytes::from(other.to_string()),
+            };
+            let mut res = Response::new(Full::new(body).map_err(|e| match e {}).boxed());
+            *res.status_mut() = status;
+            *res.headers_mut() = forward::response_headers(&headers);
+            if !res.headers().contains_key(header::CONTENT_TYPE) {
+                res.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+            }
+            Err(Box::new(res))
+        }
+        Err(e @ (TransformError::TimedOut | TransformError::OutOfMemory)) => {
+            Err(transform_failed(e.to_string()))
+        }
+        Err(TransformError::Crashed(message)) => {
+            Err(transform_failed(format!("transform failed: {message}")))
+        }
+        Err(TransformError::Engine(message)) => {
+            tracing::error!(message, "transform engine failure");
+            Err(transform_failed(
+                "transform failed: the transform engine is unavailable".into(),
+            ))
+        }
+    }
+}
+
+fn host_error(e: VaultError) -> HostError {
+    let status = match &e {
+        VaultError::Validation(_) => 400,
+        VaultError::Unauthenticated(_) => 401,
+        VaultError::Forbidden { .. } => 403,
+        VaultError::NotFound(_) => 404,
+        VaultError::Conflict(_) => 409,
+        VaultError::Store(_) | VaultError::Crypto(_) => 500,
+    };
+    let message = if status == 500 {
+        "internal error".to_string()
+    } else {
+        e.to_string()
+    };
+    HostError { status, message }
+}
+
+/// One `req.svc` call, made in-process as the proxy's application with its permissions.
+async fn host_call(
+    vault: &Vault,
+    principal: &Principal,
+    op: HostOp,
+    payload: Value,
+) -> Result<Value, HostError> {
+    let bad = |m: String| HostError {
+        status: 400,
+        message: m,
+    };
+    let create = |request: Value| async move {
+        let input: NewToken = serde_json::from_value(request)
+            .map_err(|e| bad(format!("invalid token request: {e}")))?;
+        let token = vault
+            .create_token(principal, input)
+            .await
+            .map_err(host_error)?;
+        serde_json::to_value(TokenView::without_data(token)).map_err(|e| bad(e.to_string()))
+    };
+    let id = |payload: &Value| {
+        payload
+            .as_str()
+            .and_then(|s| s.parse::<TokenId>().ok())
+            .ok_or_else(|| HostError {
+                status: 400,
+                message: "a token id is required".into(),
+            })
+    };
+    match op {
+        HostOp::Tokenize => match payload {
+            Value::Array(requests) => {
+                let mut out = Vec::with_capacity(requests.len());
+                for request in requests {
+                    out.push(create(request).await?);
+                }
+                Ok(Value::Array(out))
+            }
+            request => create(request).await,
+        },
+        HostOp::Create => create(payload).await,
+        HostOp::Retrieve => {
+            let token = vault
+                .get_token(principal, id(&payload)?)
+                .await
+                .map_err(host_error)?;
+            serde_json::to_value(TokenView::with_data(token)).map_err(|e| bad(e.to_string()))
+        }
+        HostOp::Delete => {
+            vault
+                .delete_token(principal, id(&payload)?)
+                .await
+                .map_err(host_error)?;
+            Ok(json!({}))
+        }
+    }
+}
+
+/// Runs `code` with `args`; `req.svc` acts as the proxy's application when it has one.
+async fn run(
+    engine: &TransformEngine,
+    vault: &Vault,
+    proxy: &Proxy,
+    code: &str,
+    args: Value,
+) -> Result<Outcome, TransformError> {
+    let program = engine
+        .compile(code)
+        .map_err(|e| TransformError::Crashed(format!("does not compile: {e}")))?;
+    let configuration: HashMap<String, String> = proxy
+        .configuration
+        .as_ref()
+        .map(|c| c.expose().clone().into_iter().collect())
+        .unwrap_or_default();
+    let input = json!({"args": args, "configuration": configuration});
+    let (tenant, proxy_id) = (proxy.tenant_id.to_string(), proxy.id.to_string());
+    let principal = match proxy.application_id {
+        Some(app) => Some(
+            vault
+                .application_principal(proxy.tenant_id, app)
+                .await
+                .map_err(|e| {
+                    TransformError::Crashed(format!("the proxy's application is unavailable: {e}"))
+                })?,
+        ),
+        None => None,
+    };
+    let host = principal
+        .as_ref()
+        .map(|p| move |op: HostOp, payload: Value| host_call(vault, p, op, payload));
+    engine
+        .run(program, &proxy_id, (&tenant, &proxy_id), input, host)
+        .await
+}
+
+/// Runs a proxy's transforms with the vault behind `req.svc`.
+pub(super) struct Runner<'a> {
+    pub engine: &'a TransformEngine,
+    pub vault: &'a Vault,
+    pub proxy: &'a Proxy,
+}
+
+impl Runner<'_> {
+    /// The request transform: the headers and body to forward, or the answer that ends the
+    /// invocation.
+    pub(super) async fn request(
+        &self,
+        code: &str,
+        method: &Method,
+        suffix: &str,
+        query: Option<&str>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<(HeaderMap, Bytes), Box<Response<ProxyBody>>> {
+        let query = query
+            .map(forward::strip_proxy_key)
+            .filter(|q| !q.is_empty())
+            .map(|q| format!("?{q}"))
+            .unwrap_or_default();
+        let args = json!({
+            "body": decode_body(&headers, &body),
+            "headers": headers_json(&headers),
+            "method": method.as_str(),
+            "path": suffix,
+            "query": query,
+        });
+        let (new_body, new_headers) =
+            settle(run(self.engine, self.vault, self.proxy, code, args).await)?;
+        let headers = replace_headers(new_headers, headers)
+            .map_err(|e| Box::new(transform_failed(format!("transform failed: {e}"))))?;
+        let body = encode_body(new_body, &headers, body);
+        Ok((forward::request_headers(&headers), body))
+    }
+
+    /// The response transform (2xx only): the headers and body to answer with.
+    pub(super) async fn response(
+        &self,
+        code: &str,
+        status: StatusCode,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<(HeaderMap, Bytes), Box<Response<ProxyBody>>> {
+        let args = json!({
+            "body": decode_body(&headers, &body),
+            "headers": headers_json(&headers),
+            "status": status.as_u16(),
+        });
+        let (new_body, new_headers) =
+            settle(run(self.engine, self.vault, self.proxy, code, args).await)?;
+        let headers = replace_headers(new_headers, headers)
+            .map_err(|e| Box::new(transform_failed(format!("transform failed: {e}"))))?;
+        let body = encode_body(new_body, &headers, body);
+        Ok((forward::response_headers(&headers), body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_decode_and_encode_by_content_type() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        assert_eq!(
+            decode_body(&h, b"a=1&b=x%20y&a=2"),
+            json!({"a": ["1", "2"], "b": "x y"})
+        );
+        let out = encode_body(Some(json!({"a": ["1", "2"], "b": "x y"})), &h, Bytes::new());
+        assert_eq!(&out[..], b"a=1&a=2&b=x+y");
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        assert_eq!(decode_body(&h, b"{\"n\":1}"), json!({"n": 1}));
+        assert_eq!(decode_body(&h, b"not json"), json!("not json"));
+        assert_eq!(
+            &encode_body(Some(json!({"n": 1})), &h, Bytes::new())[..],
+            b"{\"n\":1}"
+        );
+        assert_eq!(
+            &encode_body(Some(json!("raw")), &h, Bytes::new())[..],
+            b"raw"
+        );
+        assert_eq!(
+            &encode_body(None, &h, Bytes::from_static(b"orig"))[..],
+            b"orig"
+        );
+        assert_eq!(decode_body(&HeaderMap::new(), b"plain"), json!("plain"));
+    }
+
+    #[test]
+    fn returned_headers_replace_the_set() {
+        let mut current = HeaderMap::new();
+        current.insert("x-old", HeaderValue::from_static("1"));
+        let out = replace_headers(
+            Some(json!({"x-new": "a", "x-n": 5, "x-many": ["1", "2"], "x-null": null})),
+            current.clone(),
+        )
+        .expect("valid");
+        assert!(out.get("x-old").is_none());
+        assert_eq!(out.get("x-n").and_then(|v| v.to_str().ok()), Some("5"));
+        assert_eq!(out.get_all("x-many").iter().count(), 2);
+        assert!(replace_headers(Some(json!({"bad name": "x"})), current.clone()).is_err());
+        assert!(replace_headers(Some(json!({"x": "a\nb"})), current.clone()).is_err());
+        assert_eq!(
+            replace_headers(None, current.clone()).expect("kept").len(),
+            1
+        );
+    }
+}
