@@ -55,11 +55,25 @@ tok1=$(api POST /tokens "$app_key" '{"type":"token","data":"4242424242424242"}' 
 tok2=$(api POST /tokens "$app_key" '{"type":"token","data":"123"}' | field id)
 plain=$(api POST /proxies "$admin" '{"name":"plain","destination_url":"http://127.0.0.1:18081/","require_auth":false}' | field key)
 detok=$(api POST /proxies "$admin" '{"name":"detok","destination_url":"http://127.0.0.1:18081/"}' | field key)
+# The peers' transforms, verbatim, with the configuration they read.
+transforms=$(python3 - "$peers" <<'PY'
+import json, sys
+d = sys.argv[1]
+print(json.dumps({"name": "transforms", "destination_url": "http://127.0.0.1:18081/",
+  "configuration": {"MERCHANT_ID": "m_123", "API_SECRET": "sk_test_abc"},
+  "request_transform": {"code": open(d + "/transform_request.js").read()},
+  "response_transform": {"code": open(d + "/transform_response.js").read()}}))
+PY
+)
+xform=$(api POST /proxies "$admin" "$transforms" | field key)
 body="{\"card\":{\"number\":\"{{$tok1}}\",\"cvc\":\"{{$tok2}}\"},\"amount\":1000,\"currency\":\"usd\"}"
 
 # Sanity: each target answers 2xx for the benchmark request.
-curl -sf -XPOST -H 'content-type: application/json' -H "SVC-PROXY-KEY: $detok" -H "SVC-API-KEY: $app_key" \
-  -d "$body" 127.0.0.1:$gw_port/proxy/charges >/dev/null || { echo "gateway sanity request failed"; exit 1; }
+for k in "$detok" "$xform"; do
+  curl -sf -XPOST -H 'content-type: application/json' -H "SVC-PROXY-KEY: $k" -H "SVC-API-KEY: $app_key" \
+    -d "$body" 127.0.0.1:$gw_port/proxy/charges >/dev/null || { echo "gateway sanity request failed"; exit 1; }
+done
+curl -s -XPOST -H 'content-type: application/json' -H "SVC-PROXY-KEY: $xform" -H "SVC-API-KEY: $app_key" -d "$body" 127.0.0.1:$gw_port/proxy/charges; echo
 sleep 1
 
 load() { # name url [env…]: the same wrk invocation as bench-peers/run.sh
@@ -78,6 +92,7 @@ load nginx-njs            http://127.0.0.1:18083/charges
 load node                 http://127.0.0.1:18084/charges
 load tessera-plain        "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain"
 load tessera-detok-2      "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
+load tessera-detok-2-xform "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$xform" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
 # The same with every cache off (each request authenticates and reads both tokens from storage).
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 "$bin/proxy-gateway" --listen 127.0.0.1:$gw_port --database-url "$db" --allow-private-destinations \

@@ -72,6 +72,10 @@ struct Engine {
     contexts: HashMap<(String, [u8; 32]), Warm>,
     runtime: AsyncRuntime,
     deadline: Rc<Cell<Option<Instant>>>,
+    /// Heap in use after the last context was built.
+    baseline: usize,
+    /// The memory limit currently set on the runtime.
+    applied_limit: usize,
 }
 
 fn exception_message(ctx: &Ctx<'_>) -> String {
@@ -324,6 +328,8 @@ impl Engine {
             contexts: HashMap::new(),
             runtime,
             deadline,
+            baseline: 0,
+            applied_limit: 0,
         })
     }
 
@@ -388,6 +394,8 @@ impl Engine {
                     calls: 0,
                 },
             );
+            let usage = self.runtime.memory_usage().await.malloc_size;
+            self.baseline = usize::try_from(usage.max(0)).unwrap_or(0);
         }
         self.contexts
             .get_mut(&key)
@@ -455,9 +463,15 @@ async fn run_job(
 ) -> (Result<String, TransformError>, bool) {
     let deadline = Instant::now() + config.time_limit;
     engine.deadline.set(Some(deadline));
-    let usage = engine.runtime.memory_usage().await.malloc_size;
-    let limit = usize::try_from(usage.max(0)).unwrap_or(0) + config.memory_limit;
-    engine.runtime.set_memory_limit(limit).await;
+    // The limit is the heap in use when the context was last built plus the per-invocation
+    // allowance. Measuring the heap walks all of it (costly), so warm calls reuse that figure;
+    // whatever a warm context accumulates counts against its allowance, and a runtime that hits
+    // the limit is discarded and rebuilt.
+    let limit = engine.baseline + config.memory_limit;
+    if engine.applied_limit != limit {
+        engine.runtime.set_memory_limit(limit).await;
+        engine.applied_limit = limit;
+    }
     let deadline_cell = engine.deadline.clone();
     let outcome = async {
         let warm = engine.warm(job, slot, config.max_contexts).await?;
