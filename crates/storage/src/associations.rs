@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use diesel::{ExpressionMethods, QueryDsl};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use tessera_domain::{
     store::{AssociationStore, NewAssociation, StoreError, StoredToken},
     TenantId, TokenId,
@@ -10,8 +10,8 @@ use tessera_domain::{
 
 use crate::{
     database::{with_conn, Database, DbResultExt},
-    rows::{AssociationRow, TokenMetadataRow, TokenRow},
-    schema::{token_associations, token_metadata, tokens},
+    rows::AssociationRow,
+    schema::token_associations,
 };
 
 #[async_trait]
@@ -55,29 +55,6 @@ impl AssociationStore for Database {
         child: &StoredToken,
         link: &NewAssociation,
     ) -> Result<(), StoreError> {
-        let token = TokenRow::from(child);
-        let metadata = TokenMetadataRow::for_token(child);
-        let link = AssociationRow::from(link);
-        with_conn!(self, |conn| {
-            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::insert_into(tokens::table)
-                    .values(&token)
-                    .execute(conn)
-                    .await?;
-                for pair in &metadata {
-                    diesel::insert_into(token_metadata::table)
-                        .values(pair)
-                        .execute(conn)
-                        .await?;
-                }
-                diesel::insert_into(token_associations::table)
-                    .values(&link)
-                    .execute(conn)
-                    .await?;
-                Ok(())
-            })
-            .await
-            .db()
-        })
+        self.insert_token_rows(child, Some(link)).await
     }
 }

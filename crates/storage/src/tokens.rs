@@ -6,13 +6,13 @@ use diesel::{
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
-    store::{ContainerScope, StoreError, StoredToken, TokenFilter, TokenStore},
+    store::{ContainerScope, NewAssociation, StoreError, StoredToken, TokenFilter, TokenStore},
     Container, Page, PageRequest, TenantId, TokenId,
 };
 
 use crate::{
     database::{with_conn, Database, DbResultExt},
-    rows::{TokenMetadataRow, TokenRow},
+    rows::{AssociationRow, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
 
@@ -124,6 +124,43 @@ macro_rules! filtered_children {
 }
 
 impl Database {
+    /// Writes a token, its metadata pairs and (for a child) its link to the parent in one
+    /// transaction, so a failure leaves nothing behind.
+    pub(crate) async fn insert_token_rows(
+        &self,
+        token: &StoredToken,
+        link: Option<&NewAssociation>,
+    ) -> Result<(), StoreError> {
+        let row = TokenRow::from(token);
+        let metadata = TokenMetadataRow::for_token(token);
+        let link = link.map(AssociationRow::from);
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(tokens::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                // One statement per pair: diesel's multi-row INSERT is not available for SQLite
+                // through diesel-async. At most 100 pairs, inside the same transaction.
+                for pair in &metadata {
+                    diesel::insert_into(token_metadata::table)
+                        .values(pair)
+                        .execute(conn)
+                        .await?;
+                }
+                if let Some(link) = &link {
+                    diesel::insert_into(token_associations::table)
+                        .values(link)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(())
+            })
+            .await
+            .db()
+        })
+    }
+
     /// A page of a parent's children: ids from the link index, then the rows by primary key.
     async fn list_children(
         &self,
@@ -168,27 +205,7 @@ impl Database {
 #[async_trait]
 impl TokenStore for Database {
     async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError> {
-        let row = TokenRow::from(token);
-        let metadata = TokenMetadataRow::for_token(token);
-        with_conn!(self, |conn| {
-            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::insert_into(tokens::table)
-                    .values(&row)
-                    .execute(conn)
-                    .await?;
-                // One statement per pair: diesel's multi-row INSERT is not available for SQLite
-                // through diesel-async. At most 100 pairs, inside the same transaction.
-                for pair in &metadata {
-                    diesel::insert_into(token_metadata::table)
-                        .values(pair)
-                        .execute(conn)
-                        .await?;
-                }
-                Ok(())
-            })
-            .await
-            .db()
-        })
+        self.insert_token_rows(token, None).await
     }
 
     async fn get_token(
