@@ -31,3 +31,8 @@ ci:
 # Load benchmark of the gateway beside nginx, nginx+njs and node (needs nginx, njs, wrk).
 bench-gateway:
     bash bench/gateway.sh
+
+# Property-based fuzz targets, FUZZ_SECONDS each (default 600): expression parser, JSON/form
+# substitution, container parsing, request decoding of every endpoint.
+fuzz seconds="600":
+    FUZZ_SECONDS={{seconds}} cargo test -p tessera-detokenize --test fuzz -p tessera-domain --test fuzz_container -p tessera-http --test fuzz_api -- --nocapture

@@ -72,10 +72,6 @@ struct Engine {
     contexts: HashMap<(String, [u8; 32]), Warm>,
     runtime: AsyncRuntime,
     deadline: Rc<Cell<Option<Instant>>>,
-    /// Heap in use after the last context was built.
-    baseline: usize,
-    /// The memory limit currently set on the runtime.
-    applied_limit: usize,
 }
 
 fn exception_message(ctx: &Ctx<'_>) -> String {
@@ -328,8 +324,6 @@ impl Engine {
             contexts: HashMap::new(),
             runtime,
             deadline,
-            baseline: 0,
-            applied_limit: 0,
         })
     }
 
@@ -360,6 +354,7 @@ impl Engine {
                 .with::<intrinsic::TypedArrays>()
                 .with::<intrinsic::Promise>()
                 .with::<intrinsic::WeakRef>()
+                .with::<intrinsic::Proxy>()
                 .build_async(&self.runtime)
                 .await
                 .map_err(|e| TransformError::Engine(e.to_string()))?;
@@ -394,8 +389,6 @@ impl Engine {
                     calls: 0,
                 },
             );
-            let usage = self.runtime.memory_usage().await.malloc_size;
-            self.baseline = usize::try_from(usage.max(0)).unwrap_or(0);
         }
         self.contexts
             .get_mut(&key)
@@ -463,15 +456,11 @@ async fn run_job(
 ) -> (Result<String, TransformError>, bool) {
     let deadline = Instant::now() + config.time_limit;
     engine.deadline.set(Some(deadline));
-    // The limit is the heap in use when the context was last built plus the per-invocation
-    // allowance. Measuring the heap walks all of it (costly), so warm calls reuse that figure;
-    // whatever a warm context accumulates counts against its allowance, and a runtime that hits
-    // the limit is discarded and rebuilt.
-    let limit = engine.baseline + config.memory_limit;
-    if engine.applied_limit != limit {
-        engine.runtime.set_memory_limit(limit).await;
-        engine.applied_limit = limit;
-    }
+    // The allowance is per invocation: the heap in use right before this call plus the limit,
+    // so what other proxies' warm contexts hold never counts against this one.
+    let usage = engine.runtime.memory_usage().await.malloc_size;
+    let limit = usize::try_from(usage.max(0)).unwrap_or(0) + config.memory_limit;
+    engine.runtime.set_memory_limit(limit).await;
     let deadline_cell = engine.deadline.clone();
     let outcome = async {
         let warm = engine.warm(job, slot, config.max_contexts).await?;

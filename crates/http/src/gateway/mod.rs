@@ -6,9 +6,9 @@
 //!  1 proxy by key (header, else query) ─ 401
 //!  2 require_auth: SVC-API-KEY ─ 401, token:use somewhere ─ 403
 //!  3 detokenize body + headers: parse ─ 400, one fetch of all ids, token:use each ─ 403
-//!  4 (request transform: issue 7)
+//!  4 request transform (when configured): reshape or refuse the request
 //!  5 forward: method, destination + suffix + query, filtered headers ─ 502 / 504
-//!    2xx → (response transform: issue 7); every response carries SVC-PROXY-DESTINATION-STATUS
+//!    2xx → response transform (when configured); every response carries SVC-PROXY-DESTINATION-STATUS
 //! ```
 
 mod client;

@@ -1,7 +1,7 @@
 //! `/proxies`: pre-configured proxy management (source §4.5–4.6, SUPPLEMENT §5).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{ProxyId, ProxyInput};
+use tessera_domain::{Permission, ProxyId, ProxyInput};
 
 use super::parse_id;
 use crate::{
@@ -53,6 +53,7 @@ async fn create(
     Caller(caller): Caller,
     JsonBody(input): JsonBody<ProxyInput>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Permission::ProxyCreate)?;
     check_transforms(&input)?;
     let proxy = state.vault.create_proxy(&caller, input).await?;
     Ok(HttpResponse::Created().json(ProxyView::created(proxy)))
@@ -85,6 +86,7 @@ async fn update(
     JsonBody(input): JsonBody<ProxyInput>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ProxyId = parse_id(&id, "proxy")?;
+    caller.require(Permission::ProxyUpdate)?;
     check_transforms(&input)?;
     let proxy = state.vault.update_proxy(&caller, id, input).await?;
     Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
