@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+
 use serde::Serialize;
 use tessera_api::{
     cli::{Cli, Command, ServeArgs, TenantsCommand},
@@ -21,7 +21,7 @@ use tessera_domain::vault::CreatedTenant;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = startup::parse_args();
     startup::run_main(|| run(cli))
 }
 

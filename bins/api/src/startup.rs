@@ -124,3 +124,29 @@ where
         }
     }
 }
+
+/// Parses the command line; a bad flag prints one line (`error: …`, pointing at `--help`) and
+/// exits with status 2, while `--help` and `--version` print as usual.
+pub fn parse_args<P: clap::Parser>() -> P {
+    match P::try_parse() {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            let rendered = e.to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("error: invalid arguments");
+            eprintln!("{first} (see --help)");
+            std::process::exit(2);
+        }
+    }
+}

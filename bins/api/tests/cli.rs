@@ -262,6 +262,7 @@ fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains(expect), "expected `{expect}` in: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
 }
 
 #[test]

@@ -34,7 +34,7 @@ struct Args {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = startup::parse_args();
     startup::run_main(|| run(args))
 }
 
