@@ -16,18 +16,13 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> anyhow::Result<MasterKey> {
         return MasterKey::from_base64(&encoded).context(ENV);
     }
     if let Some(path) = &db.master_key_file {
-        let encoded = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the master key file {}", path.display()))?;
-        return MasterKey::from_base64(&encoded)
-            .with_context(|| format!("master key file {}", path.display()));
+        return read_key_file(path);
     }
     match url {
         DatabaseUrl::Sqlite { .. } => {
             let path = db.data_dir.join("master.key");
             if path.exists() {
-                let encoded = std::fs::read_to_string(&path)
-                    .with_context(|| format!("reading the master key file {}", path.display()))?;
-                return MasterKey::from_base64(&encoded).with_context(|| format!("master key file {}", path.display()));
+                return read_key_file(&path);
             }
             let key = MasterKey::generate();
             secret_file::write_new(&path, format!("{}\n", key.to_base64().expose()).as_bytes())
@@ -42,4 +37,11 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> anyhow::Result<MasterKey> {
             "no master key: on PostgreSQL set {ENV} or --master-key-file to base64 of 32 random bytes (e.g. `openssl rand -base64 32`)"
         ),
     }
+}
+
+/// Reads and decodes a base64 key file (trailing whitespace allowed).
+fn read_key_file(path: &std::path::Path) -> anyhow::Result<MasterKey> {
+    let encoded = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the master key file {}", path.display()))?;
+    MasterKey::from_base64(&encoded).with_context(|| format!("master key file {}", path.display()))
 }

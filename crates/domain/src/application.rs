@@ -9,7 +9,7 @@ use crate::{
     container::Container,
     ids::{ApplicationId, TenantId},
     permission::Permission,
-    validation::{char_len, ValidationErrors},
+    validation::{char_len, check_name, ValidationErrors},
 };
 
 /// Longest application name, in characters.
@@ -116,7 +116,7 @@ impl ApplicationInput {
     /// Applies SUPPLEMENT §2.2: name length, type/permission compatibility, rule shape.
     pub fn validate(self) -> Result<ValidApplication, ValidationErrors> {
         let mut errors = ValidationErrors::new();
-        validate_name(&self.name, &mut errors);
+        check_name(&self.name, MAX_NAME_CHARS, &mut errors);
         if self.permissions.is_empty() && self.rules.is_empty() {
             errors.add("permissions", "an application needs permissions or rules");
         }
@@ -146,18 +146,6 @@ impl ApplicationInput {
             permissions,
             rules,
         })
-    }
-}
-
-fn validate_name(name: &str, errors: &mut ValidationErrors) {
-    let len = char_len(name);
-    if name.trim().is_empty() {
-        errors.add("name", "is required");
-    } else if len > MAX_NAME_CHARS {
-        errors.add(
-            "name",
-            format!("must be at most {MAX_NAME_CHARS} characters"),
-        );
     }
 }
 

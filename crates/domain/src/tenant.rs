@@ -4,7 +4,7 @@ use time::OffsetDateTime;
 
 use crate::{
     ids::TenantId,
-    validation::{char_len, ValidationErrors},
+    validation::{check_name, ValidationErrors},
 };
 
 /// Longest tenant name, in characters.
@@ -23,16 +23,9 @@ pub struct Tenant {
 
 /// Checks a tenant name: 1–200 characters, not blank.
 pub fn validate_name(name: &str) -> Result<(), ValidationErrors> {
-    if name.trim().is_empty() {
-        Err(ValidationErrors::single("name", "is required"))
-    } else if char_len(name) > MAX_NAME_CHARS {
-        Err(ValidationErrors::single(
-            "name",
-            format!("must be at most {MAX_NAME_CHARS} characters"),
-        ))
-    } else {
-        Ok(())
-    }
+    let mut errors = ValidationErrors::new();
+    check_name(name, MAX_NAME_CHARS, &mut errors);
+    errors.into_result()
 }
 
 #[cfg(test)]

@@ -66,6 +66,16 @@ impl std::fmt::Display for ValidationErrors {
     }
 }
 
+/// The rule every display name follows: not blank, at most `max` characters; a problem is
+/// recorded under `name`.
+pub(crate) fn check_name(name: &str, max: usize, errors: &mut ValidationErrors) {
+    if name.trim().is_empty() {
+        errors.add("name", "is required");
+    } else if char_len(name) > max {
+        errors.add("name", format!("must be at most {max} characters"));
+    }
+}
+
 /// Length of a string in characters (what users count), not bytes.
 pub(crate) fn char_len(s: &str) -> usize {
     s.chars().count()

@@ -11,7 +11,7 @@ use tessera_domain::{
 use time::OffsetDateTime;
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{page_of, window, with_conn, Database, DbResultExt},
     rows::{application_grants, to_db_time, ApplicationRow},
     schema::applications::{self, dsl},
 };
@@ -72,6 +72,7 @@ impl ApplicationStore for Database {
         page: PageRequest,
     ) -> Result<Page<Application>, StoreError> {
         let tenant = tenant.to_string();
+        let (limit, offset) = window(page);
         let (total, rows) = with_conn!(self, |conn| {
             let total: i64 = applications::table
                 .filter(dsl::tenant_id.eq(&tenant))
@@ -82,20 +83,15 @@ impl ApplicationStore for Database {
             let rows: Vec<ApplicationRow> = applications::table
                 .filter(dsl::tenant_id.eq(&tenant))
                 .order((dsl::created_at.asc(), dsl::id.asc()))
-                .limit(i64::from(page.size()))
-                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                .limit(limit)
+                .offset(offset)
                 .select(ApplicationRow::as_select())
                 .load(conn)
                 .await
                 .db()?;
             Ok::<_, StoreError>((total, rows))
         })?;
-        Page {
-            items: rows,
-            total_items: u64::try_from(total).unwrap_or(0),
-            request: page,
-        }
-        .try_map(ApplicationRow::into_application)
+        page_of(rows, total, page, ApplicationRow::into_application)
     }
 
     async fn update_application(&self, app: &Application) -> Result<bool, StoreError> {

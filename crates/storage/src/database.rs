@@ -12,7 +12,7 @@ use diesel_async::{
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
-use tessera_domain::store::StoreError;
+use tessera_domain::{store::StoreError, Page, PageRequest};
 
 use crate::url::DatabaseUrl;
 
@@ -228,6 +228,29 @@ where
             "timed out waiting for a database connection".into(),
         )),
     }
+}
+
+/// `LIMIT` and `OFFSET` of a page.
+pub(crate) fn window(page: PageRequest) -> (i64, i64) {
+    (
+        i64::from(page.size()),
+        i64::try_from(page.offset()).unwrap_or(i64::MAX),
+    )
+}
+
+/// A page of `rows` (out of `total`), each converted to its domain type.
+pub(crate) fn page_of<R, T>(
+    rows: Vec<R>,
+    total: i64,
+    page: PageRequest,
+    convert: impl FnMut(R) -> Result<T, StoreError>,
+) -> Result<Page<T>, StoreError> {
+    Page {
+        items: rows,
+        total_items: u64::try_from(total).unwrap_or(0),
+        request: page,
+    }
+    .try_map(convert)
 }
 
 /// Converts diesel's errors into the domain's, keeping constraint violations apart.

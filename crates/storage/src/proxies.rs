@@ -13,7 +13,7 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{page_of, window, with_conn, Database, DbResultExt},
     rows::ProxyRow,
     schema::proxies::{self, dsl},
 };
@@ -90,6 +90,7 @@ impl ProxyStore for Database {
         let tenant = tenant.to_string();
         let ids: Vec<String> = filter.ids.iter().map(ToString::to_string).collect();
         let name_like = filter.name_like.as_ref();
+        let (limit, offset) = window(page);
         let (total, rows) = with_conn!(self, |conn| {
             let total: i64 = filtered_proxies!(&tenant, &ids, name_like)
                 .count()
@@ -98,20 +99,15 @@ impl ProxyStore for Database {
                 .db()?;
             let rows: Vec<ProxyRow> = filtered_proxies!(&tenant, &ids, name_like)
                 .order((dsl::created_at.asc(), dsl::id.asc()))
-                .limit(i64::from(page.size()))
-                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                .limit(limit)
+                .offset(offset)
                 .select(ProxyRow::as_select())
                 .load(conn)
                 .await
                 .db()?;
             Ok::<_, StoreError>((total, rows))
         })?;
-        Page {
-            items: rows,
-            total_items: u64::try_from(total).unwrap_or(0),
-            request: page,
-        }
-        .try_map(StoredProxy::try_from)
+        page_of(rows, total, page, StoredProxy::try_from)
     }
 
     async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError> {

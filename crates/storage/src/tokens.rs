@@ -11,7 +11,7 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{page_of, window, with_conn, Database, DbResultExt},
     rows::{AssociationRow, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
@@ -168,6 +168,7 @@ impl Database {
         parent: &String,
         page: PageRequest,
     ) -> Result<(i64, Vec<TokenRow>), StoreError> {
+        let (limit, offset) = window(page);
         with_conn!(self, |conn| {
             let total: i64 = filtered_children!(p, parent)
                 .count()
@@ -179,8 +180,8 @@ impl Database {
                     token_associations::child_created_at.asc(),
                     token_associations::child_id.asc(),
                 ))
-                .limit(i64::from(page.size()))
-                .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                .limit(limit)
+                .offset(offset)
                 .select(token_associations::child_id)
                 .load(conn)
                 .await
@@ -298,6 +299,7 @@ impl TokenStore for Database {
         let (total, rows) = if let Some(parent) = &params.parent {
             self.list_children(&params, parent, page).await?
         } else {
+            let (limit, offset) = window(page);
             with_conn!(self, |conn| {
                 let total: i64 = filtered_tokens!(&params)
                     .count()
@@ -306,8 +308,8 @@ impl TokenStore for Database {
                     .db()?;
                 let rows: Vec<TokenRow> = filtered_tokens!(&params)
                     .order((tokens::created_at.asc(), tokens::id.asc()))
-                    .limit(i64::from(page.size()))
-                    .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                    .limit(limit)
+                    .offset(offset)
                     .select(TokenRow::as_select())
                     .load(conn)
                     .await
@@ -315,12 +317,7 @@ impl TokenStore for Database {
                 Ok::<_, StoreError>((total, rows))
             })?
         };
-        Page {
-            items: rows,
-            total_items: u64::try_from(total).unwrap_or(0),
-            request: page,
-        }
-        .try_map(StoredToken::try_from)
+        page_of(rows, total, page, StoredToken::try_from)
     }
 
     async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {

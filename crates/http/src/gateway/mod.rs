@@ -24,9 +24,8 @@ use std::{collections::BTreeSet, sync::Arc, time::Instant};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
-use serde_json::json;
 use tessera_detokenize::{render_header, BodyKind, ResolvedToken, Template, Values};
-use tessera_domain::{proxy::Proxy, timestamp, Permission, Principal, Token, TokenId, Vault};
+use tessera_domain::{proxy::Proxy, Permission, Principal, Token, TokenId, Vault};
 use tessera_transform_runtime::TransformEngine;
 
 pub use client::{ClientBuildError, ClientConfig, OutboundClient, SendError};
@@ -145,17 +144,20 @@ impl Gateway {
     /// The 413 answer, for adapters that stop reading at the limit.
     pub fn body_too_large(&self) -> Response<ProxyBody> {
         self.metrics.record_error("too_large");
-        let res = ProxyError::new(
+        let res = self.too_large().into_response();
+        self.metrics
+            .record_request("gateway", res.status().as_u16());
+        res
+    }
+
+    fn too_large(&self) -> ProxyError {
+        ProxyError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
                 "the request body exceeds the limit of {} bytes",
                 self.config.max_body_bytes
             ),
         )
-        .into_response();
-        self.metrics
-            .record_request("gateway", res.status().as_u16());
-        res
     }
 
     /// Handles one invocation. `request_id` is forwarded to the destination.
@@ -203,13 +205,7 @@ impl Gateway {
         body: Bytes,
     ) -> Result<Prepared, ProxyError> {
         if body.len() > self.config.max_body_bytes {
-            return Err(ProxyError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body exceeds the limit of {} bytes",
-                    self.config.max_body_bytes
-                ),
-            ));
+            return Err(self.too_large());
         }
         let key = forward::proxy_key(&parts.headers, parts.uri.query()).ok_or_else(|| {
             ProxyError::new(
@@ -484,19 +480,10 @@ impl Gateway {
 
 /// A fetched token as expressions see it.
 fn resolved(t: Token) -> ResolvedToken {
-    let data = t.data.into_inner();
-    let token = json!({
-        "id": t.id,
-        "tenant_id": t.tenant_id,
-        "type": t.token_type,
-        "data": data,
-        "metadata": t.metadata,
-        "containers": [t.container.as_str()],
-        "created_by": t.created_by,
-        "created_at": timestamp::format(t.created_at),
-        "modified_by": t.modified_by,
-        "modified_at": timestamp::format(t.modified_at),
-    });
+    let data = t.data.expose().clone();
+    // The same shape the API returns for a token (`GET /tokens/{id}`).
+    let token = serde_json::to_value(crate::views::TokenView::with_data(t))
+        .unwrap_or(serde_json::Value::Null);
     ResolvedToken { data, token }
 }
 

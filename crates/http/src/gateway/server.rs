@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use super::{Gateway, ProxyBody};
-use crate::{metrics::METRICS_CONTENT_TYPE, request_id};
+use crate::{metrics::METRICS_CONTENT_TYPE, problem::ApiError, request_id};
 
 /// How long shutdown waits for in-flight requests.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -31,9 +31,12 @@ fn buffered(status: StatusCode, content_type: &'static str, body: String) -> Res
 }
 
 fn problem(status: StatusCode, detail: &str) -> Response<ProxyBody> {
-    let body = json!({"type": "about:blank", "title": status.canonical_reason().unwrap_or("Error"),
-        "status": status.as_u16(), "detail": detail});
-    buffered(status, "application/problem+json", body.to_string())
+    // The management API's problem type (actix's `http` 0.2 status, hence the conversion).
+    let actix_status = actix_web::http::StatusCode::from_u16(status.as_u16())
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
+    let body =
+        serde_json::to_string(&ApiError::new(actix_status, detail).problem()).unwrap_or_default();
+    buffered(status, crate::problem::PROBLEM_JSON, body)
 }
 
 async fn route(gateway: Arc<Gateway>, req: Request<Incoming>, id: &str) -> Response<ProxyBody> {
