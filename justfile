@@ -32,6 +32,15 @@ ci:
 bench-gateway:
     bash bench/gateway.sh
 
+# Schemathesis (pinned, from PyPI) against a live api on a temporary SQLite database: every
+# operation of the OpenAPI document, zero failures allowed. CI runs it too.
+fuzz-api examples="40":
+    FUZZ_API_EXAMPLES={{examples}} bash scripts/fuzz-api.sh
+
+# Regenerate docs/openapi.json from the code (a test fails while it is stale).
+openapi:
+    cargo run --quiet --bin api -- openapi > docs/openapi.json
+
 # Property-based fuzz targets, FUZZ_SECONDS each (default 600): expression parser, JSON/form
 # substitution, container parsing, request decoding of every endpoint.
 fuzz seconds="600":

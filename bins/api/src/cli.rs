@@ -29,6 +29,8 @@ pub enum Command {
     },
     /// Apply pending database migrations and exit.
     Migrate(DbArgs),
+    /// Print the OpenAPI 3.1 document (the one served at `/openapi.json`) and exit.
+    Openapi,
 }
 
 /// Tenant operations.

@@ -34,6 +34,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("migrations applied");
             Ok(())
         }
+        Command::Openapi => {
+            print!("{}", tessera_http::openapi::json());
+            Ok(())
+        }
         Command::Tenants {
             command: TenantsCommand::Create { name, db },
         } => {

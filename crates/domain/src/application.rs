@@ -21,6 +21,7 @@ pub const MAX_DESCRIPTION_CHARS: usize = 500;
 
 /// What kind of caller an application represents; it bounds which permissions it may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ApplicationType {
     /// A back-end service: any `token:*` permission, no management permission.
@@ -69,6 +70,7 @@ impl ApplicationType {
 /// Grants token permissions on every container under `container`. Lower `priority` is
 /// consulted first; the first rule whose container covers a token decides.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// Free text for humans.
@@ -84,9 +86,17 @@ pub struct Rule {
 
 /// What a caller supplies to create or replace an application.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "name": "checkout service",
+    "type": "private",
+    "permissions": ["token:create"],
+    "rules": [{"description": "use cards", "priority": 1, "container": "/pci/",
+               "permissions": ["token:read", "token:use"]}]
+})))]
 #[serde(deny_unknown_fields)]
 pub struct ApplicationInput {
     /// Display name, 1–200 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     /// The application type.
     #[serde(rename = "type")]

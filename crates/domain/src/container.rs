@@ -13,6 +13,16 @@ pub const MAX_CONTAINER_LEN: usize = 200;
 /// container (it matches everything) but tokens must live in a container with at least one
 /// segment; see [`Container::parse_for_token`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(
+        description = "A container path: starts and ends with `/`, segments of `[a-z0-9_-]` \
+            (upper case is stored lowercased). `/` alone is valid only in rules.",
+        example = "/pci/high/",
+        pattern = "^/([A-Za-z0-9_-]+/)*$"
+    )
+)]
 #[serde(transparent)]
 pub struct Container(String);
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// One permission. Token permissions (`token:*`) can be scoped to containers by rules; the
 /// others are tenant-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Permission {
     /// Create tokens.
     #[serde(rename = "token:create")]

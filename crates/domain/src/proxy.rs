@@ -41,27 +41,40 @@ pub struct DestinationPolicy {
 
 /// A transform as supplied: its source code.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TransformInput {
-    /// CommonJS source exporting an async function of `req`.
+    /// CommonJS source exporting an async function of `req`; at most 50,000 characters.
+    #[cfg_attr(feature = "openapi", schema(max_length = 50000))]
     pub code: String,
 }
 
 /// The application whose key the transform's `req.svc` client uses.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApplicationRef {
-    /// Its id.
+    /// Its id: a `public` or `private` application of the tenant.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
 }
 
 /// What a caller supplies to create or replace a proxy.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "name": "payments",
+    "destination_url": "https://api.example.com/charges",
+    "request_transform": {"code": "module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers }; };"},
+    "configuration": {"API_KEY": "sk_test_123"},
+    "require_auth": true
+})))]
 #[serde(deny_unknown_fields)]
 pub struct ProxyInput {
     /// Display name, 1–200 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
-    /// Where requests are forwarded.
+    /// Where requests are forwarded: an absolute `https` URL, at most 400 characters.
+    #[cfg_attr(feature = "openapi", schema(max_length = 400, pattern = "^https://"))]
     pub destination_url: String,
     /// Runs on the request before forwarding.
     #[serde(default)]
@@ -74,12 +87,14 @@ pub struct ProxyInput {
     pub application: Option<ApplicationRef>,
     /// Values for transforms.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<BTreeMap<String, String>>))]
     pub configuration: Option<Secret<Configuration>>,
     /// Whether invocation needs an API key (default `true`).
     #[serde(default)]
     pub require_auth: Option<bool>,
     /// Accepted by the parser only to refuse it with a clear message: the key is generated.
     #[serde(default, deserialize_with = "present", rename = "key")]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
     pub key_supplied: Option<()>,
 }
 

@@ -15,6 +15,7 @@ use crate::{
 
 /// The kind of value a token holds; it decides validation and the default container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TokenType {
     /// Any JSON value.
@@ -58,19 +59,37 @@ impl TokenType {
 
 /// What a caller supplies to create a token.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "type": "card",
+    "data": {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030,
+             "cvc": "123"},
+    "metadata": {"customer": "c_42"},
+    "containers": ["/pci/high/"]
+})))]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
     /// Token type.
     #[serde(rename = "type")]
     pub token_type: TokenType,
-    /// The sensitive value; required, any JSON value but `null`.
+    /// The sensitive value; required, any JSON value but `null`. For `card` an object with
+    /// `number`, `expiration_month`, `expiration_year`, `cvc`; for `bank` an object with
+    /// `routing_number` and `account_number`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Value, required = true))]
     pub data: Option<Secret<Value>>,
-    /// Non-sensitive pairs.
+    /// Non-sensitive pairs: at most 100, keys up to 200 characters, values up to 500.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<std::collections::BTreeMap<String, String>>)
+    )]
     pub metadata: Option<Metadata>,
-    /// Zero or one container path.
+    /// Zero or one container path; the default depends on the type.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_items = 1, inline, value_type = Option<Vec<crate::container::Container>>)
+    )]
     pub containers: Option<Vec<String>>,
 }
 

@@ -14,6 +14,7 @@ mod auth;
 mod body;
 pub mod gateway;
 pub mod metrics;
+pub mod openapi;
 mod problem;
 mod query;
 mod request_id;

@@ -10,10 +10,11 @@ use tessera_domain::{store::StoreError, ValidationErrors, VaultError};
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// The body of an error response.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Problem {
     /// Always `about:blank`: the status says what kind of problem it is.
     #[serde(rename = "type")]
+    #[schema(value_type = String, example = "about:blank")]
     pub kind: &'static str,
     /// Short summary of the status.
     pub title: String,

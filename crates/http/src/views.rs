@@ -13,13 +13,15 @@ use tessera_domain::{
 use time::OffsetDateTime;
 
 /// A token. `data` is present only on reads and lists.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokenView {
     id: TokenId,
     tenant_id: TenantId,
     #[serde(rename = "type")]
     token_type: TokenType,
+    /// The sensitive value, on reads and lists only.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
     data: Option<Value>,
     containers: Vec<String>,
     metadata: BTreeMap<String, String>,
@@ -59,7 +61,7 @@ impl TokenView {
 }
 
 /// An application. `key` appears only on create and regenerate.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ApplicationView {
     id: ApplicationId,
     tenant_id: TenantId,
@@ -106,13 +108,13 @@ impl ApplicationView {
 }
 
 /// A transform in a proxy response.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TransformView {
     code: String,
 }
 
 /// A proxy (source §2.4). `modified_*` are left out of the create response.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ProxyView {
     id: ProxyId,
     key: String,
@@ -129,6 +131,7 @@ pub struct ProxyView {
     /// Returned as stored: it is the tenant's own configuration, shown to holders of
     /// `proxy:read`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
     configuration: Option<Configuration>,
     created_by: ApplicationId,
     #[serde(with = "serde_rfc3339")]
@@ -174,7 +177,7 @@ impl ProxyView {
 }
 
 /// Pagination block of a list response.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Pagination {
     total_items: u64,
     page_number: u32,
@@ -183,7 +186,7 @@ pub struct Pagination {
 }
 
 /// A list response: `{"pagination": {...}, "data": [...]}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct PageView<T> {
     pagination: Pagination,
     data: Vec<T>,

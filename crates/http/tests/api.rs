@@ -35,6 +35,17 @@ async fn health_and_readiness(db: &TestDatabase) {
         .await
         .expect(200);
     assert_eq!(r.body, json!({"status": "ready"}));
+    // The OpenAPI document needs no key and is the generated one.
+    let r = send(&app, Method::GET, "/openapi.json", None, None)
+        .await
+        .expect(200);
+    assert_eq!(
+        r.headers.get("content-type").map(|v| v.as_bytes()),
+        Some(&b"application/json"[..])
+    );
+    let generated: serde_json::Value =
+        serde_json::from_str(tessera_http::openapi::json()).expect("generated document is JSON");
+    assert_eq!(r.body, generated);
 }
 
 async fn applications_lifecycle(db: &TestDatabase) {

@@ -10,13 +10,69 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use http_body_util::BodyDataStream;
 
-use super::{Gateway, ProxyBody};
+use super::{error::ProxyErrorBody, Gateway, ProxyBody};
 use crate::request_id::RequestId;
 
 /// Registers the proxy routes for every method.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/proxy", web::to(invoke))
-        .route("/proxy/{tail:.*}", web::to(invoke));
+    cfg.route("/proxy", web::to(invoke_root))
+        .route("/proxy/{tail:.*}", web::to(invoke_path));
+}
+
+/// The OpenAPI operations of the proxy (the same handler serves them in `proxy-gateway`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(invoke_root, invoke_path))]
+pub(crate) struct Doc;
+
+/// Invokes a pre-configured proxy: `{{token_id}}` expressions in the body and headers are
+/// replaced by token data, the request transform runs, and the request goes to the proxy's
+/// `destination_url`. The destination's answer comes back as it is (any status, any content
+/// type) with `SVC-PROXY-DESTINATION-STATUS`, after the response transform on a 2xx. Only the
+/// proxy's own failures are `{"proxy_error": …}`.
+#[utoipa::path(method(get, post, put, patch, delete), path = "/proxy", tag = "proxy invocation",
+    security(("proxy_key" = [], "api_key" = []), ("proxy_key_query" = [], "api_key" = []),
+        ("proxy_key" = []), ("proxy_key_query" = [])),
+    request_body(description = "Any body. JSON, form-urlencoded and text bodies are detokenized; others pass through.",
+        content((Object = "application/json"), (Object = "application/x-www-form-urlencoded"), (String = "text/plain"))),
+    responses(
+        (status = "default", description = "The destination's response, passed through."),
+        (status = 400, description = "Bad expression, unknown token, or a header value that would hold CR/LF/NUL.", body = ProxyErrorBody),
+        (status = 401, description = "Missing or unknown proxy key; or `require_auth` and no valid `SVC-API-KEY`.", body = ProxyErrorBody),
+        (status = 403, description = "The key lacks `token:use` on a token's container.", body = ProxyErrorBody),
+        (status = 413, description = "The body is above the limit.", body = ProxyErrorBody),
+        (status = 500, description = "The transform failed.", body = ProxyErrorBody),
+        (status = 502, description = "Destination unreachable, TLS failure, or address refused by the SSRF guard.", body = ProxyErrorBody),
+        (status = 504, description = "The destination did not answer in time.", body = ProxyErrorBody)))]
+async fn invoke_root(
+    req: HttpRequest,
+    payload: web::Payload,
+    gateway: web::Data<Arc<Gateway>>,
+) -> HttpResponse {
+    invoke(req, payload, gateway).await
+}
+
+/// As `/proxy`, with `/{path}` appended to the destination URL.
+#[utoipa::path(method(get, post, put, patch, delete), path = "/proxy/{path}", tag = "proxy invocation",
+    params(("path" = String, Path, description = "Appended to the destination URL after exactly one `/`.")),
+    security(("proxy_key" = [], "api_key" = []), ("proxy_key_query" = [], "api_key" = []),
+        ("proxy_key" = []), ("proxy_key_query" = [])),
+    request_body(description = "As for `/proxy`.",
+        content((Object = "application/json"), (Object = "application/x-www-form-urlencoded"), (String = "text/plain"))),
+    responses(
+        (status = "default", description = "The destination's response, passed through."),
+        (status = 400, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 401, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 403, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 413, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 500, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 502, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 504, description = "As for `/proxy`.", body = ProxyErrorBody)))]
+async fn invoke_path(
+    req: HttpRequest,
+    payload: web::Payload,
+    gateway: web::Data<Arc<Gateway>>,
+) -> HttpResponse {
+    invoke(req, payload, gateway).await
 }
 
 async fn invoke(

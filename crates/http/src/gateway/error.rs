@@ -4,11 +4,22 @@
 use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use serde_json::json;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use tessera_detokenize::DetokenizeError;
 use tessera_domain::{store::StoreError, VaultError};
 
 use super::ProxyBody;
+use crate::problem::Problem;
+
+/// The body of every proxy error: the problem wrapped so that it cannot be mistaken for a
+/// destination's own answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ProxyErrorBody {
+    /// What went wrong in the proxy.
+    pub proxy_error: Problem,
+}
 
 /// A failure of the proxy itself.
 #[derive(Debug, Clone)]
@@ -16,7 +27,7 @@ pub struct ProxyError {
     status: StatusCode,
     detail: String,
     title: Option<String>,
-    errors: Option<serde_json::Value>,
+    errors: Option<BTreeMap<String, Vec<String>>>,
 }
 
 impl ProxyError {
@@ -37,7 +48,7 @@ impl ProxyError {
     }
 
     /// Adds an `errors` member.
-    pub fn with_errors(mut self, errors: serde_json::Value) -> Self {
+    pub fn with_errors(mut self, errors: BTreeMap<String, Vec<String>>) -> Self {
         self.errors = Some(errors);
         self
     }
@@ -54,21 +65,24 @@ impl ProxyError {
 
     /// The response.
     pub fn into_response(self) -> Response<ProxyBody> {
-        let mut problem = json!({
-            "type": "about:blank",
-            "title": self.title.as_deref().unwrap_or(self.status.canonical_reason().unwrap_or("Error")),
-            "status": self.status.as_u16(),
-            "detail": self.detail,
+        let title = self.title.unwrap_or_else(|| {
+            self.status
+                .canonical_reason()
+                .unwrap_or("Error")
+                .to_string()
         });
-        if let Some(errors) = self.errors {
-            problem["errors"] = errors;
-        }
-        let body = json!({ "proxy_error": problem });
-        let mut res = Response::new(
-            Full::new(Bytes::from(body.to_string()))
-                .map_err(|e| match e {})
-                .boxed(),
-        );
+        let body = ProxyErrorBody {
+            proxy_error: Problem {
+                kind: "about:blank",
+                title,
+                status: self.status.as_u16(),
+                detail: Some(self.detail),
+                errors: self.errors,
+            },
+        };
+        // Serialising this plain struct cannot fail; an empty body would still carry the status.
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let mut res = Response::new(Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed());
         *res.status_mut() = self.status;
         res.headers_mut().insert(
             header::CONTENT_TYPE,

@@ -147,7 +147,10 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Box<Resp
             Err(Box::new(
                 ProxyError::new(status, message.clone())
                     .with_title(name)
-                    .with_errors(json!({"error": [message]}))
+                    .with_errors(std::collections::BTreeMap::from([(
+                        "error".to_string(),
+                        vec![message],
+                    )]))
                     .into_response(),
             ))
         }

@@ -3,6 +3,8 @@
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{ApplicationId, ApplicationInput};
 
+use crate::problem::Problem;
+
 use super::parse_id;
 use crate::{
     auth::{self, Caller},
@@ -12,6 +14,11 @@ use crate::{
     state::ApiState,
     views::{ApplicationView, PageView},
 };
+
+/// The OpenAPI operations of this module.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create, list, get, update, delete, regenerate))]
+pub(super) struct Doc;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -34,6 +41,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// Creates an application. The response is the only time its key is shown.
+#[utoipa::path(post, path = "/applications", tag = "applications",
+    request_body = ApplicationInput,
+    responses((status = 201, description = "Created; `key` holds the new API key.", body = ApplicationView)))]
 async fn create(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -46,6 +57,10 @@ async fn create(
     )))
 }
 
+/// Lists the tenant's applications, oldest first.
+#[utoipa::path(get, path = "/applications", tag = "applications",
+    params(crate::query::PageParams),
+    responses((status = 200, description = "A page of applications.", body = PageView<ApplicationView>)))]
 async fn list(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -56,6 +71,9 @@ async fn list(
     Ok(HttpResponse::Ok().json(PageView::new(apps, ApplicationView::new)))
 }
 
+/// Reads an application (never its key).
+#[utoipa::path(get, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+    responses((status = 200, description = "The application.", body = ApplicationView)))]
 async fn get(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -66,6 +84,10 @@ async fn get(
     Ok(HttpResponse::Ok().json(ApplicationView::new(app)))
 }
 
+/// Replaces an application's name, type, permissions and rules. The key is unchanged.
+#[utoipa::path(put, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+    request_body = ApplicationInput,
+    responses((status = 200, description = "The updated application.", body = ApplicationView)))]
 async fn update(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -77,6 +99,12 @@ async fn update(
     Ok(HttpResponse::Ok().json(ApplicationView::new(app)))
 }
 
+/// Deletes an application; its key stops working at once.
+#[utoipa::path(delete, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 409, description = "Proxies still use the application; `detail` names them.",
+            body = Problem, content_type = "application/problem+json")))]
 async fn delete(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -87,6 +115,9 @@ async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Issues a new key; the old one stops working at once.
+#[utoipa::path(post, path = "/applications/{id}/regenerate", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+    responses((status = 200, description = "The application with its new `key`.", body = ApplicationView)))]
 async fn regenerate(
     state: web::Data<ApiState>,
     Caller(caller): Caller,

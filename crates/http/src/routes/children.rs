@@ -13,6 +13,11 @@ use crate::{
     views::{PageView, TokenView},
 };
 
+/// The OpenAPI operations of this module.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(associate, dissociate, create_child, list_children))]
+pub(super) struct Doc;
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/tokens/{parent_id}/children")
@@ -33,6 +38,10 @@ fn token_id(raw: &str, field: &str) -> Result<TokenId, ApiError> {
         .map_err(|_| ApiError::field(field, format!("`{raw}` is not a valid token id")))
 }
 
+/// Links two existing tokens as parent and child (idempotent). Needs `token:read` on both.
+#[utoipa::path(post, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
+    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), ("child_id" = uuid::Uuid, Path, description = "The child token id.")),
+    responses((status = 204, description = "Associated (or already was).")))]
 async fn associate(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -46,6 +55,10 @@ async fn associate(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Removes an association; both tokens remain. Needs `token:delete` on the parent's container.
+#[utoipa::path(delete, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
+    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), ("child_id" = uuid::Uuid, Path, description = "The child token id.")),
+    responses((status = 204, description = "Removed.")))]
 async fn dissociate(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -59,6 +72,11 @@ async fn dissociate(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Creates a token and links it as a child of `parent_id`. Needs `token:read` on the parent
+/// and `token:create` on the child's container.
+#[utoipa::path(post, path = "/tokens/{parent_id}/children", tag = "associations",
+    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id.")), request_body = NewToken,
+    responses((status = 201, description = "The child token (without data).", body = TokenView)))]
 async fn create_child(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -73,6 +91,10 @@ async fn create_child(
     Ok(HttpResponse::Created().json(TokenView::without_data(token)))
 }
 
+/// Lists the children of `parent_id` that the caller may read, with data.
+#[utoipa::path(get, path = "/tokens/{parent_id}/children", tag = "associations",
+    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), crate::query::TokenListParams),
+    responses((status = 200, description = "A page of child tokens.", body = PageView<TokenView>)))]
 async fn list_children(
     state: web::Data<ApiState>,
     Caller(caller): Caller,

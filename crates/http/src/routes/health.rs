@@ -1,25 +1,46 @@
-//! Liveness and readiness probes (no key needed).
+//! Liveness and readiness probes, metrics and the OpenAPI document (no key needed).
 
 use actix_web::{http::StatusCode, web, HttpResponse};
-use serde_json::json;
+use serde::Serialize;
 
-use crate::{problem::ApiError, state::ApiState};
+use crate::{problem::ApiError, problem::Problem, state::ApiState};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz))
-        .route("/metrics", web::get().to(metrics));
+        .route("/metrics", web::get().to(metrics))
+        .route("/openapi.json", web::get().to(openapi));
+}
+
+/// The OpenAPI operations of this module.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(healthz, readyz, metrics, openapi))]
+pub(super) struct Doc;
+
+/// The body of the probes.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Status {
+    /// `ok` (alive) or `ready` (can serve).
+    #[schema(value_type = String, example = "ok")]
+    status: &'static str,
 }
 
 /// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations", security(()),
+    responses((status = 200, description = "The process is alive.", body = Status)))]
 async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "ok"}))
+    HttpResponse::Ok().json(Status { status: "ok" })
 }
 
 /// The process can reach its database.
+#[utoipa::path(get, path = "/readyz", tag = "operations", security(()),
+    responses(
+        (status = 200, description = "The database answers.", body = Status),
+        (status = 503, description = "The database is unreachable.", body = Problem,
+            content_type = "application/problem+json")))]
 async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
     match state.vault.store().ping().await {
-        Ok(()) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
+        Ok(()) => Ok(HttpResponse::Ok().json(Status { status: "ready" })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ApiError::new(
@@ -31,8 +52,21 @@ async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
 }
 
 /// Prometheus metrics (no key; counts only, no tenant data).
+#[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
+    responses((status = 200, description = "Prometheus text exposition format.", body = String,
+        content_type = "text/plain")))]
 async fn metrics(state: web::Data<ApiState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type(crate::metrics::METRICS_CONTENT_TYPE)
         .body(state.metrics.render())
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations", security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API.",
+        body = Object, content_type = "application/json")))]
+async fn openapi() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(crate::openapi::json())
 }

@@ -33,3 +33,18 @@ pub(crate) fn parse_id<T: std::str::FromStr>(raw: &str, what: &str) -> Result<T,
     raw.parse()
         .map_err(|_| ApiError::field("id", format!("`{raw}` is not a valid {what} id")))
 }
+
+/// The operations of every management route, merged (see [`crate::openapi`]).
+pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
+    use utoipa::OpenApi;
+    let mut doc = health::Doc::openapi();
+    for part in [
+        applications::Doc::openapi(),
+        tokens::Doc::openapi(),
+        children::Doc::openapi(),
+        proxies::Doc::openapi(),
+    ] {
+        doc.merge(part);
+    }
+    doc
+}

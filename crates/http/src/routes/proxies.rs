@@ -13,6 +13,11 @@ use crate::{
     views::{PageView, ProxyView},
 };
 
+/// The OpenAPI operations of this module.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create, list, get, update, delete))]
+pub(super) struct Doc;
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/proxies")
@@ -48,6 +53,10 @@ fn check_transforms(input: &ProxyInput) -> Result<(), ApiError> {
     errors.into_result().map_err(|e| ApiError::validation(&e))
 }
 
+/// Creates a pre-configured proxy; the response holds its generated `key`.
+#[utoipa::path(post, path = "/proxies", tag = "proxies",
+    request_body = ProxyInput,
+    responses((status = 201, description = "Created (no `modified_*` fields).", body = ProxyView)))]
 async fn create(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -59,6 +68,10 @@ async fn create(
     Ok(HttpResponse::Created().json(ProxyView::created(proxy)))
 }
 
+/// Lists proxies, oldest first.
+#[utoipa::path(get, path = "/proxies", tag = "proxies",
+    params(crate::query::ProxyListParams),
+    responses((status = 200, description = "A page of proxies.", body = PageView<ProxyView>)))]
 async fn list(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -69,6 +82,9 @@ async fn list(
     Ok(HttpResponse::Ok().json(PageView::new(proxies, ProxyView::full)))
 }
 
+/// Reads a proxy.
+#[utoipa::path(get, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+    responses((status = 200, description = "The proxy.", body = ProxyView)))]
 async fn get(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -79,6 +95,10 @@ async fn get(
     Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
 }
 
+/// Replaces a proxy's settings; its key is unchanged.
+#[utoipa::path(put, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+    request_body = ProxyInput,
+    responses((status = 200, description = "The updated proxy.", body = ProxyView)))]
 async fn update(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -92,6 +112,9 @@ async fn update(
     Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
 }
 
+/// Deletes a proxy; its key stops working.
+#[utoipa::path(delete, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+    responses((status = 204, description = "Deleted.")))]
 async fn delete(
     state: web::Data<ApiState>,
     Caller(caller): Caller,

@@ -13,6 +13,11 @@ use crate::{
     views::{PageView, TokenView},
 };
 
+/// The OpenAPI operations of this module.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create, list, get, delete))]
+pub(super) struct Doc;
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/tokens")
@@ -28,6 +33,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// Stores a secret and returns its token (without the data). Needs `token:create` on the
+/// target container.
+#[utoipa::path(post, path = "/tokens", tag = "tokens",
+    request_body = NewToken,
+    responses((status = 201, description = "Created.", body = TokenView)))]
 async fn create(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -37,6 +47,11 @@ async fn create(
     Ok(HttpResponse::Created().json(TokenView::without_data(token)))
 }
 
+/// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
+/// `token:read` are neither listed nor counted.
+#[utoipa::path(get, path = "/tokens", tag = "tokens",
+    params(crate::query::TokenListParams),
+    responses((status = 200, description = "A page of tokens.", body = PageView<TokenView>)))]
 async fn list(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -47,6 +62,9 @@ async fn list(
     Ok(HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)))
 }
 
+/// Reads a token with its data. Needs `token:read` on its container.
+#[utoipa::path(get, path = "/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path, description = "The token id.")),
+    responses((status = 200, description = "The token.", body = TokenView)))]
 async fn get(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -57,6 +75,9 @@ async fn get(
     Ok(HttpResponse::Ok().json(TokenView::with_data(token)))
 }
 
+/// Deletes a token and its associations (its children remain). Needs `token:delete`.
+#[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path, description = "The token id.")),
+    responses((status = 204, description = "Deleted.")))]
 async fn delete(
     state: web::Data<ApiState>,
     Caller(caller): Caller,

@@ -1,0 +1,217 @@
+//! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations and the
+//! request and response types, served at `GET /openapi.json` and checked into
+//! `docs/openapi.json` (a test fails when that copy is stale; `just openapi` rewrites it).
+//!
+//! Each route module describes its own operations with their success responses. The failure
+//! responses every management operation shares (RFC 7807 bodies) are added here in one place,
+//! from what the operation has — a key, a path id, a body — so that no operation can forget one.
+
+use std::sync::OnceLock;
+
+use utoipa::{
+    openapi::{
+        path::Operation,
+        response::{Response, ResponseBuilder},
+        security::{ApiKey, ApiKeyValue, SecurityScheme},
+        ContentBuilder, OpenApi as Document, Ref, RefOr,
+    },
+    Modify, OpenApi,
+};
+
+use crate::problem::{Problem, PROBLEM_JSON};
+
+/// The root of the document: metadata and tags. [`document`] adds the operations, then the
+/// security schemes and shared error responses.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tessera",
+        description = "Self-hosted tokenization vault with a detokenizing proxy. Every \
+            management call needs an `SVC-API-KEY` header. Failures are RFC 7807 \
+            `application/problem+json`; proxy failures are `{\"proxy_error\": <problem>}`. \
+            Every response carries `X-Request-Id` (echoed when the caller sent one).",
+        license(name = "Apache-2.0")
+    ),
+    components(schemas(Problem)),
+    security(("api_key" = [])),
+    tags(
+        (name = "applications", description = "API keys and their permissions."),
+        (name = "tokens", description = "Secrets stored as tokens."),
+        (name = "associations", description = "Parent and child tokens."),
+        (name = "proxies", description = "Pre-configured detokenizing proxies."),
+        (name = "proxy invocation", description = "Requests sent through a proxy."),
+        (name = "operations", description = "Probes, metrics and this document."),
+    )
+)]
+struct ApiDoc;
+
+/// The whole document.
+pub fn document() -> Document {
+    let mut doc = crate::routes::openapi();
+    doc.merge(crate::gateway::actix::Doc::openapi());
+    // The modifiers run after the merge so that they see every operation.
+    let mut root = ApiDoc::openapi();
+    root.merge(doc);
+    for modifier in [&SecuritySchemes as &dyn Modify, &SharedErrors] {
+        modifier.modify(&mut root);
+    }
+    root
+}
+
+/// The document as pretty JSON, built once per process.
+pub fn json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        let mut text = document()
+            .to_pretty_json()
+            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        text.push('\n');
+        text
+    })
+}
+
+/// `api_key` (`SVC-API-KEY`) for management calls and proxies with `require_auth`; the proxy
+/// key in its header or query parameter for invocation.
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, doc: &mut Document) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        for (name, key) in [
+            ("api_key", ApiKey::Header(ApiKeyValue::new("SVC-API-KEY"))),
+            (
+                "proxy_key",
+                ApiKey::Header(ApiKeyValue::new("SVC-PROXY-KEY")),
+            ),
+            (
+                "proxy_key_query",
+                ApiKey::Query(ApiKeyValue::new("svc-proxy-key")),
+            ),
+        ] {
+            components.add_security_scheme(name, SecurityScheme::ApiKey(key));
+        }
+    }
+}
+
+/// Adds the problem responses a management operation can give, unless the operation already
+/// describes that status.
+struct SharedErrors;
+
+impl Modify for SharedErrors {
+    fn modify(&self, doc: &mut Document) {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if path.starts_with("/proxy") {
+                continue; // described in full by the gateway: `proxy_error` bodies
+            }
+            let has_id = path.contains('{');
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                add_shared_errors(operation, has_id);
+            }
+        }
+    }
+}
+
+fn add_shared_errors(operation: &mut Operation, has_id: bool) {
+    // Operations that opt out of the key (`security(())`) are the probes: only their own
+    // statuses apply.
+    let public = operation
+        .security
+        .as_ref()
+        .is_some_and(|s| s.iter().all(is_empty_requirement));
+    if public {
+        return;
+    }
+    let has_body = operation.request_body.is_some();
+    let mut statuses: Vec<(&str, &str)> = vec![
+        ("400", "Malformed input: bad query parameter, path id, JSON, unknown field or validation failure (`errors` by field path)."),
+        ("401", "`SVC-API-KEY` missing, malformed, unknown or revoked."),
+        ("403", "The key lacks the permission (for tokens: on that container)."),
+    ];
+    if has_id {
+        statuses.push(("404", "Absent, or owned by another tenant."));
+    }
+    if has_body {
+        statuses.push(("413", "The body is above the configured limit."));
+        statuses.push(("415", "The body is not `application/json`."));
+    }
+    statuses.push((
+        "500",
+        "An internal error; `X-Request-Id` finds it in the server log.",
+    ));
+    statuses.push(("503", "The database is unavailable; retry later."));
+    for (status, description) in statuses {
+        operation
+            .responses
+            .responses
+            .entry(status.to_string())
+            .or_insert_with(|| problem_response(description));
+    }
+    // Request bodies of management calls are required.
+    if let Some(body) = operation.request_body.as_mut() {
+        body.required = Some(utoipa::openapi::Required::True);
+    }
+}
+
+fn is_empty_requirement(requirement: &utoipa::openapi::security::SecurityRequirement) -> bool {
+    serde_json::to_value(requirement)
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.is_empty()))
+        .unwrap_or(false)
+}
+
+fn problem_response(description: &str) -> RefOr<Response> {
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                PROBLEM_JSON,
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+            .build(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every management operation documents its problem responses with the problem schema.
+    #[test]
+    fn shared_errors_are_attached() {
+        let doc: serde_json::Value = serde_json::from_str(json()).expect("valid JSON");
+        assert_eq!(doc["openapi"], "3.1.0");
+        let get = &doc["paths"]["/tokens/{id}"]["get"]["responses"];
+        for status in ["200", "400", "401", "403", "404", "500", "503"] {
+            assert!(
+                get.get(status).is_some(),
+                "GET /tokens/{{id}} lacks {status}"
+            );
+        }
+        assert_eq!(
+            get["404"]["content"][PROBLEM_JSON]["schema"]["$ref"],
+            "#/components/schemas/Problem"
+        );
+        let post = &doc["paths"]["/tokens"]["post"]["responses"];
+        assert!(post.get("415").is_some() && post.get("413").is_some());
+        assert!(post.get("404").is_none(), "no id, no 404");
+        let conflict = &doc["paths"]["/applications/{id}"]["delete"]["responses"]["409"];
+        assert!(conflict.is_object());
+        let healthz = &doc["paths"]["/healthz"]["get"]["responses"];
+        assert!(healthz.get("401").is_none(), "probes need no key");
+        let schemes = &doc["components"]["securitySchemes"];
+        assert_eq!(schemes["api_key"]["name"], "SVC-API-KEY");
+        assert_eq!(schemes["proxy_key"]["name"], "SVC-PROXY-KEY");
+        assert_eq!(schemes["proxy_key_query"]["in"], "query");
+    }
+}
