@@ -72,7 +72,16 @@ struct Engine {
     contexts: HashMap<(String, [u8; 32]), Warm>,
     runtime: AsyncRuntime,
     deadline: Rc<Cell<Option<Instant>>>,
+    /// Invocations left before the heap is measured again (0: measure before the next one).
+    calls_until_measure: u32,
 }
+
+/// How often the heap in use is measured to set the per-invocation memory limit. Measuring
+/// walks every object of the runtime (`JS_ComputeMemoryUsage`), which cost more than a small
+/// transform itself; in between, the limit stays at the last measurement plus the allowance,
+/// so an invocation's allowance is short by what earlier ones kept alive since then (bounded:
+/// a runtime that reaches its limit is discarded).
+const MEASURE_EVERY: u32 = 64;
 
 fn exception_message(ctx: &Ctx<'_>) -> String {
     let caught = ctx.catch();
@@ -324,6 +333,7 @@ impl Engine {
             contexts: HashMap::new(),
             runtime,
             deadline,
+            calls_until_measure: 0,
         })
     }
 
@@ -345,6 +355,8 @@ impl Engine {
             if self.contexts.len() >= max_contexts {
                 self.contexts.clear();
             }
+            // A new context changes the heap: measure again before the next invocation.
+            self.calls_until_measure = 0;
             let context = AsyncContext::builder()
                 .with::<intrinsic::Date>()
                 .with::<intrinsic::RegExpCompiler>()
@@ -456,11 +468,15 @@ async fn run_job(
 ) -> (Result<String, TransformError>, bool) {
     let deadline = Instant::now() + config.time_limit;
     engine.deadline.set(Some(deadline));
-    // The allowance is per invocation: the heap in use right before this call plus the limit,
-    // so what other proxies' warm contexts hold never counts against this one.
-    let usage = engine.runtime.memory_usage().await.malloc_size;
-    let limit = usize::try_from(usage.max(0)).unwrap_or(0) + config.memory_limit;
-    engine.runtime.set_memory_limit(limit).await;
+    // The allowance is per invocation: the heap in use (measured every MEASURE_EVERY calls)
+    // plus the limit, so what other proxies' warm contexts hold never counts against this one.
+    if engine.calls_until_measure == 0 {
+        let usage = engine.runtime.memory_usage().await.malloc_size;
+        let limit = usize::try_from(usage.max(0)).unwrap_or(0) + config.memory_limit;
+        engine.runtime.set_memory_limit(limit).await;
+        engine.calls_until_measure = MEASURE_EVERY;
+    }
+    engine.calls_until_measure -= 1;
     let deadline_cell = engine.deadline.clone();
     let outcome = async {
         let warm = engine.warm(job, slot, config.max_contexts).await?;
