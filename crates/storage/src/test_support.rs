@@ -125,6 +125,23 @@ impl Drop for TestDatabase {
     }
 }
 
+/// Runs `sql` on the PostgreSQL server of `TESSERA_TEST_DATABASE_URL` as its user (for tests
+/// that change server state: roles, connection limits). `None` when the variable is unset.
+///
+/// # Panics
+/// When the variable is set but the server refuses the connection or the statement.
+pub async fn postgres_admin(sql: &str) -> Option<()> {
+    let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
+    let mut admin = AsyncPgConnection::establish(&admin_url)
+        .await
+        .unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
+    admin
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("running `{sql}`: {e}"));
+    Some(())
+}
+
 /// Whether PostgreSQL tests must run: under `CI=true` a missing `TESSERA_TEST_DATABASE_URL` is
 /// an error, not a skip.
 pub fn postgres_required() -> bool {
