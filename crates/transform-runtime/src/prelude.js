@@ -170,6 +170,10 @@ export default function install(native) {
       for (const C of httpClasses) {
         if (e instanceof C) return JSON.stringify({ http: { status: e.status, name: e.name, message: String(e.message) } });
       }
+      // The host reads a null or undefined exception as the engine running out of memory (the
+      // engine's own signal when it cannot even allocate the error); a transform that throws
+      // one is only a failed transform.
+      if (e === null || e === undefined) throw new Error('the transform threw ' + e);
       throw e;
     }
     const o = out === undefined || out === null ? {} : out;

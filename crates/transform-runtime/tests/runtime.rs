@@ -125,6 +125,14 @@ async fn error_classes_custom_responses_and_crashes() {
         run(&e, "errors", "module.exports = 5;", json!({})).await,
         Err(TransformError::Crashed(_))
     ));
+    // Throwing null or undefined is a crash with that message, not an out-of-memory.
+    for (thrown, expected) in [("null", "threw null"), ("undefined", "threw undefined")] {
+        let code = format!("module.exports = async () => {{ throw {thrown}; }};");
+        match run(&e, "errors", &code, json!({})).await {
+            Err(TransformError::Crashed(m)) => assert!(m.contains(expected), "{m}"),
+            other => panic!("throw {thrown}: {other:?}"),
+        }
+    }
     assert!(matches!(
         run(
             &e,
