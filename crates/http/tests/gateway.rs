@@ -1216,6 +1216,23 @@ async fn svc_tokenizes_as_the_proxy_application(db: &TestDatabase) {
         .await
         .expect("readable with the application's key");
     assert_eq!(token.data.expose()["number"], json!("4242424242424242"));
+
+    // The application loses `token:create`: the next invocation acts with the new permissions
+    // at once (the cached principal is dropped by the update in this process).
+    let narrowed: ApplicationInput = serde_json::from_value(
+        json!({"name": "inbound", "type": "private", "permissions": ["token:read"]}),
+    )
+    .expect("input");
+    e.vault
+        .update_application(&e.admin, issued.application.id, narrowed)
+        .await
+        .expect("update");
+    let r = e
+        .call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey2)], "")
+        .await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    let detail = r.body["proxy_error"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("token:create"), "{detail}");
 }
 
 async fn transform_errors_map_to_statuses(db: &TestDatabase) {

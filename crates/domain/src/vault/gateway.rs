@@ -30,16 +30,24 @@ impl Vault {
     }
 
     /// The principal of application `app` of `tenant`, for acting as it (a proxy's `req.svc`).
+    /// Cached like API keys: a change through this vault applies at once, one made by another
+    /// process within the cache TTL.
     pub async fn application_principal(
         &self,
         tenant: TenantId,
         app: ApplicationId,
     ) -> Result<Principal, VaultError> {
-        self.store
+        if let Some(hit) = self.applications.get(&(tenant, app)) {
+            return Ok(hit);
+        }
+        let principal = self
+            .store
             .get_application(tenant, app)
             .await?
             .map(|a| Principal::new(&a))
-            .ok_or(VaultError::NotFound(crate::error::Resource::Application))
+            .ok_or(VaultError::NotFound(crate::error::Resource::Application))?;
+        self.applications.insert((tenant, app), principal.clone());
+        Ok(principal)
     }
 
     /// Fetches and decrypts `ids` of the caller's tenant — rows not in the short-lived cache

@@ -40,6 +40,8 @@ pub struct Vault {
     proxies: Arc<TtlCache<String, Option<Arc<Proxy>>>>,
     /// Token rows used by the gateway, *encrypted*: plaintext is never cached.
     token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
+    /// Application → principal, for transforms acting as a proxy's application (`req.svc`).
+    applications: Arc<TtlCache<(TenantId, ApplicationId), Principal>>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -58,16 +60,18 @@ impl Vault {
             api_keys: Arc::new(TtlCache::new(DEFAULT_TTL)),
             proxies: Arc::new(TtlCache::new(DEFAULT_TTL)),
             token_rows: Arc::new(TtlCache::new(DEFAULT_TTL)),
+            applications: Arc::new(TtlCache::new(DEFAULT_TTL)),
         }
     }
 
-    /// Sets how long API-key and proxy-key lookups, and the encrypted token rows the gateway
-    /// reads, are cached (default 1 s; zero disables). Changes made through this vault
+    /// Sets how long API-key and proxy-key lookups, proxies' applications, and the encrypted
+    /// token rows the gateway reads, are cached (default 1 s; zero disables). Changes made through this vault
     /// invalidate at once; changes made by other processes are seen within `ttl`.
     pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
         self.api_keys = Arc::new(TtlCache::new(ttl));
         self.proxies = Arc::new(TtlCache::new(ttl));
         self.token_rows = Arc::new(TtlCache::new(ttl));
+        self.applications = Arc::new(TtlCache::new(ttl));
         self
     }
 
@@ -77,6 +81,8 @@ impl Vault {
             p.as_ref()
                 .is_some_and(|p| p.application_id() == application)
         });
+        self.applications
+            .remove_where(|(_, id), _| *id == application);
     }
 
     /// Drops the cached lookup of a proxy key after the proxy changed or was deleted.
