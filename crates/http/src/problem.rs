@@ -71,6 +71,11 @@ impl ApiError {
         self.status
     }
 
+    /// The detail message (never secret material).
+    pub fn detail(&self) -> &str {
+        self.detail.as_deref().unwrap_or(&self.title)
+    }
+
     /// The body.
     pub fn problem(&self) -> Problem {
         Problem {
@@ -106,6 +111,9 @@ impl ResponseError for ApiError {
     }
 }
 
+/// The one mapping of domain errors to statuses and safe messages. The gateway
+/// ([`crate::gateway::ProxyError`]) and transforms' `req.svc` calls reuse it, so that a failure
+/// answers the same status wherever it surfaces.
 impl From<VaultError> for ApiError {
     fn from(e: VaultError) -> Self {
         match &e {

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tessera_detokenize::DetokenizeError;
-use tessera_domain::{store::StoreError, VaultError};
+use tessera_domain::VaultError;
 
 use super::ProxyBody;
-use crate::problem::Problem;
+use crate::problem::{ApiError, Problem};
 
 /// The body of every proxy error: the problem wrapped so that it cannot be mistaken for a
 /// destination's own answer.
@@ -93,35 +93,60 @@ impl ProxyError {
 }
 
 impl From<VaultError> for ProxyError {
+    /// The management API's mapping ([`ApiError`]), except that an unknown token is the
+    /// caller's mistake in the request (400), not a missing resource.
     fn from(e: VaultError) -> Self {
-        match &e {
-            VaultError::Unauthenticated(_) => {
-                ProxyError::new(StatusCode::UNAUTHORIZED, e.to_string())
-            }
-            VaultError::Forbidden { .. } => ProxyError::new(StatusCode::FORBIDDEN, e.to_string()),
-            VaultError::Validation(_) => ProxyError::new(StatusCode::BAD_REQUEST, e.to_string()),
-            VaultError::NotFound(_) => ProxyError::new(StatusCode::BAD_REQUEST, e.to_string()),
-            VaultError::Conflict(_) => ProxyError::new(StatusCode::CONFLICT, e.to_string()),
-            VaultError::Store(StoreError::Unavailable(_)) => {
-                tracing::error!(error = %e, "database unavailable");
-                ProxyError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the database is unavailable; retry later",
-                )
-            }
-            VaultError::Store(_) | VaultError::Crypto(_) => {
-                tracing::error!(error = %e, "internal error");
-                ProxyError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "an internal error occurred; the X-Request-Id of this response identifies it in the server log",
-                )
-            }
-        }
+        let unknown = matches!(e, VaultError::NotFound(_));
+        let api = ApiError::from(e);
+        let status = if unknown {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::from_u16(api.status().as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        };
+        ProxyError::new(status, api.detail())
     }
 }
 
 impl From<DetokenizeError> for ProxyError {
     fn from(e: DetokenizeError) -> Self {
         ProxyError::new(StatusCode::BAD_REQUEST, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_domain::{error::Resource, store::StoreError, Permission};
+
+    use super::*;
+
+    /// The gateway answers as the management API does, except that an unknown token is a 400;
+    /// internal details never reach the caller.
+    #[test]
+    fn vault_errors_map_like_the_api() {
+        let cases = [
+            (VaultError::NotFound(Resource::Token), 400),
+            (VaultError::Unauthenticated("no key"), 401),
+            (
+                VaultError::Forbidden {
+                    permission: Permission::TokenUse,
+                    container: None,
+                },
+                403,
+            ),
+            (
+                VaultError::Store(StoreError::Unavailable("pool timed out".into())),
+                503,
+            ),
+            (
+                VaultError::Store(StoreError::Backend("relation x does not exist".into())),
+                500,
+            ),
+        ];
+        for (error, status) in cases {
+            let e = ProxyError::from(error);
+            assert_eq!(e.status().as_u16(), status, "{}", e.detail());
+            assert!(!e.detail().contains("relation x"), "{}", e.detail());
+            assert!(!e.detail().contains("pool timed out"), "{}", e.detail());
+        }
     }
 }

@@ -202,21 +202,13 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Box<Resp
     }
 }
 
+/// The status and message the management API would have answered (SUPPLEMENT §7).
 fn host_error(e: VaultError) -> HostError {
-    let status = match &e {
-        VaultError::Validation(_) => 400,
-        VaultError::Unauthenticated(_) => 401,
-        VaultError::Forbidden { .. } => 403,
-        VaultError::NotFound(_) => 404,
-        VaultError::Conflict(_) => 409,
-        VaultError::Store(_) | VaultError::Crypto(_) => 500,
-    };
-    let message = if status == 500 {
-        "internal error".to_string()
-    } else {
-        e.to_string()
-    };
-    HostError { status, message }
+    let api = crate::problem::ApiError::from(e);
+    HostError {
+        status: api.status().as_u16(),
+        message: api.detail().to_string(),
+    }
 }
 
 /// One `req.svc` call, made in-process as the proxy's application with its permissions.
@@ -378,6 +370,22 @@ impl Runner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `req.svc` refusals carry the status the API would have answered (SUPPLEMENT §7).
+    #[test]
+    fn host_errors_carry_the_api_status() {
+        use tessera_domain::{error::Resource, store::StoreError};
+        let e = host_error(VaultError::NotFound(Resource::Token));
+        assert_eq!((e.status, e.message.as_str()), (404, "token not found"));
+        let e = host_error(VaultError::Store(StoreError::Unavailable("down".into())));
+        assert_eq!(e.status, 503);
+        assert!(!e.message.contains("down"), "{}", e.message);
+        let e = host_error(VaultError::Store(StoreError::Backend(
+            "secret detail".into(),
+        )));
+        assert_eq!(e.status, 500);
+        assert!(!e.message.contains("secret"), "{}", e.message);
+    }
 
     #[test]
     fn bodies_decode_and_encode_by_content_type() {
