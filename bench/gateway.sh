@@ -76,6 +76,14 @@ done
 curl -s -XPOST -H 'content-type: application/json' -H "SVC-PROXY-KEY: $xform" -H "SVC-API-KEY: $app_key" -d "$body" 127.0.0.1:$gw_port/proxy/charges; echo
 sleep 1
 
+# BENCH_HOLD=1: set everything up, print how to load the gateway, and wait (for profiling).
+if [ -n "${BENCH_HOLD:-}" ]; then
+  echo "gateway pid ${pids[-1]} on :$gw_port; plain key $plain; detok key $detok; app key $app_key"
+  echo "body $body"
+  echo "e.g. BENCH_PROXY_KEY=$plain wrk -t1 -c$C -d${D}s -s $peers/post.lua http://127.0.0.1:$gw_port/proxy/charges"
+  sleep infinity
+fi
+
 load() { # name url [env…]: the same wrk invocation as bench-peers/run.sh
   local name=$1 url=$2; shift 2
   local out; out=$(env "$@" wrk -t1 -c"$C" -d"${D}s" --latency -s "$peers/post.lua" "$url" 2>&1)
