@@ -31,6 +31,10 @@ pub enum Command {
     Migrate(DbArgs),
     /// Print the OpenAPI 3.1 document (the one served at `/openapi.json`) and exit.
     Openapi,
+    /// Re-wrap every tenant's data key under the current master key (the previous one given by
+    /// `TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`); prints what it did as
+    /// JSON. Token data is not re-encrypted. Safe to run again.
+    RotateMasterKey(DbArgs),
 }
 
 /// Tenant operations.
@@ -75,6 +79,11 @@ pub struct DbArgs {
     /// precedence. Required on PostgreSQL when that variable is unset.
     #[arg(long, env = "TESSERA_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
+    /// During a master-key rotation: file holding the previous base64 master key, which still
+    /// opens tenants not yet re-wrapped (`TESSERA_PREVIOUS_MASTER_KEY`, the key itself, takes
+    /// precedence). Remove it once `api rotate-master-key` has run.
+    #[arg(long, env = "TESSERA_PREVIOUS_MASTER_KEY_FILE")]
+    pub previous_master_key_file: Option<PathBuf>,
     /// Log format.
     #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

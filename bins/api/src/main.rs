@@ -34,6 +34,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("migrations applied");
             Ok(())
         }
+        Command::RotateMasterKey(db) => {
+            telemetry::init(db.log_format);
+            let vault = open_vault(&db).await?;
+            let report = vault.rotate_master_key().await.context(
+                "rotating the master key (tenants already re-wrapped stay so; run again)",
+            )?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "rewrapped": report.rewrapped,
+                    "already_current": report.already_current,
+                    "changed_concurrently": report.changed_concurrently,
+                })
+            );
+            if report.changed_concurrently > 0 {
+                anyhow::bail!("some tenants changed while rotating (another rotation?): run again");
+            }
+            Ok(())
+        }
         Command::Openapi => {
             print!("{}", tessera_http::openapi::json());
             Ok(())

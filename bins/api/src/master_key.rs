@@ -39,6 +39,23 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> anyhow::Result<MasterKey> {
     }
 }
 
+/// Environment variable holding the previous base64 master key during a rotation.
+pub const PREVIOUS_ENV: &str = "TESSERA_PREVIOUS_MASTER_KEY";
+
+/// The previous master key, when a rotation is under way (none otherwise).
+pub fn load_previous(db: &DbArgs) -> anyhow::Result<Vec<MasterKey>> {
+    if let Some(encoded) = std::env::var(PREVIOUS_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return Ok(vec![MasterKey::from_base64(&encoded).context(PREVIOUS_ENV)?]);
+    }
+    match &db.previous_master_key_file {
+        Some(path) => Ok(vec![read_key_file(path)?]),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Reads and decodes a base64 key file (trailing whitespace allowed).
 fn read_key_file(path: &std::path::Path) -> anyhow::Result<MasterKey> {
     let encoded = std::fs::read_to_string(path)

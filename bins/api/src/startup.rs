@@ -31,8 +31,9 @@ pub async fn open_vault(db: &DbArgs) -> anyhow::Result<Vault> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url: DatabaseUrl = db.database_url.parse().context("--database-url")?;
     let master = master_key::load(db, &url)?;
+    let previous = master_key::load_previous(db)?;
     let (database, _) = open_database(db).await?;
-    let vault = Vault::new(Arc::new(DetachedStore::new(database)), master);
+    let vault = Vault::with_master_keys(Arc::new(DetachedStore::new(database)), master, previous);
     vault.verify_master_key().await.context(
         "the master key does not open the data in this database (wrong TESSERA_MASTER_KEY or key file?)",
     )?;

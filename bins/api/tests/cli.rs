@@ -28,6 +28,8 @@ fn command(dir: &Path) -> Command {
         .env_remove("TESSERA_DATABASE_URL")
         .env_remove("TESSERA_DATA_DIR")
         .env_remove("TESSERA_MASTER_KEY_FILE")
+        .env_remove("TESSERA_PREVIOUS_MASTER_KEY")
+        .env_remove("TESSERA_PREVIOUS_MASTER_KEY_FILE")
         .env("RUST_LOG", "warn");
     c
 }
@@ -338,4 +340,82 @@ fn a_wrong_master_key_refuses_to_start() {
         .expect("run");
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("TESSERA_MASTER_KEY: the master key must be base64 of exactly 32 bytes"));
+}
+
+/// The rotation procedure of docs/operations.md: the new key with the old one as previous,
+/// `rotate-master-key`, then the new key alone.
+#[test]
+fn the_master_key_rotates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (old, new) = (
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA=",
+    );
+    let run = |args: &[&str], envs: &[(&str, &str)]| {
+        command(dir.path())
+            .args(args)
+            .envs(envs.iter().copied())
+            .output()
+            .expect("run")
+    };
+    for name in ["a", "b"] {
+        let out = run(
+            &["tenants", "create", "--name", name],
+            &[("TESSERA_MASTER_KEY", old)],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The new key alone is refused until the rotation has run.
+    let out = run(&["rotate-master-key"], &[("TESSERA_MASTER_KEY", new)]);
+    assert!(!out.status.success());
+    // The previous key may also come from a file.
+    let old_file = dir.path().join("old.key");
+    std::fs::write(&old_file, format!("{old}\n")).expect("write");
+    let out = run(
+        &[
+            "rotate-master-key",
+            "--previous-master-key-file",
+            old_file.to_str().expect("path"),
+        ],
+        &[("TESSERA_MASTER_KEY", new)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(
+        report,
+        serde_json::json!({"rewrapped": 2, "already_current": 0, "changed_concurrently": 0})
+    );
+    let out = run(
+        &["rotate-master-key"],
+        &[
+            ("TESSERA_MASTER_KEY", new),
+            ("TESSERA_PREVIOUS_MASTER_KEY", old),
+        ],
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["already_current"], 2, "idempotent");
+    // Afterwards the new key alone opens the data and the old one does not.
+    let out = run(
+        &["tenants", "create", "--name", "c"],
+        &[("TESSERA_MASTER_KEY", new)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(
+        &["tenants", "create", "--name", "d"],
+        &[("TESSERA_MASTER_KEY", old)],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the master key does not open the data"));
 }

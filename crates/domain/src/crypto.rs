@@ -86,6 +86,21 @@ impl MasterKey {
         seal(&self.cipher(), &data_key_aad(tenant), data_key.as_ref())
     }
 
+    /// Re-wraps `tenant`'s data key, wrapped by this key, under `to`. The data key itself (and
+    /// so every token ciphertext) is unchanged.
+    pub fn rewrap_data_key(
+        &self,
+        tenant: TenantId,
+        wrapped: &[u8],
+        to: &MasterKey,
+    ) -> Result<Vec<u8>, CryptoError> {
+        let plain = open(&self.cipher(), &data_key_aad(tenant), wrapped)?;
+        if plain.len() != KEY_LEN {
+            return Err(CryptoError::Malformed);
+        }
+        seal(&to.cipher(), &data_key_aad(tenant), &plain)
+    }
+
     /// Unwraps `tenant`'s data key; fails if the wrapped key belongs to another tenant or the
     /// master key is not the one that wrapped it.
     pub fn unwrap_data_key(
@@ -272,6 +287,37 @@ mod tests {
         assert_eq!(
             key.open_token(tenant, token, &ct[..5]),
             Err(CryptoError::Malformed)
+        );
+    }
+
+    #[test]
+    fn rewrapping_moves_a_data_key_to_a_new_master_unchanged() {
+        let (old, new) = (MasterKey::generate(), MasterKey::generate());
+        let tenant = TenantId::new();
+        let token = TokenId::new();
+        let wrapped = old.new_wrapped_data_key(tenant).expect("wrap");
+        let sealed = old
+            .unwrap_data_key(tenant, &wrapped)
+            .expect("unwrap")
+            .seal_token(tenant, token, b"4242")
+            .expect("seal");
+        let rewrapped = old.rewrap_data_key(tenant, &wrapped, &new).expect("rewrap");
+        assert!(old.unwrap_data_key(tenant, &rewrapped).is_err());
+        let key = new
+            .unwrap_data_key(tenant, &rewrapped)
+            .expect("new master opens it");
+        assert_eq!(
+            &key.open_token(tenant, token, &sealed).expect("open")[..],
+            b"4242"
+        );
+        assert!(
+            new.rewrap_data_key(tenant, &wrapped, &old).is_err(),
+            "wrong key"
+        );
+        assert!(
+            old.rewrap_data_key(TenantId::new(), &wrapped, &new)
+                .is_err(),
+            "bound to its tenant"
         );
     }
 

@@ -47,4 +47,4 @@ pub use secret::Secret;
 pub use tenant::Tenant;
 pub use token::{NewToken, Token, TokenType};
 pub use validation::ValidationErrors;
-pub use vault::Vault;
+pub use vault::{Rotation, Vault};

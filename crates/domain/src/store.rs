@@ -114,6 +114,16 @@ pub trait TenantStore: Send + Sync {
     /// The oldest tenant, if any: used at start-up to bootstrap an empty database and to check
     /// that the configured master key opens existing data.
     async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError>;
+    /// Every tenant, oldest first (for master-key rotation).
+    async fn list_tenants(&self) -> Result<Vec<StoredTenant>, StoreError>;
+    /// Replaces `tenant`'s wrapped data key with `new` if it is still `expected`; `false` when
+    /// it was not (changed concurrently, or no such tenant).
+    async fn replace_wrapped_data_key(
+        &self,
+        tenant: TenantId,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError>;
 }
 
 /// Applications and their key hashes.

@@ -81,6 +81,21 @@ impl TenantStore for DetachedStore {
     async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError> {
         self.run(|db| async move { db.first_tenant().await }).await
     }
+
+    async fn list_tenants(&self) -> Result<Vec<StoredTenant>, StoreError> {
+        self.run(|db| async move { db.list_tenants().await }).await
+    }
+
+    async fn replace_wrapped_data_key(
+        &self,
+        tenant: TenantId,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError> {
+        let (expected, new) = (expected.to_vec(), new.to_vec());
+        self.run(|db| async move { db.replace_wrapped_data_key(tenant, &expected, &new).await })
+            .await
+    }
 }
 
 #[async_trait]

@@ -66,4 +66,37 @@ impl TenantStore for Database {
         })?;
         row.map(StoredTenant::try_from).transpose()
     }
+
+    async fn list_tenants(&self) -> Result<Vec<StoredTenant>, StoreError> {
+        let rows = with_conn!(self, |conn| {
+            tenants::table
+                .order((tenants::created_at.asc(), tenants::tenant_id.asc()))
+                .select(TenantRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(StoredTenant::try_from).collect()
+    }
+
+    async fn replace_wrapped_data_key(
+        &self,
+        tenant: TenantId,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError> {
+        let id = tenant.to_string();
+        let updated = with_conn!(self, |conn| {
+            diesel::update(
+                tenants::table
+                    .filter(tenants::tenant_id.eq(&id))
+                    .filter(tenants::wrapped_data_key.eq(expected)),
+            )
+            .set(tenants::wrapped_data_key.eq(new))
+            .execute(conn)
+            .await
+            .db()
+        })?;
+        Ok(updated == 1)
+    }
 }

@@ -53,8 +53,19 @@ impl std::fmt::Debug for Vault {
 impl Vault {
     /// A vault over `store`, encrypting with data keys wrapped by `master_key`.
     pub fn new(store: Arc<dyn Store>, master_key: MasterKey) -> Self {
+        Self::with_master_keys(store, master_key, Vec::new())
+    }
+
+    /// As [`Vault::new`], during a master-key rotation: data keys still wrapped by one of the
+    /// `previous` keys are read with it; new tenants and [`Vault::rotate_master_key`] use
+    /// `master_key`.
+    pub fn with_master_keys(
+        store: Arc<dyn Store>,
+        master_key: MasterKey,
+        previous: Vec<MasterKey>,
+    ) -> Self {
         Self {
-            keys: Arc::new(Keyring::new(master_key)),
+            keys: Arc::new(Keyring::new(master_key, previous)),
             store,
             destinations: DestinationPolicy::default(),
             api_keys: Arc::new(TtlCache::new(DEFAULT_TTL)),
@@ -139,4 +150,41 @@ impl Vault {
         }
         Ok(())
     }
+
+    /// Re-wraps every tenant's data key that a previous master key wraps under the current
+    /// one. Token data is not re-encrypted (the data keys do not change). Safe to run again,
+    /// and to interrupt: each tenant is updated on its own, only if its wrapped key is still the
+    /// one that was read. Fails, leaving the rest untouched, on a tenant that no configured key
+    /// opens.
+    pub async fn rotate_master_key(&self) -> Result<Rotation, VaultError> {
+        let mut report = Rotation::default();
+        for tenant in self.store.list_tenants().await? {
+            let Some(rewrapped) = self.keys.rewrap(&tenant)? else {
+                report.already_current += 1;
+                continue;
+            };
+            if self
+                .store
+                .replace_wrapped_data_key(tenant.tenant.id, &tenant.wrapped_data_key, &rewrapped)
+                .await?
+            {
+                report.rewrapped += 1;
+            } else {
+                // Changed since it was read: only another rotation does that.
+                report.changed_concurrently += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// What [`Vault::rotate_master_key`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    /// Tenants whose data key was re-wrapped under the current master key.
+    pub rewrapped: usize,
+    /// Tenants already under the current master key.
+    pub already_current: usize,
+    /// Tenants whose wrapped key changed while the rotation ran (another rotation); run again.
+    pub changed_concurrently: usize,
 }
