@@ -86,7 +86,7 @@ done
 
 "$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$base/openapi.json" \
   --header "SVC-API-KEY: $admin_key" --header "SVC-PROXY-KEY: $proxy_key" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
   --max-examples "$examples" --seed "$seed" --workers 2 --no-color \
   --report junit --report-dir target/schemathesis-report || {
   status=$?

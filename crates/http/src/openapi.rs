@@ -10,10 +10,11 @@ use std::sync::OnceLock;
 
 use utoipa::{
     openapi::{
+        header::{Header, HeaderBuilder},
         path::Operation,
         response::{Response, ResponseBuilder},
         security::{ApiKey, ApiKeyValue, SecurityScheme},
-        ContentBuilder, OpenApi as Document, Ref, RefOr,
+        ContentBuilder, ObjectBuilder, OpenApi as Document, Ref, RefOr, Type,
     },
     Modify, OpenApi,
 };
@@ -52,7 +53,11 @@ pub fn document() -> Document {
     // The modifiers run after the merge so that they see every operation.
     let mut root = ApiDoc::openapi();
     root.merge(doc);
-    for modifier in [&SecuritySchemes as &dyn Modify, &SharedErrors] {
+    for modifier in [
+        &SecuritySchemes as &dyn Modify,
+        &SharedErrors,
+        &ResponseHeaders,
+    ] {
         modifier.modify(&mut root);
     }
     root
@@ -161,6 +166,62 @@ fn add_shared_errors(operation: &mut Operation, has_id: bool) {
     }
 }
 
+/// Every response carries `X-Request-Id`; proxied responses also
+/// `SVC-PROXY-DESTINATION-STATUS`.
+struct ResponseHeaders;
+
+impl Modify for ResponseHeaders {
+    fn modify(&self, doc: &mut Document) {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let proxied = path.starts_with("/proxy");
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for (status, response) in operation.responses.responses.iter_mut() {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    response.headers.insert(
+                        "X-Request-Id".to_string(),
+                        header(
+                            "The caller's request id, echoed, or one generated for this request \
+                             (on a proxied response, the destination's own when it sent one).",
+                            None,
+                        ),
+                    );
+                    if proxied && status == "default" {
+                        response.headers.insert(
+                            "SVC-PROXY-DESTINATION-STATUS".to_string(),
+                            header(
+                                "The status the destination answered.",
+                                Some("^[1-5][0-9][0-9]$"),
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn header(description: &str, pattern: Option<&str>) -> Header {
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(pattern)
+        .build();
+    HeaderBuilder::new()
+        .schema(schema)
+        .description(Some(description))
+        .build()
+}
+
 fn is_empty_requirement(requirement: &utoipa::openapi::security::SecurityRequirement) -> bool {
     serde_json::to_value(requirement)
         .ok()
@@ -209,6 +270,10 @@ mod tests {
         assert!(conflict.is_object());
         let healthz = &doc["paths"]["/healthz"]["get"]["responses"];
         assert!(healthz.get("401").is_none(), "probes need no key");
+        assert!(healthz["200"]["headers"]["X-Request-Id"].is_object());
+        assert!(get["404"]["headers"]["X-Request-Id"].is_object());
+        let proxied = &doc["paths"]["/proxy"]["post"]["responses"]["default"]["headers"];
+        assert!(proxied["SVC-PROXY-DESTINATION-STATUS"].is_object());
         let schemes = &doc["components"]["securitySchemes"];
         assert_eq!(schemes["api_key"]["name"], "SVC-API-KEY");
         assert_eq!(schemes["proxy_key"]["name"], "SVC-PROXY-KEY");

@@ -214,6 +214,9 @@ async fn globals_of_the_supplement() {
         params: [p.get('a'), p.getAll('a'), p.get('b'), p.has('z'), p.toString()],
         utf8: [bytes.length, new TextDecoder().decode(bytes)],
         json: JSON.parse(JSON.stringify({ d: new Date(0).toISOString(), m: [...new Map([[1, 2]])] })),
+        es2020: [new Proxy({}, { get: (_, k) => 'trapped ' + String(k) }).x, Reflect.ownKeys({ a: 1 }),
+                 ({ a: { b: null } }).a?.b ?? 'nullish', Object.fromEntries([['k', 1]]), typeof globalThis,
+                 [1, [2, [3]]].flat(2), 'a-b'.replaceAll ? 'a-b'.replaceAll('-', '+') : 'none'],
       } };
     };"#;
     let b = body(run(&e, "globals", code, json!({})).await);
@@ -254,6 +257,10 @@ async fn globals_of_the_supplement() {
         ])
     );
     assert_eq!(b["utf8"], json!([6, "héllo"]));
+    assert_eq!(
+        b["es2020"],
+        json!(["trapped x", ["a"], "nullish", {"k": 1}, "object", [1, 2, 3], "a+b"])
+    );
     assert_eq!(
         b["json"],
         json!({"d": "1970-01-01T00:00:00.000Z", "m": [[1, 2]]})
