@@ -71,5 +71,30 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// The floor under any invocation: an empty transform on an empty input, i.e. the hand-off to
+/// a worker thread and back plus the runner's fixed work.
+fn bench_floor(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = TransformEngine::new(EngineConfig {
+        workers: 1,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let program = engine
+        .compile("module.exports = async () => ({});")
+        .expect("compiles");
+    let run = || {
+        rt.block_on(engine.run::<NoHost, _>(program.clone(), "floor", ("t", "p"), json!({}), None))
+            .expect("runs")
+    };
+    run();
+    c.bench_function("empty transform, warm, empty input (hand-off floor)", |b| {
+        b.iter(run)
+    });
+}
+
+criterion_group!(benches, bench, bench_floor);
 criterion_main!(benches);
