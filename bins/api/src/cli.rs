@@ -152,4 +152,43 @@ pub struct GatewayArgs {
     /// Most distinct tokens one proxied request may detokenize.
     #[arg(long, env = "TESSERA_MAX_TOKENS_PER_REQUEST", default_value_t = 100)]
     pub max_tokens_per_request: usize,
+    /// Requests per second allowed per application on the management API and per proxy on
+    /// `/proxy`, in this process (429 with `Retry-After` above it). 0 (the default): no limit.
+    #[arg(long, env = "TESSERA_RATE_LIMIT", default_value_t = 0.0)]
+    pub rate_limit: f64,
+    /// Requests allowed at once above `--rate-limit` after a quiet period (default: the rate,
+    /// at least 1).
+    #[arg(long, env = "TESSERA_RATE_LIMIT_BURST")]
+    pub rate_limit_burst: Option<f64>,
+}
+
+impl GatewayArgs {
+    /// Checks the values clap cannot, so that a bad flag stops the process before it touches
+    /// the database.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !(self.destination_timeout.is_finite() && self.destination_timeout > 0.0) {
+            anyhow::bail!("--destination-timeout must be a positive number of seconds");
+        }
+        if !(0.0..=2.0).contains(&self.cache_ttl) {
+            anyhow::bail!("--cache-ttl must be between 0 and 2 seconds");
+        }
+        if !(self.transform_timeout.is_finite() && self.transform_timeout > 0.0) {
+            anyhow::bail!("--transform-timeout must be a positive number of seconds");
+        }
+        self.rate_limit().map(|_| ())
+    }
+
+    /// The configured rate limit, if any.
+    pub fn rate_limit(&self) -> anyhow::Result<Option<tessera_http::rate_limit::RateLimit>> {
+        if self.rate_limit == 0.0 {
+            return Ok(None);
+        }
+        let burst = self.rate_limit_burst.unwrap_or(self.rate_limit);
+        match tessera_http::rate_limit::RateLimit::new(self.rate_limit, burst) {
+            Some(limit) if burst.is_finite() && burst >= 0.0 => Ok(Some(limit)),
+            _ => anyhow::bail!(
+                "--rate-limit must be a positive number of requests per second (0 for none) and --rate-limit-burst a positive number"
+            ),
+        }
+    }
 }

@@ -89,6 +89,7 @@ fn tenant_json(created: &CreatedTenant) -> anyhow::Result<String> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
+    args.gateway.validate()?;
     let vault = open_vault(&args.db).await?;
     if !args.no_bootstrap {
         if let Some(created) = vault
@@ -122,6 +123,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     if !args.no_gateway {
         state = state.with_gateway(gateway);
+    }
+    if let Some(limit) = args.gateway.rate_limit()? {
+        state = state.with_rate_limit(limit);
     }
     let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
         .shutdown_timeout(30)

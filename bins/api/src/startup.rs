@@ -42,12 +42,7 @@ pub async fn open_vault(db: &DbArgs) -> anyhow::Result<Vault> {
 
 /// Applies the destination policy to `vault` and builds the gateway over it.
 pub fn gateway(vault: Vault, args: &GatewayArgs) -> anyhow::Result<(Vault, Arc<Gateway>)> {
-    if !(args.destination_timeout.is_finite() && args.destination_timeout > 0.0) {
-        anyhow::bail!("--destination-timeout must be a positive number of seconds");
-    }
-    if !(0.0..=2.0).contains(&args.cache_ttl) {
-        anyhow::bail!("--cache-ttl must be between 0 and 2 seconds");
-    }
+    args.validate()?;
     let vault = vault
         .with_destination_policy(DestinationPolicy {
             allow_private_destinations: args.allow_private_destinations,
@@ -63,18 +58,18 @@ pub fn gateway(vault: Vault, args: &GatewayArgs) -> anyhow::Result<(Vault, Arc<G
             ..ClientConfig::default()
         },
     };
-    if !(args.transform_timeout.is_finite() && args.transform_timeout > 0.0) {
-        anyhow::bail!("--transform-timeout must be a positive number of seconds");
-    }
     let engine = TransformEngine::new(EngineConfig {
         time_limit: Duration::from_secs_f64(args.transform_timeout),
         memory_limit: args.transform_memory_mb.max(1) * 1024 * 1024,
         ..EngineConfig::default()
     })
     .context("starting the transform engine")?;
-    let gateway = Gateway::new(vault.clone(), config, Arc::new(Metrics::new()))
+    let mut gateway = Gateway::new(vault.clone(), config, Arc::new(Metrics::new()))
         .context("building the gateway")?
         .with_transforms(engine);
+    if let Some(limit) = args.rate_limit()? {
+        gateway = gateway.with_rate_limit(limit);
+    }
     Ok((vault, Arc::new(gateway)))
 }
 

@@ -272,6 +272,11 @@ fn bad_configuration_fails_clearly() {
     fails_with_one_line(&["--listen", "nowhere"], &[], "invalid value 'nowhere'");
     fails_with_one_line(&["--no-such-flag"], &[], "unexpected argument");
     fails_with_one_line(
+        &["serve", "--rate-limit=-5"],
+        &[],
+        "--rate-limit must be a positive number",
+    );
+    fails_with_one_line(
         &["serve", "--database-url", "mysql://x"],
         &[],
         "unsupported database URL",

@@ -40,6 +40,7 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
+    args.gateway.validate()?;
     let vault = startup::open_vault(&args.db).await?;
     let (_, gateway) = startup::gateway(vault, &args.gateway)?;
     let listener = std::net::TcpListener::bind(args.listen)

@@ -42,6 +42,21 @@ pub async fn require_api_key(
         .map(|v| v.to_str().unwrap_or("\u{0}").to_string());
     match state.vault.authenticate(presented.as_deref()).await {
         Ok(principal) => {
+            if let Some(limiter) = &state.rate_limiter {
+                if let Err(wait) = limiter.check(&principal.application_id()) {
+                    let mut res = req.error_response(ApiError::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "this API key is over its rate limit; retry after Retry-After seconds",
+                    ));
+                    res.headers_mut().insert(
+                        actix_web::http::header::RETRY_AFTER,
+                        actix_web::http::header::HeaderValue::from(
+                            crate::rate_limit::retry_after_secs(wait),
+                        ),
+                    );
+                    return Ok(res);
+                }
+            }
             req.extensions_mut().insert(principal);
             Ok(next.call(req).await?.map_into_boxed_body())
         }

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod openapi;
 mod problem;
 mod query;
+pub mod rate_limit;
 mod request_id;
 mod routes;
 mod state;

@@ -93,7 +93,7 @@ impl Metrics {
     }
 
     /// Counts a proxy error by reason: `bad_request`, `unauthenticated`, `forbidden`,
-    /// `too_large`, `blocked`, `unreachable`, `timeout`, `transform`, `internal`.
+    /// `too_large`, `rate_limited`, `blocked`, `unreachable`, `timeout`, `transform`, `internal`.
     pub fn record_error(&self, reason: &str) {
         self.errors.with_label_values(&[reason]).inc();
     }

@@ -149,6 +149,10 @@ fn add_shared_errors(operation: &mut Operation, has_id: bool) {
         statuses.push(("415", "The body is not `application/json`."));
     }
     statuses.push((
+        "429",
+        "Over the rate limit configured with `--rate-limit` (per application); `Retry-After` says when to retry.",
+    ));
+    statuses.push((
         "500",
         "An internal error; `X-Request-Id` finds it in the server log.",
     ));
@@ -253,7 +257,7 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(json()).expect("valid JSON");
         assert_eq!(doc["openapi"], "3.1.0");
         let get = &doc["paths"]["/tokens/{id}"]["get"]["responses"];
-        for status in ["200", "400", "401", "403", "404", "500", "503"] {
+        for status in ["200", "400", "401", "403", "404", "429", "500", "503"] {
             assert!(
                 get.get(status).is_some(),
                 "GET /tokens/{{id}} lacks {status}"

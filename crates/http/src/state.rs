@@ -2,9 +2,13 @@
 
 use std::sync::Arc;
 
-use tessera_domain::Vault;
+use tessera_domain::{ApplicationId, Vault};
 
-use crate::{gateway::Gateway, metrics::Metrics};
+use crate::{
+    gateway::Gateway,
+    metrics::Metrics,
+    rate_limit::{RateLimit, RateLimiter},
+};
 
 /// Tunables of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -33,6 +37,8 @@ pub struct ApiState {
     pub metrics: Arc<Metrics>,
     /// The proxy gateway, when this process also serves `/proxy`.
     pub gateway: Option<Arc<Gateway>>,
+    /// Per-application request limit of management calls, when configured.
+    pub rate_limiter: Option<Arc<RateLimiter<ApplicationId>>>,
 }
 
 impl ApiState {
@@ -43,7 +49,14 @@ impl ApiState {
             config,
             metrics: Arc::new(Metrics::new()),
             gateway: None,
+            rate_limiter: None,
         }
+    }
+
+    /// Limits each application's management calls (429 with `Retry-After` above the limit).
+    pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limiter = Some(Arc::new(RateLimiter::new(limit)));
+        self
     }
 
     /// Mounts `gateway` at `/proxy` and shares its metrics.

@@ -40,6 +40,7 @@ pub(crate) struct Doc;
         (status = 401, description = "Missing or unknown proxy key; or `require_auth` and no valid `SVC-API-KEY`.", body = ProxyErrorBody),
         (status = 403, description = "The key lacks `token:use` on a token's container.", body = ProxyErrorBody),
         (status = 413, description = "The body is above the limit.", body = ProxyErrorBody),
+        (status = 429, description = "The proxy is over the rate limit configured with `--rate-limit`; `Retry-After` says when to retry.", body = ProxyErrorBody),
         (status = 500, description = "The transform failed.", body = ProxyErrorBody),
         (status = 502, description = "Destination unreachable, TLS failure, or address refused by the SSRF guard.", body = ProxyErrorBody),
         (status = 504, description = "The destination did not answer in time.", body = ProxyErrorBody)))]
@@ -64,6 +65,7 @@ async fn invoke_root(
         (status = 401, description = "As for `/proxy`.", body = ProxyErrorBody),
         (status = 403, description = "As for `/proxy`.", body = ProxyErrorBody),
         (status = 413, description = "As for `/proxy`.", body = ProxyErrorBody),
+        (status = 429, description = "As for `/proxy`.", body = ProxyErrorBody),
         (status = 500, description = "As for `/proxy`.", body = ProxyErrorBody),
         (status = 502, description = "As for `/proxy`.", body = ProxyErrorBody),
         (status = 504, description = "As for `/proxy`.", body = ProxyErrorBody)))]

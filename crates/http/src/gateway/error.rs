@@ -28,6 +28,7 @@ pub struct ProxyError {
     detail: String,
     title: Option<String>,
     errors: Option<BTreeMap<String, Vec<String>>>,
+    retry_after: Option<u64>,
 }
 
 impl ProxyError {
@@ -38,7 +39,14 @@ impl ProxyError {
             detail: detail.into(),
             title: None,
             errors: None,
+            retry_after: None,
         }
+    }
+
+    /// Adds a `Retry-After` header (seconds) to the response.
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// Overrides the title (a transform's error class name).
@@ -88,6 +96,10 @@ impl ProxyError {
             header::CONTENT_TYPE,
             header::HeaderValue::from_static("application/json"),
         );
+        if let Some(seconds) = self.retry_after {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+        }
         res
     }
 }

@@ -25,14 +25,17 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use tessera_detokenize::{render_header, BodyKind, ResolvedToken, Template, Values};
-use tessera_domain::{proxy::Proxy, Permission, Principal, Token, TokenId, Vault};
+use tessera_domain::{proxy::Proxy, Permission, Principal, ProxyId, Token, TokenId, Vault};
 use tessera_transform_runtime::TransformEngine;
 
 pub use client::{ClientBuildError, ClientConfig, OutboundClient, SendError};
 pub use error::ProxyError;
 pub use server::{serve, serve_per_core};
 
-use crate::metrics::Metrics;
+use crate::{
+    metrics::Metrics,
+    rate_limit::{RateLimit, RateLimiter},
+};
 
 /// Header carrying the proxy key.
 pub const PROXY_KEY_HEADER: &str = "svc-proxy-key";
@@ -73,6 +76,7 @@ pub struct Gateway {
     config: Arc<GatewayConfig>,
     metrics: Arc<Metrics>,
     transforms: Option<TransformEngine>,
+    rate_limiter: Option<Arc<RateLimiter<ProxyId>>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -104,7 +108,15 @@ impl Gateway {
             config: Arc::new(config),
             metrics,
             transforms: None,
+            rate_limiter: None,
         })
+    }
+
+    /// Limits each proxy's invocations (429 `proxy_error` with `Retry-After` above the limit),
+    /// shared by every fork of this gateway.
+    pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limiter = Some(Arc::new(RateLimiter::new(limit)));
+        self
     }
 
     /// Runs proxies' transforms on `engine`. Without one, an invocation of a proxy that has a
@@ -123,6 +135,7 @@ impl Gateway {
             config: self.config.clone(),
             metrics: self.metrics.clone(),
             transforms: self.transforms.clone(),
+            rate_limiter: self.rate_limiter.clone(),
         })
     }
 
@@ -178,6 +191,7 @@ impl Gateway {
                     401 => "unauthenticated",
                     403 => "forbidden",
                     413 => "too_large",
+                    429 => "rate_limited",
                     _ => "internal",
                 });
                 e.into_response()
@@ -217,6 +231,15 @@ impl Gateway {
             self.vault.proxy_by_key(&key).await?.ok_or_else(|| {
                 ProxyError::new(StatusCode::UNAUTHORIZED, "the proxy key is unknown")
             })?;
+        if let Some(limiter) = &self.rate_limiter {
+            limiter.check(&proxy.id).map_err(|wait| {
+                ProxyError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "this proxy is over its rate limit; retry after Retry-After seconds",
+                )
+                .with_retry_after(crate::rate_limit::retry_after_secs(wait))
+            })?;
+        }
         let mut headers = forward::request_headers(&parts.headers);
         if !proxy.require_auth {
             // Anonymous proxies forward expressions untouched: there is no caller to check.

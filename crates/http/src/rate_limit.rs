@@ -1,0 +1,156 @@
+//! Optional per-credential rate limits (SUPPLEMENT §1.1: 429 "where configured"): a token
+//! bucket per application on the management API and per proxy on the gateway.
+//!
+//! Limits are per process: with N processes behind a load balancer a credential may make up to
+//! N times the rate. That keeps every request free of shared state; a limit shared across
+//! processes belongs in the load balancer or an external limiter.
+
+use std::{
+    collections::HashMap,
+    hash::Hash,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+/// How many requests a key may make: `per_second` sustained, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Sustained requests per second (> 0).
+    pub per_second: f64,
+    /// Requests allowed at once after a quiet period (≥ 1).
+    pub burst: f64,
+}
+
+impl RateLimit {
+    /// `per_second` with a burst of `burst` (raised to at least 1).
+    pub fn new(per_second: f64, burst: f64) -> Option<Self> {
+        (per_second.is_finite() && per_second > 0.0 && burst.is_finite()).then_some(Self {
+            per_second,
+            burst: burst.max(1.0),
+        })
+    }
+}
+
+/// Above this many tracked keys, buckets that have refilled completely are dropped (they are
+/// indistinguishable from new ones), so memory follows the number of recently active keys.
+const PRUNE_ABOVE: usize = 10_000;
+
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// Token buckets keyed by credential.
+pub struct RateLimiter<K> {
+    limit: RateLimit,
+    buckets: Mutex<HashMap<K, Bucket>>,
+}
+
+impl<K> std::fmt::Debug for RateLimiter<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Eq + Hash + Clone> RateLimiter<K> {
+    /// Buckets for `limit`, all starting full.
+    pub fn new(limit: RateLimit) -> Self {
+        Self {
+            limit,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes one request from `key`'s bucket, or says how long until one is available.
+    pub fn check(&self, key: &K) -> Result<(), Duration> {
+        self.check_at(key, Instant::now())
+    }
+
+    fn check_at(&self, key: &K, now: Instant) -> Result<(), Duration> {
+        let RateLimit { per_second, burst } = self.limit;
+        // A poisoned lock only means another thread panicked mid-update of a counter.
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if buckets.len() >= PRUNE_ABOVE {
+            buckets.retain(|_, b| {
+                b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * per_second < burst
+            });
+        }
+        let bucket = buckets.entry(key.clone()).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        let refill = now.saturating_duration_since(bucket.at).as_secs_f64() * per_second;
+        bucket.tokens = (bucket.tokens + refill).min(burst);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / per_second))
+        }
+    }
+}
+
+/// `Retry-After` for a wait: whole seconds, rounded up, at least 1.
+pub fn retry_after_secs(wait: Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bursts_then_refills_at_the_rate() {
+        let limiter = RateLimiter::new(RateLimit::new(2.0, 3.0).expect("limit"));
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert!(limiter.check_at(&"a", t0).is_ok());
+        }
+        let wait = limiter.check_at(&"a", t0).expect_err("burst spent");
+        assert!((wait.as_secs_f64() - 0.5).abs() < 1e-9, "{wait:?}");
+        assert!(limiter.check_at(&"b", t0).is_ok(), "keys are independent");
+        let later = t0 + Duration::from_millis(500);
+        assert!(
+            limiter.check_at(&"a", later).is_ok(),
+            "one token after 0.5 s"
+        );
+        assert!(limiter.check_at(&"a", later).is_err());
+        let much_later = t0 + Duration::from_secs(60);
+        for _ in 0..3 {
+            assert!(
+                limiter.check_at(&"a", much_later).is_ok(),
+                "refills to the burst only"
+            );
+        }
+        assert!(limiter.check_at(&"a", much_later).is_err());
+    }
+
+    #[test]
+    fn full_buckets_are_pruned() {
+        let limiter = RateLimiter::new(RateLimit::new(1000.0, 1.0).expect("limit"));
+        let t0 = Instant::now();
+        for i in 0..PRUNE_ABOVE {
+            assert!(limiter.check_at(&i, t0).is_ok());
+        }
+        // A second later every bucket is full again: the next check prunes them all.
+        assert!(limiter
+            .check_at(&usize::MAX, t0 + Duration::from_secs(1))
+            .is_ok());
+        assert_eq!(limiter.buckets.lock().map(|b| b.len()).unwrap_or(0), 1);
+    }
+
+    #[test]
+    fn limits_and_retry_after() {
+        assert!(RateLimit::new(0.0, 1.0).is_none());
+        assert!(RateLimit::new(f64::NAN, 1.0).is_none());
+        assert_eq!(RateLimit::new(5.0, 0.0).map(|l| l.burst), Some(1.0));
+        assert_eq!(retry_after_secs(Duration::from_millis(10)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1500)), 2);
+    }
+}
