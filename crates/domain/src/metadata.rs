@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::validation::{char_len, ValidationErrors};
+use crate::validation::{char_len, check_no_nul, has_nul, ValidationErrors, NUL_MESSAGE};
 
 /// Most entries a metadata map may hold.
 pub const MAX_ENTRIES: usize = 100;
@@ -30,11 +30,15 @@ pub fn validate(metadata: &Metadata, errors: &mut ValidationErrors) {
                 "metadata",
                 format!("keys must be at most {MAX_KEY_CHARS} characters"),
             );
+        } else if has_nul(key) {
+            errors.add("metadata", format!("keys {NUL_MESSAGE}"));
         } else if char_len(value) > MAX_VALUE_CHARS {
             errors.add(
                 format!("metadata.{key}"),
                 format!("must be at most {MAX_VALUE_CHARS} characters"),
             );
+        } else {
+            check_no_nul(value, &format!("metadata.{key}"), errors);
         }
     }
 }

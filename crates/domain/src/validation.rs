@@ -66,15 +66,33 @@ impl std::fmt::Display for ValidationErrors {
     }
 }
 
-/// The rule every display name follows: not blank, at most `max` characters; a problem is
-/// recorded under `name`.
+/// The rule every display name follows: not blank, at most `max` characters, no NUL; a
+/// problem is recorded under `name`.
 pub(crate) fn check_name(name: &str, max: usize, errors: &mut ValidationErrors) {
     if name.trim().is_empty() {
         errors.add("name", "is required");
     } else if char_len(name) > max {
         errors.add("name", format!("must be at most {max} characters"));
+    } else {
+        check_no_nul(name, "name", errors);
     }
 }
+
+/// Text that is stored or searched as text must not hold NUL (U+0000): PostgreSQL cannot
+/// store it, and accepting it on SQLite only would make the backends disagree.
+pub fn check_no_nul(value: &str, field: &str, errors: &mut ValidationErrors) {
+    if has_nul(value) {
+        errors.add(field, NUL_MESSAGE);
+    }
+}
+
+/// Whether `value` holds NUL (U+0000).
+pub fn has_nul(value: &str) -> bool {
+    value.contains('\0')
+}
+
+/// The message for text holding NUL.
+pub const NUL_MESSAGE: &str = "must not contain NUL (U+0000) characters";
 
 /// Length of a string in characters (what users count), not bytes.
 pub(crate) fn char_len(s: &str) -> usize {
@@ -84,6 +102,16 @@ pub(crate) fn char_len(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_refuse_nul() {
+        let mut e = ValidationErrors::new();
+        check_name("a\u{0}b", 200, &mut e);
+        assert_eq!(e.fields()["name"], vec![NUL_MESSAGE.to_string()]);
+        let mut e = ValidationErrors::new();
+        check_name("fine name", 200, &mut e);
+        assert!(e.into_result().is_ok());
+    }
 
     #[test]
     fn collects_messages_per_field() {

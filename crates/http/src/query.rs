@@ -4,6 +4,7 @@
 use tessera_domain::{
     proxy::name_like_pattern,
     store::{ProxyFilter, TokenFilter},
+    validation::{has_nul, NUL_MESSAGE},
     PageRequest, ProxyId, TokenId, TokenType, ValidationErrors,
 };
 
@@ -136,6 +137,9 @@ pub fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
                 ),
             },
             k => match k.strip_prefix("metadata.") {
+                Some(meta_key) if has_nul(meta_key) || has_nul(&value) => {
+                    errors.add("metadata", format!("filters {NUL_MESSAGE}"));
+                }
                 Some(meta_key) if !meta_key.is_empty() => {
                     filter
                         .metadata
@@ -176,6 +180,7 @@ pub fn proxy_list(query: &str) -> Result<ProxyListQuery, ApiError> {
                 Err(_) => errors.add("id", format!("`{value}` is not a proxy id")),
             },
             "name" if filter.name_like.is_some() => errors.add("name", "may be given once"),
+            "name" if has_nul(&value) => errors.add("name", NUL_MESSAGE),
             "name" => filter.name_like = Some(name_like_pattern(&value)),
             other => errors.add(other.to_string(), "is not a known query parameter"),
         }

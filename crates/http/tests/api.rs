@@ -21,6 +21,7 @@ backend_tests!(
     tenants_are_isolated,
     stored_bytes_hold_no_plaintext_and_keys_are_hashed,
     request_ids_unknown_routes_and_limits,
+    nul_characters_are_a_400_on_every_backend,
 );
 
 const MIB: usize = 1024 * 1024;
@@ -1001,4 +1002,79 @@ async fn request_ids_unknown_routes_and_limits(db: &TestDatabase) {
         .await
         .expect(200);
     assert_eq!(list.body["pagination"]["total_items"], json!(0));
+}
+
+/// PostgreSQL cannot store NUL in text; every place where caller text is stored or searched
+/// refuses it with a 400 on both backends (a 500 must be a bug, SUPPLEMENT §1.1).
+async fn nul_characters_are_a_400_on_every_backend(db: &TestDatabase) {
+    let st = state(db, MIB);
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let admin = Some(t.admin_key.as_str());
+    let cases = [
+        (
+            Method::POST,
+            "/applications",
+            json!({"name": "a\u{0}b", "type": "private", "permissions": ["token:read"]}),
+            "name",
+        ),
+        (
+            Method::POST,
+            "/tokens",
+            json!({"type": "token", "data": 1, "metadata": {"k\u{0}": "v"}}),
+            "metadata",
+        ),
+        (
+            Method::POST,
+            "/tokens",
+            json!({"type": "token", "data": 1, "metadata": {"k": "v\u{0}"}}),
+            "metadata.k",
+        ),
+        (
+            Method::POST,
+            "/proxies",
+            json!({"name": "p\u{0}", "destination_url": "https://a.example.com"}),
+            "name",
+        ),
+        (
+            Method::POST,
+            "/proxies",
+            json!({"name": "p", "destination_url": "https://a.example.com/\u{0}"}),
+            "destination_url",
+        ),
+        (
+            Method::POST,
+            "/proxies",
+            json!({"name": "p", "destination_url": "https://a.example.com",
+            "request_transform": {"code": "module.exports = async (r) => r; // \u{0}"}}),
+            "request_transform.code",
+        ),
+    ];
+    for (method, uri, body, field) in cases {
+        let r = send(&app, method.clone(), uri, admin, Some(body))
+            .await
+            .expect(400);
+        assert!(
+            r.error_fields().contains(&field.to_string()),
+            "{uri}: {:?}",
+            r.body
+        );
+    }
+    // NUL-containing text inside token data is encrypted, so it is accepted.
+    send(
+        &app,
+        Method::POST,
+        "/tokens",
+        admin,
+        Some(json!({"type": "token", "data": "a\u{0}b"})),
+    )
+    .await
+    .expect(201);
+    for uri in [
+        "/tokens?metadata.a=%00",
+        "/tokens?metadata.%00=a",
+        "/proxies?name=x%00",
+    ] {
+        send(&app, Method::GET, uri, admin, None).await.expect(400);
+    }
 }
