@@ -132,7 +132,13 @@ fn to_actix(res: http::Response<ProxyBody>) -> HttpResponse {
     for (name, value) in &parts.headers {
         out.append_header((name.as_str(), value.as_bytes()));
     }
+    // A body of known length (buffered errors and transformed answers, or a destination
+    // answer with Content-Length) keeps its length; only bodies of unknown length are chunked.
+    let exact = hyper::body::Body::size_hint(&body).exact();
     let stream = BodyDataStream::new(body)
         .map(|r: Result<Bytes, _>| r.map_err(|e| std::io::Error::other(e.to_string())));
-    out.streaming(stream)
+    match exact {
+        Some(length) => out.body(actix_web::body::SizedStream::new(length, stream)),
+        None => out.streaming(stream),
+    }
 }

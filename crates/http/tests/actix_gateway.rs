@@ -1,0 +1,90 @@
+//! The gateway as `api` serves it (mounted in actix at `/proxy`): the same answers as the
+//! `proxy-gateway` binary, including `Content-Length` on buffered answers (SUPPLEMENT §7:
+//! "`Content-Length` is always recomputed") and `X-Request-Id`.
+
+mod common;
+#[path = "common/upstream.rs"]
+mod upstream;
+
+use std::sync::Arc;
+
+use actix_web::{
+    body::{BodySize, MessageBody},
+    test,
+};
+use common::{state_with, tenant};
+use serde_json::json;
+use tessera_domain::{proxy::DestinationPolicy, ProxyInput};
+use tessera_http::{gateway::ClientConfig, Gateway, GatewayConfig, Metrics};
+use tessera_storage::{backend_tests, test_support::TestDatabase};
+use tessera_transform_runtime::{EngineConfig, TransformEngine};
+use upstream::Upstream;
+
+backend_tests!(buffered_answers_carry_their_length);
+
+async fn buffered_answers_carry_their_length(db: &TestDatabase) {
+    let st = state_with(
+        db,
+        1024 * 1024,
+        DestinationPolicy {
+            allow_private_destinations: true,
+        },
+    );
+    let t = tenant(&st, "acme").await;
+    let admin = st
+        .vault
+        .authenticate(Some(&t.admin_key))
+        .await
+        .expect("admin");
+    let upstream = Upstream::start(None).await;
+    let input: ProxyInput = serde_json::from_value(json!({"name": "p",
+        "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
+        "require_auth": false,
+        "response_transform": {"code": "module.exports = async (req) => ({ body: { reshaped: true }, headers: { 'content-type': 'application/json' } });"}}))
+    .expect("input");
+    let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
+    let gateway = Gateway::new(
+        st.vault.clone(),
+        GatewayConfig {
+            client: ClientConfig {
+                allow_private_destinations: true,
+                ..ClientConfig::default()
+            },
+            ..GatewayConfig::default()
+        },
+        Arc::new(Metrics::new()),
+    )
+    .expect("gateway")
+    .with_transforms(TransformEngine::new(EngineConfig::default()).expect("engine"));
+    let app = test::init_service(tessera_http::app(st.with_gateway(Arc::new(gateway)))).await;
+
+    // A proxy error: its body has a known size (sent with Content-Length, not chunked).
+    let res = test::call_service(&app, test::TestRequest::post().uri("/proxy").to_request()).await;
+    assert_eq!(res.status(), 401);
+    assert!(res.headers().contains_key("x-request-id"));
+    let size = res.response().body().size();
+    let body = test::read_body(res).await;
+    assert!(body.starts_with(br#"{"proxy_error""#));
+    assert_eq!(size, BodySize::Sized(body.len() as u64));
+    // A transformed answer.
+    let res = test::call_service(
+        &app,
+        test::TestRequest::post()
+            .uri("/proxy/x")
+            .insert_header(("svc-proxy-key", proxy.key.as_str()))
+            .set_json(json!({"a": 1}))
+            .to_request(),
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()
+            .get("svc-proxy-destination-status")
+            .map(|v| v.as_bytes()),
+        Some(&b"200"[..])
+    );
+    let size = res.response().body().size();
+    let body = test::read_body(res).await;
+    assert_eq!(&body[..], br#"{"reshaped":true}"#);
+    assert_eq!(size, BodySize::Sized(body.len() as u64));
+}
