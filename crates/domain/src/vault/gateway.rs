@@ -21,11 +21,12 @@ impl Vault {
         if let Some(hit) = self.proxies.get(&key.to_string()) {
             return Ok(hit);
         }
+        let ticket = self.proxies.begin();
         let found = match self.store.find_proxy_by_key(key).await? {
             Some(stored) => Some(Arc::new(self.open_proxy(stored, None).await?)),
             None => None,
         };
-        self.proxies.insert(key.to_string(), found.clone());
+        self.proxies.insert(ticket, key.to_string(), found.clone());
         Ok(found)
     }
 
@@ -40,13 +41,15 @@ impl Vault {
         if let Some(hit) = self.applications.get(&(tenant, app)) {
             return Ok(hit);
         }
+        let ticket = self.applications.begin();
         let principal = self
             .store
             .get_application(tenant, app)
             .await?
             .map(|a| Principal::new(&a))
             .ok_or(VaultError::NotFound(crate::error::Resource::Application))?;
-        self.applications.insert((tenant, app), principal.clone());
+        self.applications
+            .insert(ticket, (tenant, app), principal.clone());
         Ok(principal)
     }
 
@@ -71,8 +74,10 @@ impl Vault {
             }
         }
         if !missing.is_empty() {
+            let ticket = self.token_rows.begin();
             for row in self.store.get_tokens(tenant, &missing).await? {
-                self.token_rows.insert((tenant, row.id), row.clone());
+                self.token_rows
+                    .insert(ticket, (tenant, row.id), row.clone());
                 rows.push(row);
             }
         }

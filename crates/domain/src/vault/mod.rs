@@ -127,13 +127,15 @@ impl Vault {
         let principal = match cached {
             Some(p) => p,
             None => {
+                let ticket = self.api_keys.begin();
                 let found = match self.store.find_application_by_key_hash(&hash).await? {
                     Some(stored) if stored.key_hash.verify(&hash) => {
                         Some(Principal::new(&stored.application))
                     }
                     _ => None,
                 };
-                self.api_keys.insert(*hash.as_bytes(), found.clone());
+                self.api_keys
+                    .insert(ticket, *hash.as_bytes(), found.clone());
                 found
             }
         };
