@@ -44,7 +44,7 @@ pub enum TenantsCommand {
     /// `{"tenant_id", "application_id", "api_key"}` as JSON.
     Create {
         /// The tenant's name (1–200 characters).
-        #[arg(long)]
+        #[arg(long, env = "TESSERA_NAME")]
         name: String,
         /// Database flags.
         #[command(flatten)]

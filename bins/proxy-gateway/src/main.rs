@@ -25,7 +25,7 @@ struct Args {
     #[command(flatten)]
     gateway: GatewayArgs,
     /// Worker threads, each with its own runtime and outbound pool (default: one per core).
-    #[arg(long, env = "TESSERA_GATEWAY_WORKERS")]
+    #[arg(long, env = "TESSERA_WORKERS")]
     workers: Option<usize>,
 }
 
