@@ -160,6 +160,53 @@ fn changes_through_the_api_reach_another_gateway_process_within_two_seconds() {
     let took = within_two_seconds("update", || invoke(&gw_base).0 == 401);
     eprintln!("update obeyed by the other process after {took:?}");
 
+    // An application key: regenerated, then deleted; each change is obeyed by the api at once
+    // and by the gateway within 2 s.
+    let (status, app) = call(
+        "POST",
+        &format!("{api_base}/applications"),
+        &auth,
+        Some(json!({"name": "caller", "type": "private", "permissions": ["token:use"]})),
+    );
+    assert_eq!(status, 201, "{app}");
+    let app_id = app["id"].as_str().expect("id").to_string();
+    let old_key = app["key"].as_str().expect("key").to_string();
+    let invoke_as = |base: &str, api_key: &str| {
+        call(
+            "GET",
+            &format!("{base}/proxy"),
+            &[("SVC-PROXY-KEY", key.as_str()), ("SVC-API-KEY", api_key)],
+            None,
+        )
+        .0
+    };
+    for base in [&api_base, &gw_base] {
+        assert_eq!(invoke_as(base, &old_key), 200, "{base}");
+    }
+    let (status, regenerated) = call(
+        "POST",
+        &format!("{api_base}/applications/{app_id}/regenerate"),
+        &auth,
+        None,
+    );
+    assert_eq!(status, 200);
+    let new_key = regenerated["key"].as_str().expect("key").to_string();
+    assert_eq!(invoke_as(&api_base, &old_key), 401, "revoked at once here");
+    let took = within_two_seconds("regenerate", || invoke_as(&gw_base, &old_key) == 401);
+    eprintln!("key regeneration obeyed by the other process after {took:?}");
+    assert_eq!(invoke_as(&gw_base, &new_key), 200);
+    let (status, _) = call(
+        "DELETE",
+        &format!("{api_base}/applications/{app_id}"),
+        &auth,
+        None,
+    );
+    assert_eq!(status, 204);
+    assert_eq!(invoke_as(&api_base, &new_key), 401, "deleted at once here");
+    within_two_seconds("application delete", || {
+        invoke_as(&gw_base, &new_key) == 401
+    });
+
     // Delete: the key stops working everywhere.
     let (status, _) = call("DELETE", &format!("{api_base}/proxies/{id}"), &auth, None);
     assert_eq!(status, 204);

@@ -754,6 +754,23 @@ async fn token_lists_filter_and_paginate(db: &TestDatabase) {
         }
     }
     assert_eq!(seen, ids, "creation order, no duplicates, no misses");
+    // Defaults: page 1, size 20.
+    let r = send(&app, Method::GET, "/tokens", k, None)
+        .await
+        .expect(200);
+    assert_eq!(
+        r.body["pagination"],
+        json!({"total_items": 45, "page_number": 1, "page_size": 20, "total_pages": 3})
+    );
+    assert_eq!(r.body["data"].as_array().map(Vec::len), Some(20));
+    // No matches: total_pages 0.
+    let r = send(&app, Method::GET, "/tokens?metadata.none=x", k, None)
+        .await
+        .expect(200);
+    assert_eq!(
+        r.body["pagination"],
+        json!({"total_items": 0, "page_number": 1, "page_size": 20, "total_pages": 0})
+    );
     let r = send(&app, Method::GET, "/tokens?page=9", k, None)
         .await
         .expect(200);
