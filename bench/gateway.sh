@@ -6,7 +6,8 @@
 #   bench/gateway.sh            (or `just bench-gateway`)
 #
 # Needs: nginx, libnginx-mod-http-js, wrk (`apt-get install -y nginx libnginx-mod-http-js wrk`)
-# and node. Environment: BENCH_SECONDS (8), BENCH_CONNS (32), TESSERA_BENCH_DATABASE_URL
+# and node. Environment: BENCH_SECONDS (8), BENCH_CONNS (32), BENCH_ROUNDS (5 paired rounds of
+# BENCH_ROUND_SECONDS, 5), TESSERA_BENCH_DATABASE_URL
 # (default: a fresh SQLite file; a postgres:// URL benchmarks PostgreSQL instead).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -101,6 +102,26 @@ load node                 http://127.0.0.1:18084/charges
 load tessera-plain        "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain"
 load tessera-detok-2      "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
 load tessera-detok-2-xform "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$xform" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
+# Paired rounds: the machine drifts between loads, so each round loads a peer and the gateway
+# back to back and takes their ratio; the median over BENCH_ROUNDS rounds (default 5, 5 s each;
+# 0 skips) is the figure to quote against the targets.
+rounds=${BENCH_ROUNDS:-5}
+if [ "$rounds" -gt 0 ]; then
+  rps() { env "${@:2}" wrk -t1 -c"$C" -d"${BENCH_ROUND_SECONDS:-5}s" -s "$peers/post.lua" "$1" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
+  median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+  : >"$work/plain" ; : >"$work/detok"
+  for r in $(seq 1 "$rounds"); do
+    np=$(rps http://127.0.0.1:18082/)
+    tp=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain")
+    nj=$(rps http://127.0.0.1:18083/charges)
+    td=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body")
+    p=$(awk -v a="$tp" -v b="$np" 'BEGIN {printf "%.3f", a/b}'); d=$(awk -v a="$td" -v b="$nj" 'BEGIN {printf "%.3f", a/b}')
+    echo "$p" >>"$work/plain"; echo "$d" >>"$work/detok"
+    printf 'round %d: plain/nginx-proxy %s (%s/%s)  detok-2/nginx-njs %s (%s/%s)\n' "$r" "$p" "$tp" "$np" "$d" "$td" "$nj"
+  done
+  printf 'median of %d paired rounds: plain/nginx-proxy %s  detok-2/nginx-njs %s\n' "$rounds" \
+    "$(median <"$work/plain")" "$(median <"$work/detok")"
+fi
 # The same with every cache off (each request authenticates and reads both tokens from storage).
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 "$bin/proxy-gateway" --listen 127.0.0.1:$gw_port --database-url "$db" --allow-private-destinations \
