@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use utoipa::{
     openapi::{
         header::{Header, HeaderBuilder},
-        path::Operation,
+        path::{Operation, PathItem},
         response::{Response, ResponseBuilder},
         security::{ApiKey, ApiKeyValue, SecurityScheme},
         ContentBuilder, ObjectBuilder, OpenApi as Document, Ref, RefOr, Type,
@@ -98,6 +98,19 @@ impl Modify for SecuritySchemes {
     }
 }
 
+/// The operations of a path (the methods this API uses).
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .flatten()
+}
+
 /// Adds the problem responses a management operation can give, unless the operation already
 /// describes that status.
 struct SharedErrors;
@@ -109,16 +122,7 @@ impl Modify for SharedErrors {
                 continue; // described in full by the gateway: `proxy_error` bodies
             }
             let has_id = path.contains('{');
-            for operation in [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ]
-            .into_iter()
-            .flatten()
-            {
+            for operation in operations(item) {
                 add_shared_errors(operation, has_id);
             }
         }
@@ -178,16 +182,7 @@ impl Modify for ResponseHeaders {
     fn modify(&self, doc: &mut Document) {
         for (path, item) in doc.paths.paths.iter_mut() {
             let proxied = path.starts_with("/proxy");
-            for operation in [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ]
-            .into_iter()
-            .flatten()
-            {
+            for operation in operations(item) {
                 for (status, response) in operation.responses.responses.iter_mut() {
                     let RefOr::T(response) = response else {
                         continue;

@@ -23,8 +23,9 @@ pub(crate) struct PageParams {
     size: Option<u32>,
 }
 
-/// The token-list query [`token_list`] accepts (OpenAPI description only). Any number of
-/// `metadata.<key>=<value>` pairs may be added; they AND together and match exactly.
+/// The token-list filters [`token_list`] accepts besides [`PageParams`] (OpenAPI description
+/// only). Any number of `metadata.<key>=<value>` pairs may be added; they AND together and
+/// match exactly.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)] // read by the OpenAPI derive, never constructed
@@ -35,15 +36,10 @@ pub(crate) struct TokenListParams {
     /// Only these types (repeat the key for several).
     #[param(rename = "type", style = Form, explode, inline)]
     token_type: Option<Vec<TokenType>>,
-    /// Page number, from 1.
-    #[param(minimum = 1, default = 1)]
-    page: Option<u32>,
-    /// Items per page.
-    #[param(minimum = 1, maximum = 100, default = 20)]
-    size: Option<u32>,
 }
 
-/// The proxy-list query [`proxy_list`] accepts (OpenAPI description only).
+/// The proxy-list filters [`proxy_list`] accepts besides [`PageParams`] (OpenAPI description
+/// only).
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)] // read by the OpenAPI derive, never constructed
@@ -53,12 +49,6 @@ pub(crate) struct ProxyListParams {
     id: Option<Vec<uuid::Uuid>>,
     /// Case-insensitive substring of the name; `*` matches any run of characters.
     name: Option<String>,
-    /// Page number, from 1.
-    #[param(minimum = 1, default = 1)]
-    page: Option<u32>,
-    /// Items per page.
-    #[param(minimum = 1, maximum = 100, default = 20)]
-    size: Option<u32>,
 }
 
 /// A parsed token-list query.

@@ -12,10 +12,10 @@ use actix_web::{
     body::{BodySize, MessageBody},
     test,
 };
-use common::{state_with, tenant};
+use common::{private_gateway, private_state};
 use serde_json::json;
-use tessera_domain::{proxy::DestinationPolicy, ProxyInput};
-use tessera_http::{gateway::ClientConfig, Gateway, GatewayConfig, Metrics};
+use tessera_domain::ProxyInput;
+use tessera_http::Metrics;
 use tessera_storage::{backend_tests, test_support::TestDatabase};
 use tessera_transform_runtime::{EngineConfig, TransformEngine};
 use upstream::Upstream;
@@ -23,19 +23,7 @@ use upstream::Upstream;
 backend_tests!(buffered_answers_carry_their_length);
 
 async fn buffered_answers_carry_their_length(db: &TestDatabase) {
-    let st = state_with(
-        db,
-        1024 * 1024,
-        DestinationPolicy {
-            allow_private_destinations: true,
-        },
-    );
-    let t = tenant(&st, "acme").await;
-    let admin = st
-        .vault
-        .authenticate(Some(&t.admin_key))
-        .await
-        .expect("admin");
+    let (st, _, admin) = private_state(db).await;
     let upstream = Upstream::start(None).await;
     let input: ProxyInput = serde_json::from_value(json!({"name": "p",
         "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
@@ -43,19 +31,8 @@ async fn buffered_answers_carry_their_length(db: &TestDatabase) {
         "response_transform": {"code": "module.exports = async (req) => ({ body: { reshaped: true }, headers: { 'content-type': 'application/json' } });"}}))
     .expect("input");
     let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
-    let gateway = Gateway::new(
-        st.vault.clone(),
-        GatewayConfig {
-            client: ClientConfig {
-                allow_private_destinations: true,
-                ..ClientConfig::default()
-            },
-            ..GatewayConfig::default()
-        },
-        Arc::new(Metrics::new()),
-    )
-    .expect("gateway")
-    .with_transforms(TransformEngine::new(EngineConfig::default()).expect("engine"));
+    let gateway = private_gateway(&st.vault, Arc::new(Metrics::new()))
+        .with_transforms(TransformEngine::new(EngineConfig::default()).expect("engine"));
     let app = test::init_service(tessera_http::app(st.with_gateway(Arc::new(gateway)))).await;
 
     // A proxy error: its body has a known size (sent with Content-Length, not chunked).

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use actix_web::{http::Method, test};
 use bytes::Bytes;
-use common::{app_key, send, state_with, tenant};
+use common::{app_key, private_gateway, private_state, send, state_with, tenant};
 use serde_json::{json, Value};
 use tessera_domain::{proxy::DestinationPolicy, ProxyInput};
-use tessera_http::{rate_limit::RateLimit, Gateway, GatewayConfig, Metrics};
+use tessera_http::{rate_limit::RateLimit, Metrics};
 use tessera_storage::{backend_tests, test_support::TestDatabase};
 
 backend_tests!(
@@ -72,19 +72,7 @@ async fn management_calls_are_limited_per_application(db: &TestDatabase) {
 }
 
 async fn proxies_are_limited_per_proxy(db: &TestDatabase) {
-    let st = state_with(
-        db,
-        MIB,
-        DestinationPolicy {
-            allow_private_destinations: true,
-        },
-    );
-    let t = tenant(&st, "acme").await;
-    let admin = st
-        .vault
-        .authenticate(Some(&t.admin_key))
-        .await
-        .expect("admin");
+    let (st, _, admin) = private_state(db).await;
     let mut keys = Vec::new();
     for name in ["one", "two"] {
         // Port 1 refuses connections: a request that passes the limit answers 502.
@@ -100,19 +88,7 @@ async fn proxies_are_limited_per_proxy(db: &TestDatabase) {
         );
     }
     let metrics = Arc::new(Metrics::new());
-    let gateway = Gateway::new(
-        st.vault.clone(),
-        GatewayConfig {
-            client: tessera_http::gateway::ClientConfig {
-                allow_private_destinations: true,
-                ..Default::default()
-            },
-            ..GatewayConfig::default()
-        },
-        metrics.clone(),
-    )
-    .expect("gateway")
-    .with_rate_limit(limit());
+    let gateway = private_gateway(&st.vault, metrics.clone()).with_rate_limit(limit());
     let call = |key: &str| {
         http::Request::builder()
             .method("POST")

@@ -32,7 +32,8 @@ fn one_kib_body() -> Value {
     body
 }
 
-fn bench(c: &mut Criterion) {
+/// The caller's runtime and an engine with one worker.
+fn runtime_and_engine() -> (tokio::runtime::Runtime, TransformEngine) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -42,6 +43,11 @@ fn bench(c: &mut Criterion) {
         ..EngineConfig::default()
     })
     .expect("engine");
+    (rt, engine)
+}
+
+fn bench(c: &mut Criterion) {
+    let (rt, engine) = runtime_and_engine();
     let program = engine.compile(TRANSFORM_REQUEST).expect("compiles");
     let input = json!({
         "args": {"body": one_kib_body(), "headers": {"content-type": "application/json", "x-request-id": "r1"},
@@ -74,15 +80,7 @@ fn bench(c: &mut Criterion) {
 /// The floor under any invocation: an empty transform on an empty input, i.e. the hand-off to
 /// a worker thread and back plus the runner's fixed work.
 fn bench_floor(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let engine = TransformEngine::new(EngineConfig {
-        workers: 1,
-        ..EngineConfig::default()
-    })
-    .expect("engine");
+    let (rt, engine) = runtime_and_engine();
     let program = engine
         .compile("module.exports = async () => ({});")
         .expect("compiles");

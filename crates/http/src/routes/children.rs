@@ -93,7 +93,7 @@ async fn create_child(
 
 /// Lists the children of `parent_id` that the caller may read, with data.
 #[utoipa::path(get, path = "/tokens/{parent_id}/children", tag = "associations",
-    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), crate::query::TokenListParams),
+    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), crate::query::TokenListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of child tokens.", body = PageView<TokenView>)))]
 async fn list_children(
     state: web::Data<ApiState>,

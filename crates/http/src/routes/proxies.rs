@@ -70,7 +70,7 @@ async fn create(
 
 /// Lists proxies, oldest first.
 #[utoipa::path(get, path = "/proxies", tag = "proxies",
-    params(crate::query::ProxyListParams),
+    params(crate::query::ProxyListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of proxies.", body = PageView<ProxyView>)))]
 async fn list(
     state: web::Data<ApiState>,

@@ -50,7 +50,7 @@ async fn create(
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
 /// `token:read` are neither listed nor counted.
 #[utoipa::path(get, path = "/tokens", tag = "tokens",
-    params(crate::query::TokenListParams),
+    params(crate::query::TokenListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of tokens.", body = PageView<TokenView>)))]
 async fn list(
     state: web::Data<ApiState>,

@@ -77,6 +77,44 @@ pub fn state_with(db: &TestDatabase, max_body_bytes: usize, policy: DestinationP
     ApiState::new(vault, ApiConfig { max_body_bytes })
 }
 
+/// State whose proxies may target loopback (the tests' upstreams), with a tenant and its admin
+/// principal.
+pub async fn private_state(db: &TestDatabase) -> (ApiState, TenantKeys, tessera_domain::Principal) {
+    let st = state_with(
+        db,
+        1024 * 1024,
+        DestinationPolicy {
+            allow_private_destinations: true,
+        },
+    );
+    let t = tenant(&st, "acme").await;
+    let admin = st
+        .vault
+        .authenticate(Some(&t.admin_key))
+        .await
+        .expect("admin");
+    (st, t, admin)
+}
+
+/// A gateway over `vault` that may connect to loopback.
+pub fn private_gateway(
+    vault: &Vault,
+    metrics: Arc<tessera_http::Metrics>,
+) -> tessera_http::Gateway {
+    tessera_http::Gateway::new(
+        vault.clone(),
+        tessera_http::GatewayConfig {
+            client: tessera_http::gateway::ClientConfig {
+                allow_private_destinations: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        metrics,
+    )
+    .expect("gateway")
+}
+
 /// Creates a tenant through the vault (as `api tenants create` does).
 pub async fn tenant(state: &ApiState, name: &str) -> TenantKeys {
     let created = state
