@@ -106,6 +106,7 @@ load tessera-detok-2-xform "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY
 # back to back and takes their ratio; the median over BENCH_ROUNDS rounds (default 5, 5 s each;
 # 0 skips) is the figure to quote against the targets.
 rounds=${BENCH_ROUNDS:-5}
+[[ "$rounds" =~ ^[0-9]+$ ]] || { echo "BENCH_ROUNDS must be a whole number"; exit 1; }
 if [ "$rounds" -gt 0 ]; then
   rps() { env "${@:2}" wrk -t1 -c"$C" -d"${BENCH_ROUND_SECONDS:-5}s" -s "$peers/post.lua" "$1" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
   median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -115,7 +116,8 @@ if [ "$rounds" -gt 0 ]; then
     tp=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain")
     nj=$(rps http://127.0.0.1:18083/charges)
     td=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body")
-    p=$(awk -v a="$tp" -v b="$np" 'BEGIN {printf "%.3f", a/b}'); d=$(awk -v a="$td" -v b="$nj" 'BEGIN {printf "%.3f", a/b}')
+    ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b + 0 == 0) print "nan"; else printf "%.3f", a / b }'; }
+    p=$(ratio "$tp" "$np"); d=$(ratio "$td" "$nj")
     echo "$p" >>"$work/plain"; echo "$d" >>"$work/detok"
     printf 'round %d: plain/nginx-proxy %s (%s/%s)  detok-2/nginx-njs %s (%s/%s)\n' "$r" "$p" "$tp" "$np" "$d" "$td" "$nj"
   done

@@ -7,7 +7,8 @@
 # child, a proxy that forwards to the api's own /healthz) are given to schemathesis as path
 # parameters so that the generated requests reach the handlers' logic instead of stopping at 404.
 #
-# Env: API_BIN (default target/debug/api, built if missing), FUZZ_API_EXAMPLES (examples per
+# Env: API_BIN (a binary to use as it is; by default `cargo build --bin api` runs first and
+# target/debug/api is used), FUZZ_API_EXAMPLES (examples per
 # operation, default 40), FUZZ_API_SEED (default 20261122; any integer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ SCHEMATHESIS_VERSION=4.32.5
 examples="${FUZZ_API_EXAMPLES:-40}"
 seed="${FUZZ_API_SEED:-20261122}"
 venv=target/schemathesis-venv
-api_bin="${API_BIN:-target/debug/api}"
+api_bin="${API_BIN:-}"
 
 for tool in python3 curl; do
   command -v "$tool" >/dev/null || { apt-get update -qq && apt-get install -y -qq python3 curl >/dev/null; }
@@ -28,22 +29,25 @@ if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VER
   }
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
-[ -x "$api_bin" ] || cargo build --locked --bin api
+if [ -z "$api_bin" ]; then
+  # A no-op when up to date; never fuzz a stale binary.
+  cargo build --locked --bin api
+  api_bin=target/debug/api
+fi
 
 work=$(mktemp -d)
+api_pid=
+cleanup() {
+  [ -n "$api_pid" ] && { kill "$api_pid" 2>/dev/null || true; wait "$api_pid" 2>/dev/null || true; }
+  rm -rf "$work"
+}
+trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
 "$api_bin" serve --listen "127.0.0.1:$port" --data-dir "$work" \
   --database-url "sqlite://$work/tessera.db" --allow-private-destinations \
   >"$work/api.log" 2>&1 &
 api_pid=$!
-cleanup() {
-  kill "$api_pid" 2>/dev/null || true
-  wait "$api_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-[ -n "${FUZZ_API_KEEP:-}" ] && trap "kill $api_pid" EXIT
 for _ in $(seq 1 100); do
   curl -fsS "$base/healthz" >/dev/null 2>&1 && break
   sleep 0.1

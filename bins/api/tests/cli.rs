@@ -377,6 +377,7 @@ fn the_master_key_rotates() {
     // The new key alone is refused until the rotation has run.
     let out = run(&["rotate-master-key"], &[("TESSERA_MASTER_KEY", new)]);
     assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the master key does not open the data"));
     // The previous key may also come from a file.
     let old_file = dir.path().join("old.key");
     std::fs::write(&old_file, format!("{old}\n")).expect("write");
@@ -405,8 +406,14 @@ fn the_master_key_rotates() {
             ("TESSERA_PREVIOUS_MASTER_KEY", old),
         ],
     );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    assert_eq!(report["already_current"], 2, "idempotent");
+    assert_eq!(report["rewrapped"], 0, "idempotent");
+    assert_eq!(report["already_current"], 2);
     // Afterwards the new key alone opens the data and the old one does not.
     let out = run(
         &["tenants", "create", "--name", "c"],

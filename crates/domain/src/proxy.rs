@@ -73,8 +73,9 @@ pub struct ProxyInput {
     /// Display name, 1–200 characters.
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
-    /// Where requests are forwarded: an absolute `https` URL, at most 400 characters.
-    #[cfg_attr(feature = "openapi", schema(max_length = 400, pattern = "^https://"))]
+    /// Where requests are forwarded: an absolute `https` URL, at most 400 characters (`http`
+    /// and private addresses only on a server started with `--allow-private-destinations`).
+    #[cfg_attr(feature = "openapi", schema(max_length = 400))]
     pub destination_url: String,
     /// Runs on the request before forwarding.
     #[serde(default)]

@@ -1,7 +1,8 @@
 //! Storage ports. The storage crate implements these for SQLite and PostgreSQL; an embedding
 //! program may implement them for anything else.
 //!
-//! Every method but the credential lookup and [`TenantStore::first_tenant`] takes the tenant id
+//! Every method but the credential lookups and the start-up and rotation reads of all tenants
+//! ([`TenantStore::first_tenant`], [`TenantStore::list_tenants`]) takes the tenant id
 //! and must confine itself to that tenant: that is what keeps tenants apart.
 
 use async_trait::async_trait;
@@ -111,8 +112,7 @@ pub trait TenantStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// One tenant by id.
     async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError>;
-    /// The oldest tenant, if any: used at start-up to bootstrap an empty database and to check
-    /// that the configured master key opens existing data.
+    /// The oldest tenant, if any: used at start-up to bootstrap an empty database.
     async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError>;
     /// Every tenant, oldest first (for master-key rotation).
     async fn list_tenants(&self) -> Result<Vec<StoredTenant>, StoreError>;

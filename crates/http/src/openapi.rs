@@ -195,6 +195,12 @@ impl Modify for ResponseHeaders {
                             None,
                         ),
                     );
+                    if status == "429" {
+                        response.headers.insert(
+                            "Retry-After".to_string(),
+                            header("Seconds to wait before retrying.", Some("^[0-9]+$")),
+                        );
+                    }
                     if proxied && status == "default" {
                         response.headers.insert(
                             "SVC-PROXY-DESTINATION-STATUS".to_string(),

@@ -43,7 +43,14 @@ struct Bucket {
 /// Token buckets keyed by credential.
 pub struct RateLimiter<K> {
     limit: RateLimit,
-    buckets: Mutex<HashMap<K, Bucket>>,
+    buckets: Mutex<Buckets<K>>,
+}
+
+struct Buckets<K> {
+    map: HashMap<K, Bucket>,
+    /// When full buckets were last dropped: at most once a second, so that many keys that are
+    /// all still refilling do not make every check scan the map.
+    pruned: Instant,
 }
 
 impl<K> std::fmt::Debug for RateLimiter<K> {
@@ -59,7 +66,10 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
     pub fn new(limit: RateLimit) -> Self {
         Self {
             limit,
-            buckets: Mutex::new(HashMap::new()),
+            buckets: Mutex::new(Buckets {
+                map: HashMap::new(),
+                pruned: Instant::now(),
+            }),
         }
     }
 
@@ -75,12 +85,15 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
             .buckets
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if buckets.len() >= PRUNE_ABOVE {
-            buckets.retain(|_, b| {
+        if buckets.map.len() >= PRUNE_ABOVE
+            && now.saturating_duration_since(buckets.pruned) >= Duration::from_secs(1)
+        {
+            buckets.pruned = now;
+            buckets.map.retain(|_, b| {
                 b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * per_second < burst
             });
         }
-        let bucket = buckets.entry(key.clone()).or_insert(Bucket {
+        let bucket = buckets.map.entry(key.clone()).or_insert(Bucket {
             tokens: burst,
             at: now,
         });
@@ -91,13 +104,18 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
             bucket.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / per_second))
+            // A tiny rate can make the wait overflow a Duration: cap it.
+            Err(
+                Duration::try_from_secs_f64((1.0 - bucket.tokens) / per_second)
+                    .unwrap_or(Duration::MAX),
+            )
         }
     }
 }
 
 /// `Retry-After` for a wait: whole seconds, rounded up, at least 1.
 pub fn retry_after_secs(wait: Duration) -> u64 {
+    // `as` saturates on overflow; the value is a positive whole number of seconds.
     wait.as_secs_f64().ceil().max(1.0) as u64
 }
 
@@ -142,7 +160,17 @@ mod tests {
         assert!(limiter
             .check_at(&usize::MAX, t0 + Duration::from_secs(1))
             .is_ok());
-        assert_eq!(limiter.buckets.lock().map(|b| b.len()).unwrap_or(0), 1);
+        assert_eq!(limiter.buckets.lock().map(|b| b.map.len()).unwrap_or(0), 1);
+    }
+
+    #[test]
+    fn a_tiny_rate_does_not_overflow() {
+        let limiter = RateLimiter::new(RateLimit::new(1e-300, 1.0).expect("limit"));
+        let t0 = Instant::now();
+        assert!(limiter.check_at(&"a", t0).is_ok());
+        let wait = limiter.check_at(&"a", t0).expect_err("spent");
+        assert_eq!(wait, Duration::MAX);
+        assert_eq!(retry_after_secs(wait), u64::MAX);
     }
 
     #[test]

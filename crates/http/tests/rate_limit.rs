@@ -72,7 +72,7 @@ async fn management_calls_are_limited_per_application(db: &TestDatabase) {
 }
 
 async fn proxies_are_limited_per_proxy(db: &TestDatabase) {
-    let (st, _, admin) = private_state(db).await;
+    let (st, t, admin) = private_state(db).await;
     let mut keys = Vec::new();
     for name in ["one", "two"] {
         // Port 1 refuses connections: a request that passes the limit answers 502.
@@ -122,4 +122,31 @@ async fn proxies_are_limited_per_proxy(db: &TestDatabase) {
     assert!(metrics
         .render()
         .contains("tessera_gateway_errors_total{reason=\"rate_limited\"} 1"));
+
+    // On a `require_auth` proxy only authenticated calls count: the proxy key alone cannot use
+    // up the callers' allowance.
+    let input: ProxyInput = serde_json::from_value(json!({"name": "authed",
+        "destination_url": "http://127.0.0.1:1/"}))
+    .expect("input");
+    let authed = st
+        .vault
+        .create_proxy(&admin, input)
+        .await
+        .expect("proxy")
+        .key;
+    for _ in 0..5 {
+        assert_eq!(gateway.handle(call(&authed), "r").await.status(), 401);
+    }
+    let with_key = || {
+        let mut req = call(&authed);
+        req.headers_mut().insert(
+            "svc-api-key",
+            http::HeaderValue::from_str(&t.admin_key).expect("header"),
+        );
+        req
+    };
+    for _ in 0..2 {
+        assert_eq!(gateway.handle(with_key(), "r").await.status(), 502);
+    }
+    assert_eq!(gateway.handle(with_key(), "r").await.status(), 429);
 }

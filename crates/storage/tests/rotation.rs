@@ -10,7 +10,8 @@ use tessera_storage::{backend_tests, test_support::TestDatabase, DetachedStore};
 
 backend_tests!(
     rotation_rewraps_every_tenant,
-    wrapped_keys_are_replaced_only_if_unchanged
+    wrapped_keys_are_replaced_only_if_unchanged,
+    an_unfinished_rotation_is_caught_at_start_up
 );
 
 fn copy(key: &MasterKey) -> MasterKey {
@@ -102,4 +103,53 @@ async fn wrapped_keys_are_replaced_only_if_unchanged(t: &TestDatabase) {
         .expect("update"));
     let now = t.db.get_tenant(id).await.expect("read").expect("exists");
     assert_eq!(now.wrapped_data_key, b"new");
+}
+
+/// A rotation that stopped after some tenants (or a tenant created meanwhile by a process still
+/// on the old key): the start-up check, which opens every tenant, refuses the new key alone, so
+/// the old key is not dropped while data still needs it.
+async fn an_unfinished_rotation_is_caught_at_start_up(t: &TestDatabase) {
+    let (old, new) = (MasterKey::generate(), MasterKey::generate());
+    let before = vault(t, copy(&old), vec![]);
+    let first = before
+        .create_tenant("first")
+        .await
+        .expect("tenant")
+        .tenant
+        .id;
+    before.create_tenant("second").await.expect("tenant");
+    // Only the oldest tenant was re-wrapped before the rotation stopped.
+    let stored = t.db.get_tenant(first).await.expect("read").expect("exists");
+    let rewrapped = old
+        .rewrap_data_key(first, &stored.wrapped_data_key, &new)
+        .expect("rewrap");
+    assert!(t
+        .db
+        .replace_wrapped_data_key(first, &stored.wrapped_data_key, &rewrapped)
+        .await
+        .expect("update"));
+    assert!(
+        vault(t, copy(&new), vec![])
+            .verify_master_key()
+            .await
+            .is_err(),
+        "the second tenant still needs the old key"
+    );
+    let during = vault(t, copy(&new), vec![copy(&old)]);
+    during
+        .verify_master_key()
+        .await
+        .expect("both keys open everything");
+    assert_eq!(
+        during.rotate_master_key().await.expect("finish"),
+        Rotation {
+            rewrapped: 1,
+            already_current: 1,
+            changed_concurrently: 0
+        }
+    );
+    vault(t, copy(&new), vec![])
+        .verify_master_key()
+        .await
+        .expect("finished");
 }

@@ -74,13 +74,16 @@ struct Engine {
     deadline: Rc<Cell<Option<Instant>>>,
     /// Invocations left before the heap is measured again (0: measure before the next one).
     calls_until_measure: u32,
+    /// The warm context of the previous invocation: a different one means a re-measurement.
+    last_context: Option<(String, [u8; 32])>,
 }
 
-/// How often the heap in use is measured to set the per-invocation memory limit. Measuring
-/// walks every object of the runtime (`JS_ComputeMemoryUsage`), which cost more than a small
-/// transform itself; in between, the limit stays at the last measurement plus the allowance,
-/// so an invocation's allowance is short by what earlier ones kept alive since then (bounded:
-/// a runtime that reaches its limit is discarded).
+/// How often the heap in use is measured to set the per-invocation memory limit while the same
+/// proxy's context runs call after call. Measuring walks every object of the runtime
+/// (`JS_ComputeMemoryUsage`), which cost more than a small transform itself; in between, the
+/// limit stays at the last measurement plus the allowance, so an invocation's allowance is
+/// short by what *the same proxy's* earlier calls kept alive since then. Any switch to another
+/// context measures again, so one proxy's retained memory never shrinks another's allowance.
 const MEASURE_EVERY: u32 = 64;
 
 fn exception_message(ctx: &Ctx<'_>) -> String {
@@ -334,6 +337,7 @@ impl Engine {
             runtime,
             deadline,
             calls_until_measure: 0,
+            last_context: None,
         })
     }
 
@@ -470,6 +474,11 @@ async fn run_job(
     engine.deadline.set(Some(deadline));
     // The allowance is per invocation: the heap in use (measured every MEASURE_EVERY calls)
     // plus the limit, so what other proxies' warm contexts hold never counts against this one.
+    let context = (job.scope.clone(), *job.program.hash());
+    if engine.last_context.as_ref() != Some(&context) {
+        engine.calls_until_measure = 0;
+        engine.last_context = Some(context);
+    }
     if engine.calls_until_measure == 0 {
         let usage = engine.runtime.memory_usage().await.malloc_size;
         let limit = usize::try_from(usage.max(0)).unwrap_or(0) + config.memory_limit;

@@ -348,3 +348,30 @@ fn syntax_errors_are_reported_with_a_line() {
     assert!(err.line.is_some(), "{err:?}");
     assert!(err.message.contains("line"), "{err:?}");
 }
+
+/// One proxy's warm context keeping memory alive must not shrink another proxy's allowance on
+/// the same worker: the allowance is measured afresh whenever the context changes.
+#[tokio::test]
+async fn a_proxys_retained_memory_does_not_count_against_another() {
+    let e = TransformEngine::new(EngineConfig {
+        workers: 1,
+        time_limit: Duration::from_secs(2),
+        memory_limit: 24 * 1024 * 1024,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    // The hoarder keeps 8 MiB more on every call; the spender needs 16 MiB of its 24 MiB.
+    let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(8 * 1024 * 1024) + globalThis.kept.length); return { body: 'kept' }; };";
+    let spend = "module.exports = async () => { const s = 'y'.repeat(16 * 1024 * 1024); return { body: String(s.length) }; };";
+    for _ in 0..3 {
+        assert_eq!(
+            body(run(&e, "hoarder", hoard, json!({})).await),
+            json!("kept")
+        );
+        assert_eq!(
+            body(run(&e, "spender", spend, json!({})).await),
+            json!("16777216"),
+            "the other proxy keeps its whole allowance"
+        );
+    }
+}

@@ -144,11 +144,18 @@ impl Vault {
         ))
     }
 
-    /// Checks that the configured master key opens existing data (by unwrapping the oldest
-    /// tenant's data key), so a wrong key stops start-up instead of failing every request.
+    /// Checks that the configured master keys open every tenant's data key (one unwrap per
+    /// tenant), so a wrong key — or one that a rotation has not finished moving every tenant
+    /// to — stops start-up instead of failing that tenant's requests later.
     pub async fn verify_master_key(&self) -> Result<(), VaultError> {
-        if let Some(tenant) = self.store.first_tenant().await? {
-            self.keys.unwrap_uncached(&tenant)?;
+        for tenant in self.store.list_tenants().await? {
+            if let Err(e) = self.keys.unwrap_uncached(&tenant) {
+                tracing::error!(
+                    tenant = %tenant.tenant.id,
+                    "no configured master key opens this tenant's data key"
+                );
+                return Err(e);
+            }
         }
         Ok(())
     }

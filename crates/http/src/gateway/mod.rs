@@ -231,17 +231,9 @@ impl Gateway {
             self.vault.proxy_by_key(&key).await?.ok_or_else(|| {
                 ProxyError::new(StatusCode::UNAUTHORIZED, "the proxy key is unknown")
             })?;
-        if let Some(limiter) = &self.rate_limiter {
-            limiter.check(&proxy.id).map_err(|wait| {
-                ProxyError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "this proxy is over its rate limit; retry after Retry-After seconds",
-                )
-                .with_retry_after(crate::rate_limit::retry_after_secs(wait))
-            })?;
-        }
         let mut headers = forward::request_headers(&parts.headers);
         if !proxy.require_auth {
+            self.within_rate_limit(&proxy)?;
             // Anonymous proxies forward expressions untouched: there is no caller to check.
             return Ok(Prepared {
                 proxy,
@@ -256,6 +248,9 @@ impl Gateway {
             .map(|v| v.to_str().unwrap_or("\u{0}"));
         let caller = self.vault.authenticate(presented).await?;
         caller.require_somewhere(Permission::TokenUse)?;
+        // Counted only once the caller is authenticated: the proxy key alone (a selector for
+        // such proxies) must not let anyone use up the legitimate callers' allowance.
+        self.within_rate_limit(&proxy)?;
         let kind = BodyKind::from_content_type(
             parts
                 .headers
@@ -313,6 +308,20 @@ impl Gateway {
             headers,
             body,
             detokenized: ids.len(),
+        })
+    }
+
+    /// Takes one request from `proxy`'s rate limit, when one is configured.
+    fn within_rate_limit(&self, proxy: &Proxy) -> Result<(), ProxyError> {
+        let Some(limiter) = &self.rate_limiter else {
+            return Ok(());
+        };
+        limiter.check(&proxy.id).map_err(|wait| {
+            ProxyError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "this proxy is over its rate limit; retry after Retry-After seconds",
+            )
+            .with_retry_after(crate::rate_limit::retry_after_secs(wait))
         })
     }
 
