@@ -488,15 +488,7 @@ impl Gateway {
         .await
         {
             Ok((mut headers, body)) => {
-                headers.insert(
-                    DESTINATION_STATUS_HEADER,
-                    HeaderValue::from(parts.status.as_u16()),
-                );
-                if !headers.contains_key("x-request-id") {
-                    if let Ok(id) = HeaderValue::from_str(request_id) {
-                        headers.insert("x-request-id", id);
-                    }
-                }
+                mark_proxied(&mut headers, parts.status, request_id);
                 let mut out = Response::new(Full::new(body).map_err(|e| match e {}).boxed());
                 *out.status_mut() = parts.status;
                 *out.headers_mut() = headers;
@@ -506,6 +498,25 @@ impl Gateway {
                 self.metrics.record_error("transform");
                 *answer
             }
+        }
+    }
+}
+
+/// Headers every proxied answer carries: the destination's status, and the request id unless
+/// the answer has its own (a destination's or a transform's passes through).
+fn mark_proxied(headers: &mut HeaderMap, status: StatusCode, request_id: &str) {
+    headers.insert(
+        DESTINATION_STATUS_HEADER,
+        HeaderValue::from(status.as_u16()),
+    );
+    add_request_id(headers, request_id);
+}
+
+/// Sets `X-Request-Id` to `request_id` unless the answer already carries one.
+pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
+    if !headers.contains_key("x-request-id") {
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert("x-request-id", id);
         }
     }
 }
@@ -524,15 +535,7 @@ fn resolved(t: Token) -> ResolvedToken {
 fn relay(res: Response<hyper::body::Incoming>, request_id: &str) -> Response<ProxyBody> {
     let (parts, body) = res.into_parts();
     let mut headers = forward::response_headers(&parts.headers);
-    headers.insert(
-        DESTINATION_STATUS_HEADER,
-        HeaderValue::from(parts.status.as_u16()),
-    );
-    if !headers.contains_key("x-request-id") {
-        if let Ok(id) = HeaderValue::from_str(request_id) {
-            headers.insert("x-request-id", id);
-        }
-    }
+    mark_proxied(&mut headers, parts.status, request_id);
     let mut out = Response::new(
         body.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
             .boxed(),

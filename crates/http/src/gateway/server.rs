@@ -133,11 +133,7 @@ fn spawn_connection(
             } else {
                 route(gateway, req, &id).await
             };
-            if !res.headers().contains_key("x-request-id") {
-                if let Ok(v) = HeaderValue::from_str(&id) {
-                    res.headers_mut().insert("x-request-id", v);
-                }
-            }
+            super::add_request_id(res.headers_mut(), &id);
             Ok::<_, Infallible>(res)
         }
     });
