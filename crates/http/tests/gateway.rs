@@ -27,6 +27,7 @@ use upstream::{TestPki, Upstream};
 backend_tests!(
     routing_keys_paths_queries_methods_and_headers,
     authentication_and_token_use,
+    another_tenants_key_is_refused_like_an_unknown_key,
     anonymous_proxies_forward_expressions_untouched,
     json_substitution_is_injection_safe,
     form_text_and_header_substitution,
@@ -353,6 +354,69 @@ async fn routing_keys_paths_queries_methods_and_headers(db: &TestDatabase) {
         r.headers.get("content-type").and_then(|v| v.to_str().ok()),
         Some("application/problem+json")
     );
+}
+
+/// Attack finding (issue 11, high): tenant B's API key with tenant A's proxy key ran A's
+/// transforms with A's configuration and forwarded B's data. The caller's key must belong to the
+/// proxy's tenant; otherwise the answer is exactly the unknown-key 401.
+async fn another_tenants_key_is_refused_like_an_unknown_key(db: &TestDatabase) {
+    let e = env(db).await;
+    let (_, pkey) = e
+        .proxy(json!({
+            "name": "a's proxy",
+            "destination_url": e.upstream_url(),
+            "configuration": {"SECRET": "tenant-a-secret"},
+            "request_transform": {"code": "module.exports = async (req) => ({ body: { secret: req.configuration.SECRET }, headers: req.args.headers });"},
+        }))
+        .await;
+    let other = e.vault.create_tenant("other").await.expect("tenant b");
+    let b_admin = e
+        .vault
+        .authenticate(Some(other.api_key.expose()))
+        .await
+        .expect("b admin");
+    let b_key = e
+        .vault
+        .create_application(
+            &b_admin,
+            serde_json::from_str(USE_ALL).expect("application input"),
+        )
+        .await
+        .expect("b application")
+        .api_key
+        .expose()
+        .to_string();
+    let before = e.upstream.hits();
+    let ct = ("content-type", "application/json");
+    for key in [b_key.as_str(), other.api_key.expose()] {
+        let foreign = e
+            .call(
+                Method::POST,
+                "/proxy",
+                &[("svc-proxy-key", &pkey), ("svc-api-key", key), ct],
+                "{}",
+            )
+            .await
+            .proxy_error(401);
+        let unknown = e
+            .call(
+                Method::POST,
+                "/proxy",
+                &[
+                    ("svc-proxy-key", &pkey),
+                    ("svc-api-key", "key_0123456789abcdefghijABCDEFGHIJ01"),
+                    ct,
+                ],
+                "{}",
+            )
+            .await
+            .proxy_error(401);
+        assert_eq!(
+            foreign.body, unknown.body,
+            "no hint that the key is valid elsewhere"
+        );
+    }
+    assert_eq!(e.upstream.hits(), before, "nothing reached the destination");
 }
 
 async fn authentication_and_token_use(db: &TestDatabase) {

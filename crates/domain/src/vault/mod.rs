@@ -26,6 +26,9 @@ use crate::{
 };
 use keyring::Keyring;
 
+/// The answer to a key that is unknown, revoked, or of another tenant than required.
+const UNKNOWN_KEY: &str = "the API key is unknown or has been revoked";
+
 /// The vault: use-cases over a [`Store`], holding the master key.
 ///
 /// Cheap to clone (everything inside is shared), so one instance serves every request.
@@ -139,9 +142,23 @@ impl Vault {
                 found
             }
         };
-        principal.ok_or(VaultError::Unauthenticated(
-            "the API key is unknown or has been revoked",
-        ))
+        principal.ok_or(VaultError::Unauthenticated(UNKNOWN_KEY))
+    }
+
+    /// Authenticates a caller that must belong to `tenant` (a proxy's caller must be of the
+    /// proxy's tenant). A valid key of another tenant gets exactly the unknown-key error, so the
+    /// answer never hints that the key exists elsewhere.
+    pub async fn authenticate_in(
+        &self,
+        tenant: TenantId,
+        presented: Option<&str>,
+    ) -> Result<Principal, VaultError> {
+        let principal = self.authenticate(presented).await?;
+        if principal.tenant_id() == tenant {
+            Ok(principal)
+        } else {
+            Err(VaultError::Unauthenticated(UNKNOWN_KEY))
+        }
     }
 
     /// Checks that the configured master keys open every tenant's data key (one unwrap per

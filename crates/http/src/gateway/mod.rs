@@ -246,7 +246,12 @@ impl Gateway {
             .headers
             .get(API_KEY_HEADER)
             .map(|v| v.to_str().unwrap_or("\u{0}"));
-        let caller = self.vault.authenticate(presented).await?;
+        // The caller must be of the proxy's tenant: another tenant's key would run this
+        // proxy's transforms, with its configuration, on the caller's data.
+        let caller = self
+            .vault
+            .authenticate_in(proxy.tenant_id, presented)
+            .await?;
         caller.require_somewhere(Permission::TokenUse)?;
         // Counted only once the caller is authenticated: the proxy key alone (a selector for
         // such proxies) must not let anyone use up the legitimate callers' allowance.
