@@ -127,6 +127,11 @@ pub struct GatewayArgs {
     /// Largest request body accepted, in bytes (413 above).
     #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = tessera_http::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// Largest size, in bytes, detokenization may expand a proxied request to (body and header
+    /// values); a request whose expressions could expand past it is refused with 413 before
+    /// any token is decrypted.
+    #[arg(long, env = "TESSERA_MAX_RENDERED_BYTES", default_value_t = tessera_http::DEFAULT_MAX_RENDERED_BYTES)]
+    pub max_rendered_bytes: u64,
     /// Accept proxy destinations over plain `http` and in private, loopback and link-local
     /// ranges (tests and internal deployments only).
     #[arg(long, env = "TESSERA_ALLOW_PRIVATE_DESTINATIONS")]

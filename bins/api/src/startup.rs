@@ -51,6 +51,7 @@ pub fn gateway(vault: Vault, args: &GatewayArgs) -> anyhow::Result<(Vault, Arc<G
     let config = GatewayConfig {
         max_body_bytes: args.max_body_bytes,
         max_tokens: args.max_tokens_per_request,
+        max_rendered_bytes: args.max_rendered_bytes,
         client: ClientConfig {
             allow_private_destinations: args.allow_private_destinations,
             extra_ca_file: args.destination_ca_file.clone(),

@@ -267,3 +267,75 @@ fn the_gateway_stops_gracefully_and_reports_bad_flags() {
         "{stderr}"
     );
 }
+
+/// Peak resident memory of process `pid`, in KiB (Linux).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+/// Attack finding (issue 11, medium): one 500 KB token referenced ~450 times turned an 18 KB
+/// request into a 200 MB forwarded body (RSS 576 MiB). The rendering is bounded before any
+/// token is decrypted: 413, and the gateway's memory stays where it was.
+#[test]
+fn amplification_is_refused_before_memory_grows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut api, api_base) = spawn(&api_binary(), dir.path(), &["serve", "--no-gateway"]);
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(api.0.stdout.take().expect("stdout")),
+        &mut first,
+    )
+    .expect("line");
+    let admin: Value = serde_json::from_str(&first).expect("bootstrap JSON");
+    let admin = admin["api_key"].as_str().expect("key").to_string();
+    let (gateway, gw_base) = spawn(Path::new(GATEWAY), dir.path(), &[]);
+    let auth = [("SVC-API-KEY", admin.as_str())];
+    let (status, token) = call(
+        "POST",
+        &format!("{api_base}/tokens"),
+        &auth,
+        Some(json!({"type": "token", "data": "x".repeat(500 * 1024)})),
+    );
+    assert_eq!(status, 201, "{token}");
+    let id = token["id"].as_str().expect("id").to_string();
+    let (status, proxy) = call(
+        "POST",
+        &format!("{api_base}/proxies"),
+        &auth,
+        Some(json!({"name": "p", "destination_url": format!("{api_base}/healthz")})),
+    );
+    assert_eq!(status, 201, "{proxy}");
+    let key = proxy["key"].as_str().expect("key").to_string();
+    let headers = [
+        ("SVC-PROXY-KEY", key.as_str()),
+        ("SVC-API-KEY", admin.as_str()),
+    ];
+    // One reference is fine.
+    let one = json!({"a": format!("{{{{{id}}}}}")});
+    let (status, body) = call("POST", &format!("{gw_base}/proxy"), &headers, Some(one));
+    assert!(
+        body.get("proxy_error").is_none(),
+        "forwarded: the health endpoint's own {status} came back"
+    );
+    let before = peak_rss_kib(gateway.0.id());
+    let refs = format!("{{{{{id}}}}}").repeat(450);
+    assert!(refs.len() >= 18_000);
+    let (status, body) = call(
+        "POST",
+        &format!("{gw_base}/proxy"),
+        &headers,
+        Some(json!({"a": refs})),
+    );
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["proxy_error"]["status"], json!(413));
+    let after = peak_rss_kib(gateway.0.id());
+    assert!(
+        after < before + 32 * 1024,
+        "peak RSS grew from {before} KiB to {after} KiB"
+    );
+}

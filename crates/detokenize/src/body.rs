@@ -9,7 +9,7 @@ use tessera_domain::TokenId;
 use crate::{
     error::DetokenizeError,
     expression::{scan, Expression},
-    render::{evaluate, splice, Values},
+    render::{evaluate, raw, splice, Context, SourceSize, Values},
 };
 
 /// How a body is treated, from its `Content-Type`.
@@ -160,11 +160,51 @@ impl Template {
         matches!(self.shape, Shape::Untouched)
     }
 
+    /// Upper bound, in bytes, of the rendered body: the original length plus what each
+    /// expression can expand to, from the sizes `size_of` gives (see [`SourceSize`]). Computed
+    /// before any token is decrypted; it depends on the request and on token sizes, never on
+    /// token content.
+    pub fn bound(&self, original_len: usize, size_of: &impl Fn(TokenId) -> SourceSize) -> u64 {
+        let add = |exprs: &[Expression], context: Context| {
+            exprs.iter().fold(0u64, |n, e| {
+                n.saturating_add(e.bound(size_of(e.token_id), context))
+            })
+        };
+        let expanded = match &self.shape {
+            Shape::Untouched => 0,
+            Shape::Json(_, found) => found.iter().fold(0u64, |n, (_, text, exprs)| {
+                let context = match exprs.as_slice() {
+                    [only] if only.start == 0 && only.end == text.len() => Context::JsonValue,
+                    _ => Context::JsonText,
+                };
+                n.saturating_add(add(exprs, context))
+            }),
+            Shape::Form(pairs) => pairs.iter().fold(0u64, |n, (_, _, exprs)| {
+                n.saturating_add(add(exprs, Context::Form))
+            }),
+            Shape::Text(_, exprs) => add(exprs, Context::Text),
+        };
+        (original_len as u64).saturating_add(expanded)
+    }
+
+    /// The tokens that `token:` expressions name (they need the whole token object).
+    pub(crate) fn object_ids(&self) -> impl Iterator<Item = TokenId> + '_ {
+        let exprs: Box<dyn Iterator<Item = &Expression>> = match &self.shape {
+            Shape::Untouched => Box::new(std::iter::empty()),
+            Shape::Json(_, found) => Box::new(found.iter().flat_map(|(_, _, e)| e)),
+            Shape::Form(pairs) => Box::new(pairs.iter().flat_map(|(_, _, e)| e)),
+            Shape::Text(_, exprs) => Box::new(exprs.iter()),
+        };
+        exprs
+            .filter(|e| e.binding == crate::Binding::Token)
+            .map(|e| e.token_id)
+    }
+
     /// The body with every expression replaced, or `None` when the original bytes stand.
     ///
     /// JSON: a string that is exactly one expression takes the value itself (object, number, …);
     /// other strings get the value as text, escaped by the JSON serializer. Form: values are
-    /// re-encoded. Text: values are inserted raw.
+    /// re-encoded. Text: values are inserted raw. Only an unknown token fails.
     pub fn render(&self, values: &Values) -> Result<Option<Vec<u8>>, DetokenizeError> {
         match &self.shape {
             Shape::Untouched => Ok(None),
@@ -175,7 +215,7 @@ impl Template {
                         [only] if only.start == 0 && only.end == text.len() => {
                             evaluate(only, values)?
                         }
-                        _ => Value::String(splice(text, exprs, values)?),
+                        _ => Value::String(splice(text, exprs, values, raw)?),
                     };
                     if let Some(slot) = locate(&mut doc, path) {
                         *slot = replacement;
@@ -189,12 +229,12 @@ impl Template {
                     if exprs.is_empty() {
                         out.append_pair(key, value);
                     } else {
-                        out.append_pair(key, &splice(value, exprs, values)?);
+                        out.append_pair(key, &splice(value, exprs, values, raw)?);
                     }
                 }
                 Ok(Some(out.finish().into_bytes()))
             }
-            Shape::Text(text, exprs) => Ok(Some(splice(text, exprs, values)?.into_bytes())),
+            Shape::Text(text, exprs) => Ok(Some(splice(text, exprs, values, raw)?.into_bytes())),
         }
     }
 }
@@ -284,8 +324,8 @@ mod tests {
                 (
                     token_id,
                     ResolvedToken {
-                        data: data.clone(),
-                        token: json!({"id": id, "data": data}),
+                        data: data.clone().into(),
+                        object: Some(json!({"id": id, "data": data}).into()),
                     },
                 )
             })

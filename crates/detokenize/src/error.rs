@@ -1,6 +1,7 @@
 //! Why detokenization failed. Messages never include token values.
 
-/// A failure to parse or substitute; every variant is the caller's fault (a 400).
+/// A failure to parse or substitute; every variant is the caller's fault (a 400, or a 413 for
+/// [`DetokenizeError::TooLarge`]). None depends on a token's content.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DetokenizeError {
     /// An expression does not follow the grammar.
@@ -16,16 +17,6 @@ pub enum DetokenizeError {
     /// A referenced token does not exist (or belongs to another tenant: the same answer).
     #[error("token {0} was not found")]
     UnknownToken(String),
-    /// A filter could not be applied to the value it received.
-    #[error("filter `{filter}` failed on token {token}: {message}")]
-    Filter {
-        /// The filter's name.
-        filter: &'static str,
-        /// The token id.
-        token: String,
-        /// What went wrong (never the value itself).
-        message: String,
-    },
     /// More distinct tokens than allowed.
     #[error("the request references {found} distinct tokens; at most {max} are allowed")]
     TooManyTokens {
@@ -34,9 +25,17 @@ pub enum DetokenizeError {
         /// The limit.
         max: usize,
     },
-    /// A header value would contain CR, LF or NUL after substitution.
-    #[error("header `{0}` would contain a control character (CR, LF or NUL) after detokenization")]
-    HeaderInjection(String),
+    /// Rendering could produce more than the allowed bytes (decided from the sizes of the
+    /// tokens and the shape of the expressions, never from token content).
+    #[error(
+        "the request could expand to {bound} bytes after detokenization; at most {max} are allowed"
+    )]
+    TooLarge {
+        /// Upper bound of the rendered request.
+        bound: u64,
+        /// The limit.
+        max: u64,
+    },
 }
 
 fn location_suffix(location: &str) -> String {

@@ -26,6 +26,7 @@ use crate::{
 const VERSION: u8 = 1;
 const NONCE_LEN: usize = 12;
 const KEY_LEN: usize = 32;
+const TAG_LEN: usize = 16;
 
 /// Why encryption or decryption failed. Never carries key material or plaintext.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -172,6 +173,12 @@ impl DataKey {
     }
 }
 
+/// Bytes of plaintext in a ciphertext of `len` bytes (version, nonce and tag are fixed): what
+/// AES-GCM never hides, known before decrypting.
+pub fn plaintext_len(len: usize) -> usize {
+    len.saturating_sub(1 + NONCE_LEN + TAG_LEN)
+}
+
 impl std::fmt::Debug for DataKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("DataKey(***)")
@@ -255,6 +262,7 @@ mod tests {
             key.open_token(tenant, token, &ct).expect("open").as_slice(),
             plaintext
         );
+        assert_eq!(plaintext_len(ct.len()), plaintext.len());
         // Fresh nonce each time: same plaintext, different ciphertext.
         assert_ne!(ct, key.seal_token(tenant, token, plaintext).expect("seal"));
     }

@@ -264,6 +264,67 @@ pub struct Token {
     pub modified_at: OffsetDateTime,
 }
 
+/// A token as callers see it (API responses, `token:` expressions, `req.svc`): `data` only
+/// where the operation returns it. `Debug` prints the data as `***`.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenView {
+    id: TokenId,
+    tenant_id: TenantId,
+    #[serde(rename = "type")]
+    token_type: TokenType,
+    /// The sensitive value, on reads and lists only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    data: Option<Secret<Value>>,
+    containers: Vec<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = std::collections::BTreeMap<String, String>)
+    )]
+    metadata: Metadata,
+    created_by: ApplicationId,
+    #[serde(with = "crate::timestamp::serde_rfc3339")]
+    created_at: OffsetDateTime,
+    modified_by: ApplicationId,
+    #[serde(with = "crate::timestamp::serde_rfc3339")]
+    modified_at: OffsetDateTime,
+}
+
+impl TokenView {
+    fn build(t: Token, with_data: bool) -> Self {
+        Self {
+            id: t.id,
+            tenant_id: t.tenant_id,
+            token_type: t.token_type,
+            data: with_data.then_some(t.data),
+            containers: vec![t.container.as_str().to_string()],
+            metadata: t.metadata,
+            created_by: t.created_by,
+            created_at: t.created_at,
+            modified_by: t.modified_by,
+            modified_at: t.modified_at,
+        }
+    }
+
+    /// Including the sensitive data (read and list responses).
+    pub fn with_data(t: Token) -> Self {
+        Self::build(t, true)
+    }
+
+    /// Without the sensitive data (create responses).
+    pub fn without_data(t: Token) -> Self {
+        Self::build(t, false)
+    }
+
+    /// The view as a JSON value (for `token:` expressions and `req.svc`), held as a secret
+    /// when it carries data.
+    pub fn to_json(&self) -> Secret<Value> {
+        // Serialising this struct of strings, maps and a JSON value cannot fail.
+        Secret::new(serde_json::to_value(self).unwrap_or(Value::Null))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

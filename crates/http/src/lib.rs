@@ -38,6 +38,8 @@ pub use state::{ApiConfig, ApiState};
 
 /// Default request body limit: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Default bound on what detokenization may expand a proxied request to (10 MiB).
+pub const DEFAULT_MAX_RENDERED_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The management API as an actix [`App`], ready for `HttpServer::new` or `test::init_service`.
 pub fn app(

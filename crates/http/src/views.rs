@@ -1,64 +1,15 @@
 //! JSON shapes of responses. Token data appears only where the endpoint returns it.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-use serde_json::Value;
 use tessera_domain::{
     application::{Application, ApplicationType},
     proxy::Configuration,
     timestamp::serde_rfc3339,
-    ApplicationId, Page, Permission, Proxy, ProxyId, Rule, TenantId, Token, TokenId, TokenType,
+    ApplicationId, Page, Permission, Proxy, ProxyId, Rule, TenantId,
 };
 use time::OffsetDateTime;
 
-/// A token. `data` is present only on reads and lists.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct TokenView {
-    id: TokenId,
-    tenant_id: TenantId,
-    #[serde(rename = "type")]
-    token_type: TokenType,
-    /// The sensitive value, on reads and lists only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Value>)]
-    data: Option<Value>,
-    containers: Vec<String>,
-    metadata: BTreeMap<String, String>,
-    created_by: ApplicationId,
-    #[serde(with = "serde_rfc3339")]
-    created_at: OffsetDateTime,
-    modified_by: ApplicationId,
-    #[serde(with = "serde_rfc3339")]
-    modified_at: OffsetDateTime,
-}
-
-impl TokenView {
-    fn build(t: Token, with_data: bool) -> Self {
-        Self {
-            id: t.id,
-            tenant_id: t.tenant_id,
-            token_type: t.token_type,
-            data: with_data.then(|| t.data.into_inner()),
-            containers: vec![t.container.as_str().to_string()],
-            metadata: t.metadata,
-            created_by: t.created_by,
-            created_at: t.created_at,
-            modified_by: t.modified_by,
-            modified_at: t.modified_at,
-        }
-    }
-
-    /// Including the sensitive data (read and list responses).
-    pub fn with_data(t: Token) -> Self {
-        Self::build(t, true)
-    }
-
-    /// Without the sensitive data (create responses).
-    pub fn without_data(t: Token) -> Self {
-        Self::build(t, false)
-    }
-}
+pub use tessera_domain::token::TokenView;
 
 /// An application. `key` appears only on create and regenerate.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

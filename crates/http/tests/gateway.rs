@@ -28,6 +28,7 @@ backend_tests!(
     routing_keys_paths_queries_methods_and_headers,
     authentication_and_token_use,
     another_tenants_key_is_refused_like_an_unknown_key,
+    answers_never_depend_on_token_content,
     anonymous_proxies_forward_expressions_untouched,
     json_substitution_is_injection_safe,
     form_text_and_header_substitution,
@@ -419,6 +420,78 @@ async fn another_tenants_key_is_refused_like_an_unknown_key(db: &TestDatabase) {
     assert_eq!(e.upstream.hits(), before, "nothing reached the destination");
 }
 
+/// Attack finding (issue 11, high): `json: "$[?search(@.number, '^41')]"` answered 200 or 400
+/// by whether the card matched, so a `token:use` key read a card in 45 requests. Regular
+/// expressions are refused whatever the token; other predicates and filters that do not apply
+/// render `null`, so the gateway's answer is the same and only the destination sees the value.
+async fn answers_never_depend_on_token_content(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    let (_, pkey) = e
+        .proxy(json!({"name": "p", "destination_url": e.upstream_url()}))
+        .await;
+    let card = e.token(json!({"number": "4111111111111111"}), None).await;
+    let h = [
+        ("svc-proxy-key", pkey.as_str()),
+        ("svc-api-key", key.as_str()),
+        ("content-type", "application/json"),
+        ("x-echo-quiet", "1"),
+    ];
+    let call = |path: &str| {
+        let body =
+            json!({"probe": format!("{{{{ token: {card} | json: \"{path}\" }}}}")}).to_string();
+        let e = &e;
+        async move { e.call(Method::POST, "/proxy", &h, &body).await }
+    };
+    // The exact attack: refused at parse time, identically, whatever the card holds.
+    let matching = call("$[?search(@.data.number, '^41')]")
+        .await
+        .proxy_error(400);
+    let other = call("$[?search(@.data.number, '^55')]")
+        .await
+        .proxy_error(400);
+    assert_eq!(matching.body, other.body);
+    let m = call("$[?match(@.data.number, '4.*')]")
+        .await
+        .proxy_error(400);
+    assert!(m.body["proxy_error"]["detail"]
+        .as_str()
+        .expect("detail")
+        .contains("not allowed"));
+    // A comparison selects or not; the caller sees the same answer either way.
+    let hits = e.upstream.hits();
+    let selected = call("$[?@.number < '5']").await.expect(200);
+    let sent_selected = e.upstream.last_body();
+    let unselected = call("$[?@.number < '3']").await.expect(200);
+    let sent_unselected = e.upstream.last_body();
+    assert_eq!(
+        (selected.status, &selected.body),
+        (unselected.status, &unselected.body)
+    );
+    assert_eq!(e.upstream.hits(), hits + 2, "both reached the destination");
+    assert_eq!(
+        sent_selected,
+        json!({"probe": {"number": "4111111111111111"}}).to_string()
+    );
+    assert_eq!(sent_unselected, json!({"probe": null}).to_string());
+    // Filters that do not apply to the value render null instead of failing.
+    for expr in [
+        format!("{{{{ {card} | last4 }}}}"),
+        format!("{{{{ {card} | to_number }}}}"),
+        format!("{{{{ {card} | json: '$.number' | to_boolean }}}}"),
+        format!("{{{{ {card} | json: '$.missing' }}}}"),
+    ] {
+        let body = json!({"probe": expr}).to_string();
+        let r = e.call(Method::POST, "/proxy", &h, &body).await.expect(200);
+        assert_eq!(r.body, json!({"ok": true}));
+        assert_eq!(
+            e.upstream.last_body(),
+            json!({"probe": null}).to_string(),
+            "{expr}"
+        );
+    }
+}
+
 async fn authentication_and_token_use(db: &TestDatabase) {
     let e = env(db).await;
     let (_, pkey) = e
@@ -646,16 +719,22 @@ async fn form_text_and_header_substitution(db: &TestDatabase) {
         r.echoed()["headers"]["authorization"],
         json!("Bearer sk_live_abc")
     );
+    // A value that would break the header line is percent-encoded, never refused: the
+    // answer must not depend on a token's content (issue 11, findings 2 and 8).
     let evil_header = format!("{{{{{evil}}}}}");
     let mut h = auth.to_vec();
     h.push(("x-evil", &evil_header));
-    let before = e.upstream.hits();
-    e.call(Method::GET, "/proxy", &h, "").await.proxy_error(400);
-    assert_eq!(
-        e.upstream.hits(),
-        before,
-        "header injection is refused before forwarding"
-    );
+    let r = e.call(Method::GET, "/proxy", &h, "").await.expect(200);
+    let seen = &r.echoed()["headers"];
+    assert_eq!(seen["x-evil"], json!("ok%0D%0AX-Injected: 1"));
+    assert!(seen.get("x-injected").is_none(), "no header was injected");
+    // Non-ASCII data in a header: UTF-8 percent-encoded (RFC 8187 style), not raw bytes.
+    let accented = e.token(json!("Zoë Ünal"), None).await;
+    let accented_header = format!("{{{{{accented}}}}}");
+    let mut h = auth.to_vec();
+    h.push(("x-name", &accented_header));
+    let r = e.call(Method::GET, "/proxy", &h, "").await.expect(200);
+    assert_eq!(r.echoed()["headers"]["x-name"], json!("Zo%C3%AB %C3%9Cnal"));
 }
 
 async fn bad_expressions_unknown_and_foreign_tokens(db: &TestDatabase) {

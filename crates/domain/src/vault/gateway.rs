@@ -5,10 +5,12 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use crate::{
     access::Principal,
+    crypto::{self, DataKey},
     error::VaultError,
     ids::{ApplicationId, TenantId, TokenId},
     permission::Permission,
     proxy::Proxy,
+    store::StoredToken,
     token::Token,
 };
 
@@ -53,18 +55,18 @@ impl Vault {
         Ok(principal)
     }
 
-    /// Fetches and decrypts `ids` of the caller's tenant — rows not in the short-lived cache
-    /// in one store call — requiring `token:use` on the container of each. Ids that do not exist in the tenant are left out
-    /// (the caller reports them as unknown, exactly like another tenant's ids).
+    /// Fetches `ids` of the caller's tenant — rows not in the short-lived cache in one store
+    /// call — requiring `token:use` on the container of each, and hands them back still
+    /// encrypted, so the caller can weigh their sizes before anything is decrypted. Ids that do
+    /// not exist in the tenant are left out (the caller reports them as unknown, exactly like
+    /// another tenant's ids).
     pub async fn tokens_for_use(
         &self,
         caller: &Principal,
         ids: &BTreeSet<TokenId>,
-    ) -> Result<Vec<Token>, VaultError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
+    ) -> Result<SealedTokens, VaultError> {
         let tenant = caller.tenant_id();
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         let mut rows = Vec::with_capacity(ids.len());
         let mut missing = Vec::new();
         for id in ids {
@@ -84,7 +86,64 @@ impl Vault {
         for token in &rows {
             caller.require_on(Permission::TokenUse, &token.container)?;
         }
-        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        rows.into_iter().map(|t| decrypt_with(&key, t)).collect()
+        Ok(SealedTokens { rows, key })
+    }
+}
+
+/// Tokens a caller may use, fetched and checked but still encrypted.
+pub struct SealedTokens {
+    rows: Vec<StoredToken>,
+    key: Arc<DataKey>,
+}
+
+impl std::fmt::Debug for SealedTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SealedTokens")
+            .field("count", &self.rows.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Upper bounds, in bytes, of a token's JSON forms, known without decrypting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenSize {
+    /// The data's compact JSON (exact: the plaintext is that JSON).
+    pub data: u64,
+    /// The whole token object ([`crate::token::TokenView`] with data), bounded from above.
+    pub object: u64,
+}
+
+/// Room for the fixed fields of a token object: ids, type, timestamps, names and punctuation.
+const OBJECT_OVERHEAD: u64 = 512;
+
+impl SealedTokens {
+    /// Each token's id and sizes.
+    pub fn sizes(&self) -> impl Iterator<Item = (TokenId, TokenSize)> + '_ {
+        self.rows.iter().map(|row| {
+            let data = crypto::plaintext_len(row.ciphertext.len()) as u64;
+            // A string escapes to at most 6 bytes per byte (`\u0000`), plus quotes and separators.
+            let metadata = row.metadata.iter().fold(2u64, |n, (k, v)| {
+                n.saturating_add(((k.len() + v.len()) as u64).saturating_mul(6) + 6)
+            });
+            let object = data
+                .saturating_add(metadata)
+                .saturating_add(row.container.as_str().len() as u64)
+                .saturating_add(OBJECT_OVERHEAD);
+            (row.id, TokenSize { data, object })
+        })
+    }
+
+    /// True when no token was found.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Decrypts every token.
+    pub fn open(self) -> Result<Vec<Token>, VaultError> {
+        let key = self.key;
+        self.rows
+            .into_iter()
+            .map(|row| decrypt_with(&key, row))
+            .collect()
     }
 }

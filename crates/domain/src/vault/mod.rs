@@ -12,6 +12,7 @@ mod tokens;
 use std::{sync::Arc, time::Duration};
 
 pub use applications::IssuedKey;
+pub use gateway::{SealedTokens, TokenSize};
 pub use tenants::CreatedTenant;
 
 use crate::{

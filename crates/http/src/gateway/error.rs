@@ -121,7 +121,11 @@ impl From<VaultError> for ProxyError {
 
 impl From<DetokenizeError> for ProxyError {
     fn from(e: DetokenizeError) -> Self {
-        ProxyError::new(StatusCode::BAD_REQUEST, e.to_string())
+        let status = match e {
+            DetokenizeError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        ProxyError::new(status, e.to_string())
     }
 }
 

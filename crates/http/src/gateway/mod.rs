@@ -19,13 +19,15 @@ mod transform;
 
 pub mod actix;
 
-use std::{collections::BTreeSet, sync::Arc, time::Instant};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
-use tessera_detokenize::{render_header, BodyKind, ResolvedToken, Template, Values};
-use tessera_domain::{proxy::Proxy, Permission, Principal, ProxyId, Token, TokenId, Vault};
+use tessera_detokenize::{DetokenizeError, RequestTemplate, ResolvedToken, SourceSize, Values};
+use tessera_domain::{
+    proxy::Proxy, token::TokenView, Permission, Principal, ProxyId, TokenId, Vault,
+};
 use tessera_transform_runtime::TransformEngine;
 
 pub use client::{ClientBuildError, ClientConfig, OutboundClient, SendError};
@@ -54,6 +56,9 @@ pub struct GatewayConfig {
     pub max_body_bytes: usize,
     /// Most distinct tokens one request may detokenize.
     pub max_tokens: usize,
+    /// Largest request (body and header values) detokenization may produce; a request whose
+    /// rendering could exceed it is refused (413) before any token is decrypted.
+    pub max_rendered_bytes: u64,
     /// Outbound client settings.
     pub client: ClientConfig,
 }
@@ -63,6 +68,7 @@ impl Default for GatewayConfig {
         Self {
             max_body_bytes: crate::DEFAULT_MAX_BODY_BYTES,
             max_tokens: tessera_detokenize::DEFAULT_MAX_TOKENS,
+            max_rendered_bytes: crate::DEFAULT_MAX_RENDERED_BYTES,
             client: ClientConfig::default(),
         }
     }
@@ -231,7 +237,7 @@ impl Gateway {
             self.vault.proxy_by_key(&key).await?.ok_or_else(|| {
                 ProxyError::new(StatusCode::UNAUTHORIZED, "the proxy key is unknown")
             })?;
-        let mut headers = forward::request_headers(&parts.headers);
+        let headers = forward::request_headers(&parts.headers);
         if !proxy.require_auth {
             self.within_rate_limit(&proxy)?;
             // Anonymous proxies forward expressions untouched: there is no caller to check.
@@ -256,36 +262,16 @@ impl Gateway {
         // Counted only once the caller is authenticated: the proxy key alone (a selector for
         // such proxies) must not let anyone use up the legitimate callers' allowance.
         self.within_rate_limit(&proxy)?;
-        let kind = BodyKind::from_content_type(
+        let template = RequestTemplate::prepare(
             parts
                 .headers
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok()),
-        );
-        let template = Template::prepare(kind, &body)?;
-        let mut ids: BTreeSet<TokenId> = template.token_ids().clone();
-        let header_values: Vec<(http::HeaderName, String)> = headers
-            .iter()
-            .filter_map(|(n, v)| {
-                v.to_str()
-                    .ok()
-                    .filter(|s| s.contains("{{"))
-                    .map(|s| (n.clone(), s.to_string()))
-            })
-            .collect();
-        for (name, value) in &header_values {
-            for expr in tessera_detokenize::Expression::scan(value, &format!("header {name}"))? {
-                ids.insert(expr.token_id);
-            }
-        }
-        if ids.len() > self.config.max_tokens {
-            return Err(tessera_detokenize::DetokenizeError::TooManyTokens {
-                found: ids.len(),
-                max: self.config.max_tokens,
-            }
-            .into());
-        }
-        if ids.is_empty() {
+            headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+            &body,
+        )?;
+        template.check_token_count(self.config.max_tokens)?;
+        if template.is_untouched() {
             return Ok(Prepared {
                 proxy,
                 headers,
@@ -293,26 +279,15 @@ impl Gateway {
                 detokenized: 0,
             });
         }
-        let values = self.fetch(&caller, &ids).await?;
-        let body = match template.render(&values)? {
-            Some(rendered) => Bytes::from(rendered),
-            None => body,
-        };
-        for (name, value) in header_values {
-            let rendered = render_header(name.as_str(), &value, &values)?;
-            let value = HeaderValue::from_str(&rendered).map_err(|_| {
-                ProxyError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("header `{name}` is not a valid value after detokenization"),
-                )
-            })?;
-            headers.insert(name, value);
-        }
+        let values = self.fetch(&caller, &template, body.len()).await?;
+        let rendered = template.render(&values)?;
+        let body = rendered.body.map(Bytes::from).unwrap_or(body);
+        let headers = replace_values(headers, rendered.headers)?;
         Ok(Prepared {
             proxy,
             headers,
             body,
-            detokenized: ids.len(),
+            detokenized: values.len(),
         })
     }
 
@@ -330,14 +305,51 @@ impl Gateway {
         })
     }
 
-    /// Fetches every referenced token in one call; the caller needs `token:use` on each.
+    /// Fetches every referenced token in one call (the caller needs `token:use` on each),
+    /// refuses a request whose rendering could exceed `--max-rendered-bytes` before anything
+    /// is decrypted, then decrypts each token once into what rendering needs.
     async fn fetch(
         &self,
         caller: &Principal,
-        ids: &BTreeSet<TokenId>,
+        template: &RequestTemplate,
+        body_len: usize,
     ) -> Result<Values, ProxyError> {
-        let tokens = self.vault.tokens_for_use(caller, ids).await?;
-        Ok(tokens.into_iter().map(|t| (t.id, resolved(t))).collect())
+        let sealed = self
+            .vault
+            .tokens_for_use(caller, template.token_ids())
+            .await?;
+        let sizes: HashMap<TokenId, SourceSize> = sealed
+            .sizes()
+            .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))
+            .collect();
+        if let Some(missing) = template
+            .token_ids()
+            .iter()
+            .find(|id| !sizes.contains_key(id))
+        {
+            return Err(DetokenizeError::UnknownToken(missing.to_string()).into());
+        }
+        template.check_bound(
+            body_len,
+            |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
+            self.config.max_rendered_bytes,
+        )?;
+        Ok(sealed
+            .open()?
+            .into_iter()
+            .map(|t| {
+                let object = template
+                    .needs_object(t.id)
+                    .then(|| TokenView::with_data(t.clone()).to_json());
+                (
+                    t.id,
+                    ResolvedToken {
+                        data: t.data,
+                        object,
+                    },
+                )
+            })
+            .collect())
     }
 
     /// Step 5: send to the destination and relay its answer.
@@ -526,13 +538,34 @@ pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
     }
 }
 
-/// A fetched token as expressions see it.
-fn resolved(t: Token) -> ResolvedToken {
-    let data = t.data.expose().clone();
-    // The same shape the API returns for a token (`GET /tokens/{id}`).
-    let token = serde_json::to_value(crate::views::TokenView::with_data(t))
-        .unwrap_or(serde_json::Value::Null);
-    ResolvedToken { data, token }
+/// `headers` with the values at the rendered positions replaced (positions count the values
+/// in iteration order, as they were given to the template).
+fn replace_values(
+    headers: HeaderMap,
+    rendered: Vec<(usize, String)>,
+) -> Result<HeaderMap, ProxyError> {
+    if rendered.is_empty() {
+        return Ok(headers);
+    }
+    let mut rendered = rendered.into_iter().peekable();
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (i, (name, value)) in headers.iter().enumerate() {
+        match rendered.next_if(|(at, _)| *at == i) {
+            Some((_, text)) => {
+                let value = HeaderValue::from_str(&text).map_err(|_| {
+                    ProxyError::new(
+                        StatusCode::BAD_REQUEST,
+                        format!("header `{name}` is not a valid value after detokenization"),
+                    )
+                })?;
+                out.append(name.clone(), value);
+            }
+            None => {
+                out.append(name.clone(), value.clone());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The destination's response, streamed back with hop-by-hop headers removed and the

@@ -1,7 +1,9 @@
 //! An upstream that echoes what it received, served over plain HTTP or TLS, counting requests.
 //!
 //! Request headers steer it: `x-echo-status` sets the status, `x-echo-delay-ms` delays the
-//! answer, `x-echo-request-id` makes it answer with its own `X-Request-Id`.
+//! answer, `x-echo-request-id` makes it answer with its own `X-Request-Id`, `x-echo-quiet`
+//! makes it answer a fixed `{"ok":true}` (a destination that does not echo). The body of the
+//! last request is kept either way.
 
 #![allow(dead_code)]
 
@@ -30,6 +32,7 @@ use tokio::net::TcpListener;
 pub struct Upstream {
     pub addr: SocketAddr,
     pub hits: Arc<AtomicUsize>,
+    last: Arc<std::sync::Mutex<String>>,
 }
 
 /// A throwaway CA and a `localhost` certificate it signed.
@@ -71,6 +74,7 @@ impl TestPki {
 async fn echo(
     req: Request<Incoming>,
     hits: Arc<AtomicUsize>,
+    last: Arc<std::sync::Mutex<String>>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     hits.fetch_add(1, Ordering::SeqCst);
     let (parts, body) = req.into_parts();
@@ -79,6 +83,9 @@ async fn echo(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    if let Ok(mut kept) = last.lock() {
+        *kept = String::from_utf8_lossy(&body).into_owned();
+    }
     let mut headers = Map::new();
     for (name, value) in &parts.headers {
         headers.insert(
@@ -109,7 +116,12 @@ async fn echo(
         "body": String::from_utf8_lossy(&body),
         "version": format!("{:?}", parts.version),
     });
-    let mut res = Response::new(Full::new(Bytes::from(echoed.to_string())));
+    let answer = if parts.headers.contains_key("x-echo-quiet") {
+        json!({"ok": true})
+    } else {
+        echoed
+    };
+    let mut res = Response::new(Full::new(Bytes::from(answer.to_string())));
     *res.status_mut() = status;
     res.headers_mut()
         .insert("content-type", "application/json".parse().expect("ct"));
@@ -130,6 +142,8 @@ impl Upstream {
         let hits = Arc::new(AtomicUsize::new(0));
         let acceptor = pki.map(|p| tokio_rustls::TlsAcceptor::from(p.server.clone()));
         let counter = hits.clone();
+        let last = Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = last.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -137,8 +151,9 @@ impl Upstream {
                 };
                 let hits = counter.clone();
                 let acceptor = acceptor.clone();
+                let kept = kept.clone();
                 tokio::spawn(async move {
-                    let service = service_fn(move |req| echo(req, hits.clone()));
+                    let service = service_fn(move |req| echo(req, hits.clone(), kept.clone()));
                     let builder = auto::Builder::new(TokioExecutor::new());
                     match acceptor {
                         Some(acceptor) => {
@@ -155,10 +170,15 @@ impl Upstream {
                 });
             }
         });
-        Self { addr, hits }
+        Self { addr, hits, last }
     }
 
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
+    }
+
+    /// The body of the last request received.
+    pub fn last_body(&self) -> String {
+        self.last.lock().map(|b| b.clone()).unwrap_or_default()
     }
 }
