@@ -264,8 +264,9 @@ pub struct Token {
     pub modified_at: OffsetDateTime,
 }
 
-/// A token as callers see it (API responses, `token:` expressions, `req.svc`): `data` only
-/// where the operation returns it. `Debug` prints the data as `***`.
+// One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
+// data as `***` (it is a `Secret`).
+/// A token. `data` is present only on reads and lists.
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenView {
