@@ -29,6 +29,8 @@ backend_tests!(
     authentication_and_token_use,
     another_tenants_key_is_refused_like_an_unknown_key,
     answers_never_depend_on_token_content,
+    dot_segments_in_the_sub_path_are_refused,
+    custom_responses_outside_final_statuses_fail,
     anonymous_proxies_forward_expressions_untouched,
     json_substitution_is_injection_safe,
     form_text_and_header_substitution,
@@ -489,6 +491,92 @@ async fn answers_never_depend_on_token_content(db: &TestDatabase) {
             json!({"probe": null}).to_string(),
             "{expr}"
         );
+    }
+}
+
+/// Attack finding (issue 11, finding 5): `/proxy/../../admin` reached the destination as
+/// `/admin`, escaping the destination's path. Dot segments, raw or percent-encoded, are a 400
+/// and nothing is sent.
+async fn dot_segments_in_the_sub_path_are_refused(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    let (_, pkey) = e
+        .proxy(json!({"name": "p", "destination_url": e.upstream_url()}))
+        .await;
+    let h = [
+        ("svc-proxy-key", pkey.as_str()),
+        ("svc-api-key", key.as_str()),
+    ];
+    let before = e.upstream.hits();
+    for path in [
+        "/proxy/../../admin",
+        "/proxy/a/../../admin",
+        "/proxy/./x",
+        "/proxy/%2e%2e/%2E%2E/admin",
+        "/proxy/.%2e/admin",
+        "/proxy/%2e./admin",
+        "/proxy/a/..%2f..%2fadmin",
+        "/proxy/a/..%5c..%5cadmin",
+        "/proxy/..",
+    ] {
+        let r = e.call(Method::GET, path, &h, "").await.proxy_error(400);
+        assert!(
+            r.body["proxy_error"]["detail"]
+                .as_str()
+                .expect("detail")
+                .contains("dot segment"),
+            "{path}: {}",
+            r.body
+        );
+    }
+    assert_eq!(e.upstream.hits(), before, "nothing was forwarded");
+    // Dots inside names are fine.
+    let r = e
+        .call(Method::GET, "/proxy/v1.2/file..txt/.well-known", &h, "")
+        .await
+        .expect(200);
+    assert_eq!(
+        r.echoed()["path"],
+        json!("/base/v1.2/file..txt/.well-known")
+    );
+}
+
+/// Attack finding (issue 11, finding 6): `CustomHttpResponseError({status: 101, body})` wrote a
+/// 1xx status with a body. Statuses outside 200–599 are a 500 proxy error.
+async fn custom_responses_outside_final_statuses_fail(db: &TestDatabase) {
+    let e = env(db).await;
+    let key = e.key(serde_json::from_str(USE_ALL).expect("json")).await;
+    for status in [101, 100, 199, 600, 999] {
+        let code = format!("module.exports = async () => {{ throw new CustomHttpResponseError({{ status: {status}, body: 'x' }}); }};");
+        let (_, pkey) = e.proxy(json!({"name": "c", "destination_url": e.upstream_url(), "request_transform": {"code": code}})).await;
+        let r = e
+            .call(
+                Method::POST,
+                "/proxy",
+                &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+                "",
+            )
+            .await
+            .proxy_error(500);
+        assert!(
+            r.body["proxy_error"]["detail"]
+                .as_str()
+                .expect("detail")
+                .contains("200 to 599"),
+            "{status}"
+        );
+    }
+    for status in [200, 599] {
+        let code = format!("module.exports = async () => {{ throw new CustomHttpResponseError({{ status: {status}, body: 'x' }}); }};");
+        let (_, pkey) = e.proxy(json!({"name": "c", "destination_url": e.upstream_url(), "request_transform": {"code": code}})).await;
+        e.call(
+            Method::POST,
+            "/proxy",
+            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+            "",
+        )
+        .await
+        .expect(status);
     }
 }
 

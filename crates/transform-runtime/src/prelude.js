@@ -170,9 +170,9 @@ export default function install(native) {
       for (const C of httpClasses) {
         if (e instanceof C) return JSON.stringify({ http: { status: e.status, name: e.name, message: String(e.message) } });
       }
-      // The host reads a null or undefined exception as the engine running out of memory (the
-      // engine's own signal when it cannot even allocate the error); a transform that throws
-      // one is only a failed transform.
+      // The engine signals an out-of-memory it cannot even allocate an error for by a thrown
+      // null; a transform may also throw one itself. The two cannot be told apart here, so the
+      // host discards the runtime for either (see `worker.rs`, NULLISH_THROW).
       if (e === null || e === undefined) throw new Error('the transform threw ' + e);
       throw e;
     }

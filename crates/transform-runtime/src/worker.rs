@@ -54,6 +54,9 @@ struct Slot {
     logged: Cell<usize>,
 }
 
+/// How the prelude reports a thrown `null` or `undefined` (see `prelude.js`).
+const NULLISH_THROWS: [&str; 2] = ["the transform threw null", "the transform threw undefined"];
+
 /// Bytes of `console.log` output kept per invocation.
 const LOG_BUDGET: usize = 4096;
 /// Calls a warm context serves before it is rebuilt (bounds slow growth inside it).
@@ -519,9 +522,14 @@ async fn run_job(
         }
         other => other,
     };
-    let discard = matches!(
-        result,
-        Err(TransformError::TimedOut | TransformError::OutOfMemory | TransformError::Engine(_))
-    );
+    // A thrown null may be an out-of-memory surfacing (the engine had no memory for an error):
+    // that heap is not trusted again either.
+    let discard = match &result {
+        Err(TransformError::TimedOut | TransformError::OutOfMemory | TransformError::Engine(_)) => {
+            true
+        }
+        Err(TransformError::Crashed(m)) => NULLISH_THROWS.contains(&m.as_str()),
+        Ok(_) => false,
+    };
     (result, discard)
 }

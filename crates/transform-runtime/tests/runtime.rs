@@ -375,3 +375,35 @@ async fn a_proxys_retained_memory_does_not_count_against_another() {
         );
     }
 }
+
+/// Attack finding (issue 11, finding 9): an out-of-memory can surface as a thrown `null`,
+/// which looked like the tenant's own `throw null` and left the runtime in use. Either way the
+/// runtime is discarded: the proxy's warm globals are gone on its next call.
+#[tokio::test]
+async fn a_thrown_null_discards_the_runtime() {
+    let e = TransformEngine::new(EngineConfig {
+        workers: 1,
+        time_limit: Duration::from_secs(2),
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let code = "module.exports = async (req) => { globalThis.n = (globalThis.n || 0) + 1; if (req.args.fail) throw null; return { body: globalThis.n }; };";
+    assert_eq!(
+        body(run(&e, "p", code, json!({"args": {}})).await),
+        json!(1)
+    );
+    assert_eq!(
+        body(run(&e, "p", code, json!({"args": {}})).await),
+        json!(2),
+        "warm"
+    );
+    match run(&e, "p", code, json!({"args": {"fail": true}})).await {
+        Err(TransformError::Crashed(m)) => assert_eq!(m, "the transform threw null"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        body(run(&e, "p", code, json!({"args": {}})).await),
+        json!(1),
+        "a fresh runtime: the old heap is not reused"
+    );
+}

@@ -60,6 +60,24 @@ pub fn destination_uri_from(
         .map_err(|e| format!("cannot build the destination URI: {e}"))
 }
 
+/// Refuses a sub-path holding a dot segment (`.` or `..`), raw or percent-encoded, with `/`,
+/// `\\` or their encodings as separators: joined onto the destination URL it would climb out of
+/// the destination's path (`/proxy/../../admin` → `/admin`).
+pub fn check_sub_path(suffix: &str) -> Result<(), &'static str> {
+    let is_separator = |c: char| c == '/' || c == '\\';
+    let dotted = suffix.split(is_separator).any(|raw| {
+        let decoded = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
+        decoded
+            .split(is_separator)
+            .any(|segment| segment == "." || segment == "..")
+    });
+    if dotted {
+        Err("the path after /proxy must not contain a dot segment (`.` or `..`, raw or percent-encoded)")
+    } else {
+        Ok(())
+    }
+}
+
 /// The raw query without any `svc-proxy-key` pair; other pairs keep their exact encoding.
 pub fn strip_proxy_key(query: &str) -> String {
     query
@@ -187,6 +205,34 @@ mod tests {
                 expected,
                 "{dest} {suffix}"
             );
+        }
+    }
+
+    #[test]
+    fn dot_segments_are_refused_in_every_spelling() {
+        for bad in [
+            "/..",
+            "/.",
+            "/a/../b",
+            "/%2e%2e/x",
+            "/%2E./x",
+            "/.%2e",
+            "/a/..%2fb",
+            "\\..\\x",
+            "/x/..%5c",
+        ] {
+            assert!(check_sub_path(bad).is_err(), "{bad}");
+        }
+        for ok in [
+            "",
+            "/",
+            "/a/b",
+            "/v1.2/x..y",
+            "/.well-known/x",
+            "/...",
+            "/%2e%2e%2e",
+        ] {
+            assert!(check_sub_path(ok).is_ok(), "{ok}");
         }
     }
 

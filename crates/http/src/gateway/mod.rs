@@ -240,6 +240,9 @@ impl Gateway {
         let headers = forward::request_headers(&parts.headers);
         if !proxy.require_auth {
             self.within_rate_limit(&proxy)?;
+            let suffix = parts.uri.path().strip_prefix("/proxy").unwrap_or("");
+            forward::check_sub_path(suffix)
+                .map_err(|e| ProxyError::new(StatusCode::BAD_REQUEST, e))?;
             // Anonymous proxies forward expressions untouched: there is no caller to check.
             return Ok(Prepared {
                 proxy,
@@ -262,6 +265,8 @@ impl Gateway {
         // Counted only once the caller is authenticated: the proxy key alone (a selector for
         // such proxies) must not let anyone use up the legitimate callers' allowance.
         self.within_rate_limit(&proxy)?;
+        let suffix = parts.uri.path().strip_prefix("/proxy").unwrap_or("");
+        forward::check_sub_path(suffix).map_err(|e| ProxyError::new(StatusCode::BAD_REQUEST, e))?;
         let template = RequestTemplate::prepare(
             parts
                 .headers

@@ -159,12 +159,15 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Box<Resp
             headers,
             body,
         }) => {
+            // 1xx answers carry no body and would break the framing of whatever sits in front
+            // (attack finding): only final statuses a response may have.
             let Some(status) = StatusCode::from_u16(status)
                 .ok()
-                .filter(|s| s.as_u16() >= 100)
+                .filter(|s| (200..=599).contains(&s.as_u16()))
             else {
                 return Err(transform_failed(
-                    "transform failed: CustomHttpResponseError needs a valid status".into(),
+                    "transform failed: CustomHttpResponseError needs a status from 200 to 599"
+                        .into(),
                 ));
             };
             let headers = match replace_headers(headers, HeaderMap::new()) {
