@@ -37,6 +37,16 @@ pub async fn open_vault(db: &DbArgs) -> anyhow::Result<Vault> {
     vault.verify_master_key().await.context(
         "the master key does not open the data in this database (wrong TESSERA_MASTER_KEY or key file?)",
     )?;
+    let sealed = vault
+        .seal_legacy_proxies()
+        .await
+        .context("sealing the keys and code of proxies written by an earlier release")?;
+    if sealed > 0 {
+        tracing::info!(
+            sealed,
+            "sealed the keys and transform code of proxies written by an earlier release"
+        );
+    }
     Ok(vault)
 }
 

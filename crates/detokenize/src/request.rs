@@ -30,14 +30,23 @@ pub struct RequestTemplate {
 }
 
 /// What rendering produced: the new body (`None`: the original bytes stand) and the new header
-/// values by their position among the headers given to [`RequestTemplate::prepare`].
-#[derive(Debug)]
+/// values by their position among the headers given to [`RequestTemplate::prepare`]. It holds
+/// token plaintext: `Debug` shows sizes only.
 pub struct Rendered {
     /// The rendered body, when it changed.
     pub body: Option<Vec<u8>>,
     /// `(position, value)` of each header value that held expressions. Every value is a valid
     /// header value (visible ASCII and spaces): token text is percent-encoded where needed.
     pub headers: Vec<(usize, String)>,
+}
+
+impl std::fmt::Debug for Rendered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rendered")
+            .field("body_bytes", &self.body.as_ref().map(Vec::len))
+            .field("headers", &self.headers.len())
+            .finish()
+    }
 }
 
 impl RequestTemplate {

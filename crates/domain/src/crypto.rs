@@ -119,6 +119,41 @@ impl MasterKey {
     }
 }
 
+impl MasterKey {
+    /// Wraps a deployment-wide key named `name` (e.g. the proxy-key lookup key), bound to
+    /// that name.
+    pub fn wrap_vault_key(&self, name: &str, key: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        seal(&self.cipher(), &vault_key_aad(name), key)
+    }
+
+    /// Unwraps what [`MasterKey::wrap_vault_key`] produced for `name`.
+    pub fn unwrap_vault_key(
+        &self,
+        name: &str,
+        wrapped: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        open(&self.cipher(), &vault_key_aad(name), wrapped)
+    }
+
+    /// Re-wraps the vault key `name`, wrapped by this key, under `to`.
+    pub fn rewrap_vault_key(
+        &self,
+        name: &str,
+        wrapped: &[u8],
+        to: &MasterKey,
+    ) -> Result<Vec<u8>, CryptoError> {
+        let plain = self.unwrap_vault_key(name, wrapped)?;
+        to.wrap_vault_key(name, &plain)
+    }
+}
+
+/// A fresh random 32-byte key from the OS CSPRNG, wiped when dropped.
+pub fn random_key() -> Zeroizing<[u8; KEY_LEN]> {
+    let mut key = Zeroizing::new([0u8; KEY_LEN]);
+    OsRng.fill_bytes(key.as_mut());
+    key
+}
+
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("MasterKey(***)")
@@ -188,6 +223,12 @@ impl std::fmt::Debug for DataKey {
 fn data_key_aad(tenant: TenantId) -> Vec<u8> {
     let mut aad = b"tessera/data-key/v1\0".to_vec();
     aad.extend_from_slice(tenant.as_uuid().as_bytes());
+    aad
+}
+
+fn vault_key_aad(name: &str) -> Vec<u8> {
+    let mut aad = b"tessera/vault-key/v1\0".to_vec();
+    aad.extend_from_slice(name.as_bytes());
     aad
 }
 

@@ -20,6 +20,7 @@ pub mod container;
 pub mod crypto;
 pub mod error;
 pub mod ids;
+pub mod lookup;
 pub mod metadata;
 pub mod network;
 pub mod pagination;

@@ -45,8 +45,8 @@ pub struct DestinationPolicy {
 #[serde(deny_unknown_fields)]
 pub struct TransformInput {
     /// CommonJS source exporting an async function of `req`; at most 50,000 characters.
-    #[cfg_attr(feature = "openapi", schema(max_length = 50000))]
-    pub code: String,
+    #[cfg_attr(feature = "openapi", schema(max_length = 50000, value_type = String))]
+    pub code: Secret<String>,
 }
 
 /// The application whose key the transform's `req.svc` client uses.
@@ -111,10 +111,10 @@ pub struct ValidProxy {
     pub name: String,
     /// Destination URL, as given.
     pub destination_url: String,
-    /// Request transform source.
-    pub request_transform: Option<String>,
+    /// Request transform source (tenants paste credentials into code: a secret).
+    pub request_transform: Option<Secret<String>>,
     /// Response transform source.
-    pub response_transform: Option<String>,
+    pub response_transform: Option<Secret<String>>,
     /// Application id, parsed (existence is checked against the store).
     pub application_id: Option<ApplicationId>,
     /// Configuration.
@@ -141,13 +141,13 @@ impl ProxyInput {
             ("response_transform.code", &self.response_transform),
         ] {
             let Some(t) = transform else { continue };
-            if char_len(&t.code) > MAX_TRANSFORM_CHARS {
+            if char_len(t.code.expose()) > MAX_TRANSFORM_CHARS {
                 errors.add(
                     field,
                     format!("must be at most {MAX_TRANSFORM_CHARS} characters"),
                 );
             } else {
-                check_no_nul(&t.code, field, &mut errors);
+                check_no_nul(t.code.expose(), field, &mut errors);
             }
         }
         if let Some(config) = &self.configuration {
@@ -257,7 +257,8 @@ pub fn name_like_pattern(filter: &str) -> String {
     pattern
 }
 
-/// A proxy with its configuration decrypted. `Debug` leaves out the key and configuration.
+/// A proxy with its secrets decrypted: key, transforms and configuration are [`Secret`]s
+/// (never printed, wiped when dropped).
 #[derive(Clone)]
 pub struct Proxy {
     /// Identifier.
@@ -267,15 +268,15 @@ pub struct Proxy {
     /// Display name.
     pub name: String,
     /// Invocation key.
-    pub key: String,
+    pub key: Secret<String>,
     /// Destination URL.
     pub destination_url: String,
     /// The destination URL parsed once (the gateway joins paths onto it for every request).
     pub parsed_destination: Option<url::Url>,
     /// Request transform source.
-    pub request_transform: Option<String>,
+    pub request_transform: Option<Secret<String>>,
     /// Response transform source.
-    pub response_transform: Option<String>,
+    pub response_transform: Option<Secret<String>>,
     /// Application for `req.svc`.
     pub application_id: Option<ApplicationId>,
     /// Configuration for transforms.
@@ -290,6 +291,34 @@ pub struct Proxy {
     pub modified_by: ApplicationId,
     /// Last modification time.
     pub modified_at: OffsetDateTime,
+}
+
+impl Proxy {
+    /// The proxy just written: the stored row's identity and times, with the secrets as given
+    /// (no need to decrypt what was just encrypted).
+    pub fn assemble(
+        stored: crate::store::StoredProxy,
+        key: Secret<String>,
+        valid: ValidProxy,
+    ) -> Self {
+        Self {
+            id: stored.id,
+            tenant_id: stored.tenant_id,
+            name: valid.name,
+            key,
+            parsed_destination: url::Url::parse(&valid.destination_url).ok(),
+            destination_url: valid.destination_url,
+            request_transform: valid.request_transform,
+            response_transform: valid.response_transform,
+            application_id: valid.application_id,
+            configuration: valid.configuration,
+            require_auth: valid.require_auth,
+            created_by: stored.created_by,
+            created_at: stored.created_at,
+            modified_by: stored.modified_by,
+            modified_at: stored.modified_at,
+        }
+    }
 }
 
 impl std::fmt::Debug for Proxy {

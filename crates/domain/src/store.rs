@@ -15,6 +15,7 @@ use crate::{
     ids::{ApplicationId, ProxyId, TenantId, TokenId},
     metadata::Metadata,
     pagination::{Page, PageRequest},
+    secret::Secret,
     tenant::Tenant,
     token::TokenType,
 };
@@ -121,6 +122,18 @@ pub trait TenantStore: Send + Sync {
     async fn replace_wrapped_data_key(
         &self,
         tenant: TenantId,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError>;
+    /// The deployment-wide key `name`, wrapped by the master key.
+    async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Stores `wrapped` as the key `name` unless one exists (the first writer wins; read it
+    /// back after).
+    async fn insert_vault_key(&self, name: &str, wrapped: &[u8]) -> Result<(), StoreError>;
+    /// Replaces the wrapped key `name` with `new` if it is still `expected`.
+    async fn replace_vault_key(
+        &self,
+        name: &str,
         expected: &[u8],
         new: &[u8],
     ) -> Result<bool, StoreError>;
@@ -246,7 +259,8 @@ pub trait AssociationStore: Send + Sync {
     ) -> Result<(), StoreError>;
 }
 
-/// A proxy as stored: configuration encrypted with the tenant's data key.
+/// A proxy as stored: every secret sealed with the tenant's data key, and the invocation key
+/// findable only through its keyed lookup hash ([`crate::lookup`]). Nothing here is plaintext.
 #[derive(Debug, Clone)]
 pub struct StoredProxy {
     /// Identifier.
@@ -255,14 +269,17 @@ pub struct StoredProxy {
     pub tenant_id: TenantId,
     /// Display name.
     pub name: String,
-    /// Invocation key (globally unique).
-    pub key: String,
+    /// `HMAC-SHA-256(lookup key, invocation key)`: how an invocation finds the proxy (globally
+    /// unique).
+    pub key_lookup: [u8; 32],
+    /// The invocation key, sealed (the management API returns it).
+    pub key_sealed: Vec<u8>,
     /// Destination URL.
     pub destination_url: String,
-    /// Request transform source.
-    pub request_transform: Option<String>,
-    /// Response transform source.
-    pub response_transform: Option<String>,
+    /// Request transform source, sealed.
+    pub request_transform_sealed: Option<Vec<u8>>,
+    /// Response transform source, sealed.
+    pub response_transform_sealed: Option<Vec<u8>>,
     /// Application for `req.svc`.
     pub application_id: Option<ApplicationId>,
     /// Encrypted configuration (see [`crate::crypto::DataKey::seal_record`]).
@@ -277,6 +294,36 @@ pub struct StoredProxy {
     pub modified_by: ApplicationId,
     /// Last modification time.
     pub modified_at: OffsetDateTime,
+}
+
+/// A proxy row written before proxy secrets were sealed (migration `…000004`): its key and
+/// transform code are still in clear, to be sealed once at start-up
+/// ([`crate::Vault::seal_legacy_proxies`]).
+#[derive(Debug)]
+pub struct UnsealedProxy {
+    /// Owning tenant.
+    pub tenant_id: TenantId,
+    /// Identifier.
+    pub id: ProxyId,
+    /// The invocation key in clear.
+    pub key: Secret<String>,
+    /// Request transform source in clear.
+    pub request_transform: Option<Secret<String>>,
+    /// Response transform source in clear.
+    pub response_transform: Option<Secret<String>>,
+}
+
+/// The sealed forms that replace an [`UnsealedProxy`]'s clear columns.
+#[derive(Debug, Clone)]
+pub struct SealedProxySecrets {
+    /// Lookup hash of the key.
+    pub key_lookup: [u8; 32],
+    /// The key, sealed.
+    pub key_sealed: Vec<u8>,
+    /// Request transform, sealed.
+    pub request_transform_sealed: Option<Vec<u8>>,
+    /// Response transform, sealed.
+    pub response_transform_sealed: Option<Vec<u8>>,
 }
 
 /// Narrows a proxy list (AND).
@@ -300,8 +347,11 @@ pub trait ProxyStore: Send + Sync {
         tenant: TenantId,
         id: ProxyId,
     ) -> Result<Option<StoredProxy>, StoreError>;
-    /// The proxy with this invocation key, in whatever tenant.
-    async fn find_proxy_by_key(&self, key: &str) -> Result<Option<StoredProxy>, StoreError>;
+    /// The proxy whose key has this lookup hash, in whatever tenant.
+    async fn find_proxy_by_key(
+        &self,
+        key_lookup: &[u8; 32],
+    ) -> Result<Option<StoredProxy>, StoreError>;
     /// A page of `tenant`'s proxies passing `filter`, oldest first.
     async fn list_proxies(
         &self,
@@ -311,6 +361,19 @@ pub trait ProxyStore: Send + Sync {
     ) -> Result<Page<StoredProxy>, StoreError>;
     /// Replaces every field but id, tenant, key and `created_*`; `false` when absent.
     async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError>;
+    /// Up to `limit` proxies (of any tenant) whose secrets are still in clear.
+    async fn unsealed_proxies(&self, limit: u32) -> Result<Vec<UnsealedProxy>, StoreError>;
+    /// Writes the sealed forms of a legacy proxy's secrets and clears the clear ones, if the
+    /// row is still unsealed; `false` when it was not (sealed by another process, or gone).
+    async fn seal_proxy(
+        &self,
+        tenant: TenantId,
+        id: ProxyId,
+        sealed: &SealedProxySecrets,
+    ) -> Result<bool, StoreError>;
+    /// Makes sure the clear copies of sealed legacy proxies are gone from the storage itself,
+    /// not only from what queries see (dead rows, freed pages).
+    async fn purge_unsealed(&self) -> Result<(), StoreError>;
     /// Deletes; `false` when absent.
     async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError>;
     /// Up to `limit` proxies of `tenant` that name `application` (id and name), oldest first.

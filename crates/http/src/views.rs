@@ -5,7 +5,7 @@ use tessera_domain::{
     application::{Application, ApplicationType},
     proxy::Configuration,
     timestamp::serde_rfc3339,
-    ApplicationId, Page, Permission, Proxy, ProxyId, Rule, TenantId,
+    ApplicationId, Page, Permission, Proxy, ProxyId, Rule, Secret, TenantId,
 };
 use time::OffsetDateTime;
 
@@ -28,7 +28,8 @@ pub struct ApplicationView {
     #[serde(with = "serde_rfc3339")]
     modified_at: OffsetDateTime,
     #[serde(skip_serializing_if = "Option::is_none")]
-    key: Option<String>,
+    #[schema(value_type = Option<String>)]
+    key: Option<Secret<String>>,
 }
 
 impl ApplicationView {
@@ -52,7 +53,7 @@ impl ApplicationView {
     /// With the key just issued.
     pub fn with_key(a: Application, key: &str) -> Self {
         Self {
-            key: Some(key.to_string()),
+            key: Some(Secret::new(key.to_string())),
             ..Self::new(a)
         }
     }
@@ -61,14 +62,16 @@ impl ApplicationView {
 /// A transform in a proxy response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TransformView {
-    code: String,
+    #[schema(value_type = String)]
+    code: Secret<String>,
 }
 
 /// A proxy (source §2.4). `modified_*` are left out of the create response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ProxyView {
     id: ProxyId,
-    key: String,
+    #[schema(value_type = String)]
+    key: Secret<String>,
     name: String,
     destination_url: String,
     tenant_id: TenantId,
@@ -83,7 +86,7 @@ pub struct ProxyView {
     /// `proxy:read`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
-    configuration: Option<Configuration>,
+    configuration: Option<Secret<Configuration>>,
     created_by: ApplicationId,
     #[serde(with = "serde_rfc3339")]
     created_at: OffsetDateTime,
@@ -108,7 +111,7 @@ impl ProxyView {
             request_transform: p.request_transform.map(|code| TransformView { code }),
             response_transform: p.response_transform.map(|code| TransformView { code }),
             application_id: p.application_id,
-            configuration: p.configuration.map(|c| c.into_inner()),
+            configuration: p.configuration,
             created_by: p.created_by,
             created_at: p.created_at,
             modified_by: with_modified.then_some(p.modified_by),

@@ -48,7 +48,7 @@ async fn buffered_answers_carry_their_length(db: &TestDatabase) {
         &app,
         test::TestRequest::post()
             .uri("/proxy/x")
-            .insert_header(("svc-proxy-key", proxy.key.as_str()))
+            .insert_header(("svc-proxy-key", proxy.key.expose().as_str()))
             .set_json(json!({"a": 1}))
             .to_request(),
     )

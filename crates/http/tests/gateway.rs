@@ -71,7 +71,8 @@ async fn env_with(
 ) -> Env {
     let vault = Vault::new(
         Arc::new(DetachedStore::new(db.db.clone())),
-        MasterKey::generate(),
+        // One database, one master key: every vault a test opens on it uses the same key.
+        MasterKey::from_base64("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=").expect("test key"),
     )
     .with_destination_policy(DestinationPolicy {
         allow_private_destinations: true,
@@ -146,7 +147,7 @@ impl Env {
             .create_proxy(&self.admin, input)
             .await
             .expect("create proxy");
-        (p.id.to_string(), p.key)
+        (p.id.to_string(), p.key.expose().clone())
     }
 
     async fn key(&self, spec: Value) -> String {

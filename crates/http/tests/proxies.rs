@@ -613,12 +613,16 @@ async fn tenants_are_isolated(db: &TestDatabase) {
     assert_eq!(got.body["name"], json!("a's proxy"));
 }
 
+/// Configuration, invocation key and transform code are sealed at rest: the database's own
+/// files (SQLite file and WAL; PostgreSQL heap, index and TOAST files) never hold them.
 async fn configuration_is_encrypted_at_rest(db: &TestDatabase) {
     let st = state(db, MIB);
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
     let secret = "sk_live_PLAINTEXT_MARKER_42";
-    let body = json!({"name": "p", "destination_url": "https://api.example.com", "configuration": {"API_KEY": secret}});
+    let code = "module.exports = async (req) => ({ body: 'CODE_PLAINTEXT_MARKER' });";
+    let body = json!({"name": "NAME_MARKER", "destination_url": "https://api.example.com",
+        "configuration": {"API_KEY": secret}, "request_transform": {"code": code}});
     let r = send(
         &app,
         Method::POST,
@@ -628,6 +632,7 @@ async fn configuration_is_encrypted_at_rest(db: &TestDatabase) {
     )
     .await
     .expect(201);
+    let key = r.body["key"].as_str().expect("key").to_string();
     let id: ProxyId = r.body["id"].as_str().expect("id").parse().expect("uuid");
     let stored = db
         .db
@@ -644,20 +649,30 @@ async fn configuration_is_encrypted_at_rest(db: &TestDatabase) {
         !contains(&ciphertext, b"API_KEY"),
         "names are encrypted too"
     );
-    if let Some(path) = db.sqlite_path() {
-        let mut all = std::fs::read(path).expect("db");
-        let mut wal = path.clone().into_os_string();
-        wal.push("-wal");
-        all.extend(std::fs::read(wal).unwrap_or_default());
+    let all = db.stored_bytes().await;
+    assert!(
+        contains(&all, b"NAME_MARKER"),
+        "sanity: the proxy row is on disk"
+    );
+    for plaintext in [secret, key.as_str(), "CODE_PLAINTEXT_MARKER"] {
         assert!(
-            contains(&all, stored.key.as_bytes()),
-            "sanity: the proxy row is on disk"
-        );
-        assert!(
-            !contains(&all, secret.as_bytes()),
-            "configuration plaintext never reaches the disk"
+            !contains(&all, plaintext.as_bytes()),
+            "{plaintext} reached the disk"
         );
     }
+    // The key still works, and the API returns it with the code.
+    let got = send(
+        &app,
+        Method::GET,
+        &format!("/proxies/{id}"),
+        Some(&t.admin_key),
+        None,
+    )
+    .await
+    .expect(200);
+    assert_eq!(got.body["key"], json!(key));
+    assert_eq!(got.body["request_transform"]["code"], json!(code));
+    assert_eq!(got.body["configuration"], json!({"API_KEY": secret}));
 }
 
 async fn keys_are_unique_across_1000_proxies(db: &TestDatabase) {

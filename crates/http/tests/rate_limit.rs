@@ -84,7 +84,9 @@ async fn proxies_are_limited_per_proxy(db: &TestDatabase) {
                 .create_proxy(&admin, input)
                 .await
                 .expect("proxy")
-                .key,
+                .key
+                .expose()
+                .clone(),
         );
     }
     let metrics = Arc::new(Metrics::new());
@@ -133,7 +135,9 @@ async fn proxies_are_limited_per_proxy(db: &TestDatabase) {
         .create_proxy(&admin, input)
         .await
         .expect("proxy")
-        .key;
+        .key
+        .expose()
+        .clone();
     for _ in 0..5 {
         assert_eq!(gateway.handle(call(&authed), "r").await.status(), 401);
     }

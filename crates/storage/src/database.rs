@@ -134,17 +134,29 @@ impl Database {
     /// migration harness is synchronous). On PostgreSQL an advisory lock serialises processes
     /// that start at the same time.
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.migrate_through(None).await
+    }
+
+    /// Runs pending migrations up to and including the one whose directory name starts with
+    /// `last` (all of them with `None`): for tests that build a database as an older release
+    /// left it, then migrate it.
+    pub async fn migrate_through(&self, last: Option<&str>) -> Result<(), StoreError> {
         let url = self.url.clone();
+        let last = last.map(str::to_string);
         let result = tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
             match url {
                 DatabaseUrl::Sqlite { path } => {
                     let mut conn = SqliteConnection::establish(&sqlite_path(&path)?)
                         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                    // secure_delete: a migration that moves or drops data (clear proxy keys)
+                    // leaves zeros, not the old bytes, in the freed pages.
                     diesel::sql_query(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"))
                         .execute(&mut conn)
                         .map_err(migration_error)?;
-                    conn.run_pending_migrations(SQLITE_MIGRATIONS)
-                        .map_err(|e| StoreError::Backend(format!("migration failed: {e}")))?;
+                    diesel::sql_query("PRAGMA secure_delete = ON")
+                        .execute(&mut conn)
+                        .map_err(migration_error)?;
+                    run_migrations(&mut conn, SQLITE_MIGRATIONS, last.as_deref())?;
                 }
                 DatabaseUrl::Postgres { url } => {
                     let mut conn = <AsyncConnectionWrapper<AsyncPgConnection> as diesel::Connection>::establish(&url)
@@ -152,10 +164,7 @@ impl Database {
                     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_ID})"))
                         .execute(&mut conn)
                         .map_err(migration_error)?;
-                    let outcome = conn
-                        .run_pending_migrations(POSTGRES_MIGRATIONS)
-                        .map(|_| ())
-                        .map_err(|e| StoreError::Backend(format!("migration failed: {e}")));
+                    let outcome = run_migrations(&mut conn, POSTGRES_MIGRATIONS, last.as_deref());
                     diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_ID})"))
                         .execute(&mut conn)
                         .map_err(migration_error)?;
@@ -167,6 +176,32 @@ impl Database {
         .await;
         result.map_err(|e| StoreError::Backend(format!("migration task failed: {e}")))?
     }
+}
+
+/// Runs `source`'s pending migrations in order, stopping after the one named `last…`.
+fn run_migrations<DB: diesel::backend::Backend>(
+    conn: &mut impl MigrationHarness<DB>,
+    source: EmbeddedMigrations,
+    last: Option<&str>,
+) -> Result<(), StoreError> {
+    let Some(last) = last else {
+        return conn
+            .run_pending_migrations(source)
+            .map(|_| ())
+            .map_err(|e| StoreError::Backend(format!("migration failed: {e}")));
+    };
+    let pending = conn
+        .pending_migrations(source)
+        .map_err(|e| StoreError::Backend(format!("migration failed: {e}")))?;
+    for migration in pending {
+        let name = migration.name().to_string();
+        conn.run_migration(&*migration)
+            .map_err(|e| StoreError::Backend(format!("migration {name} failed: {e}")))?;
+        if name.starts_with(last) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Creates a missing SQLite file owner-only (0600); SQLite gives its `-wal`/`-shm` files the
@@ -206,7 +241,7 @@ fn sqlite_path(path: &Path) -> Result<String, StoreError> {
 async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> {
     let mut conn = SqliteConn::establish(&path).await?;
     conn.batch_execute(&format!(
-        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
+        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON;"
     ))
     .await
     .map_err(ConnectionError::CouldntSetupConfiguration)?;

@@ -15,8 +15,8 @@ use tessera_domain::{
     application::Application,
     store::{
         ApplicationStore, AssociationStore, ContainerScope, HealthStore, NewAssociation,
-        ProxyFilter, ProxyStore, StoreError, StoredApplication, StoredProxy, StoredTenant,
-        StoredToken, TenantStore, TokenFilter, TokenStore,
+        ProxyFilter, ProxyStore, SealedProxySecrets, StoreError, StoredApplication, StoredProxy,
+        StoredTenant, StoredToken, TenantStore, TokenFilter, TokenStore, UnsealedProxy,
     },
     ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId,
 };
@@ -94,6 +94,29 @@ impl TenantStore for DetachedStore {
     ) -> Result<bool, StoreError> {
         let (expected, new) = (expected.to_vec(), new.to_vec());
         self.run(|db| async move { db.replace_wrapped_data_key(tenant, &expected, &new).await })
+            .await
+    }
+
+    async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let name = name.to_string();
+        self.run(|db| async move { db.get_vault_key(&name).await })
+            .await
+    }
+
+    async fn insert_vault_key(&self, name: &str, wrapped: &[u8]) -> Result<(), StoreError> {
+        let (name, wrapped) = (name.to_string(), wrapped.to_vec());
+        self.run(|db| async move { db.insert_vault_key(&name, &wrapped).await })
+            .await
+    }
+
+    async fn replace_vault_key(
+        &self,
+        name: &str,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError> {
+        let (name, expected, new) = (name.to_string(), expected.to_vec(), new.to_vec());
+        self.run(|db| async move { db.replace_vault_key(&name, &expected, &new).await })
             .await
     }
 }
@@ -273,9 +296,12 @@ impl ProxyStore for DetachedStore {
             .await
     }
 
-    async fn find_proxy_by_key(&self, key: &str) -> Result<Option<StoredProxy>, StoreError> {
-        let key = key.to_string();
-        self.run(|db| async move { db.find_proxy_by_key(&key).await })
+    async fn find_proxy_by_key(
+        &self,
+        key_lookup: &[u8; 32],
+    ) -> Result<Option<StoredProxy>, StoreError> {
+        let key_lookup = *key_lookup;
+        self.run(|db| async move { db.find_proxy_by_key(&key_lookup).await })
             .await
     }
 
@@ -293,6 +319,27 @@ impl ProxyStore for DetachedStore {
     async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError> {
         let proxy = proxy.clone();
         self.run(|db| async move { db.update_proxy(&proxy).await })
+            .await
+    }
+
+    async fn unsealed_proxies(&self, limit: u32) -> Result<Vec<UnsealedProxy>, StoreError> {
+        self.run(|db| async move { db.unsealed_proxies(limit).await })
+            .await
+    }
+
+    async fn seal_proxy(
+        &self,
+        tenant: TenantId,
+        id: ProxyId,
+        sealed: &SealedProxySecrets,
+    ) -> Result<bool, StoreError> {
+        let sealed = sealed.clone();
+        self.run(|db| async move { db.seal_proxy(tenant, id, &sealed).await })
+            .await
+    }
+
+    async fn purge_unsealed(&self) -> Result<(), StoreError> {
+        self.run(|db| async move { db.purge_unsealed().await })
             .await
     }
 

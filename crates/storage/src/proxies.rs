@@ -5,17 +5,20 @@ use diesel::{
     EscapeExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper,
     TextExpressionMethods,
 };
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use tessera_domain::{
     proxy::name_search_key,
-    store::{ProxyFilter, ProxyStore, StoreError, StoredProxy},
-    ApplicationId, Page, PageRequest, ProxyId, TenantId,
+    store::{ProxyFilter, ProxyStore, SealedProxySecrets, StoreError, StoredProxy, UnsealedProxy},
+    ApplicationId, Page, PageRequest, ProxyId, Secret, TenantId,
 };
 
 use crate::{
-    database::{page_of, window, with_conn, Database, DbResultExt},
-    rows::ProxyRow,
-    schema::proxies::{self, dsl},
+    database::{checkout, page_of, window, with_conn, Database, DbResultExt, Pools},
+    rows::{NewProxyRow, ProxyRow},
+    schema::{
+        proxies::{self, dsl},
+        proxies_unsealed,
+    },
 };
 
 /// One tenant's proxies with the list filters applied (a macro: the boxed query's type
@@ -38,7 +41,7 @@ macro_rules! filtered_proxies {
 #[async_trait]
 impl ProxyStore for Database {
     async fn insert_proxy(&self, proxy: &StoredProxy) -> Result<(), StoreError> {
-        let row = ProxyRow::from(proxy);
+        let row = NewProxyRow::from(proxy);
         with_conn!(self, |conn| {
             diesel::insert_into(proxies::table)
                 .values(&row)
@@ -68,10 +71,14 @@ impl ProxyStore for Database {
         row.map(StoredProxy::try_from).transpose()
     }
 
-    async fn find_proxy_by_key(&self, key: &str) -> Result<Option<StoredProxy>, StoreError> {
+    async fn find_proxy_by_key(
+        &self,
+        key_lookup: &[u8; 32],
+    ) -> Result<Option<StoredProxy>, StoreError> {
+        let lookup = key_lookup.as_slice();
         let row = with_conn!(self, |conn| {
             proxies::table
-                .filter(dsl::proxy_key.eq(key))
+                .filter(dsl::key_lookup.eq(lookup))
                 .select(ProxyRow::as_select())
                 .first(conn)
                 .await
@@ -111,7 +118,7 @@ impl ProxyStore for Database {
     }
 
     async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError> {
-        let row = ProxyRow::from(proxy);
+        let row = NewProxyRow::from(proxy);
         let updated = with_conn!(self, |conn| {
             diesel::update(
                 proxies::table
@@ -122,8 +129,8 @@ impl ProxyStore for Database {
                 dsl::name.eq(&row.name),
                 dsl::name_search.eq(name_search_key(&row.name)),
                 dsl::destination_url.eq(&row.destination_url),
-                dsl::request_transform.eq(&row.request_transform),
-                dsl::response_transform.eq(&row.response_transform),
+                dsl::request_transform_sealed.eq(&row.request_transform_sealed),
+                dsl::response_transform_sealed.eq(&row.response_transform_sealed),
                 dsl::application_id.eq(&row.application_id),
                 dsl::configuration.eq(&row.configuration),
                 dsl::require_auth.eq(row.require_auth),
@@ -135,6 +142,106 @@ impl ProxyStore for Database {
             .db()
         })?;
         Ok(updated == 1)
+    }
+
+    async fn unsealed_proxies(&self, limit: u32) -> Result<Vec<UnsealedProxy>, StoreError> {
+        type Clear = (String, String, String, Option<String>, Option<String>);
+        let rows: Vec<Clear> = with_conn!(self, |conn| {
+            proxies_unsealed::table
+                .order((
+                    proxies_unsealed::tenant_id.asc(),
+                    proxies_unsealed::id.asc(),
+                ))
+                .limit(i64::from(limit))
+                .select((
+                    proxies_unsealed::tenant_id,
+                    proxies_unsealed::id,
+                    proxies_unsealed::proxy_key,
+                    proxies_unsealed::request_transform,
+                    proxies_unsealed::response_transform,
+                ))
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter()
+            .map(|(tenant, id, key, request, response)| {
+                Ok(UnsealedProxy {
+                    tenant_id: tenant.parse().map_err(|_| {
+                        StoreError::Corrupt(format!("invalid tenant id `{tenant}`"))
+                    })?,
+                    id: id
+                        .parse()
+                        .map_err(|_| StoreError::Corrupt(format!("invalid proxy id `{id}`")))?,
+                    key: Secret::new(key),
+                    request_transform: request.map(Secret::new),
+                    response_transform: response.map(Secret::new),
+                })
+            })
+            .collect()
+    }
+
+    async fn seal_proxy(
+        &self,
+        tenant: TenantId,
+        id: ProxyId,
+        sealed: &SealedProxySecrets,
+    ) -> Result<bool, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(
+                    proxies::table
+                        .filter(dsl::tenant_id.eq(&tenant))
+                        .filter(dsl::id.eq(&id))
+                        .filter(dsl::key_lookup.is_null()),
+                )
+                .set((
+                    dsl::key_lookup.eq(sealed.key_lookup.as_slice()),
+                    dsl::key_sealed.eq(&sealed.key_sealed),
+                    dsl::request_transform_sealed.eq(&sealed.request_transform_sealed),
+                    dsl::response_transform_sealed.eq(&sealed.response_transform_sealed),
+                ))
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    proxies_unsealed::table
+                        .filter(proxies_unsealed::tenant_id.eq(&tenant))
+                        .filter(proxies_unsealed::id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
+                Ok(updated == 1)
+            })
+            .await
+            .db()
+        })
+    }
+
+    async fn purge_unsealed(&self) -> Result<(), StoreError> {
+        let failed = |e: diesel::result::Error| {
+            StoreError::Backend(format!("purging clear proxy secrets: {e}"))
+        };
+        match &self.pools {
+            // PostgreSQL keeps deleted rows in dead tuples and dropped columns (the clear keys
+            // of migration 000004) inside live ones until a table is rewritten.
+            Pools::Postgres(pool) => {
+                let mut conn = checkout(pool).await?;
+                for table in ["proxies_unsealed", "proxies"] {
+                    conn.batch_execute(&format!("VACUUM FULL {table}"))
+                        .await
+                        .map_err(failed)?;
+                }
+                Ok(())
+            }
+            // SQLite zeroes freed pages itself (secure_delete); what the WAL still holds goes
+            // with a truncating checkpoint.
+            Pools::Sqlite(pool) => checkout(pool)
+                .await?
+                .batch_execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                .await
+                .map_err(failed),
+        }
     }
 
     async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError> {

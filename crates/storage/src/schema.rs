@@ -71,10 +71,7 @@ diesel::table! {
         id -> Text,
         name -> Text,
         name_search -> Text,
-        proxy_key -> Text,
         destination_url -> Text,
-        request_transform -> Nullable<Text>,
-        response_transform -> Nullable<Text>,
         application_id -> Nullable<Text>,
         configuration -> Nullable<Binary>,
         require_auth -> Bool,
@@ -82,5 +79,27 @@ diesel::table! {
         created_at -> Timestamp,
         modified_by -> Text,
         modified_at -> Timestamp,
+        key_lookup -> Nullable<Binary>,
+        key_sealed -> Nullable<Binary>,
+        request_transform_sealed -> Nullable<Binary>,
+        response_transform_sealed -> Nullable<Binary>,
+    }
+}
+
+diesel::table! {
+    /// Clear secrets of proxies written before sealing, until start-up seals them.
+    proxies_unsealed (tenant_id, id) {
+        tenant_id -> Text,
+        id -> Text,
+        proxy_key -> Text,
+        request_transform -> Nullable<Text>,
+        response_transform -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    vault_keys (name) {
+        name -> Text,
+        wrapped_key -> Binary,
     }
 }

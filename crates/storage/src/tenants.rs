@@ -11,7 +11,7 @@ use tessera_domain::{
 use crate::{
     database::{with_conn, Database, DbResultExt},
     rows::{ApplicationRow, TenantRow},
-    schema::{applications, tenants},
+    schema::{applications, tenants, vault_keys},
 };
 
 #[async_trait]
@@ -93,6 +93,53 @@ impl TenantStore for Database {
                     .filter(tenants::wrapped_data_key.eq(expected)),
             )
             .set(tenants::wrapped_data_key.eq(new))
+            .execute(conn)
+            .await
+            .db()
+        })?;
+        Ok(updated == 1)
+    }
+
+    async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        with_conn!(self, |conn| {
+            vault_keys::table
+                .filter(vault_keys::name.eq(name))
+                .select(vault_keys::wrapped_key)
+                .first(conn)
+                .await
+                .optional()
+                .db()
+        })
+    }
+
+    async fn insert_vault_key(&self, name: &str, wrapped: &[u8]) -> Result<(), StoreError> {
+        with_conn!(self, |conn| {
+            diesel::insert_into(vault_keys::table)
+                .values((
+                    vault_keys::name.eq(name),
+                    vault_keys::wrapped_key.eq(wrapped),
+                ))
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await
+                .db()
+                .map(|_| ())
+        })
+    }
+
+    async fn replace_vault_key(
+        &self,
+        name: &str,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError> {
+        let updated = with_conn!(self, |conn| {
+            diesel::update(
+                vault_keys::table
+                    .filter(vault_keys::name.eq(name))
+                    .filter(vault_keys::wrapped_key.eq(expected)),
+            )
+            .set(vault_keys::wrapped_key.eq(new))
             .execute(conn)
             .await
             .db()

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 
-use crate::{Database, DatabaseUrl, PoolOptions};
+use crate::{
+    database::{checkout, Pools},
+    Database, DatabaseUrl, PoolOptions,
+};
 
 /// Environment variable naming the PostgreSQL server for tests.
 pub const PG_URL_VAR: &str = "TESSERA_TEST_DATABASE_URL";
@@ -34,10 +37,18 @@ impl TestDatabase {
     /// # Panics
     /// When the file cannot be created or migrated (a broken test environment).
     pub async fn sqlite() -> Self {
+        Self::sqlite_through(None).await
+    }
+
+    /// A fresh SQLite file migrated up to and including migration `last…` (all with `None`).
+    ///
+    /// # Panics
+    /// As [`TestDatabase::sqlite`].
+    pub async fn sqlite_through(last: Option<&str>) -> Self {
         let path =
             std::env::temp_dir().join(format!("tessera-test-{}.db", uuid::Uuid::new_v4().simple()));
         let url = DatabaseUrl::Sqlite { path: path.clone() };
-        let db = Self::open(&url).await;
+        let db = Self::open(&url, last).await;
         Self {
             db,
             url,
@@ -50,6 +61,14 @@ impl TestDatabase {
     /// # Panics
     /// When the variable is set but the server cannot be used.
     pub async fn postgres() -> Option<Self> {
+        Self::postgres_through(None).await
+    }
+
+    /// A fresh PostgreSQL schema migrated up to and including migration `last…`.
+    ///
+    /// # Panics
+    /// As [`TestDatabase::postgres`].
+    pub async fn postgres_through(last: Option<&str>) -> Option<Self> {
         let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
         let schema = format!("tessera_test_{}", uuid::Uuid::new_v4().simple());
         let mut admin = AsyncPgConnection::establish(&admin_url)
@@ -63,7 +82,7 @@ impl TestDatabase {
         let url = DatabaseUrl::Postgres {
             url: format!("{admin_url}{separator}options=-csearch_path%3D{schema}"),
         };
-        let db = Self::open(&url).await;
+        let db = Self::open(&url, last).await;
         Some(Self {
             db,
             url,
@@ -79,14 +98,99 @@ impl TestDatabase {
         }
     }
 
-    async fn open(url: &DatabaseUrl) -> Database {
+    async fn open(url: &DatabaseUrl, last: Option<&str>) -> Database {
         let db = Database::connect(url, PoolOptions { max_connections: 4 })
             .await
             .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
-        db.migrate()
+        db.migrate_through(last)
             .await
             .unwrap_or_else(|e| panic!("migrating {url}: {e}"));
         db
+    }
+
+    /// Runs raw SQL on this database (to write rows as an older release would).
+    ///
+    /// # Panics
+    /// When the statement fails.
+    pub async fn execute(&self, sql: &str) {
+        match &self.db.pools {
+            Pools::Sqlite(pool) => {
+                checkout(pool)
+                    .await
+                    .expect("connection")
+                    .batch_execute(sql)
+                    .await
+            }
+            Pools::Postgres(pool) => {
+                checkout(pool)
+                    .await
+                    .expect("connection")
+                    .batch_execute(sql)
+                    .await
+            }
+        }
+        .unwrap_or_else(|e| panic!("running `{sql}`: {e}"));
+    }
+
+    /// The bytes the database keeps on disk for its tables, to search for plaintext: on SQLite
+    /// the file and its WAL; on PostgreSQL (after a `CHECKPOINT`) the files of the schema's
+    /// tables, indexes and TOAST tables, which also hold rows deleted but not yet vacuumed.
+    ///
+    /// # Panics
+    /// When the files cannot be read (PostgreSQL's data directory must be readable: tests run
+    /// on the database's machine, as root or as its owner).
+    pub async fn stored_bytes(&self) -> Vec<u8> {
+        match &self.cleanup {
+            Cleanup::File(path) => {
+                let mut all = std::fs::read(path).expect("database file");
+                let mut wal = path.clone().into_os_string();
+                wal.push("-wal");
+                all.extend(std::fs::read(wal).unwrap_or_default());
+                all
+            }
+            Cleanup::Schema { admin_url, schema } => {
+                #[derive(diesel::QueryableByName)]
+                struct Path {
+                    #[diesel(sql_type = diesel::sql_types::Text)]
+                    path: String,
+                }
+                use diesel_async::RunQueryDsl;
+                let mut admin = AsyncPgConnection::establish(admin_url)
+                    .await
+                    .expect("admin");
+                admin.batch_execute("CHECKPOINT").await.expect("checkpoint");
+                let dir: Vec<Path> =
+                    diesel::sql_query("SELECT current_setting('data_directory') AS path")
+                        .load(&mut admin)
+                        .await
+                        .expect("data directory");
+                let files: Vec<Path> = diesel::sql_query(format!(
+                    "SELECT pg_relation_filepath(c.oid) AS path FROM pg_class c \
+                     WHERE c.relnamespace = '{schema}'::regnamespace AND c.relkind IN ('r', 'i') \
+                     UNION ALL SELECT pg_relation_filepath(c.reltoastrelid) AS path FROM pg_class c \
+                     WHERE c.relnamespace = '{schema}'::regnamespace AND c.reltoastrelid <> 0"
+                ))
+                .load(&mut admin)
+                .await
+                .expect("relation files");
+                let root = PathBuf::from(&dir[0].path);
+                let mut all = Vec::new();
+                for file in files {
+                    for segment in 0.. {
+                        let mut path = root.join(&file.path).into_os_string();
+                        if segment > 0 {
+                            path.push(format!(".{segment}"));
+                        }
+                        match std::fs::read(&path) {
+                            Ok(bytes) => all.extend(bytes),
+                            Err(_) if segment > 0 => break,
+                            Err(e) => panic!("reading {}: {e}", PathBuf::from(path).display()),
+                        }
+                    }
+                }
+                all
+            }
+        }
     }
 }
 

@@ -38,6 +38,21 @@ async fn rotation_rewraps_every_tenant(t: &TestDatabase) {
         let token = before.create_token(&admin, input).await.expect("token");
         tokens.push((created.api_key.expose().to_string(), token.id, name));
     }
+    // A proxy is found through a lookup key that the master key wraps: it must survive too.
+    let first = before
+        .authenticate(Some(&tokens[0].0))
+        .await
+        .expect("admin");
+    let proxy = before
+        .create_proxy(
+            &first,
+            serde_json::from_value(
+                json!({"name": "p", "destination_url": "https://api.example.com"}),
+            )
+            .expect("proxy input"),
+        )
+        .await
+        .expect("proxy");
 
     // The new key alone does not open the data yet; with the old one as previous it does.
     assert!(vault(t, copy(&new), vec![])
@@ -67,9 +82,16 @@ async fn rotation_rewraps_every_tenant(t: &TestDatabase) {
         "a second run changes nothing"
     );
 
-    // After the rotation the new key alone reads every token; the old key opens nothing.
+    // After the rotation the new key alone reads every token and finds the proxy by its key;
+    // the old key opens nothing.
     let after = vault(t, copy(&new), vec![]);
     after.verify_master_key().await.expect("new key opens");
+    let found = after
+        .proxy_by_key(proxy.key.expose())
+        .await
+        .expect("lookup")
+        .expect("the proxy is still found by its key");
+    assert_eq!(found.id, proxy.id);
     for (key, id, name) in &tokens {
         let caller = after.authenticate(Some(key)).await.expect("admin");
         let token = after.get_token(&caller, *id).await.expect("readable");

@@ -40,8 +40,8 @@ pub struct HostError {
     pub message: String,
 }
 
-/// A call from the transform to the vault, answered by whoever runs the transform.
-#[derive(Debug)]
+/// A call from the transform to the vault, answered by whoever runs the transform. Its payload
+/// may hold token data: `Debug` leaves it out.
 pub struct HostCall {
     /// The operation.
     pub op: HostOp,
@@ -51,8 +51,17 @@ pub struct HostCall {
     pub reply: oneshot::Sender<Result<Value, HostError>>,
 }
 
-/// How a transform ended.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+impl std::fmt::Debug for HostCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostCall")
+            .field("op", &self.op)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a transform ended. Bodies and headers may hold sensitive data: `Debug` shows the kind
+/// and status only.
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// It returned `{body, headers}` (either may be absent).
@@ -84,6 +93,16 @@ pub enum Outcome {
         #[serde(default)]
         body: Option<Value>,
     },
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Ok { .. } => f.write_str("Outcome::Ok"),
+            Outcome::Http { status, name, .. } => write!(f, "Outcome::Http({status} {name})"),
+            Outcome::Custom { status, .. } => write!(f, "Outcome::Custom({status})"),
+        }
+    }
 }
 
 /// Why a transform could not produce an [`Outcome`]. Messages never contain stack traces.

@@ -18,17 +18,19 @@ use super::{tokens::decrypt_with, Vault};
 
 impl Vault {
     /// The proxy holding invocation key `key`, in whatever tenant; `None` when no proxy has it.
-    /// Cached briefly, negative answers included (see [`Vault::with_cache_ttl`]).
+    /// The key is found through its keyed lookup hash. Cached briefly, negative answers
+    /// included (see [`Vault::with_cache_ttl`]).
     pub async fn proxy_by_key(&self, key: &str) -> Result<Option<Arc<Proxy>>, VaultError> {
-        if let Some(hit) = self.proxies.get(&key.to_string()) {
+        let lookup = self.proxy_key_lookup(key).await?;
+        if let Some(hit) = self.proxies.get(&lookup) {
             return Ok(hit);
         }
         let ticket = self.proxies.begin();
-        let found = match self.store.find_proxy_by_key(key).await? {
-            Some(stored) => Some(Arc::new(self.open_proxy(stored, None).await?)),
+        let found = match self.store.find_proxy_by_key(&lookup).await? {
+            Some(stored) => Some(Arc::new(self.open_proxy(stored).await?)),
             None => None,
         };
-        self.proxies.insert(ticket, key.to_string(), found.clone());
+        self.proxies.insert(ticket, lookup, found.clone());
         Ok(found)
     }
 

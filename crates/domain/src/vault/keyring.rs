@@ -6,19 +6,21 @@ use std::{
 };
 
 use crate::{
-    crypto::{DataKey, MasterKey},
+    crypto::{self, CryptoError, DataKey, MasterKey},
     error::{Resource, VaultError},
     ids::TenantId,
+    lookup::{LookupKey, PROXY_KEY_LOOKUP},
     store::{StoreError, StoredTenant, TenantStore},
 };
 
-/// Holds the master key (plus, during a rotation, the previous ones) and a cache of unwrapped
-/// data keys. Data keys never change once written (a rotation re-wraps the same key), so the
-/// cache needs no invalidation.
+/// Holds the master key (plus, during a rotation, the previous ones), a cache of unwrapped
+/// data keys and the proxy-key lookup key. Neither kind of key changes once written (a
+/// rotation re-wraps the same key), so the caches need no invalidation.
 pub(crate) struct Keyring {
     master: MasterKey,
     previous: Vec<MasterKey>,
     cache: RwLock<HashMap<TenantId, Arc<DataKey>>>,
+    lookup: RwLock<Option<Arc<LookupKey>>>,
 }
 
 impl Keyring {
@@ -27,7 +29,72 @@ impl Keyring {
             master,
             previous,
             cache: RwLock::new(HashMap::new()),
+            lookup: RwLock::new(None),
         }
+    }
+
+    /// The proxy-key lookup key: cached, else read from the store, else created there (the
+    /// first process to write it wins; every process then reads the same one).
+    pub(crate) async fn lookup_key(
+        &self,
+        store: &dyn TenantStore,
+    ) -> Result<Arc<LookupKey>, VaultError> {
+        if let Some(key) = self.lookup.read().map_err(poisoned)?.as_ref() {
+            return Ok(key.clone());
+        }
+        let wrapped = match store.get_vault_key(PROXY_KEY_LOOKUP).await? {
+            Some(w) => w,
+            None => {
+                let fresh = crypto::random_key();
+                let wrapped = self
+                    .master
+                    .wrap_vault_key(PROXY_KEY_LOOKUP, fresh.as_ref())?;
+                store.insert_vault_key(PROXY_KEY_LOOKUP, &wrapped).await?;
+                store
+                    .get_vault_key(PROXY_KEY_LOOKUP)
+                    .await?
+                    .ok_or_else(|| StoreError::Backend("the lookup key was not stored".into()))?
+            }
+        };
+        let plain = self.unwrap_vault_key(PROXY_KEY_LOOKUP, &wrapped)?;
+        let key = Arc::new(
+            LookupKey::from_bytes(&plain).ok_or(VaultError::Crypto(CryptoError::Malformed))?,
+        );
+        *self.lookup.write().map_err(poisoned)? = Some(key.clone());
+        Ok(key)
+    }
+
+    /// Unwraps a vault key with the master key, else a previous one.
+    fn unwrap_vault_key(
+        &self,
+        name: &str,
+        wrapped: &[u8],
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, VaultError> {
+        match self.master.unwrap_vault_key(name, wrapped) {
+            Ok(key) => Ok(key),
+            Err(first) => self
+                .previous
+                .iter()
+                .find_map(|old| old.unwrap_vault_key(name, wrapped).ok())
+                .ok_or(VaultError::Crypto(first)),
+        }
+    }
+
+    /// The vault key `name` re-wrapped under the master key, or `None` when the master key
+    /// already wraps it. Fails when no configured key opens it.
+    pub(crate) fn rewrap_vault_key(
+        &self,
+        name: &str,
+        wrapped: &[u8],
+    ) -> Result<Option<Vec<u8>>, VaultError> {
+        let Err(first) = self.master.unwrap_vault_key(name, wrapped) else {
+            return Ok(None);
+        };
+        self.previous
+            .iter()
+            .find_map(|old| old.rewrap_vault_key(name, wrapped, &self.master).ok())
+            .map(Some)
+            .ok_or(VaultError::Crypto(first))
     }
 
     pub(crate) fn master(&self) -> &MasterKey {

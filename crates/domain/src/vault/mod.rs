@@ -40,8 +40,8 @@ pub struct Vault {
     destinations: DestinationPolicy,
     /// API-key hash → caller (or `None`: unknown key).
     api_keys: Arc<TtlCache<[u8; 32], Option<Principal>>>,
-    /// Proxy key → proxy (or `None`: unknown key).
-    proxies: Arc<TtlCache<String, Option<Arc<Proxy>>>>,
+    /// Lookup hash of a proxy key → proxy (or `None`: unknown key).
+    proxies: Arc<TtlCache<[u8; 32], Option<Arc<Proxy>>>>,
     /// Token rows used by the gateway, *encrypted*: plaintext is never cached.
     token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
     /// Application → principal, for transforms acting as a proxy's application (`req.svc`).
@@ -101,8 +101,8 @@ impl Vault {
     }
 
     /// Drops the cached lookup of a proxy key after the proxy changed or was deleted.
-    fn forget_proxy_key(&self, key: &str) {
-        self.proxies.remove_where(|k, _| k == key);
+    fn forget_proxy_key(&self, key_lookup: &[u8; 32]) {
+        self.proxies.remove_where(|k, _| k == key_lookup);
     }
 
     /// Sets which proxy destinations are accepted (default: public `https` only).
@@ -166,6 +166,10 @@ impl Vault {
     /// tenant), so a wrong key — or one that a rotation has not finished moving every tenant
     /// to — stops start-up instead of failing that tenant's requests later.
     pub async fn verify_master_key(&self) -> Result<(), VaultError> {
+        if let Err(e) = self.keys.lookup_key(self.store.as_ref()).await {
+            tracing::error!("no configured master key opens the proxy-key lookup key");
+            return Err(e);
+        }
         for tenant in self.store.list_tenants().await? {
             if let Err(e) = self.keys.unwrap_uncached(&tenant) {
                 tracing::error!(
@@ -185,6 +189,18 @@ impl Vault {
     /// opens.
     pub async fn rotate_master_key(&self) -> Result<Rotation, VaultError> {
         let mut report = Rotation::default();
+        let name = crate::lookup::PROXY_KEY_LOOKUP;
+        if let Some(wrapped) = self.store.get_vault_key(name).await? {
+            if let Some(rewrapped) = self.keys.rewrap_vault_key(name, &wrapped)? {
+                if !self
+                    .store
+                    .replace_vault_key(name, &wrapped, &rewrapped)
+                    .await?
+                {
+                    report.changed_concurrently += 1;
+                }
+            }
+        }
         for tenant in self.store.list_tenants().await? {
             let Some(rewrapped) = self.keys.rewrap(&tenant)? else {
                 report.already_current += 1;

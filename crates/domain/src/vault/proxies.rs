@@ -1,16 +1,21 @@
 //! Proxy management use-cases (source §4.5–4.6, SUPPLEMENT §5): CRUD with validation, the
 //! application check, and encryption of the configuration.
 
+use std::sync::Arc;
+
+use zeroize::Zeroizing;
+
 use crate::{
     access::Principal,
     application::ApplicationType,
+    crypto::DataKey,
     error::{Resource, VaultError},
     ids::{ProxyId, TenantId},
     pagination::{Page, PageRequest},
     permission::Permission,
     proxy::{self, Configuration, Proxy, ProxyInput, ValidProxy},
     secret::Secret,
-    store::{ProxyFilter, StoreError, StoredProxy},
+    store::{ProxyFilter, SealedProxySecrets, StoreError, StoredProxy},
     timestamp,
     validation::ValidationErrors,
 };
@@ -32,19 +37,24 @@ impl Vault {
         caller.require(Permission::ProxyCreate)?;
         let valid = self.validate_proxy(caller, input).await?;
         let now = timestamp::now();
-        let id = ProxyId::new();
+        let (tenant, id) = (caller.tenant_id(), ProxyId::new());
+        let sealer = self.sealer(tenant, id).await?;
+        let mut key = Secret::new(proxy::generate_key());
         let mut stored = StoredProxy {
             id,
-            tenant_id: caller.tenant_id(),
-            name: valid.name,
-            key: proxy::generate_key(),
-            destination_url: valid.destination_url,
-            request_transform: valid.request_transform,
-            response_transform: valid.response_transform,
+            tenant_id: tenant,
+            name: valid.name.clone(),
+            key_lookup: self.proxy_key_lookup(key.expose()).await?,
+            key_sealed: sealer.seal(KEY_PURPOSE, key.expose())?,
+            destination_url: valid.destination_url.clone(),
+            request_transform_sealed: sealer
+                .seal_optional(REQUEST_TRANSFORM_PURPOSE, valid.request_transform.as_ref())?,
+            response_transform_sealed: sealer.seal_optional(
+                RESPONSE_TRANSFORM_PURPOSE,
+                valid.response_transform.as_ref(),
+            )?,
             application_id: valid.application_id,
-            configuration_ciphertext: self
-                .seal_configuration(caller.tenant_id(), id, valid.configuration.as_ref())
-                .await?,
+            configuration_ciphertext: sealer.seal_configuration(valid.configuration.as_ref())?,
             require_auth: valid.require_auth,
             created_by: caller.application_id(),
             created_at: now,
@@ -57,22 +67,21 @@ impl Vault {
                 Ok(()) => break,
                 Err(StoreError::Conflict(_)) if attempt < KEY_ATTEMPTS => {
                     attempt += 1;
-                    stored.key = proxy::generate_key();
+                    key = Secret::new(proxy::generate_key());
+                    stored.key_lookup = self.proxy_key_lookup(key.expose()).await?;
+                    stored.key_sealed = sealer.seal(KEY_PURPOSE, key.expose())?;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(Proxy {
-            configuration: valid.configuration,
-            ..self.open_proxy(stored.clone(), None).await?
-        })
+        Ok(Proxy::assemble(stored, key, valid))
     }
 
     /// One proxy of the caller's tenant.
     pub async fn get_proxy(&self, caller: &Principal, id: ProxyId) -> Result<Proxy, VaultError> {
         caller.require(Permission::ProxyRead)?;
         let stored = self.stored_proxy(caller, id).await?;
-        self.open_proxy(stored, None).await
+        self.open_proxy(stored).await
     }
 
     /// A page of the caller's proxies.
@@ -89,7 +98,7 @@ impl Vault {
             .await?;
         let mut items = Vec::with_capacity(stored.items.len());
         for p in stored.items {
-            items.push(self.open_proxy(p, None).await?);
+            items.push(self.open_proxy(p).await?);
         }
         Ok(Page {
             items,
@@ -109,15 +118,19 @@ impl Vault {
         caller.require(Permission::ProxyUpdate)?;
         let valid = self.validate_proxy(caller, input).await?;
         let existing = self.stored_proxy(caller, id).await?;
+        let sealer = self.sealer(caller.tenant_id(), id).await?;
+        let key = Secret::new(sealer.open_string(KEY_PURPOSE, &existing.key_sealed)?);
         let stored = StoredProxy {
-            name: valid.name,
-            destination_url: valid.destination_url,
-            request_transform: valid.request_transform,
-            response_transform: valid.response_transform,
+            name: valid.name.clone(),
+            destination_url: valid.destination_url.clone(),
+            request_transform_sealed: sealer
+                .seal_optional(REQUEST_TRANSFORM_PURPOSE, valid.request_transform.as_ref())?,
+            response_transform_sealed: sealer.seal_optional(
+                RESPONSE_TRANSFORM_PURPOSE,
+                valid.response_transform.as_ref(),
+            )?,
             application_id: valid.application_id,
-            configuration_ciphertext: self
-                .seal_configuration(caller.tenant_id(), id, valid.configuration.as_ref())
-                .await?,
+            configuration_ciphertext: sealer.seal_configuration(valid.configuration.as_ref())?,
             require_auth: valid.require_auth,
             modified_by: caller.application_id(),
             modified_at: timestamp::now(),
@@ -126,8 +139,8 @@ impl Vault {
         if !self.store.update_proxy(&stored).await? {
             return Err(VaultError::NotFound(Resource::Proxy));
         }
-        self.forget_proxy_key(&stored.key);
-        self.open_proxy(stored, valid.configuration).await
+        self.forget_proxy_key(&stored.key_lookup);
+        Ok(Proxy::assemble(stored, key, valid))
     }
 
     /// Deletes a proxy; its key stops working (at once in this process).
@@ -137,7 +150,7 @@ impl Vault {
         if !self.store.delete_proxy(caller.tenant_id(), id).await? {
             return Err(VaultError::NotFound(Resource::Proxy));
         }
-        self.forget_proxy_key(&existing.key);
+        self.forget_proxy_key(&existing.key_lookup);
         Ok(())
     }
 
@@ -186,48 +199,33 @@ impl Vault {
         Ok(valid)
     }
 
-    async fn seal_configuration(
-        &self,
-        tenant: TenantId,
-        id: ProxyId,
-        configuration: Option<&Secret<Configuration>>,
-    ) -> Result<Option<Vec<u8>>, VaultError> {
-        let Some(configuration) = configuration else {
-            return Ok(None);
-        };
-        let plaintext = Secret::new(
-            serde_json::to_vec(configuration.expose())
-                .map_err(|e| StoreError::Backend(format!("serialising configuration: {e}")))?,
-        );
-        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        Ok(Some(key.seal_record(
+    /// Seals and opens one proxy's secrets with its tenant's data key.
+    async fn sealer(&self, tenant: TenantId, id: ProxyId) -> Result<Sealer, VaultError> {
+        Ok(Sealer {
+            key: self.keys.data_key(self.store.as_ref(), tenant).await?,
             tenant,
-            CONFIGURATION_PURPOSE,
-            id.to_string().as_bytes(),
-            plaintext.expose(),
-        )?))
+            record: id.to_string(),
+        })
     }
 
-    /// Decrypts a stored proxy (or uses `known`, the configuration just written).
-    pub(super) async fn open_proxy(
-        &self,
-        stored: StoredProxy,
-        known: Option<Secret<Configuration>>,
-    ) -> Result<Proxy, VaultError> {
-        let configuration = match (known, &stored.configuration_ciphertext) {
-            (Some(c), _) => Some(c),
-            (None, None) => None,
-            (None, Some(ciphertext)) => {
-                let key = self
-                    .keys
-                    .data_key(self.store.as_ref(), stored.tenant_id)
-                    .await?;
-                let plaintext = key.open_record(
-                    stored.tenant_id,
-                    CONFIGURATION_PURPOSE,
-                    stored.id.to_string().as_bytes(),
-                    ciphertext,
-                )?;
+    /// The lookup hash under which a proxy key is stored and found.
+    pub(super) async fn proxy_key_lookup(&self, key: &str) -> Result<[u8; 32], VaultError> {
+        Ok(self.keys.lookup_key(self.store.as_ref()).await?.digest(key))
+    }
+
+    /// Decrypts a stored proxy: key, transforms and configuration.
+    pub(super) async fn open_proxy(&self, stored: StoredProxy) -> Result<Proxy, VaultError> {
+        let sealer = self.sealer(stored.tenant_id, stored.id).await?;
+        let open = |purpose, sealed: &Option<Vec<u8>>| {
+            sealed
+                .as_ref()
+                .map(|s| sealer.open_string(purpose, s).map(Secret::new))
+                .transpose()
+        };
+        let configuration = match &stored.configuration_ciphertext {
+            None => None,
+            Some(ciphertext) => {
+                let plaintext = sealer.open(CONFIGURATION_PURPOSE, ciphertext)?;
                 Some(Secret::new(serde_json::from_slice(&plaintext).map_err(
                     |_| {
                         StoreError::Corrupt(format!(
@@ -239,14 +237,17 @@ impl Vault {
             }
         };
         Ok(Proxy {
+            key: Secret::new(sealer.open_string(KEY_PURPOSE, &stored.key_sealed)?),
+            request_transform: open(REQUEST_TRANSFORM_PURPOSE, &stored.request_transform_sealed)?,
+            response_transform: open(
+                RESPONSE_TRANSFORM_PURPOSE,
+                &stored.response_transform_sealed,
+            )?,
             id: stored.id,
             tenant_id: stored.tenant_id,
             name: stored.name,
-            key: stored.key,
             parsed_destination: url::Url::parse(&stored.destination_url).ok(),
             destination_url: stored.destination_url,
-            request_transform: stored.request_transform,
-            response_transform: stored.response_transform,
             application_id: stored.application_id,
             configuration,
             require_auth: stored.require_auth,
@@ -254,6 +255,106 @@ impl Vault {
             created_at: stored.created_at,
             modified_by: stored.modified_by,
             modified_at: stored.modified_at,
+        })
+    }
+
+    /// Seals the secrets of proxies written before they were sealed (their keys and transform
+    /// code were stored in clear), a batch at a time, and clears the clear columns. Safe with
+    /// several processes starting at once: a row already sealed by another is skipped. Returns
+    /// how many this call sealed.
+    pub async fn seal_legacy_proxies(&self) -> Result<usize, VaultError> {
+        let mut sealed = 0;
+        loop {
+            let batch = self.store.unsealed_proxies(100).await?;
+            if batch.is_empty() {
+                if sealed > 0 {
+                    self.store.purge_unsealed().await?;
+                }
+                return Ok(sealed);
+            }
+            for legacy in batch {
+                let sealer = self.sealer(legacy.tenant_id, legacy.id).await?;
+                let secrets = SealedProxySecrets {
+                    key_lookup: self.proxy_key_lookup(legacy.key.expose()).await?,
+                    key_sealed: sealer.seal(KEY_PURPOSE, legacy.key.expose())?,
+                    request_transform_sealed: sealer.seal_optional(
+                        REQUEST_TRANSFORM_PURPOSE,
+                        legacy.request_transform.as_ref(),
+                    )?,
+                    response_transform_sealed: sealer.seal_optional(
+                        RESPONSE_TRANSFORM_PURPOSE,
+                        legacy.response_transform.as_ref(),
+                    )?,
+                };
+                if self
+                    .store
+                    .seal_proxy(legacy.tenant_id, legacy.id, &secrets)
+                    .await?
+                {
+                    sealed += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Associated-data purposes of a proxy's sealed secrets (with the tenant and proxy id).
+const KEY_PURPOSE: &str = "proxy.key";
+const REQUEST_TRANSFORM_PURPOSE: &str = "proxy.request_transform";
+const RESPONSE_TRANSFORM_PURPOSE: &str = "proxy.response_transform";
+
+/// One proxy's tenant data key and the record binding its ciphertexts.
+struct Sealer {
+    key: Arc<DataKey>,
+    tenant: TenantId,
+    record: String,
+}
+
+impl Sealer {
+    fn seal(&self, purpose: &str, plaintext: &str) -> Result<Vec<u8>, VaultError> {
+        Ok(self.key.seal_record(
+            self.tenant,
+            purpose,
+            self.record.as_bytes(),
+            plaintext.as_bytes(),
+        )?)
+    }
+
+    fn seal_optional(
+        &self,
+        purpose: &str,
+        plaintext: Option<&Secret<String>>,
+    ) -> Result<Option<Vec<u8>>, VaultError> {
+        plaintext
+            .map(|p| self.seal(purpose, p.expose()))
+            .transpose()
+    }
+
+    fn seal_configuration(
+        &self,
+        configuration: Option<&Secret<Configuration>>,
+    ) -> Result<Option<Vec<u8>>, VaultError> {
+        let Some(configuration) = configuration else {
+            return Ok(None);
+        };
+        let plaintext = Secret::new(
+            serde_json::to_string(configuration.expose())
+                .map_err(|e| StoreError::Backend(format!("serialising configuration: {e}")))?,
+        );
+        self.seal(CONFIGURATION_PURPOSE, plaintext.expose())
+            .map(Some)
+    }
+
+    fn open(&self, purpose: &str, ciphertext: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError> {
+        Ok(self
+            .key
+            .open_record(self.tenant, purpose, self.record.as_bytes(), ciphertext)?)
+    }
+
+    fn open_string(&self, purpose: &str, ciphertext: &[u8]) -> Result<String, VaultError> {
+        let plaintext = self.open(purpose, ciphertext)?;
+        String::from_utf8(plaintext.to_vec()).map_err(|_| {
+            StoreError::Corrupt(format!("proxy {} {purpose} is not text", self.record)).into()
         })
     }
 }

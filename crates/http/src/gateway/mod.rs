@@ -387,7 +387,7 @@ impl Gateway {
                 proxy: &prepared.proxy,
             })
             .request(
-                code,
+                code.expose(),
                 &parts.method,
                 suffix,
                 parts.uri.query(),
@@ -423,7 +423,7 @@ impl Gateway {
                     let Some(engine) = &self.transforms else {
                         return no_engine();
                     };
-                    self.transform_response(engine, &prepared.proxy, code, res, request_id)
+                    self.transform_response(engine, &prepared.proxy, code.expose(), res, request_id)
                         .await
                 }
                 _ => relay(res, request_id),

@@ -43,10 +43,10 @@ fn check_transforms(input: &ProxyInput) -> Result<(), ApiError> {
         ("response_transform.code", &input.response_transform),
     ] {
         let Some(t) = transform else { continue };
-        if t.code.chars().count() > tessera_domain::proxy::MAX_TRANSFORM_CHARS {
+        if t.code.expose().chars().count() > tessera_domain::proxy::MAX_TRANSFORM_CHARS {
             continue; // reported by validation
         }
-        if let Err(e) = tessera_transform_runtime::check(&t.code) {
+        if let Err(e) = tessera_transform_runtime::check(t.code.expose()) {
             errors.add(field, format!("does not compile: {e}"));
         }
     }

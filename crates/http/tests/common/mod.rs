@@ -71,7 +71,8 @@ pub fn state(db: &TestDatabase, max_body_bytes: usize) -> ApiState {
 pub fn state_with(db: &TestDatabase, max_body_bytes: usize, policy: DestinationPolicy) -> ApiState {
     let vault = Vault::new(
         Arc::new(DetachedStore::new(db.db.clone())),
-        MasterKey::generate(),
+        // One database, one master key: every vault a test opens on it uses the same key.
+        MasterKey::from_base64("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=").expect("test key"),
     )
     .with_destination_policy(policy);
     ApiState::new(vault, ApiConfig { max_body_bytes })
