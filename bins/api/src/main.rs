@@ -1,28 +1,28 @@
 //! `api`: the Tessera management API server (also serving `/proxy` unless `--no-gateway`) and
 //! its administrative commands.
 //!
-//! Thin by design: parse configuration, open storage, wire the vault into the HTTP app, run.
+//! Thin by design: parse configuration, open storage, wire the vault into the management app
+//! and the gateway, run.
 
-use std::process::ExitCode;
+mod cli;
+
+use std::{process::ExitCode, sync::Arc};
 
 use anyhow::Context;
-
 use serde::Serialize;
-use tessera_api::{
-    cli::{Cli, Command, ServeArgs, TenantsCommand},
-    secret_file,
-    startup::{self, open_database, open_vault},
-    telemetry,
-};
 use tessera_domain::vault::CreatedTenant;
+use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
+use tessera_startup::{open_database, open_vault, secret_file, telemetry};
+
+use cli::{Cli, Command, ServeArgs, TenantsCommand};
 
 /// mimalloc: measurably cheaper than the system allocator on the gateway's hot path.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli: Cli = startup::parse_args();
-    startup::run_main(|| run(cli))
+    let cli: Cli = tessera_startup::parse_args();
+    tessera_startup::run_main(|| run(cli))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -114,15 +114,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let (vault, gateway) = startup::gateway(vault, &args.gateway)?;
-    let mut state = tessera_http::ApiState::new(
-        vault,
-        tessera_http::ApiConfig {
+    let vault = args.gateway.apply_to(vault);
+    let metrics = ProcessMetrics::new();
+    let mut state = ApiState::new(
+        vault.clone(),
+        ApiConfig {
             max_body_bytes: args.gateway.max_body_bytes,
         },
+        metrics.clone(),
     );
     if !args.no_gateway {
-        state = state.with_gateway(gateway);
+        let gateway = args
+            .gateway
+            .build(vault, &metrics.registry, metrics.requests.clone())?;
+        state = state.with_proxy(Arc::new(gateway));
     }
     if let Some(limit) = args.gateway.rate_limit()? {
         state = state.with_rate_limit(limit);
@@ -145,7 +150,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let server = server.run();
     let handle = server.handle();
     tokio::spawn(async move {
-        startup::shutdown_signal().await;
+        tessera_startup::shutdown_signal().await;
         tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
         handle.stop(true).await;
     });

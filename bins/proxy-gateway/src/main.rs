@@ -1,15 +1,14 @@
-//! `proxy-gateway`: serves only `/proxy` (plus `/healthz`, `/readyz`, `/metrics`) with hyper on
-//! the multi-threaded runtime, so all cores share one outbound connection pool. Stateless: run
-//! as many as needed against the same database.
+//! `proxy-gateway`: serves only `/proxy` (plus `/healthz`, `/readyz`, `/metrics`) with hyper,
+//! one worker thread, listening socket, runtime and outbound pool per core. Stateless: run as
+//! many as needed against the same database.
 
 use std::{net::SocketAddr, process::ExitCode};
 
 use anyhow::Context;
 use clap::Parser;
-use tessera_api::{
-    cli::{DbArgs, GatewayArgs},
-    startup, telemetry,
-};
+use tessera_gateway::{server, GatewayArgs};
+use tessera_service::metrics::{Registry, RequestCounter};
+use tessera_startup::{telemetry, DbArgs};
 
 /// Tessera proxy gateway.
 #[derive(Debug, Parser)]
@@ -24,7 +23,8 @@ struct Args {
     /// Gateway flags.
     #[command(flatten)]
     gateway: GatewayArgs,
-    /// Worker threads, each with its own runtime and outbound pool (default: one per core).
+    /// Worker threads, each with its own listening socket, runtime and outbound pool (default:
+    /// one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     workers: Option<usize>,
 }
@@ -34,29 +34,34 @@ struct Args {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let args: Args = startup::parse_args();
-    startup::run_main(|| run(args))
+    let args: Args = tessera_startup::parse_args();
+    tessera_startup::run_main(|| run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
-    let vault = startup::open_vault(&args.db).await?;
-    let (_, gateway) = startup::gateway(vault, &args.gateway)?;
-    let listener = std::net::TcpListener::bind(args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let vault = tessera_startup::open_vault(&args.db).await?;
+    let registry = Registry::new();
+    let requests = std::sync::Arc::new(RequestCounter::new());
+    registry.register(requests.clone());
+    let gateway = args
+        .gateway
+        .build(args.gateway.apply_to(vault), &registry, requests)?;
     let workers = args
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let listeners = server::bind(args.listen, workers)?;
     tracing::info!(listen = %args.listen, workers, database = %args.db.database_url_display(), "tessera proxy-gateway listening");
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let server = tokio::task::spawn_blocking(move || {
-        tessera_http::gateway::serve_per_core(listener, &gateway, workers, stopped)
+    let served = server::Served { registry };
+    let serving = tokio::task::spawn_blocking(move || {
+        server::serve_per_core(listeners, &gateway, served, stopped)
     });
-    startup::shutdown_signal().await;
+    tessera_startup::shutdown_signal().await;
     tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
     let _ = stop.send(true);
-    server
+    serving
         .await
         .context("the gateway server task failed")?
         .context("the gateway server failed")?;

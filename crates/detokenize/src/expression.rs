@@ -47,7 +47,7 @@ fn syntax(offset: usize, location: &str, message: impl Into<String>) -> Detokeni
 ///
 /// The closing `}}` is searched outside single- and double-quoted sections, so a JSONPath
 /// argument may contain `}}`.
-pub fn scan(text: &str, location: &str) -> Result<Vec<Expression>, DetokenizeError> {
+pub(crate) fn scan(text: &str, location: &str) -> Result<Vec<Expression>, DetokenizeError> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut from = 0;

@@ -29,6 +29,14 @@ pub struct TtlCache<K, V> {
     generation: AtomicU64,
 }
 
+impl<K, V> std::fmt::Debug for TtlCache<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TtlCache")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Taken before reading the store for a miss, handed back with the value: it dates the entry
 /// from the start of the read, and voids it if an invalidation happened meanwhile (the value
 /// may predate the change).

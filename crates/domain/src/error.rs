@@ -71,3 +71,48 @@ impl From<ValidationErrors> for VaultError {
         VaultError::Validation(e)
     }
 }
+
+/// How a [`VaultError`] is answered, whatever the boundary (management API, gateway, `req.svc`):
+/// each class has one status and one log level, decided in one place (`tessera-service`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The caller's input broke a rule.
+    Invalid,
+    /// No usable credential.
+    Unauthenticated,
+    /// The credential lacks a permission.
+    Forbidden,
+    /// Absent, or another tenant's.
+    NotFound,
+    /// Conflicts with other state.
+    Conflict,
+    /// The database could not be reached: worth retrying.
+    Unavailable,
+    /// A fault of the service (a corrupt row, a wrong key): never the caller's.
+    Internal,
+}
+
+impl VaultError {
+    /// The class of this error.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            VaultError::Validation(_) => ErrorClass::Invalid,
+            VaultError::Unauthenticated(_) => ErrorClass::Unauthenticated,
+            VaultError::Forbidden { .. } => ErrorClass::Forbidden,
+            VaultError::NotFound(_) => ErrorClass::NotFound,
+            VaultError::Conflict(_) => ErrorClass::Conflict,
+            VaultError::Store(StoreError::Unavailable(_)) => ErrorClass::Unavailable,
+            VaultError::Store(_) | VaultError::Crypto(_) => ErrorClass::Internal,
+        }
+    }
+
+    /// What may be said to the caller: the error itself for the caller's own faults, a
+    /// generic sentence for the service's (whose messages may name internals).
+    pub fn public_message(&self) -> String {
+        match self.class() {
+            ErrorClass::Unavailable => "the database is unavailable; retry later".to_string(),
+            ErrorClass::Internal => "an internal error occurred; the X-Request-Id of this response identifies it in the server log".to_string(),
+            _ => self.to_string(),
+        }
+    }
+}

@@ -19,13 +19,13 @@ use tessera_domain::Principal;
 use crate::{problem::ApiError, state::ApiState};
 
 /// Header carrying the API key (matched case-insensitively, as all header names are).
-pub const API_KEY_HEADER: &str = "svc-api-key";
+pub(crate) const API_KEY_HEADER: &str = "svc-api-key";
 
 /// The authenticated caller of a management endpoint.
-pub struct Caller(pub Principal);
+pub(crate) struct Caller(pub Principal);
 
 /// Middleware: authenticates the request or answers 401 without running the handler.
-pub async fn require_api_key(
+pub(crate) async fn require_api_key(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
@@ -44,17 +44,9 @@ pub async fn require_api_key(
         Ok(principal) => {
             if let Some(limiter) = &state.rate_limiter {
                 if let Err(wait) = limiter.check(&principal.application_id()) {
-                    let mut res = req.error_response(ApiError::new(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "this API key is over its rate limit; retry after Retry-After seconds",
-                    ));
-                    res.headers_mut().insert(
-                        actix_web::http::header::RETRY_AFTER,
-                        actix_web::http::header::HeaderValue::from(
-                            crate::rate_limit::retry_after_secs(wait),
-                        ),
-                    );
-                    return Ok(res);
+                    return Ok(req.error_response(ApiError::rate_limited(
+                        tessera_service::rate_limit::retry_after_secs(wait),
+                    )));
                 }
             }
             req.extensions_mut().insert(principal);

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use crate::{problem::ApiError, state::ApiState};
 
 /// A deserialised JSON body.
-pub struct JsonBody<T>(pub T);
+pub(crate) struct JsonBody<T>(pub T);
 
 fn too_large(limit: usize) -> ApiError {
     ApiError::new(
@@ -33,7 +33,7 @@ fn is_json(req: &HttpRequest) -> bool {
 }
 
 /// Parses `bytes` as `T`, reporting the path of the first problem.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();

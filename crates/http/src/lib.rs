@@ -10,14 +10,14 @@
 //!           ─► Vault use-case ─► view (JSON) or ApiError (problem+json)
 //! ```
 
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
 mod auth;
 mod body;
-pub mod gateway;
-pub mod metrics;
 pub mod openapi;
 mod problem;
+mod proxy_mount;
 mod query;
-pub mod rate_limit;
 mod request_id;
 mod routes;
 mod state;
@@ -30,16 +30,11 @@ use actix_web::{
     web, App, Error,
 };
 
-pub use gateway::{Gateway, GatewayConfig};
-pub use metrics::Metrics;
 pub use problem::ApiError;
+pub use proxy_mount::ProxyErrorBody;
 pub use request_id::RequestId;
-pub use state::{ApiConfig, ApiState};
-
-/// Default request body limit: 1 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Default bound on what detokenization may expand a proxied request to (10 MiB).
-pub const DEFAULT_MAX_RENDERED_BYTES: u64 = 10 * 1024 * 1024;
+pub use state::{ApiConfig, ApiState, ProcessMetrics};
+pub use tessera_service::DEFAULT_MAX_BODY_BYTES;
 
 /// The management API as an actix [`App`], ready for `HttpServer::new` or `test::init_service`.
 pub fn app(
@@ -53,15 +48,15 @@ pub fn app(
         InitError = (),
     >,
 > {
-    let gateway = state.gateway.clone();
+    let proxy = state.proxy.clone();
     App::new()
         .app_data(web::Data::new(state))
         .wrap(from_fn(request_id::middleware))
         .configure(routes::configure)
         .configure(|cfg| {
-            if let Some(gateway) = gateway {
-                cfg.app_data(web::Data::new(gateway))
-                    .configure(gateway::actix::configure);
+            if let Some(proxy) = proxy {
+                cfg.app_data(web::Data::new(proxy))
+                    .configure(proxy_mount::configure);
             }
         })
         .default_service(web::to(routes::not_found))

@@ -49,7 +49,7 @@ struct ApiDoc;
 /// The whole document.
 pub fn document() -> Document {
     let mut doc = crate::routes::openapi();
-    doc.merge(crate::gateway::actix::Doc::openapi());
+    doc.merge(crate::proxy_mount::Doc::openapi());
     // The modifiers run after the merge so that they see every operation.
     let mut root = ApiDoc::openapi();
     root.merge(doc);

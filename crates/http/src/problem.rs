@@ -1,64 +1,47 @@
-//! RFC 7807 problem responses, and the mapping from domain errors to HTTP statuses.
+//! The management API's error: a [`Problem`] (RFC 7807, `application/problem+json`) and, for
+//! the log, what caused it. Domain errors convert through the one mapping of
+//! `tessera-service` (the gateway and `req.svc` use the same one). Converting never logs; the
+//! response is logged once, at its class's level, when it is rendered.
 
 use std::collections::BTreeMap;
 
 use actix_web::{http::StatusCode, HttpResponse, ResponseError};
-use serde::Serialize;
-use tessera_domain::{store::StoreError, ValidationErrors, VaultError};
+use tessera_domain::{ValidationErrors, VaultError};
+use tessera_service::problem::{class_log_level, Problem as Body};
 
-/// Media type of every error body.
-pub const PROBLEM_JSON: &str = "application/problem+json";
-
-/// The body of an error response.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Problem {
-    /// Always `about:blank`: the status says what kind of problem it is.
-    #[serde(rename = "type")]
-    #[schema(value_type = String, example = "about:blank")]
-    pub kind: &'static str,
-    /// Short summary of the status.
-    pub title: String,
-    /// The HTTP status.
-    pub status: u16,
-    /// What went wrong with this request. Never holds secrets.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// Field problems, keyed by field path.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub errors: Option<BTreeMap<String, Vec<String>>>,
-}
+pub(crate) use tessera_service::problem::{Problem, PROBLEM_JSON};
 
 /// An error that renders as problem+json.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ApiError {
-    status: StatusCode,
-    title: String,
-    detail: Option<String>,
-    errors: Option<BTreeMap<String, Vec<String>>>,
+    // Boxed: handlers return `Result<_, ApiError>` everywhere, and the problem is large.
+    problem: Box<Body>,
+    retry_after: Option<u64>,
+    /// The level to log at when rendered, and what to log.
+    log: Option<Box<(tracing::Level, String)>>,
 }
 
-/// Title of validation failures, as hosted vaults word it.
-pub const VALIDATION_TITLE: &str = "One or more validation errors occurred.";
+fn to_http1(status: StatusCode) -> http::StatusCode {
+    http::StatusCode::from_u16(status.as_u16()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR)
+}
 
 impl ApiError {
     /// A problem with `status` and a detail message.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self::from_problem(Body::new(to_http1(status), detail))
+    }
+
+    fn from_problem(problem: Body) -> Self {
         Self {
-            status,
-            title: status.canonical_reason().unwrap_or("Error").to_string(),
-            detail: Some(detail.into()),
-            errors: None,
+            problem: Box::new(problem),
+            retry_after: None,
+            log: None,
         }
     }
 
     /// A 400 listing field problems.
     pub fn validation(errors: &ValidationErrors) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            title: VALIDATION_TITLE.to_string(),
-            detail: Some(errors.to_string()),
-            errors: Some(errors.fields().clone()),
-        }
+        Self::from_problem(Body::validation(errors))
     }
 
     /// A 400 for one field.
@@ -66,79 +49,77 @@ impl ApiError {
         Self::validation(&ValidationErrors::single(field, message))
     }
 
+    /// A 429 telling the caller when to retry.
+    pub fn rate_limited(retry_after: u64) -> Self {
+        Self {
+            retry_after: Some(retry_after),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "this API key is over its rate limit; retry after Retry-After seconds",
+            )
+        }
+    }
+
     /// The status.
     pub fn status(&self) -> StatusCode {
-        self.status
+        StatusCode::from_u16(self.problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// The detail message (never secret material).
     pub fn detail(&self) -> &str {
-        self.detail.as_deref().unwrap_or(&self.title)
+        self.problem
+            .detail
+            .as_deref()
+            .unwrap_or(&self.problem.title)
+    }
+
+    /// The field problems, if any.
+    pub fn errors(&self) -> Option<&BTreeMap<String, Vec<String>>> {
+        self.problem.errors.as_ref()
     }
 
     /// The body.
     pub fn problem(&self) -> Problem {
-        Problem {
-            kind: "about:blank",
-            title: self.title.clone(),
-            status: self.status.as_u16(),
-            detail: self.detail.clone(),
-            errors: self.errors.clone(),
-        }
+        (*self.problem).clone()
     }
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {}",
-            self.status,
-            self.detail.as_deref().unwrap_or(&self.title)
-        )
+        write!(f, "{}: {}", self.problem.status, self.detail())
     }
 }
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        self.status
+        self.status()
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status)
-            .content_type(PROBLEM_JSON)
-            .json(self.problem())
+        match self.log.as_deref() {
+            Some((tracing::Level::ERROR, cause)) => {
+                tracing::error!(status = self.problem.status, cause, "request failed")
+            }
+            Some((_, cause)) => {
+                tracing::warn!(status = self.problem.status, cause, "request failed")
+            }
+            None => {}
+        }
+        let mut res = HttpResponse::build(self.status());
+        res.content_type(PROBLEM_JSON);
+        if let Some(seconds) = self.retry_after {
+            res.insert_header((actix_web::http::header::RETRY_AFTER, seconds));
+        }
+        res.body(self.problem.to_json())
     }
 }
 
-/// The one mapping of domain errors to statuses and safe messages. The gateway
-/// ([`crate::gateway::ProxyError`]) and transforms' `req.svc` calls reuse it, so that a failure
-/// answers the same status wherever it surfaces.
 impl From<VaultError> for ApiError {
     fn from(e: VaultError) -> Self {
-        match &e {
-            VaultError::Validation(errors) => ApiError::validation(errors),
-            VaultError::Unauthenticated(_) => {
-                ApiError::new(StatusCode::UNAUTHORIZED, e.to_string())
-            }
-            VaultError::Forbidden { .. } => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
-            VaultError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
-            VaultError::Conflict(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            VaultError::Store(StoreError::Unavailable(_)) => {
-                tracing::error!(error = %e, "database unavailable");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the database is unavailable; retry later",
-                )
-            }
-            VaultError::Store(_) | VaultError::Crypto(_) => {
-                // The message may name internals; log it, answer generically.
-                tracing::error!(error = %e, "internal error");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "an internal error occurred; the X-Request-Id of this response identifies it in the server log",
-                )
-            }
+        Self {
+            problem: Box::new(Body::from_vault(&e)),
+            retry_after: None,
+            log: class_log_level(e.class()).map(|level| Box::new((level, e.to_string()))),
         }
     }
 }

@@ -53,7 +53,7 @@ pub(crate) struct ProxyListParams {
 
 /// A parsed token-list query.
 #[derive(Debug, Clone)]
-pub struct TokenListQuery {
+pub(crate) struct TokenListQuery {
     /// Filters.
     pub filter: TokenFilter,
     /// Page.
@@ -93,7 +93,7 @@ fn finish_page(
 }
 
 /// Parses a query that may hold only `page` and `size`.
-pub fn page_only(query: &str) -> Result<PageRequest, ApiError> {
+pub(crate) fn page_only(query: &str) -> Result<PageRequest, ApiError> {
     let (mut page, mut size) = (None, None);
     let mut errors = ValidationErrors::new();
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -108,7 +108,7 @@ pub fn page_only(query: &str) -> Result<PageRequest, ApiError> {
 }
 
 /// Parses a token-list query.
-pub fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
+pub(crate) fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
     let (mut page, mut size) = (None, None);
     let mut filter = TokenFilter::default();
     let mut errors = ValidationErrors::new();
@@ -149,7 +149,7 @@ pub fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
 
 /// A parsed proxy-list query.
 #[derive(Debug, Clone)]
-pub struct ProxyListQuery {
+pub(crate) struct ProxyListQuery {
     /// Filters.
     pub filter: ProxyFilter,
     /// Page.
@@ -158,7 +158,7 @@ pub struct ProxyListQuery {
 
 /// Parses a proxy-list query: `id` (repeatable), `name` (case-insensitive substring, `*`
 /// matches any run), `page`, `size`.
-pub fn proxy_list(query: &str) -> Result<ProxyListQuery, ApiError> {
+pub(crate) fn proxy_list(query: &str) -> Result<ProxyListQuery, ApiError> {
     let (mut page, mut size) = (None, None);
     let mut filter = ProxyFilter::default();
     let mut errors = ValidationErrors::new();

@@ -14,35 +14,22 @@ use actix_web::{
 };
 use tracing::Instrument;
 
+use tessera_service::metrics::Component;
+
 use crate::{
     problem::{ApiError, PROBLEM_JSON},
     state::ApiState,
 };
 
 /// The request-id header.
-pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub(crate) static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The request's id, available to handlers through request extensions.
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// Accepts a caller's id if it is 1–200 visible ASCII characters; otherwise a fresh UUID.
-pub fn choose(presented: Option<&str>) -> String {
-    presented
-        .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(new_id, str::to_string)
-}
-
-/// A fresh random UUID (v4) from the thread-local CSPRNG: unique and unguessable without a
-/// system call per request.
-pub fn new_id() -> String {
-    uuid::Builder::from_random_bytes(rand::random())
-        .into_uuid()
-        .to_string()
-}
-
 fn choose_id(req: &ServiceRequest) -> String {
-    choose(
+    tessera_service::request_id::choose(
         req.headers()
             .get(&X_REQUEST_ID)
             .and_then(|v| v.to_str().ok()),
@@ -50,7 +37,7 @@ fn choose_id(req: &ServiceRequest) -> String {
 }
 
 /// The middleware; see the module docs.
-pub async fn middleware(
+pub(crate) async fn middleware(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
@@ -62,7 +49,7 @@ pub async fn middleware(
     let proxied = path == "/proxy" || path.starts_with("/proxy/");
     let metrics = req
         .app_data::<actix_web::web::Data<ApiState>>()
-        .map(|s| s.metrics.clone());
+        .map(|s| s.metrics.requests.clone());
     let span = tracing::info_span!("request", request_id = %id, %method, %path);
     let started = Instant::now();
     let result = next.call(req).instrument(span.clone()).await;
@@ -105,7 +92,7 @@ pub async fn middleware(
         }
     }
     if let (Some(metrics), false) = (metrics, proxied) {
-        metrics.record_request("api", status.as_u16());
+        metrics.record(Component::Api, status.as_u16());
     }
     span.in_scope(|| {
         tracing::info!(

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use tessera_domain::{ApplicationId, Vault};
-
-use crate::{
-    gateway::Gateway,
-    metrics::Metrics,
+use tessera_service::{
+    metrics::{Registry, RequestCounter},
+    mount::ProxyHandler,
     rate_limit::{RateLimit, RateLimiter},
 };
 
@@ -20,35 +19,66 @@ pub struct ApiConfig {
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
-            max_body_bytes: crate::DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: tessera_service::DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
 
+/// The process's metrics: the registry `/metrics` renders, and the answered-requests counter
+/// the management API shares with a gateway of the same process.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessMetrics {
+    /// Rendered by `GET /metrics`.
+    pub registry: Registry,
+    /// `tessera_http_requests_total`.
+    pub requests: Arc<RequestCounter>,
+}
+
+impl ProcessMetrics {
+    /// A registry holding the request counter.
+    pub fn new() -> Self {
+        let metrics = Self {
+            registry: Registry::new(),
+            requests: Arc::new(RequestCounter::new()),
+        };
+        metrics.registry.register(metrics.requests.clone());
+        metrics
+    }
+}
+
 /// Shared application state: the vault, the HTTP configuration, metrics and (optionally)
-/// the gateway mounted at `/proxy`.
-#[derive(Debug, Clone)]
+/// the handler mounted at `/proxy`.
+#[derive(Clone)]
 pub struct ApiState {
     /// The use-cases.
     pub vault: Vault,
     /// HTTP tunables.
     pub config: ApiConfig,
     /// Process metrics, served at `/metrics`.
-    pub metrics: Arc<Metrics>,
+    pub metrics: ProcessMetrics,
     /// The proxy gateway, when this process also serves `/proxy`.
-    pub gateway: Option<Arc<Gateway>>,
+    pub proxy: Option<Arc<dyn ProxyHandler>>,
     /// Per-application request limit of management calls, when configured.
     pub rate_limiter: Option<Arc<RateLimiter<ApplicationId>>>,
 }
 
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState")
+            .field("config", &self.config)
+            .field("proxy", &self.proxy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl ApiState {
-    /// State for `vault` with `config`, fresh metrics and no gateway.
-    pub fn new(vault: Vault, config: ApiConfig) -> Self {
+    /// State for `vault` with `config`, `metrics` and nothing at `/proxy`.
+    pub fn new(vault: Vault, config: ApiConfig, metrics: ProcessMetrics) -> Self {
         Self {
             vault,
             config,
-            metrics: Arc::new(Metrics::new()),
-            gateway: None,
+            metrics,
+            proxy: None,
             rate_limiter: None,
         }
     }
@@ -59,10 +89,9 @@ impl ApiState {
         self
     }
 
-    /// Mounts `gateway` at `/proxy` and shares its metrics.
-    pub fn with_gateway(mut self, gateway: Arc<Gateway>) -> Self {
-        self.metrics = gateway.metrics().clone();
-        self.gateway = Some(gateway);
+    /// Mounts `handler` (the gateway) at `/proxy`.
+    pub fn with_proxy(mut self, handler: Arc<dyn ProxyHandler>) -> Self {
+        self.proxy = Some(handler);
         self
     }
 }

@@ -9,11 +9,11 @@ use tessera_domain::{
 };
 use time::OffsetDateTime;
 
-pub use tessera_domain::token::TokenView;
+pub(crate) use tessera_domain::token::TokenView;
 
 /// An application. `key` appears only on create and regenerate.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ApplicationView {
+pub(crate) struct ApplicationView {
     id: ApplicationId,
     tenant_id: TenantId,
     name: String,
@@ -34,7 +34,7 @@ pub struct ApplicationView {
 
 impl ApplicationView {
     /// Without a key.
-    pub fn new(a: Application) -> Self {
+    pub(crate) fn new(a: Application) -> Self {
         Self {
             id: a.id,
             tenant_id: a.tenant_id,
@@ -51,7 +51,7 @@ impl ApplicationView {
     }
 
     /// With the key just issued.
-    pub fn with_key(a: Application, key: &str) -> Self {
+    pub(crate) fn with_key(a: Application, key: &str) -> Self {
         Self {
             key: Some(Secret::new(key.to_string())),
             ..Self::new(a)
@@ -61,14 +61,14 @@ impl ApplicationView {
 
 /// A transform in a proxy response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct TransformView {
+pub(crate) struct TransformView {
     #[schema(value_type = String)]
     code: Secret<String>,
 }
 
 /// A proxy (source §2.4). `modified_*` are left out of the create response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ProxyView {
+pub(crate) struct ProxyView {
     id: ProxyId,
     #[schema(value_type = String)]
     key: Secret<String>,
@@ -120,19 +120,19 @@ impl ProxyView {
     }
 
     /// The create response: no `modified_*`.
-    pub fn created(p: Proxy) -> Self {
+    pub(crate) fn created(p: Proxy) -> Self {
         Self::build(p, false)
     }
 
     /// Read, list and update responses.
-    pub fn full(p: Proxy) -> Self {
+    pub(crate) fn full(p: Proxy) -> Self {
         Self::build(p, true)
     }
 }
 
 /// Pagination block of a list response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Pagination {
+pub(crate) struct Pagination {
     total_items: u64,
     page_number: u32,
     page_size: u32,
@@ -141,14 +141,14 @@ pub struct Pagination {
 
 /// A list response: `{"pagination": {...}, "data": [...]}`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct PageView<T> {
+pub(crate) struct PageView<T> {
     pagination: Pagination,
     data: Vec<T>,
 }
 
 impl<T> PageView<T> {
     /// Renders a page, converting each item.
-    pub fn new<U>(page: Page<U>, f: impl FnMut(U) -> T) -> Self {
+    pub(crate) fn new<U>(page: Page<U>, f: impl FnMut(U) -> T) -> Self {
         Self {
             pagination: Pagination {
                 total_items: page.total_items,

@@ -12,7 +12,7 @@ use tessera_domain::{
     store::{ContainerScope, TokenFilter, TokenStore},
     MasterKey, NewToken, PageRequest, Principal, Secret, TokenId, TokenType, Vault,
 };
-use tessera_storage::test_support::TestDatabase;
+use tessera_testkit::db::TestDatabase;
 
 const CHILDREN: usize = 10_000;
 

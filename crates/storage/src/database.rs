@@ -122,6 +122,21 @@ impl Database {
         })
     }
 
+    /// Runs raw SQL statements on a pooled connection: for operators' tooling and for tests
+    /// that write rows as an older release would. Nothing in the service calls it.
+    pub async fn batch_execute(&self, sql: &str) -> Result<(), StoreError> {
+        match &self.pools {
+            Pools::Sqlite(pool) => checkout(pool).await?.batch_execute(sql).await,
+            Pools::Postgres(pool) => checkout(pool).await?.batch_execute(sql).await,
+        }
+        .map_err(|e| StoreError::Backend(e.to_string()))
+    }
+
+    /// The URL this database was opened with.
+    pub fn url(&self) -> &DatabaseUrl {
+        &self.url
+    }
+
     /// The engine in use.
     pub fn backend(&self) -> Backend {
         match self.pools {

@@ -8,6 +8,8 @@
 //! Migrations for each backend are embedded in the binary and run by [`Database::migrate`]
 //! before a server starts.
 
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
 mod applications;
 mod associations;
 mod database;
@@ -17,7 +19,6 @@ mod proxies;
 mod rows;
 mod schema;
 mod tenants;
-pub mod test_support;
 mod tokens;
 mod url;
 

@@ -21,6 +21,16 @@ use crate::{
     },
 };
 
+/// How long the purge of clear proxy secrets waits for older snapshots to end: 150 × 200 ms.
+const PURGE_WAIT_ROUNDS: u32 = 150;
+const PURGE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
 /// One tenant's proxies with the list filters applied (a macro: the boxed query's type
 /// depends on the backend of each expansion).
 macro_rules! filtered_proxies {
@@ -223,16 +233,46 @@ impl ProxyStore for Database {
             StoreError::Backend(format!("purging clear proxy secrets: {e}"))
         };
         match &self.pools {
-            // PostgreSQL keeps deleted rows in dead tuples and dropped columns (the clear keys
-            // of migration 000004) inside live ones until a table is rewritten.
+            // PostgreSQL keeps deleted rows in dead tuples (and the dropped columns of migration
+            // 000004 inside the old row versions) until a table is rewritten, and a rewrite keeps
+            // every row version a snapshot older than the deletion may still see. So: wait until
+            // no other session holds a snapshot from before now, then rewrite both tables.
             Pools::Postgres(pool) => {
                 let mut conn = checkout(pool).await?;
+                let older_snapshots = "SELECT count(*) AS n FROM pg_stat_activity \
+                    WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL \
+                    AND xact_start < (SELECT cutoff FROM tessera_purge_cutoff)";
+                conn.batch_execute(
+                    "CREATE TEMPORARY TABLE IF NOT EXISTS tessera_purge_cutoff AS \
+                     SELECT clock_timestamp() AS cutoff",
+                )
+                .await
+                .map_err(failed)?;
+                let mut clear = false;
+                for _ in 0..PURGE_WAIT_ROUNDS {
+                    let rows: Vec<Count> = diesel::sql_query(older_snapshots)
+                        .load(&mut *conn)
+                        .await
+                        .map_err(failed)?;
+                    if rows.iter().all(|c| c.n == 0) {
+                        clear = true;
+                        break;
+                    }
+                    tokio::time::sleep(PURGE_WAIT).await;
+                }
+                if !clear {
+                    tracing::warn!(
+                        "sessions holding old snapshots kept running: the clear copies of sealed proxy secrets may survive in dead rows until `VACUUM FULL proxies, proxies_unsealed` is run"
+                    );
+                }
                 for table in ["proxies_unsealed", "proxies"] {
                     conn.batch_execute(&format!("VACUUM FULL {table}"))
                         .await
                         .map_err(failed)?;
                 }
-                Ok(())
+                conn.batch_execute("DROP TABLE IF EXISTS tessera_purge_cutoff")
+                    .await
+                    .map_err(failed)
             }
             // SQLite zeroes freed pages itself (secure_delete); what the WAL still holds goes
             // with a truncating checkpoint.

@@ -18,6 +18,8 @@
 //! * Limits: memory per invocation, stack, an interrupt deadline, and an outer wall-clock
 //!   timeout (native builtins are not interrupted); a runtime that hit a limit is discarded.
 
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
 mod engine;
 mod message;
 mod program;

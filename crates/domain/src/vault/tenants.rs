@@ -14,9 +14,9 @@ use crate::{
 use super::Vault;
 
 /// Name of the tenant `bootstrap` creates.
-pub const DEFAULT_TENANT_NAME: &str = "default";
+pub(super) const DEFAULT_TENANT_NAME: &str = "default";
 /// Name of the management application each new tenant gets.
-pub const ADMIN_APPLICATION_NAME: &str = "admin";
+pub(super) const ADMIN_APPLICATION_NAME: &str = "admin";
 
 /// A new tenant with its admin application and that application's key (shown once).
 #[derive(Debug)]

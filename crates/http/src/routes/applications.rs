@@ -20,7 +20,7 @@ use crate::{
 #[openapi(paths(create, list, get, update, delete, regenerate))]
 pub(super) struct Doc;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/applications")
             .wrap(from_fn(auth::require_api_key))

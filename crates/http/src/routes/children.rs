@@ -18,7 +18,7 @@ use crate::{
 #[openapi(paths(associate, dissociate, create_child, list_children))]
 pub(super) struct Doc;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/tokens/{parent_id}/children")
             .wrap(from_fn(auth::require_api_key))

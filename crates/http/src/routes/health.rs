@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::{problem::ApiError, problem::Problem, state::ApiState};
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz))
         .route("/metrics", web::get().to(metrics))
@@ -57,8 +57,8 @@ async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
         content_type = "text/plain")))]
 async fn metrics(state: web::Data<ApiState>) -> HttpResponse {
     HttpResponse::Ok()
-        .content_type(crate::metrics::METRICS_CONTENT_TYPE)
-        .body(state.metrics.render())
+        .content_type(tessera_service::metrics::CONTENT_TYPE)
+        .body(state.metrics.registry.render())
 }
 
 /// This document.

@@ -11,7 +11,7 @@ use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError}
 use crate::problem::ApiError;
 
 /// Registers every management route.
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     applications::configure(cfg);
     tokens::configure(cfg);
@@ -20,7 +20,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// Any unknown route.
-pub async fn not_found(req: HttpRequest) -> HttpResponse {
+pub(crate) async fn not_found(req: HttpRequest) -> HttpResponse {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!("no route for {} {}", req.method(), req.path()),

@@ -18,7 +18,7 @@ use crate::{
 #[openapi(paths(create, list, get, delete))]
 pub(super) struct Doc;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/tokens")
             .wrap(from_fn(auth::require_api_key))

@@ -1,0 +1,3 @@
+//! The `api` binary end to end, one test binary: its commands, flags and start-up.
+
+mod cli;

@@ -1,0 +1,3 @@
+//! The domain crate's black-box tests, one binary.
+
+mod fuzz_container;

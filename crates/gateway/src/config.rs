@@ -1,0 +1,210 @@
+//! The gateway's settings, and the flags that set them (every flag also reads
+//! `TESSERA_<FLAG>`; `api serve` accepts them too, since it mounts the gateway).
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::Args;
+use tessera_domain::{proxy::DestinationPolicy, Vault};
+use tessera_service::rate_limit::RateLimit;
+use tessera_transform_runtime::EngineConfig;
+
+use crate::client::ClientConfig;
+
+/// Default bound on what detokenization may expand a proxied request to (10 MiB).
+pub const DEFAULT_MAX_RENDERED_BYTES: u64 = 10 * 1024 * 1024;
+/// Default time a request body may take to arrive, from the start of the request.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Gateway settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// Largest request body accepted (413 above).
+    pub max_body_bytes: usize,
+    /// Most distinct tokens one request may detokenize.
+    pub max_tokens: usize,
+    /// Largest request (body and header values) detokenization may produce; a request whose
+    /// rendering could exceed it is refused (413) before any token is decrypted.
+    pub max_rendered_bytes: u64,
+    /// How long the request body may take to arrive, counted from the start of the request
+    /// (408 after).
+    pub body_timeout: Duration,
+    /// Outbound client settings.
+    pub client: ClientConfig,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: tessera_service::DEFAULT_MAX_BODY_BYTES,
+            max_tokens: tessera_detokenize::DEFAULT_MAX_TOKENS,
+            max_rendered_bytes: DEFAULT_MAX_RENDERED_BYTES,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            client: ClientConfig::default(),
+        }
+    }
+}
+
+/// A flag value clap cannot check by itself.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidFlag(&'static str);
+
+/// Flags of the proxy gateway (also accepted by `api serve`, which mounts it at `/proxy`).
+#[derive(Debug, Clone, Args)]
+pub struct GatewayArgs {
+    /// Largest request body accepted, in bytes (413 above).
+    #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = tessera_service::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Largest size, in bytes, detokenization may expand a proxied request to (body and header
+    /// values); a request whose expressions could expand past it is refused with 413 before
+    /// any token is decrypted.
+    #[arg(long, env = "TESSERA_MAX_RENDERED_BYTES", default_value_t = DEFAULT_MAX_RENDERED_BYTES)]
+    pub max_rendered_bytes: u64,
+    /// Seconds a proxied request's body may take to arrive, from the start of the request
+    /// (408 after).
+    #[arg(long, env = "TESSERA_BODY_TIMEOUT", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs_f64())]
+    pub body_timeout: f64,
+    /// Accept proxy destinations over plain `http` and in private, loopback and link-local
+    /// ranges (tests and internal deployments only).
+    #[arg(long, env = "TESSERA_ALLOW_PRIVATE_DESTINATIONS")]
+    pub allow_private_destinations: bool,
+    /// Seconds to wait for a destination's response headers, from the start of the connect
+    /// (504 after).
+    #[arg(long, env = "TESSERA_DESTINATION_TIMEOUT", default_value_t = 25.0)]
+    pub destination_timeout: f64,
+    /// Extra trusted CA certificate(s), PEM, for destinations on a private PKI.
+    #[arg(long, env = "TESSERA_DESTINATION_CA_FILE")]
+    pub destination_ca_file: Option<PathBuf>,
+    /// Seconds that API-key and proxy-key lookups and the (encrypted) token rows detokenization
+    /// reads are cached; changes made through other processes are obeyed within this. 0
+    /// disables caching; at most 2.
+    #[arg(long, env = "TESSERA_CACHE_TTL", default_value_t = 1.0)]
+    pub cache_ttl: f64,
+    /// Seconds one transform invocation may run (its runtime is discarded after).
+    #[arg(long, env = "TESSERA_TRANSFORM_TIMEOUT", default_value_t = 2.0)]
+    pub transform_timeout: f64,
+    /// Memory one transform invocation may allocate, in MiB.
+    #[arg(long, env = "TESSERA_TRANSFORM_MEMORY_MB", default_value_t = 32)]
+    pub transform_memory_mb: usize,
+    /// Most distinct tokens one proxied request may detokenize.
+    #[arg(long, env = "TESSERA_MAX_TOKENS_PER_REQUEST", default_value_t = 100)]
+    pub max_tokens_per_request: usize,
+    /// Requests per second allowed per application on the management API and per proxy on
+    /// `/proxy`, in this process (429 with `Retry-After` above it). 0 (the default): no limit.
+    #[arg(long, env = "TESSERA_RATE_LIMIT", default_value_t = 0.0)]
+    pub rate_limit: f64,
+    /// Requests allowed at once above `--rate-limit` after a quiet period (default: the rate,
+    /// at least 1).
+    #[arg(long, env = "TESSERA_RATE_LIMIT_BURST")]
+    pub rate_limit_burst: Option<f64>,
+}
+
+impl GatewayArgs {
+    /// Checks the values clap cannot, so that a bad flag stops the process before it touches
+    /// the database.
+    pub fn validate(&self) -> Result<(), InvalidFlag> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(self.destination_timeout) {
+            return Err(InvalidFlag(
+                "--destination-timeout must be a positive number of seconds",
+            ));
+        }
+        if !positive(self.body_timeout) {
+            return Err(InvalidFlag(
+                "--body-timeout must be a positive number of seconds",
+            ));
+        }
+        if !(0.0..=2.0).contains(&self.cache_ttl) {
+            return Err(InvalidFlag("--cache-ttl must be between 0 and 2 seconds"));
+        }
+        if !positive(self.transform_timeout) {
+            return Err(InvalidFlag(
+                "--transform-timeout must be a positive number of seconds",
+            ));
+        }
+        self.rate_limit().map(|_| ())
+    }
+
+    /// The configured rate limit, if any.
+    pub fn rate_limit(&self) -> Result<Option<RateLimit>, InvalidFlag> {
+        if self.rate_limit == 0.0 {
+            return Ok(None);
+        }
+        let burst = self.rate_limit_burst.unwrap_or(self.rate_limit);
+        match RateLimit::new(self.rate_limit, burst) {
+            Some(limit) if burst.is_finite() && burst >= 0.0 => Ok(Some(limit)),
+            _ => Err(InvalidFlag(
+                "--rate-limit must be a positive number of requests per second (0 for none) and --rate-limit-burst a positive number",
+            )),
+        }
+    }
+
+    /// The gateway's settings (call [`GatewayArgs::validate`] first).
+    pub fn config(&self) -> GatewayConfig {
+        GatewayConfig {
+            max_body_bytes: self.max_body_bytes,
+            max_tokens: self.max_tokens_per_request,
+            max_rendered_bytes: self.max_rendered_bytes,
+            body_timeout: Duration::from_secs_f64(self.body_timeout),
+            client: ClientConfig {
+                allow_private_destinations: self.allow_private_destinations,
+                extra_ca_file: self.destination_ca_file.clone(),
+                destination_timeout: Duration::from_secs_f64(self.destination_timeout),
+                ..ClientConfig::default()
+            },
+        }
+    }
+
+    /// The transform engine's settings.
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            time_limit: Duration::from_secs_f64(self.transform_timeout),
+            memory_limit: self.transform_memory_mb.max(1) * 1024 * 1024,
+            ..EngineConfig::default()
+        }
+    }
+
+    /// `vault` with the destination policy and cache lifetime these flags set (they govern
+    /// the management API of the same process too).
+    pub fn apply_to(&self, vault: Vault) -> Vault {
+        vault
+            .with_destination_policy(DestinationPolicy {
+                allow_private_destinations: self.allow_private_destinations,
+            })
+            .with_cache_ttl(Duration::from_secs_f64(self.cache_ttl))
+    }
+}
+
+/// Why the gateway could not be built from its flags.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A flag value is out of range.
+    #[error(transparent)]
+    Flag(#[from] InvalidFlag),
+    /// The outbound client could not be built (CA file, TLS).
+    #[error(transparent)]
+    Client(#[from] crate::client::ClientBuildError),
+    /// The transform engine could not start.
+    #[error("starting the transform engine: {0}")]
+    Engine(#[from] tessera_transform_runtime::TransformError),
+}
+
+impl GatewayArgs {
+    /// The gateway these flags describe, over `vault` (already given [`GatewayArgs::apply_to`]),
+    /// with its transform engine and rate limit; its metrics go into `registry` and `requests`.
+    pub fn build(
+        &self,
+        vault: Vault,
+        registry: &tessera_service::metrics::Registry,
+        requests: std::sync::Arc<tessera_service::metrics::RequestCounter>,
+    ) -> Result<crate::Gateway, BuildError> {
+        self.validate()?;
+        let engine = tessera_transform_runtime::TransformEngine::new(self.engine_config())?;
+        let mut gateway =
+            crate::Gateway::new(vault, self.config(), registry, requests)?.with_transforms(engine);
+        if let Some(limit) = self.rate_limit()? {
+            gateway = gateway.with_rate_limit(limit);
+        }
+        Ok(gateway)
+    }
+}

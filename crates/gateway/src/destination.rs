@@ -1,0 +1,204 @@
+//! Where a request is forwarded: the destination URL joined with the sub-path after `/proxy`
+//! and the caller's query (SUPPLEMENT §5.1, step 4), and which sub-paths are refused.
+
+use http::{HeaderMap, Uri};
+
+/// Query parameter that may carry the proxy key (removed before forwarding).
+pub const PROXY_KEY_QUERY: &str = "svc-proxy-key";
+
+/// The URI to send to: `destination`, the path `suffix` after `/proxy` (exactly one `/` at the
+/// joint), and the caller's `query` without `svc-proxy-key` (after the destination's own).
+///
+/// Built by joining the parts of the already parsed destination into one string that the
+/// `http` crate then parses: no per-request re-parse and re-serialisation of a `url::Url`.
+pub fn destination_uri(
+    destination: &url::Url,
+    suffix: &str,
+    query: Option<&str>,
+) -> Result<Uri, String> {
+    let origin = &destination[..url::Position::BeforePath];
+    let base = destination.path();
+    let forwarded = query.map(strip_proxy_key).unwrap_or_default();
+    let own = destination.query().filter(|q| !q.is_empty());
+    let mut out = String::with_capacity(
+        origin.len() + base.len() + suffix.len() + forwarded.len() + own.map_or(0, str::len) + 3,
+    );
+    out.push_str(origin);
+    match suffix {
+        "" => out.push_str(base),
+        "/" => {
+            out.push_str(base);
+            if !base.ends_with('/') {
+                out.push('/');
+            }
+        }
+        _ => {
+            out.push_str(base.trim_end_matches('/'));
+            out.push('/');
+            out.push_str(suffix.trim_start_matches('/'));
+        }
+    }
+    match (own, forwarded.is_empty()) {
+        (Some(own), false) => {
+            out.push('?');
+            out.push_str(own);
+            out.push('&');
+            out.push_str(&forwarded);
+        }
+        (Some(own), true) => {
+            out.push('?');
+            out.push_str(own);
+        }
+        (None, false) => {
+            out.push('?');
+            out.push_str(&forwarded);
+        }
+        (None, true) => {}
+    }
+    Uri::try_from(out).map_err(|e| format!("cannot build the destination URI: {e}"))
+}
+
+/// Refuses a sub-path holding a dot segment (`.` or `..`), raw or percent-encoded, with `/`,
+/// `\\` or their encodings as separators: joined onto the destination URL it would climb out
+/// of the destination's path (`/proxy/../../admin` → `/admin`).
+pub fn check_sub_path(suffix: &str) -> Result<(), &'static str> {
+    let is_separator = |c: char| c == '/' || c == '\\';
+    let dotted = suffix.split(is_separator).any(|raw| {
+        let decoded = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
+        decoded
+            .split(is_separator)
+            .any(|segment| segment == "." || segment == "..")
+    });
+    if dotted {
+        Err("the path after /proxy must not contain a dot segment (`.` or `..`, raw or percent-encoded)")
+    } else {
+        Ok(())
+    }
+}
+
+/// The raw query without any `svc-proxy-key` pair; other pairs keep their exact encoding.
+pub fn strip_proxy_key(query: &str) -> String {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or("");
+            let decoded: String = form_urlencoded::parse(key.as_bytes())
+                .map(|(k, _)| k.into_owned())
+                .next()
+                .unwrap_or_default();
+            !decoded.eq_ignore_ascii_case(PROXY_KEY_QUERY)
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The proxy key from the `SVC-PROXY-KEY` header, else the `svc-proxy-key` query parameter.
+pub fn proxy_key(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(v) = headers.get(crate::headers::PROXY_KEY_HEADER) {
+        return v.to_str().ok().map(str::to_string);
+    }
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(k, _)| k.eq_ignore_ascii_case(PROXY_KEY_QUERY))
+        .map(|(_, v)| v.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_paths_with_exactly_one_slash_and_keeps_queries() {
+        let cases = [
+            (
+                "https://api.example.com",
+                "",
+                None,
+                "https://api.example.com/",
+            ),
+            (
+                "https://api.example.com/v1",
+                "",
+                None,
+                "https://api.example.com/v1",
+            ),
+            (
+                "https://api.example.com/v1/",
+                "/charges",
+                None,
+                "https://api.example.com/v1/charges",
+            ),
+            (
+                "https://api.example.com/v1",
+                "/a/b",
+                Some("x=1&svc-proxy-key=k&y=%20"),
+                "https://api.example.com/v1/a/b?x=1&y=%20",
+            ),
+            (
+                "https://api.example.com/v1?api=2",
+                "/a",
+                Some("x=1"),
+                "https://api.example.com/v1/a?api=2&x=1",
+            ),
+            (
+                "https://api.example.com/v1",
+                "",
+                Some("svc-proxy-key=k"),
+                "https://api.example.com/v1",
+            ),
+        ];
+        for (dest, suffix, query, expected) in cases {
+            let parsed = url::Url::parse(dest).expect("destination");
+            assert_eq!(
+                destination_uri(&parsed, suffix, query)
+                    .expect("uri")
+                    .to_string(),
+                expected,
+                "{dest} {suffix}"
+            );
+        }
+    }
+
+    #[test]
+    fn dot_segments_are_refused_in_every_spelling() {
+        for bad in [
+            "/..",
+            "/.",
+            "/a/../b",
+            "/%2e%2e/x",
+            "/%2E./x",
+            "/.%2e",
+            "/a/..%2fb",
+            "\\..\\x",
+            "/x/..%5c",
+        ] {
+            assert!(check_sub_path(bad).is_err(), "{bad}");
+        }
+        for ok in [
+            "",
+            "/",
+            "/a/b",
+            "/v1.2/x..y",
+            "/.well-known/x",
+            "/...",
+            "/%2e%2e%2e",
+        ] {
+            assert!(check_sub_path(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn header_key_wins_over_query_key() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(
+            proxy_key(&headers, Some("a=1&svc-proxy-key=q")),
+            Some("q".into())
+        );
+        headers.insert("svc-proxy-key", "h".parse().expect("value"));
+        assert_eq!(
+            proxy_key(&headers, Some("svc-proxy-key=q")),
+            Some("h".into())
+        );
+        assert_eq!(proxy_key(&HeaderMap::new(), None), None);
+    }
+}

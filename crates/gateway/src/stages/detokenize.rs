@@ -1,0 +1,135 @@
+//! `detokenize` (SUPPLEMENT §5.1 step 3, §6): the headers that may cross, and the body and
+//! header values with every `{{ … }}` expression replaced, injection-safely for the body's type.
+//!
+//! The request is prepared once ([`RequestTemplate::prepare`]: content type classified, body
+//! parsed, header values scanned); the tokens it lists are fetched in one call, still
+//! encrypted; a rendering that could exceed `--max-rendered-bytes` is refused from their sizes
+//! alone; then each token is decrypted once into what rendering needs. Anonymous proxies
+//! forward expressions untouched: there is no caller to check.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue};
+use tessera_detokenize::{DetokenizeError, RequestTemplate, ResolvedToken, SourceSize, Values};
+use tessera_domain::{token::TokenView, Principal, TokenId};
+
+use super::{Halt, Outgoing};
+use crate::{
+    context::RequestContext,
+    error::{ErrorKind, GatewayError},
+    headers, Gateway,
+};
+
+impl Gateway {
+    pub(crate) async fn detokenize(
+        &self,
+        ctx: &mut RequestContext<'_>,
+        caller: Option<&Principal>,
+        body: Bytes,
+    ) -> Result<Outgoing, Halt> {
+        let mut headers = std::mem::take(&mut ctx.parts.headers);
+        headers::strip_request(&mut headers);
+        let Some(caller) = caller else {
+            ctx.processed = true;
+            return Ok(Outgoing { headers, body });
+        };
+        let template = RequestTemplate::prepare(
+            headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+            headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+            &body,
+        )?;
+        template.check_token_count(self.config.max_tokens)?;
+        if template.is_untouched() {
+            ctx.processed = true;
+            return Ok(Outgoing { headers, body });
+        }
+        let values = self.resolve(caller, &template, body.len()).await?;
+        let rendered = template.render(&values)?;
+        ctx.detokenized = values.len();
+        ctx.processed = true;
+        Ok(Outgoing {
+            body: rendered.body.map(Bytes::from).unwrap_or(body),
+            headers: replace_values(headers, rendered.headers)?,
+        })
+    }
+
+    /// Fetches every referenced token in one call (the caller needs `token:use` on each),
+    /// refuses a request whose rendering could exceed `--max-rendered-bytes` before anything
+    /// is decrypted, then decrypts each token once into what rendering needs.
+    async fn resolve(
+        &self,
+        caller: &Principal,
+        template: &RequestTemplate,
+        body_len: usize,
+    ) -> Result<Values, Halt> {
+        let sealed = self
+            .vault
+            .tokens_for_use(caller, template.token_ids())
+            .await?;
+        let sizes: HashMap<TokenId, SourceSize> = sealed
+            .sizes()
+            .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))
+            .collect();
+        if let Some(missing) = template
+            .token_ids()
+            .iter()
+            .find(|id| !sizes.contains_key(id))
+        {
+            return Err(DetokenizeError::UnknownToken(missing.to_string()).into());
+        }
+        template.check_bound(
+            body_len,
+            |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
+            self.config.max_rendered_bytes,
+        )?;
+        Ok(sealed
+            .open()?
+            .into_iter()
+            .map(|t| {
+                let object = template
+                    .needs_object(t.id)
+                    .then(|| TokenView::with_data(t.clone()).to_json());
+                (
+                    t.id,
+                    ResolvedToken {
+                        data: t.data,
+                        object,
+                    },
+                )
+            })
+            .collect())
+    }
+}
+
+/// `headers` with the values at the rendered positions replaced (positions count the values
+/// in iteration order, as they were given to the template).
+fn replace_values(
+    headers: HeaderMap,
+    rendered: Vec<(usize, String)>,
+) -> Result<HeaderMap, GatewayError> {
+    if rendered.is_empty() {
+        return Ok(headers);
+    }
+    let mut rendered = rendered.into_iter().peekable();
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (i, (name, value)) in headers.iter().enumerate() {
+        match rendered.next_if(|(at, _)| *at == i) {
+            Some((_, text)) => {
+                let value = HeaderValue::from_str(&text).map_err(|_| {
+                    GatewayError::new(
+                        ErrorKind::BadRequest,
+                        format!("header `{name}` is not a valid value after detokenization"),
+                    )
+                })?;
+                out.append(name.clone(), value);
+            }
+            None => {
+                out.append(name.clone(), value.clone());
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,54 @@
+//! The stages of a request, one module each, as methods of [`crate::Gateway`] over the
+//! [`crate::context::RequestContext`]; `lib.rs` calls them in order.
+
+mod authenticate;
+mod body;
+mod detokenize;
+mod forward;
+pub(crate) mod respond;
+mod select;
+mod transform;
+
+use bytes::Bytes;
+use http::{HeaderMap, Response};
+use tessera_detokenize::DetokenizeError;
+use tessera_domain::VaultError;
+use tessera_service::mount::ResponseBody;
+
+use crate::error::GatewayError;
+
+/// Why a request stops before the destination's answer is relayed.
+#[derive(Debug)]
+pub(crate) enum Halt {
+    /// The proxy failed: a `proxy_error`.
+    Fail(GatewayError),
+    /// A transform answered instead (`CustomHttpResponseError`). Boxed: a response is large
+    /// and this path is rare.
+    Answer(Box<Response<ResponseBody>>),
+}
+
+impl From<GatewayError> for Halt {
+    fn from(e: GatewayError) -> Self {
+        Halt::Fail(e)
+    }
+}
+
+impl From<VaultError> for Halt {
+    fn from(e: VaultError) -> Self {
+        Halt::Fail(e.into())
+    }
+}
+
+impl From<DetokenizeError> for Halt {
+    fn from(e: DetokenizeError) -> Self {
+        Halt::Fail(e.into())
+    }
+}
+
+/// What will be sent to the destination: headers (already stripped of what must not cross)
+/// and body.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}

@@ -1,0 +1,110 @@
+//! `respond`: the answer the caller gets — the destination's (streamed, hop-by-hop headers
+//! removed, `SVC-PROXY-DESTINATION-STATUS` added), a transform's, or a `proxy_error` — with
+//! `X-Request-Id`; and the request's metrics and its one log line when the gateway failed.
+
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tessera_service::{
+    mount::{BoxError, ResponseBody},
+    request_id,
+};
+
+use super::Halt;
+use crate::{
+    context::RequestContext,
+    error::{ErrorKind, GatewayError},
+    headers::{self, DESTINATION_STATUS_HEADER},
+    Gateway,
+};
+
+impl Gateway {
+    pub(crate) fn respond(
+        &self,
+        ctx: RequestContext<'_>,
+        result: Result<Response<ResponseBody>, Halt>,
+    ) -> Response<ResponseBody> {
+        let mut res = match result {
+            Ok(res) => res,
+            Err(Halt::Answer(res)) => {
+                self.metrics.error(ErrorKind::TransformFailed);
+                *res
+            }
+            Err(Halt::Fail(e)) => {
+                self.metrics.error(e.kind());
+                log(&ctx, &e);
+                e.into_response()
+            }
+        };
+        if ctx.processed {
+            let total = ctx.started.elapsed();
+            self.metrics.observe(
+                total.saturating_sub(ctx.destination_wait),
+                ctx.destination_wait,
+            );
+        }
+        add_request_id(res.headers_mut(), ctx.request_id);
+        self.metrics.answered(res.status().as_u16());
+        res
+    }
+}
+
+/// The one log line of a failed request, at its kind's level.
+fn log(ctx: &RequestContext<'_>, e: &GatewayError) {
+    let (status, proxy, cause) = (
+        e.kind().status().as_u16(),
+        ctx.proxy_id.map(|p| p.to_string()).unwrap_or_default(),
+        e.source().map(|s| s.to_string()).unwrap_or_default(),
+    );
+    match e.kind().log_level() {
+        Some(tracing::Level::ERROR) => tracing::error!(
+            request_id = ctx.request_id,
+            proxy,
+            status,
+            detail = e.detail(),
+            cause,
+            "proxy error"
+        ),
+        Some(_) => tracing::warn!(
+            request_id = ctx.request_id,
+            proxy,
+            status,
+            detail = e.detail(),
+            cause,
+            "proxy error"
+        ),
+        None => {}
+    }
+}
+
+/// Headers every proxied answer carries: the destination's status, and the request id unless
+/// the answer has its own (a destination's or a transform's passes through).
+pub(crate) fn mark_proxied(headers: &mut HeaderMap, status: StatusCode, request_id: &str) {
+    headers.insert(
+        DESTINATION_STATUS_HEADER,
+        HeaderValue::from(status.as_u16()),
+    );
+    add_request_id(headers, request_id);
+}
+
+/// Sets `X-Request-Id` to `request_id` unless the answer already carries one.
+pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
+    if !headers.contains_key(request_id::HEADER) {
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert(request_id::HEADER, id);
+        }
+    }
+}
+
+/// The destination's response, streamed back with hop-by-hop headers removed and the
+/// destination status added. Its own `X-Request-Id` passes through; ours is added otherwise.
+pub(crate) fn relay(res: Response<Incoming>, request_id: &str) -> Response<ResponseBody> {
+    let (mut parts, body) = res.into_parts();
+    headers::strip_response(&mut parts.headers);
+    mark_proxied(&mut parts.headers, parts.status, request_id);
+    // A fresh response: the destination's HTTP version and extensions stay behind.
+    let mut out = Response::new(body.map_err(|e| Box::new(e) as BoxError).boxed());
+    *out.status_mut() = parts.status;
+    *out.headers_mut() = parts.headers;
+    out
+}

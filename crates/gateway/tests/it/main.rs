@@ -1,0 +1,15 @@
+//! The gateway's tests, one binary: a real gateway on a socket in front of an echo upstream,
+//! on both storage backends; one module per stage, one behaviour per test.
+
+mod authenticate;
+mod body;
+mod caching;
+mod destination;
+mod detokenize;
+mod forward;
+mod headers;
+mod metrics;
+mod rate_limit;
+mod routes;
+mod select;
+mod transform;

@@ -1,0 +1,64 @@
+//! The gateway as `api` serves it (mounted in actix at `/proxy`): the same answers as the
+//! `proxy-gateway` binary, including `Content-Length` on buffered answers (SUPPLEMENT §7:
+//! "`Content-Length` is always recomputed") and `X-Request-Id`.
+
+use std::sync::Arc;
+
+use actix_web::{
+    body::{BodySize, MessageBody},
+    test,
+};
+use serde_json::json;
+use tessera_domain::ProxyInput;
+use tessera_testkit::{
+    api::private_state,
+    backend_tests,
+    db::TestDatabase,
+    gateway::{self, Options},
+    upstream::Upstream,
+};
+
+backend_tests!(buffered_answers_carry_their_length);
+
+async fn buffered_answers_carry_their_length(db: &TestDatabase) {
+    let (st, _, admin) = private_state(db).await;
+    let upstream = Upstream::start(None).await;
+    let input: ProxyInput = serde_json::from_value(json!({"name": "p",
+        "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
+        "require_auth": false,
+        "response_transform": {"code": "module.exports = async (req) => ({ body: { reshaped: true }, headers: { 'content-type': 'application/json' } });"}}))
+    .expect("input");
+    let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
+    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
+    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
+
+    // A proxy error: its body has a known size (sent with Content-Length, not chunked).
+    let res = test::call_service(&app, test::TestRequest::post().uri("/proxy").to_request()).await;
+    assert_eq!(res.status(), 401);
+    assert!(res.headers().contains_key("x-request-id"));
+    let size = res.response().body().size();
+    let body = test::read_body(res).await;
+    assert!(body.starts_with(br#"{"proxy_error""#));
+    assert_eq!(size, BodySize::Sized(body.len() as u64));
+    // A transformed answer.
+    let res = test::call_service(
+        &app,
+        test::TestRequest::post()
+            .uri("/proxy/x")
+            .insert_header(("svc-proxy-key", proxy.key.expose().as_str()))
+            .set_json(json!({"a": 1}))
+            .to_request(),
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()
+            .get("svc-proxy-destination-status")
+            .map(|v| v.as_bytes()),
+        Some(&b"200"[..])
+    );
+    let size = res.response().body().size();
+    let body = test::read_body(res).await;
+    assert_eq!(&body[..], br#"{"reshaped":true}"#);
+    assert_eq!(size, BodySize::Sized(body.len() as u64));
+}

@@ -1,0 +1,11 @@
+//! The management API's tests, one binary: every route on both backends, the OpenAPI
+//! document, request fuzzing, readiness, rate limits and the `/proxy` mount.
+
+mod actix_gateway;
+mod api;
+mod children;
+mod fuzz_api;
+mod openapi;
+mod proxies;
+mod rate_limit;
+mod readiness;

@@ -1,0 +1,24 @@
+//! # tessera-service
+//!
+//! What the management API (`tessera-http`, on actix) and the proxy gateway
+//! (`tessera-gateway`, on hyper) share without depending on each other or on a framework:
+//!
+//! * [`problem`]: the RFC 7807 body every failure renders, and the one mapping of domain
+//!   error classes to statuses and log levels;
+//! * [`request_id`]: choosing or making the `X-Request-Id` of a request;
+//! * [`rate_limit`]: per-credential token buckets;
+//! * [`metrics`]: counters and histograms written by each thread into its own shard (no
+//!   contended atomics on the hot path), summed when `/metrics` is scraped;
+//! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
+//!   while only the binary knows both.
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod metrics;
+pub mod mount;
+pub mod problem;
+pub mod rate_limit;
+pub mod request_id;
+
+/// Default request body limit: 1 MiB (SUPPLEMENT §1.1).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;

@@ -1,0 +1,225 @@
+//! # tessera-startup
+//!
+//! What both binaries (`api` and `proxy-gateway`) do before they serve, so that they stay thin
+//! and behave alike: the storage and key flags ([`DbArgs`]), loading the master key, opening and
+//! migrating the database, building and checking the [`Vault`], logging, and waiting for
+//! SIGTERM or SIGINT. It knows storage but neither HTTP crate.
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod master_key;
+pub mod secret_file;
+pub mod telemetry;
+
+use std::{path::PathBuf, sync::Arc};
+
+use clap::{Args, ValueEnum};
+use tessera_domain::{Vault, VaultError};
+use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
+
+/// Why the process could not start. Each message names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// `--database-url` does not parse.
+    #[error("--database-url: {0}")]
+    DatabaseUrl(String),
+    /// The master key is missing, malformed or unreadable.
+    #[error("{0}")]
+    MasterKey(String),
+    /// The database could not be opened.
+    #[error("cannot open the database at {url}: {source}")]
+    Open {
+        /// Where (password hidden).
+        url: String,
+        /// Why.
+        source: tessera_domain::store::StoreError,
+    },
+    /// Migrations failed.
+    #[error("cannot migrate the database at {url}: {source}")]
+    Migrate {
+        /// Where (password hidden).
+        url: String,
+        /// Why.
+        source: tessera_domain::store::StoreError,
+    },
+    /// The master key does not open the data.
+    #[error("the master key does not open the data in this database (wrong TESSERA_MASTER_KEY or key file?): {0}")]
+    WrongKey(VaultError),
+    /// Sealing proxies written by an earlier release failed.
+    #[error("sealing the keys and code of proxies written by an earlier release: {0}")]
+    Sealing(VaultError),
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where the data is and how it is protected.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// `sqlite://PATH` (embedded, the default) or `postgres://USER@HOST:PORT/DB`.
+    #[arg(
+        long,
+        env = "TESSERA_DATABASE_URL",
+        default_value = "sqlite://./data/tessera.db",
+        hide_env_values = true
+    )]
+    pub database_url: String,
+    /// Directory for the generated master key (SQLite only) and the bootstrap admin key.
+    #[arg(long, env = "TESSERA_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// File holding the base64 master key. `TESSERA_MASTER_KEY` (the key itself) takes
+    /// precedence. Required on PostgreSQL when that variable is unset.
+    #[arg(long, env = "TESSERA_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
+    /// During a master-key rotation: file holding the previous base64 master key, which still
+    /// opens tenants not yet re-wrapped (`TESSERA_PREVIOUS_MASTER_KEY`, the key itself, takes
+    /// precedence). Remove it once `api rotate-master-key` has run.
+    #[arg(long, env = "TESSERA_PREVIOUS_MASTER_KEY_FILE")]
+    pub previous_master_key_file: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl DbArgs {
+    /// The database URL with any password hidden, for logs.
+    pub fn database_url_display(&self) -> String {
+        self.database_url
+            .parse::<DatabaseUrl>()
+            .map_or_else(|_| "(invalid)".to_string(), |u| u.to_string())
+    }
+
+    fn url(&self) -> Result<DatabaseUrl, StartupError> {
+        self.database_url
+            .parse()
+            .map_err(|e: tessera_storage::DatabaseUrlError| {
+                StartupError::DatabaseUrl(e.to_string())
+            })
+    }
+}
+
+/// Opens the pool and applies pending migrations.
+pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), StartupError> {
+    let url = db.url()?;
+    let database = Database::connect(&url, PoolOptions::default_for(&url))
+        .await
+        .map_err(|source| StartupError::Open {
+            url: url.to_string(),
+            source,
+        })?;
+    database
+        .migrate()
+        .await
+        .map_err(|source| StartupError::Migrate {
+            url: url.to_string(),
+            source,
+        })?;
+    Ok((database, url))
+}
+
+/// Opens the database and builds the vault: checks that the master key opens the existing data,
+/// and seals the secrets of proxies an earlier release stored in clear.
+pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
+    // The key first: a missing key is a configuration error worth reporting before any I/O.
+    let url = db.url()?;
+    let master = master_key::load(db, &url)?;
+    let previous = master_key::load_previous(db)?;
+    let (database, _) = open_database(db).await?;
+    let vault = Vault::with_master_keys(Arc::new(DetachedStore::new(database)), master, previous);
+    vault
+        .verify_master_key()
+        .await
+        .map_err(StartupError::WrongKey)?;
+    let sealed = vault
+        .seal_legacy_proxies()
+        .await
+        .map_err(StartupError::Sealing)?;
+    if sealed > 0 {
+        tracing::info!(
+            sealed,
+            "sealed the keys and transform code of proxies written by an earlier release"
+        );
+    }
+    Ok(vault)
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs `main` on a multi-threaded runtime; an error prints as one line (its whole cause
+/// chain, `{:#}`) and exits 1.
+pub fn run_main<F, E>(main: impl FnOnce() -> F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(main()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Parses the command line; a bad flag prints one line (`error: …`, pointing at `--help`) and
+/// exits with status 2, while `--help` and `--version` print as usual.
+pub fn parse_args<P: clap::Parser>() -> P {
+    match P::try_parse() {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            let rendered = e.to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("error: invalid arguments");
+            eprintln!("{first} (see --help)");
+            std::process::exit(2);
+        }
+    }
+}

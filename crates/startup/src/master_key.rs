@@ -1,0 +1,79 @@
+//! Where the master key comes from: `TESSERA_MASTER_KEY`, else `--master-key-file`, else (on
+//! SQLite only) `<data-dir>/master.key`, generated on first start.
+
+use tessera_domain::MasterKey;
+use tessera_storage::DatabaseUrl;
+
+use crate::{secret_file, DbArgs, StartupError};
+
+/// Environment variable holding the base64 master key itself.
+pub const ENV: &str = "TESSERA_MASTER_KEY";
+
+/// Environment variable holding the previous base64 master key during a rotation.
+pub const PREVIOUS_ENV: &str = "TESSERA_PREVIOUS_MASTER_KEY";
+
+fn key_error(message: String) -> StartupError {
+    StartupError::MasterKey(message)
+}
+
+/// Resolves the master key for `url`.
+pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
+    if let Some(encoded) = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()) {
+        return MasterKey::from_base64(&encoded).map_err(|e| key_error(format!("{ENV}: {e}")));
+    }
+    if let Some(path) = &db.master_key_file {
+        return read_key_file(path);
+    }
+    match url {
+        DatabaseUrl::Sqlite { .. } => {
+            let path = db.data_dir.join("master.key");
+            if path.exists() {
+                return read_key_file(&path);
+            }
+            let key = MasterKey::generate();
+            secret_file::write_new(&path, format!("{}\n", key.to_base64().expose()).as_bytes())
+                .map_err(|e| {
+                    key_error(format!(
+                        "writing the generated master key to {}: {e}",
+                        path.display()
+                    ))
+                })?;
+            tracing::warn!(
+                path = %path.display(),
+                "no master key configured: generated one and stored it beside the database. Back it up; without it the data cannot be decrypted. For production set {ENV} or --master-key-file."
+            );
+            Ok(key)
+        }
+        DatabaseUrl::Postgres { .. } => Err(key_error(format!(
+            "no master key: on PostgreSQL set {ENV} or --master-key-file to base64 of 32 random bytes (e.g. `openssl rand -base64 32`)"
+        ))),
+    }
+}
+
+/// The previous master key, when a rotation is under way (none otherwise).
+pub fn load_previous(db: &DbArgs) -> Result<Vec<MasterKey>, StartupError> {
+    if let Some(encoded) = std::env::var(PREVIOUS_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return MasterKey::from_base64(&encoded)
+            .map(|k| vec![k])
+            .map_err(|e| key_error(format!("{PREVIOUS_ENV}: {e}")));
+    }
+    match &db.previous_master_key_file {
+        Some(path) => Ok(vec![read_key_file(path)?]),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Reads and decodes a base64 key file (trailing whitespace allowed).
+fn read_key_file(path: &std::path::Path) -> Result<MasterKey, StartupError> {
+    let encoded = std::fs::read_to_string(path).map_err(|e| {
+        key_error(format!(
+            "reading the master key file {}: {e}",
+            path.display()
+        ))
+    })?;
+    MasterKey::from_base64(&encoded)
+        .map_err(|e| key_error(format!("master key file {}: {e}", path.display())))
+}

@@ -1,0 +1,17 @@
+//! Runs `examples/embed.rs` as a test so the embedding story cannot rot.
+
+#[allow(dead_code)]
+#[path = "../../examples/embed.rs"]
+mod embed;
+
+#[tokio::test]
+async fn the_embed_example_stores_and_reads_back_a_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = embed::run(&dir.path().join("vault.db"))
+        .await
+        .expect("example runs");
+    assert_eq!(
+        data,
+        serde_json::json!({"number": "4242424242424242", "cvc": "123"})
+    );
+}

@@ -1,0 +1,7 @@
+//! The storage crate's tests, one binary: every store trait on both backends, master-key
+//! rotation, sealing of legacy proxy secrets, and the embedding example.
+
+mod embed_example;
+mod rotation;
+mod sealed_proxies;
+mod store_suite;

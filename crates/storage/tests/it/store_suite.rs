@@ -1,0 +1,560 @@
+//! The storage suite: every test runs against SQLite and (when `TESSERA_TEST_DATABASE_URL` is
+//! set) PostgreSQL, through the domain's traits.
+
+use std::collections::BTreeMap;
+
+use tessera_domain::{
+    application::{Application, ApplicationType},
+    store::{
+        ApplicationStore, ContainerScope, HealthStore, StoreError, StoredApplication, StoredTenant,
+        StoredToken, TenantStore, TokenFilter, TokenStore,
+    },
+    timestamp, ApiKey, ApplicationId, Container, MasterKey, PageRequest, Permission, Tenant,
+    TenantId, TokenId, TokenType,
+};
+use tessera_testkit::{backend_tests, db::TestDatabase};
+use time::Duration;
+
+backend_tests!(
+    ping_answers,
+    tenants_round_trip_with_their_admin,
+    applications_crud_and_key_lookup,
+    applications_are_confined_to_their_tenant,
+    tokens_round_trip_exactly,
+    token_lists_filter_order_and_paginate,
+    token_lists_respect_container_scope,
+    tokens_are_confined_to_their_tenant,
+    deleting_a_token_removes_its_metadata,
+    duplicate_ids_are_conflicts,
+);
+
+#[test]
+fn postgres_tests_are_enabled_in_ci() {
+    if tessera_testkit::db::postgres_required() {
+        assert!(
+            std::env::var(tessera_testkit::db::PG_URL_VAR).is_ok_and(|v| !v.is_empty()),
+            "CI=true requires TESSERA_TEST_DATABASE_URL so the PostgreSQL suite runs"
+        );
+    }
+}
+
+async fn tenant(t: &TestDatabase) -> (TenantId, ApplicationId) {
+    let now = timestamp::now();
+    let tenant = Tenant {
+        id: TenantId::new(),
+        name: "acme".into(),
+        created_at: now,
+    };
+    let wrapped = MasterKey::generate()
+        .new_wrapped_data_key(tenant.id)
+        .expect("wrap");
+    let admin = application(
+        tenant.id,
+        ApplicationType::Management,
+        vec![Permission::ProxyRead],
+    );
+    let admin_id = admin.application.id;
+    t.db.insert_tenant_with_admin(
+        &StoredTenant {
+            tenant: tenant.clone(),
+            wrapped_data_key: wrapped,
+        },
+        &admin,
+    )
+    .await
+    .expect("insert tenant");
+    (tenant.id, admin_id)
+}
+
+fn application(
+    tenant_id: TenantId,
+    app_type: ApplicationType,
+    permissions: Vec<Permission>,
+) -> StoredApplication {
+    let id = ApplicationId::new();
+    let now = timestamp::now();
+    StoredApplication {
+        application: Application {
+            id,
+            tenant_id,
+            name: "app".into(),
+            app_type,
+            permissions,
+            rules: vec![],
+            created_by: id,
+            created_at: now,
+            modified_by: id,
+            modified_at: now,
+        },
+        key_hash: ApiKey::generate().hash(),
+    }
+}
+
+fn token(
+    tenant_id: TenantId,
+    by: ApplicationId,
+    token_type: TokenType,
+    container: &str,
+    metadata: &[(&str, &str)],
+) -> StoredToken {
+    let now = timestamp::now();
+    StoredToken {
+        id: TokenId::new(),
+        tenant_id,
+        token_type,
+        container: Container::parse(container).expect("container"),
+        metadata: metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ciphertext: vec![1, 2, 3, 0, 255],
+        created_by: by,
+        created_at: now,
+        modified_by: by,
+        modified_at: now,
+    }
+}
+
+fn page(page: i64, size: i64) -> PageRequest {
+    PageRequest::new(Some(page), Some(size)).expect("page")
+}
+
+async fn ping_answers(t: &TestDatabase) {
+    t.db.ping().await.expect("ping");
+}
+
+async fn tenants_round_trip_with_their_admin(t: &TestDatabase) {
+    assert!(t.db.first_tenant().await.expect("first").is_none());
+    let (tenant_id, admin_id) = tenant(t).await;
+    let stored =
+        t.db.get_tenant(tenant_id)
+            .await
+            .expect("get")
+            .expect("present");
+    assert_eq!(stored.tenant.name, "acme");
+    assert!(!stored.wrapped_data_key.is_empty());
+    assert_eq!(
+        t.db.first_tenant()
+            .await
+            .expect("first")
+            .expect("some")
+            .tenant
+            .id,
+        tenant_id
+    );
+    assert!(t
+        .db
+        .get_application(tenant_id, admin_id)
+        .await
+        .expect("admin")
+        .is_some());
+    assert!(t
+        .db
+        .get_tenant(TenantId::new())
+        .await
+        .expect("get")
+        .is_none());
+}
+
+async fn applications_crud_and_key_lookup(t: &TestDatabase) {
+    let (tenant_id, admin_id) = tenant(t).await;
+    let mut app = application(
+        tenant_id,
+        ApplicationType::Private,
+        vec![Permission::TokenRead],
+    );
+    app.application.rules = vec![tessera_domain::Rule {
+        description: Some("pci".into()),
+        priority: 1,
+        container: Container::parse("/pci/").expect("c"),
+        permissions: vec![Permission::TokenUse],
+    }];
+    t.db.insert_application(&app).await.expect("insert");
+    let found =
+        t.db.find_application_by_key_hash(&app.key_hash)
+            .await
+            .expect("find")
+            .expect("some");
+    assert_eq!(
+        found.application, app.application,
+        "round trip is exact, timestamps included"
+    );
+    assert!(found.key_hash.verify(&app.key_hash));
+
+    let list =
+        t.db.list_applications(tenant_id, page(1, 1))
+            .await
+            .expect("list");
+    assert_eq!(
+        (list.total_items, list.items.len(), list.total_pages()),
+        (2, 1, 2)
+    );
+    assert_eq!(list.items[0].id, admin_id, "oldest first");
+    let second =
+        t.db.list_applications(tenant_id, page(2, 1))
+            .await
+            .expect("list");
+    assert_eq!(second.items[0].id, app.application.id);
+
+    let mut changed = app.application.clone();
+    changed.name = "renamed".into();
+    changed.permissions = vec![Permission::TokenCreate];
+    changed.modified_at = timestamp::now() + Duration::seconds(1);
+    assert!(t.db.update_application(&changed).await.expect("update"));
+    assert_eq!(
+        t.db.get_application(tenant_id, changed.id)
+            .await
+            .expect("get"),
+        Some(changed.clone())
+    );
+
+    let new_hash = ApiKey::generate().hash();
+    assert!(t
+        .db
+        .replace_application_key(tenant_id, changed.id, &new_hash, admin_id, timestamp::now())
+        .await
+        .expect("replace"));
+    assert!(
+        t.db.find_application_by_key_hash(&app.key_hash)
+            .await
+            .expect("old")
+            .is_none(),
+        "old key is gone"
+    );
+    assert!(t
+        .db
+        .find_application_by_key_hash(&new_hash)
+        .await
+        .expect("new")
+        .is_some());
+
+    assert!(t
+        .db
+        .delete_application(tenant_id, changed.id)
+        .await
+        .expect("delete"));
+    assert!(!t
+        .db
+        .delete_application(tenant_id, changed.id)
+        .await
+        .expect("again"));
+    assert!(t
+        .db
+        .find_application_by_key_hash(&new_hash)
+        .await
+        .expect("gone")
+        .is_none());
+}
+
+async fn applications_are_confined_to_their_tenant(t: &TestDatabase) {
+    let (a, _) = tenant(t).await;
+    let (b, _) = tenant(t).await;
+    let app = application(a, ApplicationType::Private, vec![Permission::TokenRead]);
+    t.db.insert_application(&app).await.expect("insert");
+    let id = app.application.id;
+    assert!(t.db.get_application(b, id).await.expect("get").is_none());
+    let mut moved = app.application.clone();
+    moved.tenant_id = b;
+    assert!(!t.db.update_application(&moved).await.expect("update"));
+    assert!(!t
+        .db
+        .replace_application_key(b, id, &ApiKey::generate().hash(), id, timestamp::now())
+        .await
+        .expect("key"));
+    assert!(!t.db.delete_application(b, id).await.expect("delete"));
+    assert_eq!(
+        t.db.list_applications(b, page(1, 100))
+            .await
+            .expect("list")
+            .total_items,
+        1,
+        "only b's admin"
+    );
+    assert!(t
+        .db
+        .get_application(a, id)
+        .await
+        .expect("still there")
+        .is_some());
+}
+
+async fn tokens_round_trip_exactly(t: &TestDatabase) {
+    let (tenant_id, by) = tenant(t).await;
+    let tok = token(
+        tenant_id,
+        by,
+        TokenType::Card,
+        "/pci/high/",
+        &[("k", "v"), ("ü", "ß")],
+    );
+    t.db.insert_token(&tok).await.expect("insert");
+    let got =
+        t.db.get_token(tenant_id, tok.id)
+            .await
+            .expect("get")
+            .expect("present");
+    assert_eq!(got.ciphertext, tok.ciphertext);
+    assert_eq!(got.metadata, tok.metadata);
+    assert_eq!(
+        (got.created_at, got.modified_at),
+        (tok.created_at, tok.modified_at)
+    );
+    assert_eq!(
+        (got.token_type, got.container.as_str()),
+        (TokenType::Card, "/pci/high/")
+    );
+}
+
+async fn token_lists_filter_order_and_paginate(t: &TestDatabase) {
+    let (tenant_id, by) = tenant(t).await;
+    let mut ids = vec![];
+    for i in 0..25 {
+        let kind = if i % 5 == 0 {
+            TokenType::Card
+        } else {
+            TokenType::Token
+        };
+        let colour = if i % 2 == 0 { "red" } else { "blue" };
+        let size = if i % 3 == 0 { "big" } else { "small" };
+        let mut tok = token(
+            tenant_id,
+            by,
+            kind,
+            "/general/high/",
+            &[("colour", colour), ("size", size)],
+        );
+        // Same created_at for a run of tokens: the id breaks the tie.
+        tok.created_at = timestamp::now() - Duration::minutes(60 - i64::from(i / 3));
+        t.db.insert_token(&tok).await.expect("insert");
+        ids.push((tok.created_at, tok.id));
+    }
+    ids.sort();
+    let all = TokenFilter::default();
+    let mut seen = vec![];
+    for p in 1..=3 {
+        let got =
+            t.db.list_tokens(tenant_id, &all, &ContainerScope::All, page(p, 10))
+                .await
+                .expect("page");
+        assert_eq!((got.total_items, got.total_pages()), (25, 3));
+        seen.extend(got.items.iter().map(|t| (t.created_at, t.id)));
+    }
+    assert_eq!(
+        seen, ids,
+        "pages follow created_at then id, no duplicates, no misses"
+    );
+    let past =
+        t.db.list_tokens(tenant_id, &all, &ContainerScope::All, page(4, 10))
+            .await
+            .expect("past");
+    assert!(past.items.is_empty());
+    assert_eq!(past.total_items, 25);
+
+    let cards = TokenFilter {
+        types: vec![TokenType::Card],
+        ..Default::default()
+    };
+    assert_eq!(
+        t.db.list_tokens(tenant_id, &cards, &ContainerScope::All, page(1, 100))
+            .await
+            .expect("cards")
+            .total_items,
+        5
+    );
+    let red_big = TokenFilter {
+        metadata: vec![
+            ("colour".into(), "red".into()),
+            ("size".into(), "big".into()),
+        ],
+        ..Default::default()
+    };
+    // i even and i % 3 == 0: 0, 6, 12, 18, 24.
+    assert_eq!(
+        t.db.list_tokens(tenant_id, &red_big, &ContainerScope::All, page(1, 100))
+            .await
+            .expect("meta")
+            .total_items,
+        5
+    );
+    let red_big_cards = TokenFilter {
+        types: vec![TokenType::Card],
+        ..red_big
+    };
+    // ... and i % 5 == 0: 0.
+    assert_eq!(
+        t.db.list_tokens(
+            tenant_id,
+            &red_big_cards,
+            &ContainerScope::All,
+            page(1, 100)
+        )
+        .await
+        .expect("and")
+        .total_items,
+        1
+    );
+    let by_id = TokenFilter {
+        ids: vec![ids[3].1, ids[7].1, TokenId::new()],
+        ..Default::default()
+    };
+    let got =
+        t.db.list_tokens(tenant_id, &by_id, &ContainerScope::All, page(1, 100))
+            .await
+            .expect("ids");
+    assert_eq!(
+        got.items.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![ids[3].1, ids[7].1]
+    );
+    let no_match = TokenFilter {
+        metadata: vec![("colour".into(), "RED".into())],
+        ..Default::default()
+    };
+    assert_eq!(
+        t.db.list_tokens(tenant_id, &no_match, &ContainerScope::All, page(1, 100))
+            .await
+            .expect("exact")
+            .total_items,
+        0
+    );
+}
+
+async fn token_lists_respect_container_scope(t: &TestDatabase) {
+    let (tenant_id, by) = tenant(t).await;
+    for c in ["/pci/high/", "/pci/high/", "/bank/high/", "/general/high/"] {
+        t.db.insert_token(&token(tenant_id, by, TokenType::Token, c, &[]))
+            .await
+            .expect("insert");
+    }
+    let mut containers =
+        t.db.token_containers(tenant_id, &TokenFilter::default())
+            .await
+            .expect("containers");
+    containers.sort();
+    assert_eq!(
+        containers.iter().map(Container::as_str).collect::<Vec<_>>(),
+        vec!["/bank/high/", "/general/high/", "/pci/high/"]
+    );
+    let pci = ContainerScope::Only(vec![Container::parse("/pci/high/").expect("c")]);
+    let got =
+        t.db.list_tokens(tenant_id, &TokenFilter::default(), &pci, page(1, 100))
+            .await
+            .expect("scoped");
+    assert_eq!(
+        got.total_items, 2,
+        "tokens outside the scope are neither listed nor counted"
+    );
+    let none = ContainerScope::Only(vec![]);
+    assert_eq!(
+        t.db.list_tokens(tenant_id, &TokenFilter::default(), &none, page(1, 100))
+            .await
+            .expect("none")
+            .total_items,
+        0
+    );
+}
+
+async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
+    let (a, by) = tenant(t).await;
+    let (b, _) = tenant(t).await;
+    let tok = token(a, by, TokenType::Token, "/general/high/", &[("k", "v")]);
+    t.db.insert_token(&tok).await.expect("insert");
+    assert!(t.db.get_token(b, tok.id).await.expect("get").is_none());
+    assert!(!t.db.delete_token(b, tok.id).await.expect("delete"));
+    let filter = TokenFilter {
+        ids: vec![tok.id],
+        ..Default::default()
+    };
+    assert_eq!(
+        t.db.list_tokens(b, &filter, &ContainerScope::All, page(1, 10))
+            .await
+            .expect("list")
+            .total_items,
+        0
+    );
+    assert!(t
+        .db
+        .token_containers(b, &TokenFilter::default())
+        .await
+        .expect("containers")
+        .is_empty());
+    assert!(t
+        .db
+        .get_token(a, tok.id)
+        .await
+        .expect("still there")
+        .is_some());
+}
+
+async fn deleting_a_token_removes_its_metadata(t: &TestDatabase) {
+    let (tenant_id, by) = tenant(t).await;
+    let tok = token(
+        tenant_id,
+        by,
+        TokenType::Token,
+        "/general/high/",
+        &[("k", "v")],
+    );
+    t.db.insert_token(&tok).await.expect("insert");
+    assert!(t.db.delete_token(tenant_id, tok.id).await.expect("delete"));
+    assert!(t
+        .db
+        .get_token(tenant_id, tok.id)
+        .await
+        .expect("get")
+        .is_none());
+    // Re-inserting the same id with the same metadata key would conflict if the pair survived.
+    t.db.insert_token(&tok)
+        .await
+        .expect("metadata rows went with the token");
+    assert!(!t
+        .db
+        .delete_token(tenant_id, TokenId::new())
+        .await
+        .expect("absent"));
+}
+
+async fn duplicate_ids_are_conflicts(t: &TestDatabase) {
+    let (tenant_id, by) = tenant(t).await;
+    let tok = token(
+        tenant_id,
+        by,
+        TokenType::Token,
+        "/general/high/",
+        &[("a", "1"), ("b", "2")],
+    );
+    t.db.insert_token(&tok).await.expect("insert");
+    let mut again = tok.clone();
+    again.metadata.clear();
+    assert!(matches!(
+        t.db.insert_token(&again).await,
+        Err(StoreError::Conflict(_))
+    ));
+    // A failed multi-row write leaves nothing behind: the token keeps its two pairs only.
+    let filter = TokenFilter {
+        metadata: vec![("a".into(), "1".into())],
+        ..Default::default()
+    };
+    assert_eq!(
+        t.db.list_tokens(tenant_id, &filter, &ContainerScope::All, page(1, 10))
+            .await
+            .expect("list")
+            .total_items,
+        1
+    );
+    let app = application(
+        tenant_id,
+        ApplicationType::Private,
+        vec![Permission::TokenRead],
+    );
+    t.db.insert_application(&app).await.expect("insert");
+    let mut clash = application(
+        tenant_id,
+        ApplicationType::Private,
+        vec![Permission::TokenRead],
+    );
+    clash.key_hash = app.key_hash.clone();
+    assert!(matches!(
+        t.db.insert_application(&clash).await,
+        Err(StoreError::Conflict(_))
+    ));
+}

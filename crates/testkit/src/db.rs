@@ -1,0 +1,271 @@
+//! Throw-away databases for tests, on either backend.
+//!
+//! SQLite tests get a fresh file in the temp directory; PostgreSQL tests, when
+//! `TESSERA_TEST_DATABASE_URL` is set, get a fresh schema on that server (selected through the
+//! connection's `search_path`), so tests run in parallel without seeing each other. Both are
+//! removed when the [`TestDatabase`] is dropped.
+
+use std::path::PathBuf;
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+
+use tessera_storage::{Database, DatabaseUrl, PoolOptions};
+
+/// Environment variable naming the PostgreSQL server for tests.
+pub const PG_URL_VAR: &str = "TESSERA_TEST_DATABASE_URL";
+
+#[derive(Debug)]
+enum Cleanup {
+    File(PathBuf),
+    Schema { admin_url: String, schema: String },
+}
+
+/// A migrated, empty database that removes itself when dropped.
+#[derive(Debug)]
+pub struct TestDatabase {
+    /// The pool.
+    pub db: Database,
+    /// Its URL (for starting a server process on the same data).
+    pub url: DatabaseUrl,
+    cleanup: Cleanup,
+}
+
+impl TestDatabase {
+    /// A fresh SQLite file.
+    ///
+    /// # Panics
+    /// When the file cannot be created or migrated (a broken test environment).
+    pub async fn sqlite() -> Self {
+        Self::sqlite_through(None).await
+    }
+
+    /// A fresh SQLite file migrated up to and including migration `last…` (all with `None`).
+    ///
+    /// # Panics
+    /// As [`TestDatabase::sqlite`].
+    pub async fn sqlite_through(last: Option<&str>) -> Self {
+        let path =
+            std::env::temp_dir().join(format!("tessera-test-{}.db", uuid::Uuid::new_v4().simple()));
+        let url = DatabaseUrl::Sqlite { path: path.clone() };
+        let db = Self::open(&url, last).await;
+        Self {
+            db,
+            url,
+            cleanup: Cleanup::File(path),
+        }
+    }
+
+    /// A fresh PostgreSQL schema, or `None` when `TESSERA_TEST_DATABASE_URL` is unset.
+    ///
+    /// # Panics
+    /// When the variable is set but the server cannot be used.
+    pub async fn postgres() -> Option<Self> {
+        Self::postgres_through(None).await
+    }
+
+    /// A fresh PostgreSQL schema migrated up to and including migration `last…`.
+    ///
+    /// # Panics
+    /// As [`TestDatabase::postgres`].
+    pub async fn postgres_through(last: Option<&str>) -> Option<Self> {
+        let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
+        let schema = format!("tessera_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = AsyncPgConnection::establish(&admin_url)
+            .await
+            .unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .await
+            .unwrap_or_else(|e| panic!("creating schema {schema}: {e}"));
+        let separator = if admin_url.contains('?') { '&' } else { '?' };
+        let url = DatabaseUrl::Postgres {
+            url: format!("{admin_url}{separator}options=-csearch_path%3D{schema}"),
+        };
+        let db = Self::open(&url, last).await;
+        Some(Self {
+            db,
+            url,
+            cleanup: Cleanup::Schema { admin_url, schema },
+        })
+    }
+
+    /// The SQLite file path, for tests that inspect the raw bytes on disk.
+    pub fn sqlite_path(&self) -> Option<&PathBuf> {
+        match &self.cleanup {
+            Cleanup::File(p) => Some(p),
+            Cleanup::Schema { .. } => None,
+        }
+    }
+
+    async fn open(url: &DatabaseUrl, last: Option<&str>) -> Database {
+        let db = Database::connect(url, PoolOptions { max_connections: 4 })
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+        db.migrate_through(last)
+            .await
+            .unwrap_or_else(|e| panic!("migrating {url}: {e}"));
+        db
+    }
+
+    /// Runs raw SQL on this database (to write rows as an older release would).
+    ///
+    /// # Panics
+    /// When the statement fails.
+    pub async fn execute(&self, sql: &str) {
+        self.db
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("running `{sql}`: {e}"));
+    }
+
+    /// The bytes the database keeps on disk for its tables, to search for plaintext: on SQLite
+    /// the file and its WAL; on PostgreSQL (after a `CHECKPOINT`) the files of the schema's
+    /// tables, indexes and TOAST tables, which also hold rows deleted but not yet vacuumed.
+    ///
+    /// # Panics
+    /// When the files cannot be read (PostgreSQL's data directory must be readable: tests run
+    /// on the database's machine, as root or as its owner).
+    pub async fn stored_bytes(&self) -> Vec<u8> {
+        match &self.cleanup {
+            Cleanup::File(path) => {
+                let mut all = std::fs::read(path).expect("database file");
+                let mut wal = path.clone().into_os_string();
+                wal.push("-wal");
+                all.extend(std::fs::read(wal).unwrap_or_default());
+                all
+            }
+            Cleanup::Schema { admin_url, schema } => {
+                #[derive(diesel::QueryableByName)]
+                struct Path {
+                    #[diesel(sql_type = diesel::sql_types::Text)]
+                    path: String,
+                }
+                use diesel_async::RunQueryDsl;
+                let mut admin = AsyncPgConnection::establish(admin_url)
+                    .await
+                    .expect("admin");
+                admin.batch_execute("CHECKPOINT").await.expect("checkpoint");
+                let dir: Vec<Path> =
+                    diesel::sql_query("SELECT current_setting('data_directory') AS path")
+                        .load(&mut admin)
+                        .await
+                        .expect("data directory");
+                let files: Vec<Path> = diesel::sql_query(format!(
+                    "SELECT pg_relation_filepath(c.oid) AS path FROM pg_class c \
+                     WHERE c.relnamespace = '{schema}'::regnamespace AND c.relkind IN ('r', 'i') \
+                     UNION ALL SELECT pg_relation_filepath(c.reltoastrelid) AS path FROM pg_class c \
+                     WHERE c.relnamespace = '{schema}'::regnamespace AND c.reltoastrelid <> 0"
+                ))
+                .load(&mut admin)
+                .await
+                .expect("relation files");
+                let root = PathBuf::from(&dir[0].path);
+                let mut all = Vec::new();
+                for file in files {
+                    for segment in 0.. {
+                        let mut path = root.join(&file.path).into_os_string();
+                        if segment > 0 {
+                            path.push(format!(".{segment}"));
+                        }
+                        match std::fs::read(&path) {
+                            Ok(bytes) => all.extend(bytes),
+                            Err(_) if segment > 0 => break,
+                            Err(e) => panic!("reading {}: {e}", PathBuf::from(path).display()),
+                        }
+                    }
+                }
+                all
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        match &self.cleanup {
+            Cleanup::File(path) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.clone().into_os_string();
+                    p.push(suffix);
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            Cleanup::Schema { admin_url, schema } => {
+                // Drop runs inside the test's runtime, which cannot block on itself: do the
+                // async cleanup on a separate thread with its own small runtime.
+                let (admin_url, schema) = (admin_url.clone(), schema.clone());
+                let _ = std::thread::spawn(move || {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    else {
+                        return;
+                    };
+                    rt.block_on(async move {
+                        if let Ok(mut conn) = AsyncPgConnection::establish(&admin_url).await {
+                            let _ = conn
+                                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                                .await;
+                        }
+                    });
+                })
+                .join();
+            }
+        }
+    }
+}
+
+/// Runs `sql` on the PostgreSQL server of `TESSERA_TEST_DATABASE_URL` as its user (for tests
+/// that change server state: roles, connection limits). `None` when the variable is unset.
+///
+/// # Panics
+/// When the variable is set but the server refuses the connection or the statement.
+pub async fn postgres_admin(sql: &str) -> Option<()> {
+    let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
+    let mut admin = AsyncPgConnection::establish(&admin_url)
+        .await
+        .unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
+    admin
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("running `{sql}`: {e}"));
+    Some(())
+}
+
+/// Whether PostgreSQL tests must run: under `CI=true` a missing `TESSERA_TEST_DATABASE_URL` is
+/// an error, not a skip.
+pub fn postgres_required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Defines one `#[tokio::test]` per backend for each named async test function taking a
+/// [`TestDatabase`]: `mod sqlite { fn name }` always, `mod postgres { fn name }` which skips
+/// (with a message) when `TESSERA_TEST_DATABASE_URL` is unset, and fails instead under `CI=true`.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let db = $crate::db::TestDatabase::sqlite().await;
+                    super::$name(&db).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    match $crate::db::TestDatabase::postgres().await {
+                        Some(db) => super::$name(&db).await,
+                        None if $crate::db::postgres_required() => {
+                            panic!("CI=true but {} is unset: PostgreSQL tests must run", $crate::db::PG_URL_VAR)
+                        }
+                        None => eprintln!("skipped: set {} to run PostgreSQL tests", $crate::db::PG_URL_VAR),
+                    }
+                }
+            )*
+        }
+    };
+}

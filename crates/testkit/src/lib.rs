@@ -1,0 +1,28 @@
+//! # tessera-testkit
+//!
+//! What the workspace's tests share (a dev-dependency only; never in a shipped binary):
+//!
+//! * [`db`]: throw-away migrated databases on SQLite and PostgreSQL, and [`backend_tests!`],
+//!   which runs a test once per backend (failing, not skipping, PostgreSQL under `CI=true`);
+//! * [`api`]: the management API in-process (actix's test service) with request helpers;
+//! * [`gateway`]: a real gateway on a socket in front of an [`upstream`] that echoes what it
+//!   received, plain or over TLS with a throw-away CA;
+//! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`).
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod api;
+pub mod db;
+pub mod fuzz;
+pub mod gateway;
+pub mod upstream;
+
+/// The master key every test vault uses: one database, one master key, however many vaults a
+/// test opens on it.
+pub const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+/// [`MASTER_KEY`] as a key.
+pub fn master_key() -> tessera_domain::MasterKey {
+    tessera_domain::MasterKey::from_base64(MASTER_KEY).expect("test master key")
+}
