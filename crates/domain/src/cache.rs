@@ -65,7 +65,11 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     }
 
     /// The cached value, if present and fresh.
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let entries = self.entries.lock().ok()?;
         entries
             .get(key)

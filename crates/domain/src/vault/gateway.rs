@@ -21,16 +21,16 @@ impl Vault {
     /// The key is found through its keyed lookup hash. Cached briefly, negative answers
     /// included (see [`Vault::with_cache_ttl`]).
     pub async fn proxy_by_key(&self, key: &str) -> Result<Option<Arc<Proxy>>, VaultError> {
-        let lookup = self.proxy_key_lookup(key).await?;
-        if let Some(hit) = self.proxies.get(&lookup) {
+        if let Some(hit) = self.proxies.get(key) {
             return Ok(hit);
         }
         let ticket = self.proxies.begin();
+        let lookup = self.proxy_key_lookup(key).await?;
         let found = match self.store.find_proxy_by_key(&lookup).await? {
             Some(stored) => Some(Arc::new(self.open_proxy(stored).await?)),
             None => None,
         };
-        self.proxies.insert(ticket, lookup, found.clone());
+        self.proxies.insert(ticket, key.to_string(), found.clone());
         Ok(found)
     }
 

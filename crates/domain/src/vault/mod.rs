@@ -21,7 +21,7 @@ use crate::{
     cache::{TtlCache, DEFAULT_TTL},
     crypto::MasterKey,
     error::VaultError,
-    ids::{ApplicationId, TenantId, TokenId},
+    ids::{ApplicationId, ProxyId, TenantId, TokenId},
     proxy::{DestinationPolicy, Proxy},
     store::{Store, StoredToken},
 };
@@ -40,8 +40,9 @@ pub struct Vault {
     destinations: DestinationPolicy,
     /// API-key hash → caller (or `None`: unknown key).
     api_keys: Arc<TtlCache<[u8; 32], Option<Principal>>>,
-    /// Lookup hash of a proxy key → proxy (or `None`: unknown key).
-    proxies: Arc<TtlCache<[u8; 32], Option<Arc<Proxy>>>>,
+    /// Presented proxy key → proxy (or `None`: unknown key). Keyed by the key itself, in
+    /// memory only, so a hit costs no HMAC; the store is searched by the key's lookup hash.
+    proxies: Arc<TtlCache<String, Option<Arc<Proxy>>>>,
     /// Token rows used by the gateway, *encrypted*: plaintext is never cached.
     token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
     /// Application → principal, for transforms acting as a proxy's application (`req.svc`).
@@ -100,9 +101,10 @@ impl Vault {
             .remove_where(|(_, id), _| *id == application);
     }
 
-    /// Drops the cached lookup of a proxy key after the proxy changed or was deleted.
-    fn forget_proxy_key(&self, key_lookup: &[u8; 32]) {
-        self.proxies.remove_where(|k, _| k == key_lookup);
+    /// Drops the cached lookups of a proxy after it changed or was deleted.
+    fn forget_proxy(&self, id: ProxyId) {
+        self.proxies
+            .remove_where(|_, p| p.as_ref().is_some_and(|p| p.id == id));
     }
 
     /// Sets which proxy destinations are accepted (default: public `https` only).

@@ -139,7 +139,7 @@ impl Vault {
         if !self.store.update_proxy(&stored).await? {
             return Err(VaultError::NotFound(Resource::Proxy));
         }
-        self.forget_proxy_key(&stored.key_lookup);
+        self.forget_proxy(stored.id);
         Ok(Proxy::assemble(stored, key, valid))
     }
 
@@ -150,7 +150,7 @@ impl Vault {
         if !self.store.delete_proxy(caller.tenant_id(), id).await? {
             return Err(VaultError::NotFound(Resource::Proxy));
         }
-        self.forget_proxy_key(&existing.key_lookup);
+        self.forget_proxy(existing.id);
         Ok(())
     }
 
