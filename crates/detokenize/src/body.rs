@@ -240,7 +240,7 @@ impl Template {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {

@@ -51,7 +51,7 @@ pub(crate) fn scan(text: &str, location: &str) -> Result<Vec<Expression>, Detoke
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(rel) = text[from..].find("{{") {
+    while let Some(rel) = memchr::memmem::find(&bytes[from..], b"{{") {
         let start = from + rel;
         let inner_start = start + 2;
         let mut j = inner_start;

@@ -25,7 +25,7 @@ pub struct ResolvedToken {
 }
 
 /// Fetched tokens by id.
-pub type Values = HashMap<TokenId, ResolvedToken>;
+pub type Values = HashMap<TokenId, ResolvedToken, foldhash::fast::RandomState>;
 
 /// What the size bound of a rendering may know about a token before it is decrypted: the
 /// length of the JSON text of its data and of its whole object. Never the content.

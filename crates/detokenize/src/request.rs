@@ -166,7 +166,7 @@ mod tests {
     }
 
     fn values(data: Value) -> Values {
-        Values::from([(
+        Values::from_iter([(
             id(),
             ResolvedToken {
                 data: data.clone().into(),

@@ -24,7 +24,7 @@ const MAX_ENTRIES: usize = 50_000;
 /// Maps `K` to `V` for at most `ttl`.
 pub struct TtlCache<K, V> {
     ttl: Duration,
-    entries: Mutex<HashMap<K, (Instant, V)>>,
+    entries: Mutex<HashMap<K, (Instant, V), foldhash::fast::RandomState>>,
     /// Bumped by every invalidation.
     generation: AtomicU64,
 }
@@ -51,7 +51,7 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::default()),
             generation: AtomicU64::new(0),
         }
     }

@@ -121,6 +121,13 @@ impl<T: Wipe + Default> fmt::Display for Secret<T> {
     }
 }
 
+/// Hashing lets secrets key in-memory maps (the credential caches) without exposing them.
+impl<T: Wipe + Default + std::hash::Hash> std::hash::Hash for Secret<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
 impl<T: Wipe + Default> From<T> for Secret<T> {
     fn from(value: T) -> Self {
         Self(value)

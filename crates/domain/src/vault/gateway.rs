@@ -10,6 +10,7 @@ use crate::{
     ids::{ApplicationId, TenantId, TokenId},
     permission::Permission,
     proxy::Proxy,
+    secret::Secret,
     store::StoredToken,
     token::Token,
 };
@@ -21,7 +22,8 @@ impl Vault {
     /// The key is found through its keyed lookup hash. Cached briefly, negative answers
     /// included (see [`Vault::with_cache_ttl`]).
     pub async fn proxy_by_key(&self, key: &str) -> Result<Option<Arc<Proxy>>, VaultError> {
-        if let Some(hit) = self.proxies.get(key) {
+        let cache_key = Secret::new(key.to_string());
+        if let Some(hit) = self.proxies.get(&cache_key) {
             return Ok(hit);
         }
         let ticket = self.proxies.begin();
@@ -30,7 +32,7 @@ impl Vault {
             Some(stored) => Some(Arc::new(self.open_proxy(stored).await?)),
             None => None,
         };
-        self.proxies.insert(ticket, key.to_string(), found.clone());
+        self.proxies.insert(ticket, cache_key, found.clone());
         Ok(found)
     }
 

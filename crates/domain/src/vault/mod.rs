@@ -23,6 +23,7 @@ use crate::{
     error::VaultError,
     ids::{ApplicationId, ProxyId, TenantId, TokenId},
     proxy::{DestinationPolicy, Proxy},
+    secret::Secret,
     store::{Store, StoredToken},
 };
 use keyring::Keyring;
@@ -38,11 +39,14 @@ pub struct Vault {
     store: Arc<dyn Store>,
     keys: Arc<Keyring>,
     destinations: DestinationPolicy,
-    /// API-key hash → caller (or `None`: unknown key).
-    api_keys: Arc<TtlCache<[u8; 32], Option<Principal>>>,
+    /// Presented API key → caller (or `None`: unknown key). Keyed by the key itself, in memory
+    /// only (a `Secret`, wiped when evicted), so that a hit costs no SHA-256; the store is
+    /// searched by the key's hash.
+    api_keys: Arc<TtlCache<Secret<String>, Option<Principal>>>,
     /// Presented proxy key → proxy (or `None`: unknown key). Keyed by the key itself, in
-    /// memory only, so a hit costs no HMAC; the store is searched by the key's lookup hash.
-    proxies: Arc<TtlCache<String, Option<Arc<Proxy>>>>,
+    /// memory only (a `Secret`), so a hit costs no HMAC; the store is searched by the key's
+    /// lookup hash.
+    proxies: Arc<TtlCache<Secret<String>, Option<Arc<Proxy>>>>,
     /// Token rows used by the gateway, *encrypted*: plaintext is never cached.
     token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
     /// Application → principal, for transforms acting as a proxy's application (`req.svc`).
@@ -128,20 +132,20 @@ impl Vault {
         ))?;
         let key = ApiKey::parse(presented)
             .ok_or(VaultError::Unauthenticated("the API key is malformed"))?;
-        let hash = key.hash();
-        let cached = self.api_keys.get(hash.as_bytes());
+        let cache_key = Secret::new(presented.to_string());
+        let cached = self.api_keys.get(&cache_key);
         let principal = match cached {
             Some(p) => p,
             None => {
                 let ticket = self.api_keys.begin();
+                let hash = key.hash();
                 let found = match self.store.find_application_by_key_hash(&hash).await? {
                     Some(stored) if stored.key_hash.verify(&hash) => {
                         Some(Principal::new(&stored.application))
                     }
                     _ => None,
                 };
-                self.api_keys
-                    .insert(ticket, *hash.as_bytes(), found.clone());
+                self.api_keys.insert(ticket, cache_key, found.clone());
                 found
             }
         };
