@@ -21,6 +21,7 @@ use cli::{Cli, Command, ServeArgs, TenantsCommand};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    tessera_startup::enter_sandbox_if_asked();
     let cli: Cli = tessera_startup::parse_args();
     tessera_startup::run_main(|| run(cli))
 }

@@ -34,6 +34,7 @@ struct Args {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    tessera_startup::enter_sandbox_if_asked();
     let args: Args = tessera_startup::parse_args();
     tessera_startup::run_main(|| run(args))
 }

@@ -6,7 +6,7 @@ use std::{path::PathBuf, time::Duration};
 use clap::Args;
 use tessera_domain::{proxy::DestinationPolicy, Vault};
 use tessera_service::rate_limit::RateLimit;
-use tessera_transform_runtime::EngineConfig;
+use tessera_transform_runtime::{EngineConfig, Isolation, SandboxCommand};
 
 use crate::client::ClientConfig;
 
@@ -42,6 +42,15 @@ impl Default for GatewayConfig {
             client: ClientConfig::default(),
         }
     }
+}
+
+/// `--transform-isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransformIsolation {
+    /// On the serving thread.
+    Inline,
+    /// In key-less sandbox processes.
+    Process,
 }
 
 /// A flag value clap cannot check by itself.
@@ -83,6 +92,20 @@ pub struct GatewayArgs {
     /// Seconds one transform invocation may run (its runtime is discarded after).
     #[arg(long, env = "TESSERA_TRANSFORM_TIMEOUT", default_value_t = 2.0)]
     pub transform_timeout: f64,
+    /// Where transforms run: `inline`, on the thread serving the request (fastest; a runaway
+    /// transform holds its core up to --transform-timeout, and a fault of the JavaScript engine
+    /// would be inside the process that holds the keys), or `process`, in sandbox processes
+    /// that hold no key material and may not open files or sockets (for hosting many tenants).
+    #[arg(long, env = "TESSERA_TRANSFORM_ISOLATION", value_enum, default_value_t = TransformIsolation::Inline)]
+    pub transform_isolation: TransformIsolation,
+    /// Most sandbox processes per serving thread (process isolation).
+    #[arg(long, env = "TESSERA_TRANSFORM_PROCESSES", default_value_t = 4)]
+    pub transform_processes: usize,
+    /// The executable sandbox processes run (process isolation); default: this binary, which
+    /// becomes a sandbox when started with its hidden sandbox argument. The standalone
+    /// `tessera-transform-sandbox` works too.
+    #[arg(long, env = "TESSERA_TRANSFORM_SANDBOX")]
+    pub transform_sandbox: Option<PathBuf>,
     /// Memory one transform invocation may allocate, in MiB.
     #[arg(long, env = "TESSERA_TRANSFORM_MEMORY_MB", default_value_t = 32)]
     pub transform_memory_mb: usize,
@@ -122,6 +145,9 @@ impl GatewayArgs {
                 "--transform-timeout must be a positive number of seconds",
             ));
         }
+        if self.transform_processes == 0 {
+            return Err(InvalidFlag("--transform-processes must be at least 1"));
+        }
         self.rate_limit().map(|_| ())
     }
 
@@ -155,13 +181,30 @@ impl GatewayArgs {
         }
     }
 
-    /// The transform engine's settings.
-    pub fn engine_config(&self) -> EngineConfig {
-        EngineConfig {
+    /// The transform engine's settings. Process isolation runs `--transform-sandbox`, else
+    /// this executable with the sandbox argument.
+    pub fn engine_config(&self) -> std::io::Result<EngineConfig> {
+        let (isolation, sandbox) = match self.transform_isolation {
+            TransformIsolation::Inline => (Isolation::Inline, None),
+            TransformIsolation::Process => {
+                let command = match &self.transform_sandbox {
+                    Some(program) => SandboxCommand {
+                        program: program.clone(),
+                        args: Vec::new(),
+                    },
+                    None => SandboxCommand::current_exe()?,
+                };
+                (Isolation::Process, Some(command))
+            }
+        };
+        Ok(EngineConfig {
+            isolation,
+            sandbox,
+            processes_per_thread: self.transform_processes,
             time_limit: Duration::from_secs_f64(self.transform_timeout),
             memory_limit: self.transform_memory_mb.max(1) * 1024 * 1024,
             ..EngineConfig::default()
-        }
+        })
     }
 
     /// `vault` with the destination policy and cache lifetime these flags set (they govern
@@ -187,6 +230,9 @@ pub enum BuildError {
     /// The transform engine could not start.
     #[error("starting the transform engine: {0}")]
     Engine(#[from] tessera_transform_runtime::TransformError),
+    /// The sandbox executable could not be found.
+    #[error("finding the transform sandbox executable: {0}")]
+    Sandbox(#[from] std::io::Error),
 }
 
 impl GatewayArgs {
@@ -199,7 +245,7 @@ impl GatewayArgs {
         requests: std::sync::Arc<tessera_service::metrics::RequestCounter>,
     ) -> Result<crate::Gateway, BuildError> {
         self.validate()?;
-        let engine = tessera_transform_runtime::TransformEngine::new(self.engine_config())?;
+        let engine = tessera_transform_runtime::TransformEngine::new(self.engine_config()?)?;
         let mut gateway =
             crate::Gateway::new(vault, self.config(), registry, requests)?.with_transforms(engine);
         if let Some(limit) = self.rate_limit()? {

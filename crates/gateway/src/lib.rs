@@ -11,6 +11,7 @@
 //! ```text
 //!  select_proxy        proxy by key (header, else query) ............................ 401
 //!  authenticate        require_auth: SVC-API-KEY of the proxy's tenant, token:use ... 401 / 403
+//!  not_quarantined     its transform timed out recently: back off ................... 503
 //!  destination         destination URL + sub-path (no dot segments) + query ........ 400
 //!  read_body           at most --max-body-bytes, within --body-timeout ............. 413 / 408
 //!  detokenize          body and header values: parse once, fetch the listed tokens
@@ -33,6 +34,7 @@ pub mod destination;
 pub mod error;
 pub mod headers;
 pub mod metrics;
+mod quarantine;
 pub mod server;
 mod ssrf;
 mod stages;
@@ -66,6 +68,7 @@ pub struct Gateway {
     metrics: Arc<GatewayMetrics>,
     transforms: Option<TransformEngine>,
     rate_limiter: Option<Arc<RateLimiter<ProxyId>>>,
+    quarantine: Arc<quarantine::Quarantine>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -92,6 +95,7 @@ impl Gateway {
             metrics: Arc::new(GatewayMetrics::new(registry, requests)),
             transforms: None,
             rate_limiter: None,
+            quarantine: Arc::default(),
         })
     }
 
@@ -148,6 +152,7 @@ impl Gateway {
     ) -> Result<Response<ResponseBody>, Halt> {
         let proxy = self.select_proxy(ctx).await?;
         let caller = self.authenticate(ctx, &proxy).await?;
+        self.not_quarantined(&proxy)?;
         let destination = self.destination(ctx, &proxy)?;
         let body = self.read_body(ctx, body).await?;
         let outgoing = self.detokenize(ctx, caller.as_ref(), body).await?;

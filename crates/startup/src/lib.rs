@@ -172,6 +172,19 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// When this process was started as a transform sandbox (first argument
+/// [`tessera_transform_runtime::SANDBOX_ARG`], by a gateway running transforms in process
+/// isolation), becomes one and never returns; otherwise does nothing. Call it first in `main`,
+/// before anything reads the environment or opens a file.
+pub fn enter_sandbox_if_asked() {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == tessera_transform_runtime::SANDBOX_ARG)
+    {
+        tessera_transform_runtime::sandbox_main()
+    }
+}
+
 /// Runs `main` on a multi-threaded runtime; an error prints as one line (its whole cause
 /// chain, `{:#}`) and exits 1.
 pub fn run_main<F, E>(main: impl FnOnce() -> F) -> std::process::ExitCode

@@ -269,3 +269,50 @@ macro_rules! backend_tests {
         }
     };
 }
+
+/// Like [`backend_tests!`], once per transform isolation mode too: for each named async test
+/// function taking a [`TestDatabase`] and an [`crate::gateway::Isolation`], defines
+/// `mod inline { mod sqlite { fn name } mod postgres { fn name } }` and the same under
+/// `mod process`.
+#[macro_export]
+macro_rules! isolation_backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod inline {
+            $crate::__backends_in_mode!($crate::gateway::Isolation::Inline; $($name),*);
+        }
+        mod process {
+            $crate::__backends_in_mode!($crate::gateway::Isolation::Process; $($name),*);
+        }
+    };
+}
+
+/// Implementation of [`isolation_backend_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __backends_in_mode {
+    ($mode:expr; $($name:ident),*) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let db = $crate::db::TestDatabase::sqlite().await;
+                    super::super::$name(&db, $mode).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    match $crate::db::TestDatabase::postgres().await {
+                        Some(db) => super::super::$name(&db, $mode).await,
+                        None if $crate::db::postgres_required() => {
+                            panic!("CI=true but {} is unset: PostgreSQL tests must run", $crate::db::PG_URL_VAR)
+                        }
+                        None => eprintln!("skipped: set {} to run PostgreSQL tests", $crate::db::PG_URL_VAR),
+                    }
+                }
+            )*
+        }
+    };
+}

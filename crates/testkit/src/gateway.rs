@@ -18,7 +18,9 @@ use tessera_domain::{
 };
 use tessera_gateway::{server, ClientConfig, Gateway, GatewayConfig, GatewayMetrics};
 use tessera_service::metrics::{Registry, RequestCounter};
-use tessera_transform_runtime::{EngineConfig, TransformEngine};
+use tessera_transform_runtime::{EngineConfig, SandboxCommand, TransformEngine};
+
+pub use tessera_transform_runtime::Isolation;
 
 use crate::{
     db::TestDatabase,
@@ -38,6 +40,9 @@ pub struct Options {
     pub rate_limit: Option<tessera_service::rate_limit::RateLimit>,
     /// Lifetime of the vault's caches (default 1 s).
     pub cache_ttl: Option<Duration>,
+    /// Serving threads, each with its own listening socket (`SO_REUSEPORT`) and transform
+    /// runtime (default 1).
+    pub workers: usize,
 }
 
 impl Default for Options {
@@ -51,7 +56,6 @@ impl Default for Options {
                 ..GatewayConfig::default()
             },
             engine: EngineConfig {
-                workers: 2,
                 time_limit: Duration::from_millis(500),
                 memory_limit: 16 * 1024 * 1024,
                 ..EngineConfig::default()
@@ -59,7 +63,42 @@ impl Default for Options {
             tls: None,
             rate_limit: None,
             cache_ttl: None,
+            workers: 1,
         }
+    }
+}
+
+impl Options {
+    /// These options with transforms run `isolation`-wise (process isolation runs
+    /// [`sandbox_command`]).
+    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
+        self.engine.isolation = isolation;
+        self.engine.sandbox = (isolation == Isolation::Process).then(sandbox_command);
+        self
+    }
+}
+
+/// The `tessera-transform-sandbox` executable cargo built next to the running test binary
+/// (`target/<profile>/`). `cargo test --workspace` builds it; a test run of a single package
+/// needs `cargo build -p tessera-transform-runtime --bins` first.
+pub fn sandbox_command() -> SandboxCommand {
+    let exe = std::env::current_exe().expect("the test executable");
+    let name = format!("tessera-transform-sandbox{}", std::env::consts::EXE_SUFFIX);
+    let found = exe
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .map(|dir| dir.join(&name))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} not found near {}: run `cargo build -p tessera-transform-runtime --bins`",
+                exe.display()
+            )
+        });
+    SandboxCommand {
+        program: found,
+        args: Vec::new(),
     }
 }
 
@@ -115,6 +154,11 @@ impl Harness {
         Self::start_with(db, Options::default()).await
     }
 
+    /// A gateway running transforms `isolation`-wise over `db`, with a tenant `acme`.
+    pub async fn start_in(db: &TestDatabase, isolation: Isolation) -> Self {
+        Self::start_with(db, Options::default().with_isolation(isolation)).await
+    }
+
     /// A gateway built with `options` over `db`, with a tenant `acme`.
     pub async fn start_with(db: &TestDatabase, options: Options) -> Self {
         let mut vault = crate::api::vault_with(
@@ -134,7 +178,7 @@ impl Harness {
         let registry = Registry::new();
         let gateway = build(&vault, &options, &registry);
         let metrics = gateway.metrics().clone();
-        let (base, stop) = serve(gateway, registry.clone());
+        let (base, stop) = serve_workers(gateway, registry.clone(), options.workers);
         let upstream = Upstream::start(options.tls.as_deref()).await;
         Self {
             vault,
@@ -287,7 +331,16 @@ pub fn request(
 /// Serves `gateway` on a fresh port from a worker thread, as `proxy-gateway` does: its base URL
 /// and the switch that stops it.
 pub fn serve(gateway: Gateway, registry: Registry) -> (String, tokio::sync::watch::Sender<bool>) {
-    let listeners = server::bind("127.0.0.1:0".parse().expect("addr"), 1).expect("bind");
+    serve_workers(gateway, registry, 1)
+}
+
+/// Like [`serve`], with `workers` serving threads on one port.
+pub fn serve_workers(
+    gateway: Gateway,
+    registry: Registry,
+    workers: usize,
+) -> (String, tokio::sync::watch::Sender<bool>) {
+    let listeners = server::bind("127.0.0.1:0".parse().expect("addr"), workers).expect("bind");
     let addr = listeners[0].local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     std::thread::spawn(move || {

@@ -1,70 +1,121 @@
-//! The engine: a pool of worker threads, job dispatch, the host-call loop, and the outer
-//! wall-clock timeout that catches what the interrupt handler cannot (a long native builtin).
+//! The engine: compiles transforms and runs them, inline on the calling thread or in sandbox
+//! processes, answering `req.svc` calls through the caller's host function.
 
 use std::{
+    ffi::OsString,
     future::Future,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        mpsc, Arc, Mutex,
-    },
-    time::Duration,
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
 };
 
 use serde_json::Value;
-use tokio::sync::{mpsc as tokio_mpsc, oneshot};
 
 use crate::{
-    message::{HostError, HostOp, Outcome, TransformError},
+    inline,
+    message::{HostError, HostOp, Input, Outcome, TransformError},
+    natives::Tags,
+    process,
     program::{compile_prelude, CompileError, Compiler, Program},
-    worker::{run_worker, Job, Tags},
+    runtime::Limits,
 };
 
 const PRELUDE: &str = include_str!("prelude.js");
 
+/// Where transforms run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// On the thread serving the request, in a QuickJS runtime that thread owns: no hand-off,
+    /// no copy. A transform stuck in a long native builtin holds that thread until the builtin
+    /// returns (see `docs/operations.md`).
+    #[default]
+    Inline,
+    /// In a pool of sandbox processes that hold no key material and may not open files or
+    /// sockets; a process that outlives a transform's time limit is killed.
+    Process,
+}
+
+/// The command that starts a sandbox process: normally the gateway's own executable with the
+/// hidden argument [`SANDBOX_ARG`], whose `main` calls [`crate::sandbox_main`].
+#[derive(Debug, Clone)]
+pub struct SandboxCommand {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+/// The hidden first argument that makes a Tessera binary run as a transform sandbox.
+pub const SANDBOX_ARG: &str = "__transform-sandbox";
+
+impl SandboxCommand {
+    /// The running executable with [`SANDBOX_ARG`].
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(Self {
+            program: std::env::current_exe()?,
+            args: vec![SANDBOX_ARG.into()],
+        })
+    }
+}
+
 /// Engine settings.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Worker threads (one QuickJS runtime each).
-    pub workers: usize,
+    /// Inline or in sandbox processes.
+    pub isolation: Isolation,
+    /// How sandbox processes are started (process isolation only).
+    pub sandbox: Option<SandboxCommand>,
+    /// Most sandbox processes each serving thread starts (process isolation only).
+    pub processes_per_thread: usize,
     /// Memory one invocation may allocate.
     pub memory_limit: usize,
-    /// Wall-clock time one invocation may take.
+    /// Wall-clock time one invocation may take, `req.svc` calls included.
     pub time_limit: Duration,
+    /// After the time limit, how long a sandbox process gets before it is killed.
+    pub grace: Duration,
     /// JavaScript stack size.
     pub stack_bytes: usize,
-    /// Warm contexts kept per worker.
+    /// Warm contexts kept per runtime.
     pub max_contexts: usize,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            isolation: Isolation::Inline,
+            sandbox: None,
+            processes_per_thread: 4,
             memory_limit: 32 * 1024 * 1024,
             time_limit: Duration::from_secs(2),
+            grace: Duration::from_millis(500),
             stack_bytes: 1024 * 1024,
             max_contexts: 256,
         }
     }
 }
 
-/// Native stack of a worker thread: well above the JavaScript stack limit.
-const THREAD_STACK: usize = 16 * 1024 * 1024;
-/// Grace after the time limit before the caller gives up on a worker.
-const GRACE: Duration = Duration::from_millis(500);
-
-struct Inner {
-    config: EngineConfig,
-    compiler: Compiler,
-    prelude: Arc<Program>,
-    sender: Mutex<mpsc::Sender<Job>>,
-    receiver: Arc<Mutex<mpsc::Receiver<Job>>>,
+impl EngineConfig {
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            memory: self.memory_limit,
+            stack: self.stack_bytes,
+            max_contexts: self.max_contexts,
+        }
+    }
 }
 
-/// Runs transforms on a pool of sandboxed QuickJS runtimes. Cheap to clone.
+pub(crate) struct Inner {
+    pub(crate) config: EngineConfig,
+    compiler: Compiler,
+    pub(crate) prelude: Arc<Program>,
+}
+
+/// Compiles and runs transforms. Cheap to clone; each thread that calls [`TransformEngine::run`]
+/// gets its own runtime (inline) or its own sandbox processes (process isolation).
 #[derive(Clone)]
 pub struct TransformEngine {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for TransformEngine {
@@ -76,34 +127,27 @@ impl std::fmt::Debug for TransformEngine {
 }
 
 impl TransformEngine {
-    /// Starts the worker threads.
+    /// An engine with `config`. Runtimes and processes are started on first use, per thread.
     pub fn new(config: EngineConfig) -> Result<Self, TransformError> {
+        if config.isolation == Isolation::Process && config.sandbox.is_none() {
+            return Err(TransformError::Engine(
+                "process isolation needs a sandbox command".into(),
+            ));
+        }
         let prelude = compile_prelude(PRELUDE)
             .map_err(|e| TransformError::Engine(format!("prelude: {e}")))?;
-        let (sender, receiver) = mpsc::channel();
-        let engine = Self {
+        Ok(Self {
             inner: Arc::new(Inner {
+                config,
                 compiler: Compiler::default(),
                 prelude,
-                sender: Mutex::new(sender),
-                receiver: Arc::new(Mutex::new(receiver)),
-                config,
             }),
-        };
-        for _ in 0..engine.inner.config.workers.max(1) {
-            engine.spawn_worker()?;
-        }
-        Ok(engine)
+        })
     }
 
-    fn spawn_worker(&self) -> Result<(), TransformError> {
-        let (config, jobs) = (self.inner.config.clone(), self.inner.receiver.clone());
-        std::thread::Builder::new()
-            .name("transform".into())
-            .stack_size(THREAD_STACK)
-            .spawn(move || run_worker(config, jobs))
-            .map(|_| ())
-            .map_err(|e| TransformError::Engine(format!("cannot start a worker: {e}")))
+    /// The settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
     }
 
     /// Compiles `source` (cached by hash). A syntax error names the line.
@@ -111,70 +155,59 @@ impl TransformEngine {
         self.inner.compiler.compile(source)
     }
 
-    /// Runs `program` with `input` (the `req` object without `svc`, as JSON). `scope` keys warm
-    /// contexts (use the proxy id); `tenant`/`proxy` tag `console.log` lines. With `host`,
-    /// `req.svc` exists and each of its calls is answered by `host`.
+    /// Runs `program` on `input`. `scope` keys warm contexts (use the proxy id): never shared
+    /// across scopes. `tags` (tenant, proxy) label `console.log` lines. With `host`, `req.svc`
+    /// exists and each of its calls is answered by `host`, on this thread, while other work on
+    /// the thread goes on.
     pub async fn run<H, F>(
         &self,
         program: Arc<Program>,
         scope: &str,
         (tenant, proxy): (&str, &str),
-        mut input: Value,
+        input: Input,
         host: Option<H>,
     ) -> Result<Outcome, TransformError>
     where
         H: Fn(HostOp, Value) -> F,
         F: Future<Output = Result<Value, HostError>>,
     {
-        if let Value::Object(map) = &mut input {
-            map.insert("svc".into(), Value::Bool(host.is_some()));
-        }
-        let (host_tx, mut host_rx) = tokio_mpsc::unbounded_channel();
-        let (reply, mut answer) = oneshot::channel();
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let job = Job {
-            program,
-            prelude: self.inner.prelude.clone(),
-            scope: scope.to_string(),
-            tags: Tags {
-                tenant: tenant.to_string(),
-                proxy: proxy.to_string(),
-            },
-            input: input.to_string(),
-            host: host.as_ref().map(|_| host_tx.clone()),
-            reply,
-            abandoned: abandoned.clone(),
+        let tags = Tags {
+            tenant: tenant.to_string(),
+            proxy: proxy.to_string(),
         };
-        drop(host_tx);
-        self.inner
-            .sender
-            .lock()
-            .map_err(|_| TransformError::Engine("job queue poisoned".into()))?
-            .send(job)
-            .map_err(|_| TransformError::Engine("no transform workers".into()))?;
-        let limit = tokio::time::sleep(self.inner.config.time_limit + GRACE);
-        tokio::pin!(limit);
-        let raw = loop {
-            tokio::select! {
-                result = &mut answer => break result.map_err(|_| TransformError::Engine("the worker stopped".into()))??,
-                Some(call) = host_rx.recv() => {
-                    let answer = match &host {
-                        Some(h) => h(call.op, call.payload).await,
-                        None => Err(HostError { status: 403, message: "req.svc is not available".into() }),
-                    };
-                    let _ = call.reply.send(answer);
-                }
-                () = &mut limit => {
-                    // The worker is stuck in native code the interrupt handler cannot reach:
-                    // give up on it, and replace it so capacity does not shrink.
-                    abandoned.store(true, Ordering::SeqCst);
-                    tracing::warn!(proxy, "transform exceeded its wall-clock limit; replacing its worker");
-                    self.spawn_worker()?;
-                    return Err(TransformError::TimedOut);
-                }
+        let deadline = Instant::now() + self.inner.config.time_limit;
+        match self.inner.config.isolation {
+            Isolation::Inline => {
+                inline::run(&self.inner, &program, scope, tags, input, host, deadline).await
             }
-        };
-        serde_json::from_str::<Outcome>(&raw)
-            .map_err(|e| TransformError::Crashed(format!("unexpected transform result: {e}")))
+            Isolation::Process => {
+                process::run(&self.inner, &program, scope, tags, input, host, deadline).await
+            }
+        }
     }
+}
+
+/// Answers `calls` with `host`, concurrently, as JSON text.
+pub(crate) async fn answer<H, F>(
+    host: Option<&H>,
+    calls: Vec<crate::natives::PendingCall>,
+) -> Vec<(u64, Result<String, HostError>)>
+where
+    H: Fn(HostOp, Value) -> F,
+    F: Future<Output = Result<Value, HostError>>,
+{
+    let answers = calls.into_iter().map(|call| async move {
+        let result = match host {
+            Some(h) => {
+                let payload = serde_json::from_str(&call.payload).unwrap_or(Value::Null);
+                h(call.op, payload).await.map(|v| v.to_string())
+            }
+            None => Err(HostError {
+                status: 403,
+                message: "req.svc is not available: the proxy has no application".into(),
+            }),
+        };
+        (call.id, result)
+    });
+    futures_util::future::join_all(answers).await
 }

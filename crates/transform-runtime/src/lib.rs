@@ -1,32 +1,39 @@
 //! # tessera-transform-runtime
 //!
 //! Runs proxy transforms (source §4.8, SUPPLEMENT §7): tenant JavaScript (CommonJS,
-//! `module.exports = async function (req) { … }`) in QuickJS, sandboxed.
+//! `module.exports = async function (req) { … }`) in QuickJS, sandboxed, in one of two places:
 //!
 //! ```text
-//!  caller (async) ──Job{program, scope, input JSON}──► worker thread (QuickJS runtime)
-//!        ▲   ◄──HostCall{op, payload}── req.svc.* ──┘      warm context per proxy
-//!        └──reply{ok | error}──────────────────────►  ──Outcome JSON──► caller
+//!  inline   the thread serving the request owns a QuickJS runtime and runs the transform there;
+//!           req.svc calls are futures awaited on that thread (no hand-off, no copy)
+//!  process  a pool of sandbox processes per serving thread: no key material, no files or
+//!           sockets (seccomp), killed when a transform outlives its time limit
 //! ```
 //!
-//! * The interface is messages only (JSON in, JSON out, `req.svc` calls as [`HostCall`]s the
-//!   caller answers), so execution can move into a separate process that holds no key material.
+//! * The body enters the engine once (a JSON body as its text, parsed by the engine) and the
+//!   result leaves it once (serialised by the engine): no intermediate JSON trees.
 //! * Code is compiled once to bytecode and cached by its SHA-256; only bytecode this process
-//!   compiled is ever loaded.
-//! * Each worker thread owns one runtime. Contexts are per proxy (and code): never shared
-//!   between proxies or tenants; a proxy's warm context may serve its later calls.
-//! * Limits: memory per invocation, stack, an interrupt deadline, and an outer wall-clock
-//!   timeout (native builtins are not interrupted); a runtime that hit a limit is discarded.
+//!   compiled is ever loaded (a sandbox process loads what its parent sent).
+//! * Contexts are per proxy (and code): never shared between proxies or tenants; a proxy's warm
+//!   context may serve its later calls.
+//! * Limits: memory per invocation, stack, an interrupt deadline, and builtins whose native
+//!   loops the deadline cannot interrupt replaced by bounded or interruptible versions; a
+//!   runtime that hit a limit is discarded.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 mod engine;
+mod inline;
 mod message;
+mod natives;
+mod process;
 mod program;
-mod worker;
+mod runtime;
 
-pub use engine::{EngineConfig, TransformEngine};
-pub use message::{HostCall, HostError, HostOp, Outcome, TransformError};
+pub use engine::{EngineConfig, Isolation, SandboxCommand, TransformEngine, SANDBOX_ARG};
+pub use message::{Args, Body, HostError, HostOp, Input, Outcome, TransformError};
+pub use natives::{PendingCall, Tags};
+pub use process::sandbox_main;
 pub use program::{CompileError, Program};
 
 /// Checks that `source` compiles as a transform (cached by hash), without running it: for

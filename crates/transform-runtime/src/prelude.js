@@ -6,6 +6,107 @@ export default function install(native) {
   const define = (name, value) =>
     Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
 
+  // Builtins whose native loops the engine's interrupt handler cannot reach: their running time
+  // must not depend on anything but memory (which is limited). Replaced by wrappers that keep
+  // their results and make the long cases either impossible or interruptible JavaScript.
+  const MAX_GENERIC_LENGTH = 16777216; // 2^24: far above any array a transform's heap can hold
+  const toLength = (v) => { const n = Math.trunc(Number(v)); return n > 0 ? Math.min(n, Number.MAX_SAFE_INTEGER) : 0; };
+  const guardLength = (name, fn) => function (...args) {
+    if (this !== null && this !== undefined && toLength(this.length) > MAX_GENERIC_LENGTH) {
+      throw new RangeError(`Array.prototype.${name}: lengths above ${MAX_GENERIC_LENGTH} are not supported in transforms`);
+    }
+    return fn.apply(this, args);
+  };
+  for (const name of ['join', 'toString', 'toLocaleString', 'reverse', 'fill', 'copyWithin', 'splice',
+    'slice', 'concat', 'flat', 'flatMap', 'sort', 'toReversed', 'toSorted', 'toSpliced', 'with']) {
+    const original = Array.prototype[name];
+    if (typeof original === 'function') {
+      Object.defineProperty(Array.prototype, name, { value: guardLength(name, original), writable: true, configurable: true, enumerable: false });
+    }
+  }
+  // Substring search: the engine's is naive, O(n·m) in one native call
+  // ('a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b') runs ~40 s). Above a small cost the search
+  // runs as Knuth-Morris-Pratt in JavaScript: linear, and interruptible at the deadline.
+  const NATIVE_SEARCH_COST = 1e7;
+  const kmpTable = (p) => {
+    const t = new Int32Array(p.length + 1); t[0] = -1;
+    let k = -1;
+    for (let i = 0; i < p.length; i++) {
+      while (k >= 0 && p.charCodeAt(k) !== p.charCodeAt(i)) k = t[k];
+      k++; t[i + 1] = k;
+    }
+    return t;
+  };
+  const kmpFind = (s, p, from) => {
+    if (p.length === 0) return Math.min(from, s.length);
+    const t = kmpTable(p);
+    let k = 0;
+    for (let i = from; i < s.length; i++) {
+      while (k >= 0 && p.charCodeAt(k) !== s.charCodeAt(i)) k = t[k];
+      k++;
+      if (k === p.length) return i - p.length + 1;
+    }
+    return -1;
+  };
+  const reverse = (x) => { let r = ''; for (let i = x.length - 1; i >= 0; i--) r += x[i]; return r; };
+  const strProto = String.prototype;
+  const nativeIndexOf = strProto.indexOf, nativeLastIndexOf = strProto.lastIndexOf;
+  const nativeIncludes = strProto.includes, nativeSplit = strProto.split;
+  const nativeReplace = strProto.replace, nativeReplaceAll = strProto.replaceAll;
+  const costly = (s, p) => s.length * p.length > NATIVE_SEARCH_COST;
+  const indexOf = (s, p, pos) => {
+    const from = Math.min(Math.max(Math.trunc(Number(pos)) || 0, 0), s.length);
+    return costly(s, p) ? kmpFind(s, p, from) : nativeIndexOf.call(s, p, from);
+  };
+  const setString = (name, fn) => Object.defineProperty(strProto, name, { value: fn, writable: true, configurable: true, enumerable: false });
+  setString('indexOf', function (search, position) { return indexOf(String(this), String(search), position); });
+  setString('includes', function (search, position) {
+    if (search instanceof RegExp) return nativeIncludes.call(this, search, position);
+    return indexOf(String(this), String(search), position) !== -1;
+  });
+  setString('lastIndexOf', function (search, position) {
+    const s = String(this), p = String(search);
+    if (!costly(s, p)) return nativeLastIndexOf.apply(s, arguments);
+    const n = Number(position), end = Number.isNaN(n) ? s.length : Math.min(Math.max(Math.trunc(n), 0), s.length);
+    const found = kmpFind(reverse(s), reverse(p), Math.max(s.length - end - p.length, 0));
+    return found === -1 ? -1 : s.length - found - p.length;
+  });
+  setString('split', function (separator, limit) {
+    const s = String(this);
+    if (typeof separator !== 'string' || !costly(s, separator) || separator.length === 0) return nativeSplit.apply(s, arguments);
+    const max = limit === undefined ? 4294967295 : toLength(limit) >>> 0;
+    const out = []; let at = 0;
+    while (out.length < max) {
+      const i = kmpFind(s, separator, at);
+      if (i === -1) { out.push(s.slice(at)); break; }
+      out.push(s.slice(at, i)); at = i + separator.length;
+    }
+    return out.length > max ? out.slice(0, max) : out;
+  });
+  const literalReplace = (s, p, replacement, all) => {
+    let out = '', at = 0;
+    for (;;) {
+      const i = kmpFind(s, p, at);
+      if (i === -1) break;
+      const piece = typeof replacement === 'function' ? String(replacement(p, i, s)) : nativeReplace.call(p, p, String(replacement));
+      out += s.slice(at, i) + piece; at = i + p.length;
+      if (!all || p.length === 0) break;
+    }
+    return out + s.slice(at);
+  };
+  setString('replace', function (pattern, replacement) {
+    const s = String(this);
+    if (typeof pattern !== 'string' || !costly(s, pattern)) return nativeReplace.apply(s, arguments);
+    return literalReplace(s, pattern, replacement, false);
+  });
+  if (typeof nativeReplaceAll === 'function') {
+    setString('replaceAll', function (pattern, replacement) {
+      const s = String(this);
+      if (typeof pattern !== 'string' || !costly(s, pattern)) return nativeReplaceAll.apply(s, arguments);
+      return literalReplace(s, pattern, replacement, true);
+    });
+  }
+
   class HttpError extends Error {
     constructor(message, status, name) {
       super(message === undefined ? name : String(message));
@@ -154,30 +255,84 @@ export default function install(native) {
     });
   };
 
-  return async function run(handler, input) {
-    const req = JSON.parse(input);
-    if (req.svc === true) req.svc = makeSvc(); else delete req.svc;
+  // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
+  const formPart = (v) => encodeURIComponent(v).replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).split('%20').join('+');
+  const formEncode = (o) => {
+    const parts = [];
+    for (const k of Object.keys(o)) {
+      const v = o[k];
+      for (const item of Array.isArray(v) ? v : [v]) parts.push(formPart(k) + '=' + formPart(text(item)));
+    }
+    return parts.join('&');
+  };
+  const headerPairs = (h) => {
+    if (h === undefined) return undefined;
+    if (h === null || typeof h !== 'object' || Array.isArray(h)) throw new TypeError('`headers` must be an object');
+    const out = [];
+    for (const name of Object.keys(h)) {
+      const v = h[name];
+      if (v === null || v === undefined) continue;
+      for (const item of Array.isArray(v) ? v : [v]) out.push([name, text(item)]);
+    }
+    return out;
+  };
+  const contentType = (pairs) => {
+    for (const [n, v] of pairs) if (n.toLowerCase() === 'content-type') return String(v).toLowerCase();
+    return '';
+  };
+  const isForm = (ct) => ct.split(';')[0].trim() === 'application/x-www-form-urlencoded';
+  const fromForm = (pairs) => {
+    const o = {};
+    for (const [k, v] of pairs) {
+      if (Object.prototype.hasOwnProperty.call(o, k)) { if (Array.isArray(o[k])) o[k].push(v); else o[k] = [o[k], v]; } else o[k] = v;
+    }
+    return o;
+  };
+
+  // `input`: { body, bodyKind ('json' | 'form' | 'text'), headers: {lowercased name: value},
+  // method?, path?, query?, status? } built by the host. The JSON body arrives as its text and is
+  // parsed here, once; the returned body is serialised here, once.
+  return async function run(handler, input, configuration, svc) {
+    let body = input.body;
+    if (input.bodyKind === 'json') { try { body = JSON.parse(body); } catch (_) { /* not JSON: the text */ } }
+    else if (input.bodyKind === 'form') body = fromForm(body);
+    const args = { body, headers: input.headers };
+    for (const k of ['method', 'path', 'query', 'status']) if (input[k] !== undefined) args[k] = input[k];
+    const req = { args, configuration };
+    if (svc === true) req.svc = makeSvc();
     let out;
     try {
       if (typeof handler !== 'function') {
         throw new TypeError('the transform must export a function: module.exports = async function (req) { … }');
       }
       out = await handler(req);
+      const o = out === undefined || out === null ? {} : out;
+      if (typeof o !== 'object') throw new TypeError('the transform must return an object { body, headers }');
+      const headers = headerPairs(o.headers);
+      let encoded;
+      if (typeof o.body === 'string') encoded = o.body;
+      else if (o.body !== undefined) {
+        const ct = contentType(headers === undefined ? Object.entries(input.headers) : headers);
+        encoded = isForm(ct) && o.body !== null && typeof o.body === 'object' ? formEncode(o.body) : JSON.stringify(o.body);
+      }
+      return { kind: 'ok', body: encoded, headers };
     } catch (e) {
       if (e instanceof CustomHttpResponseError) {
-        return JSON.stringify({ custom: { status: e.status, headers: e.headers, body: e.body } });
+        const b = e.body === undefined || e.body === null ? '' : text(e.body);
+        return { kind: 'custom', status: Number(e.status), headers: headerPairs(e.headers === null ? undefined : e.headers), body: b };
       }
       for (const C of httpClasses) {
-        if (e instanceof C) return JSON.stringify({ http: { status: e.status, name: e.name, message: String(e.message) } });
+        if (e instanceof C) return { kind: 'http', status: e.status, name: e.name, message: String(e.message) };
       }
-      // The engine signals an out-of-memory it cannot even allocate an error for by a thrown
-      // null; a transform may also throw one itself. The two cannot be told apart here, so the
-      // host discards the runtime for either (see `worker.rs`, NULLISH_THROW).
-      if (e === null || e === undefined) throw new Error('the transform threw ' + e);
-      throw e;
+      // A thrown null may be the engine out of memory (no room even for an error): the host
+      // discards the runtime for it either way.
+      if (e === null || e === undefined) return { kind: 'error', message: 'the transform threw ' + e, discard: true };
+      let message;
+      try {
+        message = e instanceof Error ? (e.name && e.name !== 'Error' ? e.name + ': ' : '') + String(e.message) : text(e);
+      } catch (_) { message = 'a non-Error value was thrown'; }
+      if (message === undefined) message = 'a non-Error value was thrown';
+      return { kind: 'error', message, discard: /out of memory/.test(message) };
     }
-    const o = out === undefined || out === null ? {} : out;
-    if (typeof o !== 'object') throw new TypeError('the transform must return an object { body, headers }');
-    return JSON.stringify({ ok: { body: o.body, headers: o.headers } });
   };
 }

@@ -32,6 +32,12 @@ impl Program {
     pub(crate) fn bytecode(&self) -> &[u8] {
         &self.bytecode
     }
+
+    /// A program from bytecode this process's parent compiled and sent over the sandbox's
+    /// private socket (never from anywhere else).
+    pub(crate) fn from_parts(hash: [u8; 32], bytecode: Vec<u8>) -> Self {
+        Self { hash, bytecode }
+    }
 }
 
 /// The source does not compile.

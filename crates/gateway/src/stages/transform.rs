@@ -1,20 +1,24 @@
 //! `transform_request` and `transform_response` (SUPPLEMENT §7): building `req.args`,
 //! answering `req.svc` calls as the proxy's application, and applying what the transform
 //! returns (or threw). The destination's non-2xx answers are relayed untouched.
-
-use std::collections::HashMap;
+//!
+//! The body crosses into the engine once, as text (a JSON body is parsed by the engine, a form
+//! body goes as its decoded pairs) and comes back once, already encoded by the engine: there is
+//! no JSON tree on this side.
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tessera_detokenize::BodyKind;
 use tessera_domain::{
     proxy::Proxy, token::TokenView, NewToken, Principal, TokenId, Vault, VaultError,
 };
 use tessera_service::{mount::ResponseBody, problem::class_status};
-use tessera_transform_runtime::{HostError, HostOp, Outcome, TransformEngine, TransformError};
+use tessera_transform_runtime::{
+    Args, Body, HostError, HostOp, Input, Outcome, TransformEngine, TransformError,
+};
 
 use super::{respond::relay, Halt, Outgoing};
 use crate::{
@@ -28,6 +32,19 @@ use crate::{
 const MAX_TRANSFORMED_RESPONSE: usize = 10 * 1024 * 1024;
 
 impl Gateway {
+    /// Refuses proxies in quarantine (a transform of theirs recently timed out): 503 with
+    /// `Retry-After`.
+    pub(crate) fn not_quarantined(&self, proxy: &Proxy) -> Result<(), GatewayError> {
+        match self.quarantine.remaining(proxy.id) {
+            None => Ok(()),
+            Some(seconds) => Err(GatewayError::new(
+                ErrorKind::Quarantined,
+                "this proxy's transform recently exceeded its time limit; retry later",
+            )
+            .with_retry_after(seconds)),
+        }
+    }
+
     pub(crate) async fn transform_request(
         &self,
         ctx: &mut RequestContext<'_>,
@@ -37,7 +54,6 @@ impl Gateway {
         let Some(code) = &proxy.request_transform else {
             return Ok(outgoing);
         };
-        let engine = self.engine()?;
         let query = ctx
             .parts
             .uri
@@ -46,18 +62,19 @@ impl Gateway {
             .filter(|q| !q.is_empty())
             .map(|q| format!("?{q}"))
             .unwrap_or_default();
-        let args = json!({
-            "body": decode_body(&outgoing.headers, &outgoing.body),
-            "headers": headers_json(&outgoing.headers),
-            "method": ctx.parts.method.as_str(),
-            "path": ctx.suffix(),
-            "query": query,
-        });
-        let (new_body, new_headers) =
-            settle(run(engine, &self.vault, proxy, code.expose(), args).await)?;
+        let args = Args {
+            body: args_body(&outgoing.headers, &outgoing.body),
+            headers: header_pairs(&outgoing.headers),
+            method: Some(ctx.parts.method.as_str().to_string()),
+            path: Some(ctx.suffix().to_string()),
+            query: Some(query),
+            status: None,
+        };
+        let outcome = self.run_transform(proxy, code.expose(), args).await;
+        let (new_body, new_headers) = settle(outcome)?;
         let mut headers = replace_headers(new_headers, outgoing.headers)
             .map_err(|e| failed(format!("transform failed: {e}")))?;
-        let body = encode_body(new_body, &headers, outgoing.body);
+        let body = new_body.map_or(outgoing.body, Bytes::from);
         headers::strip_request(&mut headers);
         Ok(Outgoing { headers, body })
     }
@@ -72,7 +89,6 @@ impl Gateway {
             Some(code) if answer.status().is_success() => code,
             _ => return Ok(relay(answer, ctx.request_id)),
         };
-        let engine = self.engine()?;
         let (parts, body) = answer.into_parts();
         let body = Limited::new(body, MAX_TRANSFORMED_RESPONSE)
             .collect()
@@ -85,16 +101,19 @@ impl Gateway {
                 .with_source(e)
             })?
             .to_bytes();
-        let args = json!({
-            "body": decode_body(&parts.headers, &body),
-            "headers": headers_json(&parts.headers),
-            "status": parts.status.as_u16(),
-        });
-        let (new_body, new_headers) =
-            settle(run(engine, &self.vault, proxy, code.expose(), args).await)?;
+        let args = Args {
+            body: args_body(&parts.headers, &body),
+            headers: header_pairs(&parts.headers),
+            method: None,
+            path: None,
+            query: None,
+            status: Some(parts.status.as_u16()),
+        };
+        let outcome = self.run_transform(proxy, code.expose(), args).await;
+        let (new_body, new_headers) = settle(outcome)?;
         let mut headers = replace_headers(new_headers, parts.headers)
             .map_err(|e| failed(format!("transform failed: {e}")))?;
-        let body = encode_body(new_body, &headers, body);
+        let body = new_body.map_or(body, Bytes::from);
         headers::strip_response(&mut headers);
         super::respond::mark_proxied(&mut headers, parts.status, ctx.request_id);
         let mut out = Response::new(Full::new(body).map_err(|e| match e {}).boxed());
@@ -103,122 +122,82 @@ impl Gateway {
         Ok(out)
     }
 
-    fn engine(&self) -> Result<&TransformEngine, GatewayError> {
-        self.transforms.as_ref().ok_or_else(|| {
-            GatewayError::new(
-                ErrorKind::Internal,
-                "this gateway runs without a transform engine",
-            )
-        })
+    /// Runs `code` on `args`; `req.svc` acts as the proxy's application when it has one. A
+    /// timeout puts the proxy in quarantine.
+    async fn run_transform(
+        &self,
+        proxy: &Proxy,
+        code: &str,
+        args: Args,
+    ) -> Result<Outcome, TransformError> {
+        let Some(engine) = &self.transforms else {
+            return Err(TransformError::Engine(
+                "this gateway runs without a transform engine".into(),
+            ));
+        };
+        let outcome = run(engine, &self.vault, proxy, code, args).await;
+        if outcome == Err(TransformError::TimedOut) {
+            let backoff = self.quarantine.timed_out(proxy.id);
+            tracing::warn!(proxy = %proxy.id, tenant = %proxy.tenant_id, backoff_s = backoff.as_secs(), "transform timed out: proxy quarantined");
+        }
+        outcome
     }
 }
 
-use http_body_util::Limited;
-
-/// `req.args.body`: JSON and form bodies as objects, anything else as a string.
-fn decode_body(headers: &HeaderMap, body: &[u8]) -> Value {
+/// `req.args.body`: a JSON body as its text (the engine parses it), a form body as its decoded
+/// pairs, anything else as text.
+fn args_body(headers: &HeaderMap, body: &[u8]) -> Body {
     let kind = BodyKind::from_content_type(
         headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
+    let text = || String::from_utf8_lossy(body).into_owned();
     match kind {
-        BodyKind::Json => serde_json::from_slice(body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
-        BodyKind::Form => {
-            let mut map = Map::new();
-            for (k, v) in form_urlencoded::parse(body) {
-                let value = Value::String(v.into_owned());
-                match map.get_mut(k.as_ref()) {
-                    Some(Value::Array(values)) => values.push(value),
-                    Some(existing) => *existing = Value::Array(vec![existing.clone(), value]),
-                    None => {
-                        map.insert(k.into_owned(), value);
-                    }
-                }
+        BodyKind::Json => Body::Json(text()),
+        BodyKind::Form => Body::Form(
+            form_urlencoded::parse(body)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        ),
+        _ => Body::Text(text()),
+    }
+}
+
+/// Headers as `(lowercased name, value)`, repeated headers joined with `, `.
+fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .keys()
+        .map(|name| {
+            let mut values = headers
+                .get_all(name)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()));
+            let mut joined = values.next().map(|v| v.into_owned()).unwrap_or_default();
+            for v in values {
+                joined.push_str(", ");
+                joined.push_str(&v);
             }
-            Value::Object(map)
-        }
-        _ => Value::String(String::from_utf8_lossy(body).into_owned()),
-    }
+            (name.as_str().to_string(), joined)
+        })
+        .collect()
 }
 
-/// Headers as an object of lowercased names; repeated headers are joined with `, `.
-fn headers_json(headers: &HeaderMap) -> Value {
-    let mut map = Map::new();
-    for name in headers.keys() {
-        let joined: Vec<&str> = headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect();
-        map.insert(name.as_str().to_string(), Value::String(joined.join(", ")));
-    }
-    Value::Object(map)
-}
-
-/// What a returned `body` becomes: a string as it is; anything else encoded in the message's
-/// content type (form for form bodies, JSON otherwise); absent → the original body.
-fn encode_body(body: Option<Value>, headers: &HeaderMap, original: Bytes) -> Bytes {
-    match body {
-        None => original,
-        Some(Value::String(s)) => Bytes::from(s),
-        Some(Value::Object(map))
-            if BodyKind::from_content_type(
-                headers
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok()),
-            ) == BodyKind::Form =>
-        {
-            let mut out = form_urlencoded::Serializer::new(String::new());
-            for (k, v) in &map {
-                match v {
-                    Value::Array(items) => {
-                        for item in items {
-                            out.append_pair(k, &text(item));
-                        }
-                    }
-                    other => {
-                        out.append_pair(k, &text(other));
-                    }
-                }
-            }
-            Bytes::from(out.finish())
-        }
-        Some(other) => Bytes::from(other.to_string()),
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Returned `headers` replace the header set; absent → unchanged. Values may be strings,
-/// numbers, booleans or arrays of them.
-fn replace_headers(returned: Option<Value>, current: HeaderMap) -> Result<HeaderMap, String> {
+/// Returned `headers` replace the header set; absent → unchanged.
+fn replace_headers(
+    returned: Option<Vec<(String, String)>>,
+    current: HeaderMap,
+) -> Result<HeaderMap, String> {
     let Some(returned) = returned else {
         return Ok(current);
     };
-    let Value::Object(map) = returned else {
-        return Err("`headers` must be an object".into());
-    };
-    let mut out = HeaderMap::with_capacity(map.len());
-    for (name, value) in map {
+    let mut out = HeaderMap::with_capacity(returned.len());
+    for (name, value) in returned {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("invalid header name `{name}`"))?;
-        let values = match value {
-            Value::Array(items) => items,
-            Value::Null => continue,
-            other => vec![other],
-        };
-        for v in values {
-            let v = HeaderValue::from_str(&text(&v))
-                .map_err(|_| format!("invalid value for header `{name}`"))?;
-            out.append(name.clone(), v);
-        }
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| format!("invalid value for header `{name}`"))?;
+        out.append(name, value);
     }
     Ok(out)
 }
@@ -229,7 +208,7 @@ fn failed(detail: String) -> GatewayError {
 }
 
 /// What a transform returned: `(body, headers)`, each absent when not returned.
-type Returned = (Option<Value>, Option<Value>);
+type Returned = (Option<String>, Option<Vec<(String, String)>>);
 
 /// The answer for an outcome that ends the invocation (an error class, a custom response, a
 /// crash); `Ok` carries the returned body and headers on.
@@ -252,8 +231,9 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Halt> {
         }) => {
             // 1xx answers carry no body and would break the framing of whatever sits in front
             // (attack finding): only final statuses a response may have.
-            let Some(status) = StatusCode::from_u16(status)
+            let Some(status) = u16::try_from(status)
                 .ok()
+                .and_then(|s| StatusCode::from_u16(s).ok())
                 .filter(|s| (200..=599).contains(&s.as_u16()))
             else {
                 return Err(failed(
@@ -265,12 +245,8 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Halt> {
             let mut headers = replace_headers(headers, HeaderMap::new())
                 .map_err(|e| failed(format!("transform failed: {e}")))?;
             headers::strip_response(&mut headers);
-            let body = match body {
-                None | Some(Value::Null) => Bytes::new(),
-                Some(Value::String(s)) => Bytes::from(s),
-                Some(other) => Bytes::from(other.to_string()),
-            };
-            let mut res = Response::new(Full::new(body).map_err(|e| match e {}).boxed());
+            let mut res =
+                Response::new(Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed());
             *res.status_mut() = status;
             *res.headers_mut() = headers;
             if !res.headers().contains_key(header::CONTENT_TYPE) {
@@ -289,7 +265,7 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Halt> {
         }
         Err(TransformError::Engine(message)) => Err(GatewayError::new(
             ErrorKind::TransformFailed,
-            "transform failed: the transform engine is unavailable",
+            "transform failed: the transform engine failed while running it",
         )
         .with_source(message)
         .into()),
@@ -362,23 +338,32 @@ async fn host_call(
     }
 }
 
-/// Runs `code` with `args`; `req.svc` acts as the proxy's application when it has one.
+/// Runs `code` on `args` with the proxy's configuration; `req.svc` acts as the proxy's
+/// application when it has one.
 async fn run(
     engine: &TransformEngine,
     vault: &Vault,
     proxy: &Proxy,
     code: &str,
-    args: Value,
+    args: Args,
 ) -> Result<Outcome, TransformError> {
     let program = engine
         .compile(code)
         .map_err(|e| TransformError::Crashed(format!("does not compile: {e}")))?;
-    let configuration: HashMap<String, String> = proxy
+    let configuration = proxy
         .configuration
         .as_ref()
-        .map(|c| c.expose().clone().into_iter().collect())
+        .map(|c| {
+            c.expose()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
         .unwrap_or_default();
-    let input = json!({"args": args, "configuration": configuration});
+    let input = Input {
+        args,
+        configuration,
+    };
     let (tenant, proxy_id) = (proxy.tenant_id.to_string(), proxy.id.to_string());
     let principal = match proxy.application_id {
         Some(app) => Some(
@@ -423,53 +408,63 @@ mod tests {
     }
 
     #[test]
-    fn bodies_decode_and_encode_by_content_type() {
+    fn bodies_go_to_the_engine_by_content_type() {
         let mut h = HeaderMap::new();
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
         assert_eq!(
-            decode_body(&h, b"a=1&b=x%20y&a=2"),
-            json!({"a": ["1", "2"], "b": "x y"})
+            args_body(&h, b"a=1&b=x%20y&a=2"),
+            Body::Form(vec![
+                ("a".into(), "1".into()),
+                ("b".into(), "x y".into()),
+                ("a".into(), "2".into())
+            ])
         );
-        let out = encode_body(Some(json!({"a": ["1", "2"], "b": "x y"})), &h, Bytes::new());
-        assert_eq!(&out[..], b"a=1&a=2&b=x+y");
         h.insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+            HeaderValue::from_static("application/vnd.api+json; charset=utf-8"),
         );
-        assert_eq!(decode_body(&h, b"{\"n\":1}"), json!({"n": 1}));
-        assert_eq!(decode_body(&h, b"not json"), json!("not json"));
+        assert_eq!(args_body(&h, b"{\"n\":1}"), Body::Json("{\"n\":1}".into()));
         assert_eq!(
-            &encode_body(Some(json!({"n": 1})), &h, Bytes::new())[..],
-            b"{\"n\":1}"
+            args_body(&HeaderMap::new(), b"plain"),
+            Body::Text("plain".into())
         );
+    }
+
+    #[test]
+    fn repeated_headers_are_joined() {
+        let mut h = HeaderMap::new();
+        h.append("x-a", HeaderValue::from_static("1"));
+        h.append("x-a", HeaderValue::from_static("2"));
+        h.append("x-b", HeaderValue::from_static("3"));
         assert_eq!(
-            &encode_body(Some(json!("raw")), &h, Bytes::new())[..],
-            b"raw"
+            header_pairs(&h),
+            vec![("x-a".into(), "1, 2".into()), ("x-b".into(), "3".into())]
         );
-        assert_eq!(
-            &encode_body(None, &h, Bytes::from_static(b"orig"))[..],
-            b"orig"
-        );
-        assert_eq!(decode_body(&HeaderMap::new(), b"plain"), json!("plain"));
     }
 
     #[test]
     fn returned_headers_replace_the_set() {
         let mut current = HeaderMap::new();
         current.insert("x-old", HeaderValue::from_static("1"));
+        let pairs = |list: &[(&str, &str)]| {
+            Some(
+                list.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
         let out = replace_headers(
-            Some(json!({"x-new": "a", "x-n": 5, "x-many": ["1", "2"], "x-null": null})),
+            pairs(&[("x-new", "a"), ("x-many", "1"), ("x-many", "2")]),
             current.clone(),
         )
         .expect("valid");
         assert!(out.get("x-old").is_none());
-        assert_eq!(out.get("x-n").and_then(|v| v.to_str().ok()), Some("5"));
         assert_eq!(out.get_all("x-many").iter().count(), 2);
-        assert!(replace_headers(Some(json!({"bad name": "x"})), current.clone()).is_err());
-        assert!(replace_headers(Some(json!({"x": "a\nb"})), current.clone()).is_err());
+        assert!(replace_headers(pairs(&[("bad name", "x")]), current.clone()).is_err());
+        assert!(replace_headers(pairs(&[("x", "a\nb")]), current.clone()).is_err());
         assert_eq!(
             replace_headers(None, current.clone()).expect("kept").len(),
             1

@@ -11,5 +11,6 @@ mod headers;
 mod metrics;
 mod rate_limit;
 mod routes;
+mod runaway;
 mod select;
 mod transform;

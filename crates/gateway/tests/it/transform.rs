@@ -9,12 +9,12 @@ use http::Method;
 use serde_json::{json, Value};
 use tessera_domain::{vault::IssuedKey, ApplicationInput};
 use tessera_testkit::{
-    backend_tests,
     db::TestDatabase,
-    gateway::{Harness, Options, Reply},
+    gateway::{Harness, Isolation, Options, Reply},
+    isolation_backend_tests,
 };
 
-backend_tests!(
+isolation_backend_tests!(
     the_request_transform_sees_the_detokenized_body,
     the_request_transform_sees_the_method_path_and_query_without_the_proxy_key,
     the_request_transform_sees_lowercased_headers_without_svc_keys,
@@ -108,8 +108,8 @@ async fn echo_args(g: &Harness) -> Reply {
     .expect(200)
 }
 
-async fn the_request_transform_sees_the_detokenized_body(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn the_request_transform_sees_the_detokenized_body(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let sent = echo_args(&g).await.sent_json();
     assert_eq!(
         sent["seen"]["body"],
@@ -120,16 +120,20 @@ async fn the_request_transform_sees_the_detokenized_body(db: &TestDatabase) {
 
 async fn the_request_transform_sees_the_method_path_and_query_without_the_proxy_key(
     db: &TestDatabase,
+    mode: Isolation,
 ) {
-    let g = Harness::start(db).await;
+    let g = Harness::start_in(db, mode).await;
     let sent = echo_args(&g).await.sent_json();
     assert_eq!(sent["seen"]["method"], json!("PATCH"));
     assert_eq!(sent["seen"]["path"], json!("/a/b"));
     assert_eq!(sent["seen"]["query"], json!("?x=1"), "never svc-proxy-key");
 }
 
-async fn the_request_transform_sees_lowercased_headers_without_svc_keys(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn the_request_transform_sees_lowercased_headers_without_svc_keys(
+    db: &TestDatabase,
+    mode: Isolation,
+) {
+    let g = Harness::start_in(db, mode).await;
     let sent = echo_args(&g).await.sent_json();
     assert_eq!(
         sent["seen"]["ua"],
@@ -144,14 +148,14 @@ async fn the_request_transform_sees_lowercased_headers_without_svc_keys(db: &Tes
     assert_eq!(sent["seen"]["proxyKey"], Value::Null);
 }
 
-async fn the_request_transform_sees_the_proxy_configuration(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn the_request_transform_sees_the_proxy_configuration(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let sent = echo_args(&g).await.sent_json();
     assert_eq!(sent["seen"]["cfg"], json!({"MERCHANT": "m_1"}));
 }
 
-async fn without_an_application_there_is_no_req_svc(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn without_an_application_there_is_no_req_svc(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let sent = echo_args(&g).await.sent_json();
     assert_eq!(
         sent["seen"]["svc"],
@@ -160,8 +164,8 @@ async fn without_an_application_there_is_no_req_svc(db: &TestDatabase) {
     );
 }
 
-async fn returned_headers_replace_the_request_headers(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn returned_headers_replace_the_request_headers(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let r = echo_args(&g).await;
     let h = &r.echoed()["headers"];
     assert_eq!(h["x-added"], json!("yes"));
@@ -171,8 +175,8 @@ async fn returned_headers_replace_the_request_headers(db: &TestDatabase) {
     );
 }
 
-async fn content_length_follows_the_transformed_body(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn content_length_follows_the_transformed_body(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let r = echo_args(&g).await;
     assert_eq!(
         r.echoed()["headers"]["content-length"],
@@ -181,8 +185,8 @@ async fn content_length_follows_the_transformed_body(db: &TestDatabase) {
 }
 
 /// A string body is sent as it is; `/proxy` alone gives path "".
-async fn a_returned_string_body_is_sent_as_it_is(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn a_returned_string_body_is_sent_as_it_is(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let skey = request_transform(&g, "s", "module.exports = async (req) => ({ body: 'raw:' + req.args.path + ':' + req.args.query, headers: req.args.headers });").await;
     let r = g
@@ -197,8 +201,8 @@ async fn a_returned_string_body_is_sent_as_it_is(db: &TestDatabase) {
     assert_eq!(r.echoed()["body"], json!("raw::"));
 }
 
-async fn a_form_body_arrives_as_an_object_and_is_re_encoded(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn a_form_body_arrives_as_an_object_and_is_re_encoded(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let fkey = request_transform(&g, "f", "module.exports = async (req) => { const b = req.args.body; b.extra = 'a b'; return { body: b, headers: req.args.headers }; };").await;
     let r = g
@@ -224,8 +228,8 @@ async fn shaping_response_transform(g: &Harness) -> String {
     transforming(g, "r", json!({"response_transform": {"code": code}})).await
 }
 
-async fn the_response_transform_shapes_2xx_answers(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn the_response_transform_shapes_2xx_answers(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let pkey = shaping_response_transform(&g).await;
     let r = g
@@ -245,8 +249,8 @@ async fn the_response_transform_shapes_2xx_answers(db: &TestDatabase) {
     assert_eq!(r.header("svc-proxy-destination-status"), Some("200"));
 }
 
-async fn non_2xx_answers_skip_the_response_transform(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn non_2xx_answers_skip_the_response_transform(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let pkey = shaping_response_transform(&g).await;
     let r = g
@@ -311,8 +315,8 @@ async fn tokenizing_proxy(g: &Harness, app: &IssuedKey) -> String {
         .1
 }
 
-async fn a_refused_svc_call_rethrown_is_a_500(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn a_refused_svc_call_rethrown_is_a_500(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let issued = application(&g, json!(["token:create", "token:read"])).await;
     let (_, pkey) = g.proxy(json!({"name": "inbound", "destination_url": g.upstream_url(), "require_auth": false,
         "application": {"id": issued.application.id.to_string()}, "response_transform": {"code": TOKENIZE_CARD}})).await;
@@ -331,8 +335,8 @@ async fn a_refused_svc_call_rethrown_is_a_500(db: &TestDatabase) {
     );
 }
 
-async fn req_svc_tokenizes_and_reads_as_the_proxy_application(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn req_svc_tokenizes_and_reads_as_the_proxy_application(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let issued = application(&g, json!(["token:create", "token:read"])).await;
     let pkey = tokenizing_proxy(&g, &issued).await;
     let r = g
@@ -366,8 +370,8 @@ async fn req_svc_tokenizes_and_reads_as_the_proxy_application(db: &TestDatabase)
     assert_eq!(token.data.expose()["number"], json!("4242424242424242"));
 }
 
-async fn req_svc_is_refused_what_the_application_may_not_do(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn req_svc_is_refused_what_the_application_may_not_do(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let issued = application(&g, json!(["token:create", "token:read"])).await;
     let pkey = tokenizing_proxy(&g, &issued).await;
     let r = g
@@ -383,12 +387,15 @@ async fn req_svc_is_refused_what_the_application_may_not_do(db: &TestDatabase) {
 
 /// The application loses `token:create`: the next invocation acts with the new permissions at
 /// once (the cached principal is dropped by the update in this process).
-async fn req_svc_acts_with_the_applications_current_permissions(db: &TestDatabase) {
+async fn req_svc_acts_with_the_applications_current_permissions(
+    db: &TestDatabase,
+    mode: Isolation,
+) {
     let g = Harness::start_with(
         db,
         Options {
             cache_ttl: Some(Duration::from_secs(600)),
-            ..Options::default()
+            ..Options::default().with_isolation(mode)
         },
     )
     .await;
@@ -413,8 +420,8 @@ async fn req_svc_acts_with_the_applications_current_permissions(db: &TestDatabas
     assert!(detail.contains("token:create"), "{detail}");
 }
 
-async fn thrown_error_classes_map_to_statuses(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn thrown_error_classes_map_to_statuses(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     for (class, status) in [
         ("AuthenticationError", 401),
@@ -442,8 +449,8 @@ async fn thrown_error_classes_map_to_statuses(db: &TestDatabase) {
     }
 }
 
-async fn a_custom_http_response_error_is_answered_as_given(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn a_custom_http_response_error_is_answered_as_given(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let custom = "module.exports = async () => { throw new CustomHttpResponseError({ status: 418, headers: { 'x-tea': 'pot' }, body: { brewed: false } }); };";
     let pkey = request_transform(&g, "custom", custom).await;
@@ -460,8 +467,8 @@ async fn custom_response(g: &Harness, status: u16) -> String {
 
 /// Attack finding (issue 11, finding 6): `CustomHttpResponseError({status: 101, body})` wrote a
 /// 1xx status with a body. Statuses outside 200–599 are a 500 proxy error.
-async fn custom_responses_outside_final_statuses_fail(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn custom_responses_outside_final_statuses_fail(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     for status in [101, 100, 199, 600, 999] {
         let pkey = custom_response(&g, status).await;
@@ -470,8 +477,11 @@ async fn custom_responses_outside_final_statuses_fail(db: &TestDatabase) {
     }
 }
 
-async fn custom_responses_at_the_bounds_of_final_statuses_are_answered(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn custom_responses_at_the_bounds_of_final_statuses_are_answered(
+    db: &TestDatabase,
+    mode: Isolation,
+) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     for status in [200, 599] {
         let pkey = custom_response(&g, status).await;
@@ -479,8 +489,8 @@ async fn custom_responses_at_the_bounds_of_final_statuses_are_answered(db: &Test
     }
 }
 
-async fn a_crashing_response_transform_is_a_500(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn a_crashing_response_transform_is_a_500(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let crash = "module.exports = async () => { null.boom; };";
     let pkey = transforming(&g, "crash", json!({"response_transform": {"code": crash}})).await;
@@ -491,8 +501,8 @@ async fn a_crashing_response_transform_is_a_500(db: &TestDatabase) {
 
 /// A request transform running `code` is a 500, and the gateway still forwards for another
 /// proxy right after.
-async fn contained(db: &TestDatabase, code: &str) {
-    let g = Harness::start(db).await;
+async fn contained(db: &TestDatabase, mode: Isolation, code: &str) {
+    let g = Harness::start_in(db, mode).await;
     let (key, good) = (g.use_key().await, g.plain_proxy().await);
     let pkey = request_transform(&g, "abuse", code).await;
     post(&g, &pkey, &key).await.proxy_error(500);
@@ -506,44 +516,62 @@ async fn contained(db: &TestDatabase, code: &str) {
     .expect(200);
 }
 
-async fn an_endless_loop_is_stopped(db: &TestDatabase) {
-    contained(db, "module.exports = async () => { while (true) {} };").await;
-}
-
-async fn unbounded_recursion_is_stopped(db: &TestDatabase) {
+async fn an_endless_loop_is_stopped(db: &TestDatabase, mode: Isolation) {
     contained(
         db,
+        mode,
+        "module.exports = async () => { while (true) {} };",
+    )
+    .await;
+}
+
+async fn unbounded_recursion_is_stopped(db: &TestDatabase, mode: Isolation) {
+    contained(
+        db,
+        mode,
         "module.exports = async () => { const f = () => f(); f(); };",
     )
     .await;
 }
 
-async fn a_huge_allocation_is_stopped(db: &TestDatabase) {
+async fn a_huge_allocation_is_stopped(db: &TestDatabase, mode: Isolation) {
     contained(
         db,
+        mode,
         "module.exports = async () => ({ body: 'x'.repeat(100 * 1024 * 1024) });",
     )
     .await;
 }
 
-async fn a_promise_that_never_settles_is_stopped(db: &TestDatabase) {
-    contained(db, "module.exports = async () => new Promise(() => {});").await;
-}
-
-async fn eval_is_not_available(db: &TestDatabase) {
-    contained(db, "module.exports = async () => ({ body: eval('1') });").await;
-}
-
-async fn require_is_not_available(db: &TestDatabase) {
+async fn a_promise_that_never_settles_is_stopped(db: &TestDatabase, mode: Isolation) {
     contained(
         db,
+        mode,
+        "module.exports = async () => new Promise(() => {});",
+    )
+    .await;
+}
+
+async fn eval_is_not_available(db: &TestDatabase, mode: Isolation) {
+    contained(
+        db,
+        mode,
+        "module.exports = async () => ({ body: eval('1') });",
+    )
+    .await;
+}
+
+async fn require_is_not_available(db: &TestDatabase, mode: Isolation) {
+    contained(
+        db,
+        mode,
         "module.exports = async () => ({ body: require('fs') });",
     )
     .await;
 }
 
-async fn globals_and_prototypes_do_not_cross_proxies(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn globals_and_prototypes_do_not_cross_proxies(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let writer = request_transform(&g, "w",
         "module.exports = async (req) => { globalThis.stash = 'secret'; Object.prototype.evil = 1; return { body: 'w', headers: req.args.headers }; };").await;
@@ -556,8 +584,8 @@ async fn globals_and_prototypes_do_not_cross_proxies(db: &TestDatabase) {
     }
 }
 
-async fn parallel_invocations_awaiting_svc_all_complete(db: &TestDatabase) {
-    let g = Harness::start(db).await;
+async fn parallel_invocations_awaiting_svc_all_complete(db: &TestDatabase, mode: Isolation) {
+    let g = Harness::start_in(db, mode).await;
     let issued = application(&g, json!(["token:create"])).await;
     let code = "module.exports = async (req) => { const t = await req.svc.tokenize({ type: 'token', data: req.args.query }); return { body: { id: t.id }, headers: { 'content-type': 'application/json' } }; };";
     let (_, pkey) = g.proxy(json!({"name": "par", "destination_url": g.upstream_url(), "require_auth": false,

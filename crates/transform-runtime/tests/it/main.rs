@@ -1,4 +1,5 @@
 //! The transform runtime on its own, one test binary: the contract of SUPPLEMENT §7, the
 //! globals, limits and abuse.
 
+mod process;
 mod runtime;

@@ -1,63 +1,123 @@
-//! The transform runtime on its own: the contract of SUPPLEMENT §7, the globals, and abuse.
+//! The transform runtime on its own: the contract of SUPPLEMENT §7, the globals, limits and
+//! abuse — every test in both isolation modes (inline, and sandbox processes started from this
+//! crate's `tessera-transform-sandbox` binary).
 
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use tessera_transform_runtime::{
-    EngineConfig, HostError, HostOp, Outcome, TransformEngine, TransformError,
+    Args, Body, EngineConfig, HostError, HostOp, Input, Isolation, Outcome, SandboxCommand,
+    TransformEngine, TransformError,
 };
 
-fn engine() -> TransformEngine {
-    TransformEngine::new(EngineConfig {
-        workers: 2,
+/// Defines `mod inline { #[tokio::test] fn name }` and `mod process { … }` for each test
+/// function taking an engine config.
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod inline {
+            $(#[tokio::test] async fn $name() { super::$name(super::config(super::Isolation::Inline)).await; })*
+        }
+        mod process {
+            $(#[tokio::test] async fn $name() { super::$name(super::config(super::Isolation::Process)).await; })*
+        }
+    };
+}
+
+both_modes!(
+    req_fields_reach_the_transform_and_results_come_back,
+    bodies_arrive_parsed_and_leave_encoded,
+    error_classes_custom_responses_and_crashes,
+    sandbox_refuses_eval_require_and_contains_runaway_code,
+    nothing_is_shared_between_proxies,
+    globals_of_the_supplement,
+    svc_calls_are_answered_by_the_host,
+    many_parallel_invocations,
+    a_proxys_retained_memory_does_not_count_against_another,
+    a_thrown_null_discards_the_runtime,
+    quadratic_string_search_is_linear,
+    huge_array_likes_are_refused,
+);
+
+fn config(isolation: Isolation) -> EngineConfig {
+    EngineConfig {
+        isolation,
+        sandbox: Some(SandboxCommand {
+            program: env!("CARGO_BIN_EXE_tessera-transform-sandbox").into(),
+            args: Vec::new(),
+        }),
         time_limit: Duration::from_millis(500),
         memory_limit: 16 * 1024 * 1024,
         ..EngineConfig::default()
-    })
-    .expect("engine")
+    }
+}
+
+fn engine(config: EngineConfig) -> TransformEngine {
+    TransformEngine::new(config).expect("engine")
 }
 
 type NoHost = fn(HostOp, Value) -> std::future::Ready<Result<Value, HostError>>;
+
+/// An input whose JSON body is `body` and whose configuration is `configuration`.
+fn input(body: Value, configuration: &[(&str, &str)]) -> Input {
+    Input {
+        args: Args {
+            body: Body::Json(body.to_string()),
+            headers: vec![("content-type".into(), "application/json".into())],
+            method: None,
+            path: None,
+            query: None,
+            status: None,
+        },
+        configuration: configuration
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
 
 async fn run(
     engine: &TransformEngine,
     scope: &str,
     code: &str,
-    input: Value,
+    body: Value,
 ) -> Result<Outcome, TransformError> {
     let program = engine.compile(code).expect("compiles");
     engine
-        .run::<NoHost, _>(program, scope, ("tenant", scope), input, None)
+        .run::<NoHost, _>(program, scope, ("tenant", scope), input(body, &[]), None)
         .await
 }
 
-fn body(outcome: Result<Outcome, TransformError>) -> Value {
+/// The returned body as the text that would be sent.
+fn text(outcome: Result<Outcome, TransformError>) -> String {
     match outcome {
-        Ok(Outcome::Ok { body, .. }) => body.unwrap_or(Value::Null),
+        Ok(Outcome::Ok { body, .. }) => body.unwrap_or_default(),
         other => panic!("expected a body, got {other:?}"),
     }
 }
 
-#[tokio::test]
-async fn req_fields_reach_the_transform_and_results_come_back() {
-    let e = engine();
-    let code = "module.exports = async function (req) { return { body: { args: req.args, cfg: req.configuration, svc: typeof req.svc }, headers: { 'x-a': '1' } }; };";
-    let out = run(
-        &e,
-        "p1",
-        code,
-        json!({"args": {"body": {"n": 1}, "method": "POST"}, "configuration": {"K": "v"}}),
-    )
-    .await;
+/// The returned body parsed as JSON.
+fn body(outcome: Result<Outcome, TransformError>) -> Value {
+    let text = text(outcome);
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+async fn req_fields_reach_the_transform_and_results_come_back(config: EngineConfig) {
+    let e = engine(config);
+    let code = "module.exports = async function (req) { return { body: { args: { body: req.args.body, method: req.args.method }, cfg: req.configuration, svc: typeof req.svc }, headers: { 'x-a': '1' } }; };";
+    let program = e.compile(code).expect("compiles");
+    let mut given = input(json!({"n": 1}), &[("K", "v")]);
+    given.args.method = Some("POST".into());
+    let out = e
+        .run::<NoHost, _>(program, "p1", ("tenant", "p1"), given, None)
+        .await;
     match out {
         Ok(Outcome::Ok { body, headers }) => {
+            let body: Value = serde_json::from_str(&body.expect("body")).expect("json");
             assert_eq!(
                 body,
-                Some(
-                    json!({"args": {"body": {"n": 1}, "method": "POST"}, "cfg": {"K": "v"}, "svc": "undefined"})
-                )
+                json!({"args": {"body": {"n": 1}, "method": "POST"}, "cfg": {"K": "v"}, "svc": "undefined"})
             );
-            assert_eq!(headers, Some(json!({"x-a": "1"})));
+            assert_eq!(headers, Some(vec![("x-a".to_string(), "1".to_string())]));
         }
         other => panic!("{other:?}"),
     }
@@ -69,12 +129,80 @@ async fn req_fields_reach_the_transform_and_results_come_back() {
         json!({}),
     )
     .await;
-    assert_eq!(body(out), json!("text"));
+    assert_eq!(text(out), "text");
 }
 
-#[tokio::test]
-async fn error_classes_custom_responses_and_crashes() {
-    let e = engine();
+/// One parse, one serialisation: a JSON body arrives as an object, a returned object leaves as
+/// JSON (or as a form for a form message), a string as it is; text that is not JSON arrives as a
+/// string; form bodies arrive as objects (repeated names as arrays).
+async fn bodies_arrive_parsed_and_leave_encoded(config: EngineConfig) {
+    let e = engine(config);
+    let echo = "module.exports = async (req) => ({ body: req.args.body });";
+    assert_eq!(
+        body(run(&e, "b", echo, json!({"a": [1, {"b": null}]})).await),
+        json!({"a": [1, {"b": null}]})
+    );
+    let program = e.compile(echo).expect("compiles");
+    let mut not_json = input(json!(null), &[]);
+    not_json.args.body = Body::Json("{not json".into());
+    assert_eq!(
+        text(
+            e.run::<NoHost, _>(program.clone(), "b", ("t", "b"), not_json, None)
+                .await
+        ),
+        "{not json"
+    );
+    let mut form = input(json!(null), &[]);
+    form.args.body = Body::Form(vec![
+        ("a".into(), "1".into()),
+        ("b".into(), "x y".into()),
+        ("a".into(), "2".into()),
+    ]);
+    form.args.headers = vec![(
+        "content-type".into(),
+        "application/x-www-form-urlencoded".into(),
+    )];
+    assert_eq!(
+        text(
+            e.run::<NoHost, _>(program.clone(), "b", ("t", "b"), form, None)
+                .await
+        ),
+        "a=1&a=2&b=x+y",
+        "an object body of a form message is form-encoded"
+    );
+    let shapes = [
+        ("'raw'", "raw"),
+        ("42", "42"),
+        ("null", "null"),
+        ("[1, 'a']", "[1,\"a\"]"),
+        ("{ k: 'v' }", "{\"k\":\"v\"}"),
+    ];
+    for (returned, sent) in shapes {
+        let code = format!("module.exports = async () => ({{ body: {returned} }});");
+        assert_eq!(
+            text(run(&e, "shapes", &code, json!({})).await),
+            sent,
+            "{returned}"
+        );
+    }
+    match run(
+        &e,
+        "shapes",
+        "module.exports = async () => ({ headers: {} });",
+        json!({}),
+    )
+    .await
+    {
+        Ok(Outcome::Ok { body, headers }) => {
+            assert_eq!(body, None, "no body returned: the original stands");
+            assert_eq!(headers, Some(Vec::new()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn error_classes_custom_responses_and_crashes(config: EngineConfig) {
+    let e = engine(config);
     for (class, status) in [
         ("AuthenticationError", 401),
         ("AuthorizationError", 403),
@@ -103,8 +231,8 @@ async fn error_classes_custom_responses_and_crashes() {
         run(&e, "errors", code, json!({})).await,
         Ok(Outcome::Custom {
             status: 418,
-            headers: Some(json!({"x-t": "pot"})),
-            body: Some(json!({"short": "stout"}))
+            headers: Some(vec![("x-t".to_string(), "pot".to_string())]),
+            body: r#"{"short":"stout"}"#.to_string(),
         })
     );
     match run(
@@ -145,9 +273,8 @@ async fn error_classes_custom_responses_and_crashes() {
     ));
 }
 
-#[tokio::test]
-async fn sandbox_refuses_eval_require_and_contains_runaway_code() {
-    let e = engine();
+async fn sandbox_refuses_eval_require_and_contains_runaway_code(config: EngineConfig) {
+    let e = engine(config);
     for code in [
         "module.exports = async () => ({ body: eval('1 + 1') });",
         "module.exports = async () => ({ body: new Function('return 1')() });",
@@ -171,24 +298,20 @@ async fn sandbox_refuses_eval_require_and_contains_runaway_code() {
         let ok = run(
             &e,
             "after",
-            "module.exports = async (req) => ({ body: req.args });",
-            json!({"args": name}),
+            "module.exports = async (req) => ({ body: req.args.body });",
+            json!(name),
         )
         .await;
-        assert_eq!(body(ok), json!(name), "after {name}");
+        assert_eq!(text(ok), name, "after {name}");
     }
 }
 
-#[tokio::test]
-async fn nothing_is_shared_between_proxies() {
-    let e = engine();
+async fn nothing_is_shared_between_proxies(config: EngineConfig) {
+    let e = engine(config);
     let writer = "module.exports = async () => { globalThis.leak = 'secret'; Object.prototype.polluted = 'yes'; return { body: 'written' }; };";
     let reader = "module.exports = async () => ({ body: { leak: typeof globalThis.leak, polluted: ({}).polluted === undefined ? 'clean' : 'polluted' } });";
     for _ in 0..4 {
-        assert_eq!(
-            body(run(&e, "proxy-a", writer, json!({})).await),
-            json!("written")
-        );
+        assert_eq!(text(run(&e, "proxy-a", writer, json!({})).await), "written");
         assert_eq!(
             body(run(&e, "proxy-b", reader, json!({})).await),
             json!({"leak": "undefined", "polluted": "clean"})
@@ -196,9 +319,8 @@ async fn nothing_is_shared_between_proxies() {
     }
 }
 
-#[tokio::test]
-async fn globals_of_the_supplement() {
-    let e = engine();
+async fn globals_of_the_supplement(config: EngineConfig) {
+    let e = engine(config);
     let code = r#"module.exports = async () => {
       const u = new URL('https://api.example.com:8443/v1/charges?limit=2&x=a+b#frag');
       const p = new URLSearchParams('a=1&b=two%20words&a=3');
@@ -217,6 +339,8 @@ async fn globals_of_the_supplement() {
         es2020: [new Proxy({}, { get: (_, k) => 'trapped ' + String(k) }).x, Reflect.ownKeys({ a: 1 }),
                  ({ a: { b: null } }).a?.b ?? 'nullish', Object.fromEntries([['k', 1]]), typeof globalThis,
                  [1, [2, [3]]].flat(2), 'a-b'.replaceAll ? 'a-b'.replaceAll('-', '+') : 'none'],
+        strings: ['abcabc'.indexOf('c'), 'abcabc'.lastIndexOf('c'), 'abcabc'.includes('ca'), 'a,b,,c'.split(','),
+                  'a.b.c'.replace('.', '-'), 'a.b.c'.replaceAll('.', '-'), [3, 1, 2].sort().join('')],
       } };
     };"#;
     let b = body(run(&e, "globals", code, json!({})).await);
@@ -265,11 +389,14 @@ async fn globals_of_the_supplement() {
         b["json"],
         json!({"d": "1970-01-01T00:00:00.000Z", "m": [[1, 2]]})
     );
+    assert_eq!(
+        b["strings"],
+        json!([2, 5, true, ["a", "b", "", "c"], "a-b.c", "a-b-c", "123"])
+    );
 }
 
-#[tokio::test]
-async fn svc_calls_are_messages_answered_by_the_host() {
-    let e = engine();
+async fn svc_calls_are_answered_by_the_host(config: EngineConfig) {
+    let e = engine(config);
     let code = r#"module.exports = async (req) => {
       const t = await req.svc.tokenize({ type: 'token', data: req.args.body.pan });
       const many = await req.svc.tokenize([{ type: 'token', data: 1 }, { type: 'token', data: 2 }]);
@@ -301,7 +428,7 @@ async fn svc_calls_are_messages_answered_by_the_host() {
             program,
             "svc",
             ("t", "svc"),
-            json!({"args": {"body": {"pan": "4242"}}}),
+            input(json!({"pan": "4242"}), &[]),
             Some(host),
         )
         .await;
@@ -311,66 +438,60 @@ async fn svc_calls_are_messages_answered_by_the_host() {
     );
 }
 
-#[tokio::test]
-async fn many_parallel_invocations() {
-    let e = Arc::new(engine());
-    let code = "module.exports = async (req) => { const t = await req.svc.tokenize({ type: 'token', data: req.args.n }); return { body: t }; };";
+/// 200 invocations at once on one thread, each awaiting `req.svc`: inline, they interleave on
+/// the thread's runtime while their calls are pending; with processes, they share the pool.
+async fn many_parallel_invocations(config: EngineConfig) {
+    let e = Arc::new(engine(EngineConfig {
+        time_limit: Duration::from_secs(10),
+        ..config
+    }));
+    let code = "module.exports = async (req) => { const t = await req.svc.tokenize({ type: 'token', data: req.args.body.n }); return { body: t }; };";
     let program = e.compile(code).expect("compiles");
-    let mut tasks = Vec::new();
-    for n in 0..200 {
-        let (e, program) = (e.clone(), program.clone());
-        tasks.push(tokio::spawn(async move {
-            let host = |_: HostOp, payload: Value| async move {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                Ok(json!({"id": payload["data"]}))
-            };
-            e.run(
-                program,
-                "parallel",
-                ("t", "p"),
-                json!({"args": {"n": n}}),
-                Some(host),
-            )
-            .await
-        }));
-    }
-    for (n, task) in tasks.into_iter().enumerate() {
-        assert_eq!(body(task.await.expect("task")), json!({"id": n}));
-    }
-}
-
-#[test]
-fn syntax_errors_are_reported_with_a_line() {
-    let e = engine();
-    let err = e
-        .compile("module.exports = async (req) => {\n  return { body: 1 ;\n};")
-        .expect_err("syntax error");
-    assert!(err.line.is_some(), "{err:?}");
-    assert!(err.message.contains("line"), "{err:?}");
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            let mut tasks = Vec::new();
+            for n in 0..200 {
+                let (e, program) = (e.clone(), program.clone());
+                tasks.push(tokio::task::spawn_local(async move {
+                    let host = |_: HostOp, payload: Value| async move {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        Ok(json!({"id": payload["data"]}))
+                    };
+                    e.run(
+                        program,
+                        "parallel",
+                        ("t", "p"),
+                        input(json!({"n": n}), &[]),
+                        Some(host),
+                    )
+                    .await
+                }));
+            }
+            for (n, task) in tasks.into_iter().enumerate() {
+                assert_eq!(body(task.await.expect("task")), json!({"id": n}));
+            }
+        })
+        .await;
 }
 
 /// One proxy's warm context keeping memory alive must not shrink another proxy's allowance on
-/// the same worker: the allowance is measured afresh whenever the context changes.
-#[tokio::test]
-async fn a_proxys_retained_memory_does_not_count_against_another() {
-    let e = TransformEngine::new(EngineConfig {
-        workers: 1,
+/// the same runtime: the allowance is measured afresh whenever the context changes.
+async fn a_proxys_retained_memory_does_not_count_against_another(config: EngineConfig) {
+    let e = engine(EngineConfig {
+        processes_per_thread: 1,
         time_limit: Duration::from_secs(2),
         memory_limit: 24 * 1024 * 1024,
-        ..EngineConfig::default()
-    })
-    .expect("engine");
+        ..config
+    });
     // The hoarder keeps 8 MiB more on every call; the spender needs 16 MiB of its 24 MiB.
     let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(8 * 1024 * 1024) + globalThis.kept.length); return { body: 'kept' }; };";
     let spend = "module.exports = async () => { const s = 'y'.repeat(16 * 1024 * 1024); return { body: String(s.length) }; };";
     for _ in 0..3 {
+        assert_eq!(text(run(&e, "hoarder", hoard, json!({})).await), "kept");
         assert_eq!(
-            body(run(&e, "hoarder", hoard, json!({})).await),
-            json!("kept")
-        );
-        assert_eq!(
-            body(run(&e, "spender", spend, json!({})).await),
-            json!("16777216"),
+            text(run(&e, "spender", spend, json!({})).await),
+            "16777216",
             "the other proxy keeps its whole allowance"
         );
     }
@@ -379,31 +500,81 @@ async fn a_proxys_retained_memory_does_not_count_against_another() {
 /// Attack finding (issue 11, finding 9): an out-of-memory can surface as a thrown `null`,
 /// which looked like the tenant's own `throw null` and left the runtime in use. Either way the
 /// runtime is discarded: the proxy's warm globals are gone on its next call.
-#[tokio::test]
-async fn a_thrown_null_discards_the_runtime() {
-    let e = TransformEngine::new(EngineConfig {
-        workers: 1,
+async fn a_thrown_null_discards_the_runtime(config: EngineConfig) {
+    let e = engine(EngineConfig {
+        processes_per_thread: 1,
         time_limit: Duration::from_secs(2),
-        ..EngineConfig::default()
-    })
-    .expect("engine");
-    let code = "module.exports = async (req) => { globalThis.n = (globalThis.n || 0) + 1; if (req.args.fail) throw null; return { body: globalThis.n }; };";
-    assert_eq!(
-        body(run(&e, "p", code, json!({"args": {}})).await),
-        json!(1)
-    );
-    assert_eq!(
-        body(run(&e, "p", code, json!({"args": {}})).await),
-        json!(2),
-        "warm"
-    );
-    match run(&e, "p", code, json!({"args": {"fail": true}})).await {
+        ..config
+    });
+    let code = "module.exports = async (req) => { globalThis.n = (globalThis.n || 0) + 1; if (req.args.body.fail) throw null; return { body: globalThis.n }; };";
+    assert_eq!(body(run(&e, "p", code, json!({})).await), json!(1));
+    assert_eq!(body(run(&e, "p", code, json!({})).await), json!(2), "warm");
+    match run(&e, "p", code, json!({"fail": true})).await {
         Err(TransformError::Crashed(m)) => assert_eq!(m, "the transform threw null"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        body(run(&e, "p", code, json!({"args": {}})).await),
+        body(run(&e, "p", code, json!({})).await),
         json!(1),
         "a fresh runtime: the old heap is not reused"
     );
+}
+
+/// Attack finding (issue 11, finding 4): `'a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b')` ran
+/// ~40 s in one native call the deadline could not interrupt. The wrapped search is linear:
+/// it answers (-1) well within the limit, in both modes.
+async fn quadratic_string_search_is_linear(config: EngineConfig) {
+    let e = engine(EngineConfig {
+        time_limit: Duration::from_secs(10),
+        ..config
+    });
+    let started = std::time::Instant::now();
+    let code = "module.exports = async () => ({ body: [\
+        'a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b'), \
+        'a'.repeat(2e6).includes('a'.repeat(1e6) + 'b'), \
+        'a'.repeat(2e6).lastIndexOf('b' + 'a'.repeat(1e6)), \
+        ('a'.repeat(1e6) + 'b').indexOf('a'.repeat(5e5) + 'b'), \
+        'a'.repeat(2e6).split('a'.repeat(1e6) + 'b').length, \
+        ('x' + 'a'.repeat(1e6) + 'bx').replace('a'.repeat(1e6) + 'b', '-') ] });";
+    assert_eq!(
+        body(run(&e, "search", code, json!({})).await),
+        json!([-1, false, -1, 500000, 1, "x-x"])
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "linear: {:?}",
+        started.elapsed()
+    );
+}
+
+/// Generic array methods on array-likes with huge lengths loop natively without allocating;
+/// they are refused above 2^24 elements.
+async fn huge_array_likes_are_refused(config: EngineConfig) {
+    let e = engine(config);
+    for call in [
+        "Array.prototype.join.call({ length: 2 ** 40 }, '')",
+        "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })",
+        "Array.prototype.fill.call({ length: 2 ** 40 }, 0)",
+        "new Array(2 ** 32 - 1).join('')",
+    ] {
+        let code = format!("module.exports = async () => ({{ body: {call} }});");
+        match run(&e, "arrays", &code, json!({})).await {
+            Err(TransformError::Crashed(m)) => assert!(m.contains("RangeError"), "{call}: {m}"),
+            other => panic!("{call}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        body(run(&e, "arrays", "module.exports = async () => ({ body: [new Array(3).join('-'), [1, 2, 3].reverse()] });", json!({})).await),
+        json!(["--", [3, 2, 1]])
+    );
+}
+
+#[test]
+fn syntax_errors_are_reported_with_a_line() {
+    let e = engine(config(Isolation::Inline));
+    let err = e
+        .compile("module.exports = async (req) => {\n  return { body: 1 ;\n};")
+        .expect_err("syntax error");
+    assert!(err.line.is_some(), "{err:?}");
+    assert!(err.message.contains("line"), "{err:?}");
 }

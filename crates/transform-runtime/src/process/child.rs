@@ -1,0 +1,198 @@
+//! The sandbox process: it locks itself down (see `sandbox.rs`), then runs the jobs its
+//! parent sends over the socket on its standard input, one at a time, with the same runtime
+//! code as inline execution. It never sees a key, a database or the network: only programs,
+//! invocation inputs, and the answers the parent gives to its `req.svc` calls.
+
+use std::{
+    cell::RefCell,
+    collections::HashMap,
+    io::{Read, Write},
+    os::{fd::FromRawFd, unix::net::UnixStream},
+    rc::Rc,
+    time::{Duration, Instant},
+};
+
+use super::{
+    protocol::{self, FromChild, ToChild, MAX_FRAME},
+    sandbox,
+};
+use crate::{
+    message::TransformError,
+    natives::{LogSink, Tags},
+    program::Program,
+    runtime::{Job, JsRuntime, Limits, Step},
+};
+
+fn read_frame(stream: &mut UnixStream) -> Option<ToChild> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).ok()?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return None;
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).ok()?;
+    protocol::decode(&body).ok()
+}
+
+fn write_frame(stream: &RefCell<UnixStream>, message: &FromChild) -> bool {
+    match protocol::encode(message) {
+        Ok(frame) => stream.borrow_mut().write_all(&frame).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// `main` of a sandbox process (a Tessera binary started with
+/// [`crate::engine::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down and
+/// reports, as one JSON line on standard output, what opening `PATH` and a socket gave (for
+/// tests of the lock-down).
+pub fn sandbox_main() -> ! {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--probe") {
+        let path = args.get(i + 1).cloned().unwrap_or_default();
+        std::process::exit(probe(&path));
+    }
+    // Safety: the parent gives this process its end of a fresh socket pair as standard input,
+    // and nothing else in this process uses descriptor 0.
+    let reader = unsafe { UnixStream::from_raw_fd(0) };
+    let Ok(writer) = reader.try_clone() else {
+        std::process::exit(71)
+    };
+    if let Err(e) = sandbox::enter() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "transform sandbox: cannot lock down: {e}"
+        );
+        std::process::exit(70);
+    }
+    serve(reader, Rc::new(RefCell::new(writer)));
+    std::process::exit(0)
+}
+
+fn probe(path: &str) -> i32 {
+    if let Err(e) = sandbox::enter() {
+        println!("{{\"error\":{:?}}}", e.to_string());
+        return 70;
+    }
+    let open = match std::fs::File::open(path) {
+        Ok(_) => "opened".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let socket = match std::net::TcpListener::bind("127.0.0.1:0") {
+        Ok(_) => "bound".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let env: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+    println!("{{\"open\":{open:?},\"socket\":{socket:?},\"env\":{env:?}}}");
+    0
+}
+
+fn serve(mut reader: UnixStream, writer: Rc<RefCell<UnixStream>>) {
+    let Some(ToChild::Init {
+        memory,
+        stack,
+        max_contexts,
+        prelude_hash,
+        prelude,
+    }) = read_frame(&mut reader)
+    else {
+        return;
+    };
+    let limits = Limits {
+        memory,
+        stack,
+        max_contexts,
+    };
+    let prelude = Program::from_parts(prelude_hash, prelude);
+    let log_writer = writer.clone();
+    let log: LogSink = Rc::new(move |_: &Tags, line: &str| {
+        write_frame(
+            &log_writer,
+            &FromChild::Log {
+                line: line.to_string(),
+            },
+        );
+    });
+    let Ok(mut rt) = JsRuntime::new(limits, log.clone()) else {
+        return;
+    };
+    let mut programs: HashMap<[u8; 32], Program> = HashMap::new();
+    while let Some(frame) = read_frame(&mut reader) {
+        match frame {
+            ToChild::Load { hash, bytecode } => {
+                programs.insert(hash, Program::from_parts(hash, bytecode));
+            }
+            ToChild::Run {
+                job,
+                program,
+                scope,
+                tags,
+                input,
+                svc,
+                time_limit_ms,
+            } => {
+                let result = match programs.get(&program) {
+                    None => Some(Err(TransformError::Engine("program not loaded".into()))),
+                    Some(program) => {
+                        let job_input = Job {
+                            program,
+                            prelude: &prelude,
+                            scope: &scope,
+                            tags,
+                            input: *input,
+                            svc,
+                            deadline: Instant::now() + Duration::from_millis(time_limit_ms),
+                        };
+                        run(&rt, job_input, job, &mut reader, &writer)
+                    }
+                };
+                let Some(result) = result else { return };
+                if !write_frame(&writer, &FromChild::Done { job, result }) {
+                    return;
+                }
+                if rt.is_broken() {
+                    match JsRuntime::new(limits, log.clone()) {
+                        Ok(fresh) => rt = fresh,
+                        Err(_) => return,
+                    }
+                }
+            }
+            ToChild::Init { .. } | ToChild::Answers { .. } => return,
+        }
+    }
+}
+
+/// Drives one job; `None` when the parent is gone.
+fn run(
+    rt: &Rc<JsRuntime>,
+    job: Job<'_>,
+    id: u64,
+    reader: &mut UnixStream,
+    writer: &RefCell<UnixStream>,
+) -> Option<Result<crate::message::Outcome, TransformError>> {
+    let (mut invocation, mut step) = match rt.start(job) {
+        Ok(started) => started,
+        Err(e) => return Some(Err(e)),
+    };
+    loop {
+        match step {
+            Step::Done(result) => return Some(result),
+            Step::Waiting(calls) if calls.is_empty() => {
+                return Some(Err(TransformError::Engine(
+                    "an invocation waits on nothing".into(),
+                )))
+            }
+            Step::Waiting(calls) => {
+                if !write_frame(writer, &FromChild::Calls { job: id, calls }) {
+                    return None;
+                }
+                match read_frame(reader)? {
+                    ToChild::Answers { job, answers } if job == id => {
+                        step = invocation.resume(answers);
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Process isolation: transforms run in sandbox processes that hold no key material (started
+//! with an empty environment, in `/`, with only their socket) and may not open files or sockets
+//! (seccomp, rlimits; see `sandbox.rs`). Each thread that runs transforms keeps its own small
+//! pool (at most [`crate::EngineConfig::processes_per_thread`]), so a request and its sandbox
+//! stay with one serving core.
+//!
+//! * A process serves **one tenant** for its whole life: a transform that subverted the engine
+//!   of its process finds there only its own tenant's later requests, never another's. When
+//!   the pool is full, an idle process of another tenant is stopped to make room.
+//! * A process that outlives a transform's time limit plus the grace is killed, which ends
+//!   whatever CPU that invocation burns; one that dies takes only its own invocation down (a
+//!   500), and the pool starts another on demand.
+//! * What a process says is never trusted beyond its job: its frames are size-checked and
+//!   decoded by serde, its `req.svc` calls are answered as the proxy whose job it runs, and its
+//!   log lines are tagged by the parent.
+
+mod child;
+pub(crate) mod protocol;
+mod sandbox;
+
+use std::{
+    cell::RefCell, collections::HashSet, future::Future, os::fd::OwnedFd, process::Stdio, rc::Rc,
+    sync::Arc, time::Instant,
+};
+
+use serde_json::Value;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::UnixStream,
+    sync::Semaphore,
+};
+
+pub use child::sandbox_main;
+use protocol::{FromChild, ToChild, MAX_FRAME};
+
+use crate::{
+    engine::{answer, Inner, SandboxCommand},
+    message::{HostError, HostOp, Input, Outcome, TransformError},
+    natives::Tags,
+    program::Program,
+};
+
+/// One sandbox process and the parent's end of its socket.
+struct Sandbox {
+    // Killed when dropped (`kill_on_drop`).
+    child: tokio::process::Child,
+    stream: UnixStream,
+    loaded: HashSet<[u8; 32]>,
+    next_job: u64,
+    /// The only tenant whose transforms this process runs.
+    tenant: String,
+}
+
+/// This thread's sandboxes.
+struct Pool {
+    idle: RefCell<Vec<Sandbox>>,
+    permits: Arc<Semaphore>,
+}
+
+thread_local! {
+    static POOL: RefCell<Option<Rc<Pool>>> = const { RefCell::new(None) };
+}
+
+fn died(e: impl std::fmt::Display) -> TransformError {
+    TransformError::Engine(format!("the transform process failed: {e}"))
+}
+
+impl Pool {
+    /// An idle process of `tenant`, if any. Otherwise, when the pool holds `max` processes,
+    /// stops an idle one of another tenant to make room (the caller holds a permit, so at most
+    /// `max - 1` are busy and one is idle).
+    fn take(&self, tenant: &str, max: usize) -> Option<Sandbox> {
+        let mut idle = self.idle.borrow_mut();
+        if let Some(i) = idle.iter().rposition(|s| s.tenant == tenant) {
+            return Some(idle.swap_remove(i));
+        }
+        let busy = max.saturating_sub(self.permits.available_permits() + 1);
+        if busy + idle.len() >= max && !idle.is_empty() {
+            // Dropping it kills it.
+            drop(idle.remove(0));
+        }
+        None
+    }
+}
+
+fn pool(inner: &Inner) -> Rc<Pool> {
+    POOL.with(|slot| {
+        slot.borrow_mut()
+            .get_or_insert_with(|| {
+                Rc::new(Pool {
+                    idle: RefCell::new(Vec::new()),
+                    permits: Arc::new(Semaphore::new(inner.config.processes_per_thread.max(1))),
+                })
+            })
+            .clone()
+    })
+}
+
+impl Sandbox {
+    async fn spawn(
+        inner: &Inner,
+        command: &SandboxCommand,
+        tenant: &str,
+    ) -> Result<Self, TransformError> {
+        let (parent, child_end) = std::os::unix::net::UnixStream::pair().map_err(died)?;
+        parent.set_nonblocking(true).map_err(died)?;
+        let child = tokio::process::Command::new(&command.program)
+            .args(&command.args)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::from(OwnedFd::from(child_end)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                TransformError::Engine(format!(
+                    "cannot start the transform sandbox {}: {e}",
+                    command.program.display()
+                ))
+            })?;
+        let mut sandbox = Self {
+            child,
+            stream: UnixStream::from_std(parent).map_err(died)?,
+            loaded: HashSet::new(),
+            next_job: 1,
+            tenant: tenant.to_string(),
+        };
+        let limits = inner.config.limits();
+        sandbox
+            .send(&ToChild::Init {
+                memory: limits.memory,
+                stack: limits.stack,
+                max_contexts: limits.max_contexts,
+                prelude_hash: *inner.prelude.hash(),
+                prelude: inner.prelude.bytecode().to_vec(),
+            })
+            .await?;
+        Ok(sandbox)
+    }
+
+    async fn send(&mut self, message: &ToChild) -> Result<(), TransformError> {
+        let frame = protocol::encode(message).map_err(died)?;
+        self.stream.write_all(&frame).await.map_err(died)
+    }
+
+    async fn receive(&mut self) -> Result<FromChild, TransformError> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).await.map_err(died)?;
+        let len = u32::from_be_bytes(len) as usize;
+        if len > MAX_FRAME {
+            return Err(died("oversized frame"));
+        }
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body).await.map_err(died)?;
+        protocol::decode(&body).map_err(died)
+    }
+
+    /// Runs one job to its end, answering `req.svc` calls and relaying log lines.
+    async fn job<H, F>(
+        &mut self,
+        program: &Program,
+        run: ToChild,
+        job: u64,
+        host: Option<&H>,
+        tags: &Tags,
+    ) -> Result<Outcome, TransformError>
+    where
+        H: Fn(HostOp, Value) -> F,
+        F: Future<Output = Result<Value, HostError>>,
+    {
+        if !self.loaded.contains(program.hash()) {
+            self.send(&ToChild::Load {
+                hash: *program.hash(),
+                bytecode: program.bytecode().to_vec(),
+            })
+            .await?;
+            self.loaded.insert(*program.hash());
+        }
+        self.send(&run).await?;
+        loop {
+            match self.receive().await? {
+                FromChild::Done { job: j, result } if j == job => return result,
+                FromChild::Calls { job: j, calls } if j == job => {
+                    let answers = answer(host, calls).await;
+                    self.send(&ToChild::Answers { job, answers }).await?;
+                }
+                FromChild::Log { line } => {
+                    tracing::info!(target: "transform", tenant = %tags.tenant, proxy = %tags.proxy, "{line}");
+                }
+                _ => return Err(died("an unexpected frame")),
+            }
+        }
+    }
+}
+
+pub(crate) async fn run<H, F>(
+    inner: &Inner,
+    program: &Program,
+    scope: &str,
+    tags: Tags,
+    input: Input,
+    host: Option<H>,
+    deadline: Instant,
+) -> Result<Outcome, TransformError>
+where
+    H: Fn(HostOp, Value) -> F,
+    F: Future<Output = Result<Value, HostError>>,
+{
+    let Some(command) = inner.config.sandbox.as_ref() else {
+        return Err(TransformError::Engine("no sandbox command".into()));
+    };
+    let pool = pool(inner);
+    let hard_stop = tokio::time::Instant::from_std(deadline + inner.config.grace);
+    let permit = tokio::time::timeout_at(hard_stop, pool.permits.clone().acquire_owned())
+        .await
+        .map_err(|_| TransformError::TimedOut)?
+        .map_err(died)?;
+    let mut sandbox = match pool.take(&tags.tenant, inner.config.processes_per_thread) {
+        Some(s) => s,
+        None => Sandbox::spawn(inner, command, &tags.tenant).await?,
+    };
+    let job = sandbox.next_job;
+    sandbox.next_job += 1;
+    let time_left = deadline.saturating_duration_since(Instant::now());
+    let message = ToChild::Run {
+        job,
+        program: *program.hash(),
+        scope: scope.to_string(),
+        tags: tags.clone(),
+        input: Box::new(input),
+        svc: host.is_some(),
+        time_limit_ms: u64::try_from(time_left.as_millis()).unwrap_or(u64::MAX),
+    };
+    let result = tokio::time::timeout_at(
+        hard_stop,
+        sandbox.job(program, message, job, host.as_ref(), &tags),
+    )
+    .await;
+    let result = match result {
+        // Past the time limit and the grace: the process is killed (dropping it kills it), so
+        // whatever the transform was doing stops using CPU now.
+        Err(_) => {
+            let _ = sandbox.child.start_kill();
+            Err(TransformError::TimedOut)
+        }
+        Ok(Err(e @ TransformError::Engine(_))) => {
+            let _ = sandbox.child.start_kill();
+            Err(e)
+        }
+        Ok(result) => {
+            pool.idle.borrow_mut().push(sandbox);
+            result
+        }
+    };
+    drop(permit);
+    result
+}

@@ -1,0 +1,264 @@
+//! Process isolation on its own: what a sandbox process holds and may do, and what happens when
+//! it is killed, stuck in native code, or asked to serve another tenant.
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use tessera_transform_runtime::{
+    Args, Body, EngineConfig, HostError, HostOp, Input, Isolation, Outcome, SandboxCommand,
+    TransformEngine, TransformError,
+};
+
+type NoHost = fn(HostOp, Value) -> std::future::Ready<Result<Value, HostError>>;
+
+fn sandbox_program() -> PathBuf {
+    env!("CARGO_BIN_EXE_tessera-transform-sandbox").into()
+}
+
+/// An engine whose sandbox processes carry `marker` on their command line (the sandbox ignores
+/// arguments it does not know), so a test finds its own processes among those of tests
+/// running beside it.
+fn engine(marker: &str, time_limit: Duration) -> TransformEngine {
+    TransformEngine::new(EngineConfig {
+        isolation: Isolation::Process,
+        sandbox: Some(SandboxCommand {
+            program: sandbox_program(),
+            args: vec![marker.into()],
+        }),
+        processes_per_thread: 1,
+        time_limit,
+        grace: Duration::from_millis(200),
+        memory_limit: 16 * 1024 * 1024,
+        ..EngineConfig::default()
+    })
+    .expect("engine")
+}
+
+fn input() -> Input {
+    Input {
+        args: Args {
+            body: Body::Text("in".into()),
+            headers: Vec::new(),
+            method: None,
+            path: None,
+            query: None,
+            status: None,
+        },
+        configuration: Vec::new(),
+    }
+}
+
+async fn run(e: &TransformEngine, tenant: &str, code: &str) -> Result<Outcome, TransformError> {
+    let program = e.compile(code).expect("compiles");
+    e.run::<NoHost, _>(program, "proxy", (tenant, "proxy"), input(), None)
+        .await
+}
+
+const ECHO: &str = "module.exports = async (req) => ({ body: req.args.body });";
+
+fn echoed(out: Result<Outcome, TransformError>) -> bool {
+    matches!(out, Ok(Outcome::Ok { body: Some(b), .. }) if b == "in")
+}
+
+/// Live (not zombie) children of this process whose command line contains `marker`.
+fn children(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces, so split after its `)`.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r.trim().to_string()) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let ppid: u32 = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let marked = cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == marker.as_bytes());
+        if ppid == me && marked && state != "Z" && state != "X" {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (up to 5 s) until `check` holds.
+async fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    check()
+}
+
+/// `kill -9` of the sandbox during an invocation fails that invocation (an engine error, which
+/// the gateway answers 500 `proxy_error`) and nothing else: the next one runs in a new process.
+#[tokio::test]
+async fn a_killed_sandbox_fails_only_its_invocation() {
+    let marker = "--test-kill";
+    let e = engine(marker, Duration::from_secs(10));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let [pid] = children(marker)[..] else {
+        panic!("one sandbox: {:?}", children(marker))
+    };
+    let started = Instant::now();
+    let spin = run(
+        &e,
+        "tenant",
+        "module.exports = async () => { while (true) {} };",
+    );
+    let kill = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Safety: sending a signal to a process id has no memory effects here.
+        let sent = unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        assert_eq!(sent, 0, "kill -9 {pid}");
+    };
+    let (out, ()) = tokio::join!(spin, kill);
+    assert!(
+        matches!(out, Err(TransformError::Engine(_))),
+        "the killed invocation fails: {out:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it fails when the process dies, not at the time limit: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        echoed(run(&e, "tenant", ECHO).await),
+        "the next one succeeds"
+    );
+    let now = children(marker);
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now[0], pid, "in a new process");
+}
+
+/// A sandbox holds nothing of the gateway's environment (no `TESSERA_` variable, no database
+/// URL: nothing at all), runs under a seccomp filter with no new privileges, and cannot open a
+/// file (the master-key file, say) or a socket: the system calls are refused.
+#[tokio::test]
+async fn a_sandbox_holds_no_secrets_and_cannot_open_files_or_sockets() {
+    let marker = "--test-environ";
+    let e = engine(marker, Duration::from_secs(2));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let [pid] = children(marker)[..] else {
+        panic!("one sandbox: {:?}", children(marker))
+    };
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+    assert!(
+        environ.is_empty(),
+        "empty environment, got {:?}",
+        String::from_utf8_lossy(&environ)
+    );
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    assert!(
+        status.contains("\nSeccomp:\t2\n"),
+        "seccomp filter mode: {status}"
+    );
+    assert!(status.contains("\nNoNewPrivs:\t1\n"), "{status}");
+
+    // The same lock-down, probed: a master-key file the process could read by its
+    // permissions, and a socket.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key_file = dir.path().join("master.key");
+    std::fs::write(&key_file, "secret-master-key").expect("key file");
+    let probe = std::process::Command::new(sandbox_program())
+        .arg("--probe")
+        .arg(&key_file)
+        .env("TESSERA_MASTER_KEY_FILE", &key_file)
+        .output()
+        .expect("probe runs");
+    let report: Value = serde_json::from_slice(&probe.stdout).unwrap_or_else(|_| {
+        panic!(
+            "probe report: {} / {}",
+            String::from_utf8_lossy(&probe.stdout),
+            String::from_utf8_lossy(&probe.stderr)
+        )
+    });
+    for what in ["open", "socket"] {
+        let outcome = report[what].as_str().unwrap_or_default();
+        assert!(
+            outcome.contains("Operation not permitted"),
+            "{what} must be refused with EPERM: {report}"
+        );
+    }
+}
+
+/// A transform stuck in native code the interrupt handler cannot reach (a long literal
+/// regular expression) is stopped by killing its process once the time limit and the grace
+/// have passed: it burns no CPU after that, and the next call runs.
+#[tokio::test]
+async fn a_transform_stuck_in_native_code_is_killed_after_the_grace() {
+    let marker = "--test-native";
+    let limit = Duration::from_millis(300);
+    let e = engine(marker, limit);
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let [pid] = children(marker)[..] else {
+        panic!("one sandbox: {:?}", children(marker))
+    };
+    let started = Instant::now();
+    let out = run(
+        &e,
+        "tenant",
+        "module.exports = async () => ({ body: String('a'.repeat(2e6).search('a'.repeat(1e6) + 'b')) });",
+    )
+    .await;
+    assert_eq!(out, Err(TransformError::TimedOut));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "answered at the limit and grace: {took:?}"
+    );
+    assert!(
+        eventually(|| !children(marker).contains(&pid)).await,
+        "the process running it is gone"
+    );
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+}
+
+/// A process serves one tenant: another tenant's job gets another process (the pool stops
+/// the idle one when it is full), and back again.
+#[tokio::test]
+async fn a_sandbox_serves_one_tenant() {
+    let marker = "--test-tenants";
+    let e = engine(marker, Duration::from_secs(2));
+    assert!(echoed(run(&e, "tenant-a", ECHO).await));
+    let first = children(marker);
+    assert!(echoed(run(&e, "tenant-a", ECHO).await));
+    assert_eq!(
+        children(marker),
+        first,
+        "the same tenant reuses its process"
+    );
+    assert!(echoed(run(&e, "tenant-b", ECHO).await));
+    assert!(
+        eventually(|| {
+            let now = children(marker);
+            now.len() == 1 && now != first
+        })
+        .await,
+        "tenant b runs in a new process and a's is stopped: {:?} vs {first:?}",
+        children(marker)
+    );
+    let second = children(marker);
+    assert!(echoed(run(&e, "tenant-a", ECHO).await));
+    assert!(
+        eventually(|| {
+            let now = children(marker);
+            now.len() == 1 && now != first && now != second
+        })
+        .await
+    );
+}
