@@ -95,10 +95,15 @@ impl Default for EngineConfig {
     }
 }
 
+/// What the warm contexts of one runtime may retain between invocations, in per-invocation
+/// allowances.
+const RETAINED_PER_ALLOWANCE: usize = 4;
+
 impl EngineConfig {
     pub(crate) fn limits(&self) -> Limits {
         Limits {
             memory: self.memory_limit,
+            retained: self.memory_limit.saturating_mul(RETAINED_PER_ALLOWANCE),
             stack: self.stack_bytes,
             max_contexts: self.max_contexts,
         }

@@ -24,8 +24,11 @@
 
 mod engine;
 mod inline;
+mod json;
+mod memory;
 mod message;
 mod natives;
+mod outcome;
 mod process;
 mod program;
 mod runtime;

@@ -135,9 +135,12 @@ export default function install(native) {
   }
   define('CustomHttpResponseError', CustomHttpResponseError);
 
+  const jsonText = JSON.stringify;
   const text = (v) => {
     if (typeof v === 'string') return v;
-    try { return JSON.stringify(v); } catch (_) { return String(v); }
+    let t;
+    try { t = jsonText(v); } catch (_) { t = undefined; }
+    return t === undefined ? String(v) : t;
   };
   const log = (...args) => native.log(args.map(text).join(' '));
   define('console', Object.freeze({ log, info: log, warn: log, error: log, debug: log }));
@@ -234,27 +237,29 @@ export default function install(native) {
   define('URL', URL);
   define('require', (name) => { throw new Error('require is not available in transforms: ' + String(name)); });
 
-  const makeSvc = () => {
-    const call = async (op, payload) => {
-      const raw = await native.host(op, JSON.stringify(payload === undefined ? null : payload));
-      const res = JSON.parse(raw);
-      if (res.error) {
-        const err = new Error(res.error.message);
-        err.status = res.error.status;
-        throw err;
-      }
-      return res.ok;
-    };
-    return Object.freeze({
-      tokenize: (request) => call('tokenize', request),
-      tokens: Object.freeze({
-        create: (request) => call('tokens.create', request),
-        retrieve: (id) => call('tokens.retrieve', id),
-        delete: (id) => call('tokens.delete', id),
-      }),
-    });
+  // `req.svc`: one frozen object per context; the host knows which invocation is calling.
+  const call = async (op, payload) => {
+    const raw = await native.host(op, JSON.stringify(payload === undefined ? null : payload));
+    const res = JSON.parse(raw);
+    if (res.error) {
+      const err = new Error(res.error.message);
+      err.status = res.error.status;
+      throw err;
+    }
+    return res.ok;
   };
+  const svc = Object.freeze({
+    tokenize: (request) => call('tokenize', request),
+    tokens: Object.freeze({
+      create: (request) => call('tokens.create', request),
+      retrieve: (id) => call('tokens.retrieve', id),
+      delete: (id) => call('tokens.delete', id),
+    }),
+  });
 
+  // The originals, captured before any tenant code runs in this context: the host's encoding
+  // must not depend on what a transform did to `JSON` or the prototypes' methods.
+  const stringify = JSON.stringify, parse = JSON.parse;
   // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
   const formPart = (v) => encodeURIComponent(v).replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).split('%20').join('+');
   const formEncode = (o) => {
@@ -276,63 +281,45 @@ export default function install(native) {
     }
     return out;
   };
-  const contentType = (pairs) => {
-    for (const [n, v] of pairs) if (n.toLowerCase() === 'content-type') return String(v).toLowerCase();
-    return '';
-  };
-  const isForm = (ct) => ct.split(';')[0].trim() === 'application/x-www-form-urlencoded';
-  const fromForm = (pairs) => {
-    const o = {};
-    for (const [k, v] of pairs) {
-      if (Object.prototype.hasOwnProperty.call(o, k)) { if (Array.isArray(o[k])) o[k].push(v); else o[k] = [o[k], v]; } else o[k] = v;
-    }
-    return o;
-  };
 
-  // `input`: { body, bodyKind ('json' | 'form' | 'text'), headers: {lowercased name: value},
-  // method?, path?, query?, status? } built by the host. The JSON body arrives as its text and is
-  // parsed here, once; the returned body is serialised here, once.
-  return async function run(handler, input, configuration, svc) {
-    let body = input.body;
-    if (input.bodyKind === 'json') { try { body = JSON.parse(body); } catch (_) { /* not JSON: the text */ } }
-    else if (input.bodyKind === 'form') body = fromForm(body);
-    const args = { body, headers: input.headers };
-    for (const k of ['method', 'path', 'query', 'status']) if (input[k] !== undefined) args[k] = input[k];
-    const req = { args, configuration };
-    if (svc === true) req.svc = makeSvc();
-    let out;
-    try {
-      if (typeof handler !== 'function') {
-        throw new TypeError('the transform must export a function: module.exports = async function (req) { … }');
-      }
-      out = await handler(req);
-      const o = out === undefined || out === null ? {} : out;
-      if (typeof o !== 'object') throw new TypeError('the transform must return an object { body, headers }');
-      const headers = headerPairs(o.headers);
-      let encoded;
-      if (typeof o.body === 'string') encoded = o.body;
-      else if (o.body !== undefined) {
-        const ct = contentType(headers === undefined ? Object.entries(input.headers) : headers);
-        encoded = isForm(ct) && o.body !== null && typeof o.body === 'object' ? formEncode(o.body) : JSON.stringify(o.body);
-      }
-      return { kind: 'ok', body: encoded, headers };
-    } catch (e) {
-      if (e instanceof CustomHttpResponseError) {
-        const b = e.body === undefined || e.body === null ? '' : text(e.body);
-        return { kind: 'custom', status: Number(e.status), headers: headerPairs(e.headers === null ? undefined : e.headers), body: b };
-      }
-      for (const C of httpClasses) {
-        if (e instanceof C) return { kind: 'http', status: e.status, name: e.name, message: String(e.message) };
-      }
-      // A thrown null may be the engine out of memory (no room even for an error): the host
-      // discards the runtime for it either way.
-      if (e === null || e === undefined) return { kind: 'error', message: 'the transform threw ' + e, discard: true };
-      let message;
-      try {
-        message = e instanceof Error ? (e.name && e.name !== 'Error' ? e.name + ': ' : '') + String(e.message) : text(e);
-      } catch (_) { message = 'a non-Error value was thrown'; }
-      if (message === undefined) message = 'a non-Error value was thrown';
-      return { kind: 'error', message, discard: /out of memory/.test(message) };
+  // The host builds `req` itself (a JSON body through `parseBody`), calls the handler, and
+  // reads the returned `{ body, headers }` itself, encoding the body (through `encodeForm` or,
+  // for what its own encoder does not handle, `stringify`). What the handler throws comes back
+  // here to be classified.
+  const classify = (e) => {
+    if (e instanceof CustomHttpResponseError) {
+      const b = e.body === undefined || e.body === null ? '' : text(e.body);
+      return { kind: 'custom', status: Number(e.status), headers: headerPairs(e.headers === null ? undefined : e.headers), body: b === undefined ? '' : b };
     }
+    for (const C of httpClasses) {
+      if (e instanceof C) return { kind: 'http', status: e.status, name: e.name, message: String(e.message) };
+    }
+    return failure(e);
   };
+  // A thrown null may be the engine out of memory (no room even for an error): the host
+  // discards the runtime for it either way.
+  const failure = (e) => {
+    if (e === null || e === undefined) return { kind: 'error', message: 'the transform threw ' + e, discard: true };
+    let message;
+    try {
+      message = e instanceof Error ? (e.name && e.name !== 'Error' ? e.name + ': ' : '') + String(e.message) : text(e);
+    } catch (_) { message = 'a non-Error value was thrown'; }
+    if (message === undefined) message = 'a non-Error value was thrown';
+    return { kind: 'error', message, discard: /out of memory/.test(message) };
+  };
+  return Object.freeze({
+    classify: (e) => { try { return classify(e); } catch (inner) { return failure(inner); } },
+    svc,
+    // A JSON body's text → its value, or the text when it is not JSON.
+    parseBody: (t) => { try { return parse(t); } catch (_) { return t; } },
+    encodeForm: formEncode,
+    // What JSON.stringify makes of `v` (undefined for what it skips), or the failure object
+    // when it throws (a cycle, a BigInt, a throwing getter).
+    stringify: (v) => { try { return stringify(v); } catch (e) { return failure(e); } },
+    // A header value as text.
+    text,
+    // The prototypes plain data has (the host's JSON encoder handles exactly that).
+    objectProto: Object.prototype,
+    arrayProto: Array.prototype,
+  });
 }

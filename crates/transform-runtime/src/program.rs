@@ -57,26 +57,29 @@ fn wrap(source: &str) -> String {
     format!("const module = {{ exports: {{}} }}; const exports = module.exports;\n{source}\n;export default module.exports;\n")
 }
 
-/// Compiles sources and caches the results by hash.
+/// Compiles sources and caches the results by source text. A lookup hashes the text with
+/// foldhash, not SHA-256: this runs twice per proxied request with transforms, where a SHA-256
+/// of the source cost more than running a small transform. The SHA-256 (the program's
+/// identity for warm contexts and sandbox processes) is taken once, when compiling.
 #[derive(Default)]
 pub(crate) struct Compiler {
-    cache: Mutex<HashMap<[u8; 32], Arc<Program>>>,
+    cache: Mutex<HashMap<Box<str>, Arc<Program>, foldhash::fast::RandomState>>,
 }
 
 impl Compiler {
     /// The program for `source`, compiled at most once per process.
     pub(crate) fn compile(&self, source: &str) -> Result<Arc<Program>, CompileError> {
-        let hash: [u8; 32] = Sha256::digest(source.as_bytes()).into();
-        if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(&hash).cloned()) {
+        if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(source).cloned()) {
             return Ok(p);
         }
+        let hash: [u8; 32] = Sha256::digest(source.as_bytes()).into();
         let bytecode = compile_module("transform", &wrap(source), WRAPPER_LINES)?;
         let program = Arc::new(Program { hash, bytecode });
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() > 10_000 {
                 cache.clear();
             }
-            cache.insert(hash, program.clone());
+            cache.insert(source.into(), program.clone());
         }
         Ok(program)
     }

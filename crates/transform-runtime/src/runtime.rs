@@ -23,25 +23,25 @@ use rquickjs::{
 };
 
 use crate::{
+    json::Protos,
+    memory::{Accounting, CountingAllocator},
     message::{Body, HostError, Input, Outcome, TransformError},
     natives::{natives, LogSink, PendingCall, Shared, Tags},
+    outcome::{self, Encoding, Failed, Helpers},
     program::Program,
 };
 
 /// Calls a warm context serves before it is rebuilt (bounds slow growth inside it).
 const CALLS_PER_CONTEXT: u32 = 10_000;
 
-/// How often the heap in use is measured to set the per-invocation memory limit while the same
-/// proxy's context runs call after call. Measuring walks every object of the runtime, which
-/// costs more than a small transform; in between, the limit stays at the last measurement plus
-/// the allowance. Any switch to another context measures again, so one proxy's retained memory
-/// never shrinks another's allowance.
-const MEASURE_EVERY: u32 = 64;
-
 /// Limits of a runtime.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
+    /// What one invocation may allocate.
     pub(crate) memory: usize,
+    /// What the warm contexts of the runtime may hold between invocations; above it they are
+    /// dropped (and rebuilt on their next calls), so retained memory stays bounded.
+    pub(crate) retained: usize,
     pub(crate) stack: usize,
     pub(crate) max_contexts: usize,
 }
@@ -69,9 +69,43 @@ pub(crate) enum Step {
 
 type ContextKey = (String, [u8; 32]);
 
+/// What the prelude hands the host in each context (captured before tenant code ran there).
+#[derive(Clone)]
+struct Exports {
+    classify: Persistent<Function<'static>>,
+    svc: Persistent<Object<'static>>,
+    parse_body: Persistent<Function<'static>>,
+    encode_form: Persistent<Function<'static>>,
+    stringify: Persistent<Function<'static>>,
+    text: Persistent<Function<'static>>,
+    object_proto: Persistent<Object<'static>>,
+    array_proto: Persistent<Object<'static>>,
+}
+
+impl Exports {
+    fn save<'js>(ctx: &Ctx<'js>, exports: &Object<'js>) -> rquickjs::Result<Self> {
+        let function = |name: &str| -> rquickjs::Result<Persistent<Function<'static>>> {
+            Ok(Persistent::save(ctx, exports.get::<_, Function>(name)?))
+        };
+        let object = |name: &str| -> rquickjs::Result<Persistent<Object<'static>>> {
+            Ok(Persistent::save(ctx, exports.get::<_, Object>(name)?))
+        };
+        Ok(Self {
+            classify: function("classify")?,
+            svc: object("svc")?,
+            parse_body: function("parseBody")?,
+            encode_form: function("encodeForm")?,
+            stringify: function("stringify")?,
+            text: function("text")?,
+            object_proto: object("objectProto")?,
+            array_proto: object("arrayProto")?,
+        })
+    }
+}
+
 struct Warm {
     // Persistent values must be dropped before their context and runtime.
-    run: Persistent<Function<'static>>,
+    exports: Exports,
     handler: Persistent<Value<'static>>,
     context: Context,
     calls: u32,
@@ -83,19 +117,33 @@ pub(crate) struct JsRuntime {
     contexts: RefCell<HashMap<ContextKey, Warm>>,
     shared: Rc<Shared>,
     deadline: Rc<Cell<Option<Instant>>>,
-    calls_until_measure: Cell<u32>,
-    last_context: RefCell<Option<ContextKey>>,
+    accounting: Accounting,
     next_invocation: Cell<u64>,
     broken: Cell<bool>,
     limits: Limits,
     runtime: Runtime,
 }
 
+/// What calling the handler gave.
+enum Called {
+    /// A promise (an `async` handler): settled, or awaiting `req.svc`.
+    Promise(Persistent<Promise<'static>>),
+    /// A value (a plain function).
+    Returned(Persistent<Value<'static>>),
+    /// What it threw before returning.
+    Threw(Persistent<Value<'static>>),
+}
+
 /// An invocation in progress. Field order is drop order: its JavaScript values before the
 /// runtime they live in.
 pub(crate) struct Invocation {
-    promise: Persistent<Promise<'static>>,
+    state: Called,
+    exports: Exports,
     context: Context,
+    /// The message's content type when the transform returns no headers.
+    content_type: Option<String>,
+    /// Bound on an encoded body (the per-invocation memory limit).
+    memory: usize,
     id: u64,
     tags: Tags,
     deadline: Instant,
@@ -133,7 +181,8 @@ fn drain(ctx: &Ctx<'_>) {
 
 impl JsRuntime {
     pub(crate) fn new(limits: Limits, log: LogSink) -> Result<Rc<Self>, TransformError> {
-        let runtime = Runtime::new().map_err(engine_error)?;
+        let (allocator, held) = CountingAllocator::new();
+        let runtime = Runtime::new_with_alloc(allocator).map_err(engine_error)?;
         runtime.set_max_stack_size(limits.stack);
         let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
         let seen = deadline.clone();
@@ -144,8 +193,7 @@ impl JsRuntime {
             contexts: RefCell::new(HashMap::new()),
             shared: Rc::new(Shared::new(log)),
             deadline,
-            calls_until_measure: Cell::new(0),
-            last_context: RefCell::new(None),
+            accounting: Accounting::new(held),
             next_invocation: Cell::new(1),
             broken: Cell::new(false),
             limits,
@@ -158,35 +206,32 @@ impl JsRuntime {
         self.broken.get()
     }
 
-    /// Sets the memory limit for an invocation of context `key`: the heap in use (measured when
-    /// the context changes, else every [`MEASURE_EVERY`] calls) plus the allowance.
-    fn set_memory_limit(&self, key: &ContextKey) {
-        if self.last_context.borrow().as_ref() != Some(key) {
-            self.calls_until_measure.set(0);
-            *self.last_context.borrow_mut() = Some(key.clone());
+    /// Sets the memory limit of the next invocation: what the runtime holds plus the
+    /// allowance. When the warm contexts hold more than the retained limit, they are dropped
+    /// first (their proxies' next calls rebuild them); a runtime still above it after that is
+    /// marked broken, to be replaced once its invocations end.
+    fn set_memory_limit(&self) {
+        let measure =
+            || usize::try_from(self.runtime.memory_usage().malloc_size.max(0)).unwrap_or(0);
+        let mut held = self.accounting.estimate(measure);
+        if held > self.limits.retained {
+            self.contexts.borrow_mut().clear();
+            self.runtime.run_gc();
+            self.accounting.recalibrate();
+            held = self.accounting.estimate(measure);
+            if held > self.limits.retained {
+                self.broken.set(true);
+            }
         }
-        if self.calls_until_measure.get() == 0 {
-            let usage = self.runtime.memory_usage().malloc_size;
-            let limit = usize::try_from(usage.max(0)).unwrap_or(0) + self.limits.memory;
-            self.runtime.set_memory_limit(limit);
-            self.calls_until_measure.set(MEASURE_EVERY);
-        }
-        self.calls_until_measure
-            .set(self.calls_until_measure.get() - 1);
+        self.runtime
+            .set_memory_limit(held.saturating_add(self.limits.memory));
     }
 
     /// The warm context for `job`, built when missing.
     fn warm(
         &self,
         job: &Job<'_>,
-    ) -> Result<
-        (
-            Context,
-            Persistent<Function<'static>>,
-            Persistent<Value<'static>>,
-        ),
-        TransformError,
-    > {
+    ) -> Result<(Context, Exports, Persistent<Value<'static>>), TransformError> {
         let key = (job.scope.to_string(), *job.program.hash());
         let mut contexts = self.contexts.borrow_mut();
         if contexts
@@ -199,8 +244,8 @@ impl JsRuntime {
             if contexts.len() >= self.limits.max_contexts {
                 contexts.clear();
             }
-            // A new context changes the heap: measure again before the next invocation.
-            self.calls_until_measure.set(0);
+            // A new context changes the heap: calibrate again at the next invocation.
+            self.accounting.recalibrate();
             let context = Context::builder()
                 .with::<intrinsic::Date>()
                 .with::<intrinsic::RegExpCompiler>()
@@ -224,22 +269,23 @@ impl JsRuntime {
                     drain(&ctx);
                     settled(&ready)?;
                     let install: Function = base.get("default")?;
-                    let run: Function = install.call((natives(&ctx, &self.shared)?,))?;
+                    let exports: Object = install.call((natives(&ctx, &self.shared)?,))?;
+                    let exports = Exports::save(&ctx, &exports)?;
                     let user = unsafe { Module::load(ctx.clone(), job.program.bytecode())? };
                     let (user, ready) = user.eval()?;
                     drain(&ctx);
                     settled(&ready)?;
                     let handler: Value = user.get("default")?;
-                    Ok((Persistent::save(&ctx, run), Persistent::save(&ctx, handler)))
+                    Ok((exports, Persistent::save(&ctx, handler)))
                 })();
                 result.map_err(|_| exception_message(&ctx))
             });
             self.deadline.set(None);
-            let (run, handler) = loaded.map_err(|m| self.failure(m, job.deadline))?;
+            let (exports, handler) = loaded.map_err(|m| self.failure(m, job.deadline))?;
             contexts.insert(
                 key.clone(),
                 Warm {
-                    run,
+                    exports,
                     handler,
                     context,
                     calls: 0,
@@ -250,7 +296,11 @@ impl JsRuntime {
             .get_mut(&key)
             .ok_or_else(|| TransformError::Engine("context vanished".into()))?;
         warm.calls += 1;
-        Ok((warm.context.clone(), warm.run.clone(), warm.handler.clone()))
+        Ok((
+            warm.context.clone(),
+            warm.exports.clone(),
+            warm.handler.clone(),
+        ))
     }
 
     /// Maps a failure message to an error, marking the runtime broken when a limit was hit.
@@ -273,29 +323,62 @@ impl JsRuntime {
         self: &Rc<Self>,
         job: Job<'_>,
     ) -> Result<(Invocation, Step), TransformError> {
-        let key = (job.scope.to_string(), *job.program.hash());
-        self.set_memory_limit(&key);
-        let (context, run, handler) = self.warm(&job)?;
+        self.set_memory_limit();
+        let (context, exports, handler) = self.warm(&job)?;
         let id = self.next_invocation.get();
         self.next_invocation.set(id + 1);
         self.enter(id, &job.tags, job.svc, job.deadline);
         self.shared.logged.set(0);
         let started = context.with(|ctx| {
-            let result: rquickjs::Result<Persistent<Promise<'static>>> = (|| {
-                let run = run.restore(&ctx)?;
+            let result: rquickjs::Result<Option<Called>> = (|| {
                 let handler = handler.restore(&ctx)?;
-                let (input, configuration) = to_js(&ctx, &job.input)?;
-                let promise: Promise = run.call((handler, input, configuration, job.svc))?;
+                let Some(handler) = handler.as_function() else {
+                    return Ok(None);
+                };
+                let parse_body = exports.parse_body.clone().restore(&ctx)?;
+                let (args, configuration) = to_js(&ctx, &job.input, &parse_body)?;
+                let req = Object::new(ctx.clone())?;
+                req.set("args", args)?;
+                req.set("configuration", configuration)?;
+                if job.svc {
+                    req.set("svc", exports.svc.clone().restore(&ctx)?)?;
+                }
+                let called = match handler.call::<_, Value>((req,)) {
+                    Ok(value) => match value.as_promise() {
+                        Some(promise) => Called::Promise(Persistent::save(&ctx, promise.clone())),
+                        None => Called::Returned(Persistent::save(&ctx, value)),
+                    },
+                    Err(rquickjs::Error::Exception) => {
+                        Called::Threw(Persistent::save(&ctx, ctx.catch()))
+                    }
+                    Err(e) => return Err(e),
+                };
                 drain(&ctx);
-                Ok(Persistent::save(&ctx, promise))
+                Ok(Some(called))
             })();
             result.map_err(|_| exception_message(&ctx))
         });
         self.leave();
-        let promise = started.map_err(|m| self.failure(m, job.deadline))?;
+        let state = started
+            .map_err(|m| self.failure(m, job.deadline))?
+            .ok_or_else(|| {
+                TransformError::Crashed(
+                    "TypeError: the transform must export a function: module.exports = async function (req) { … }".into(),
+                )
+            })?;
+        let content_type = job
+            .input
+            .args
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+            .map(|(_, value)| value.clone());
         let mut invocation = Invocation {
-            promise,
+            state,
             context,
+            exports,
+            content_type,
+            memory: self.limits.memory,
             id,
             tags: job.tags,
             deadline: job.deadline,
@@ -327,28 +410,40 @@ fn settled(promise: &Promise<'_>) -> rquickjs::Result<()> {
     }
 }
 
-/// `req.args` (as the prelude's `input`) and `req.configuration`, built as engine values.
-fn to_js<'js>(ctx: &Ctx<'js>, input: &Input) -> rquickjs::Result<(Object<'js>, Object<'js>)> {
+/// `req.args` and `req.configuration`, built as engine values: a JSON body parsed by the
+/// engine (`parseBody`), a form body as an object (repeated names as arrays).
+fn to_js<'js>(
+    ctx: &Ctx<'js>,
+    input: &Input,
+    parse_body: &Function<'js>,
+) -> rquickjs::Result<(Object<'js>, Object<'js>)> {
     let args = Object::new(ctx.clone())?;
     match &input.args.body {
         Body::Json(text) => {
-            args.set("body", text.as_str())?;
-            args.set("bodyKind", "json")?;
+            let parsed: Value = parse_body.call((text.as_str(),))?;
+            args.set("body", parsed)?;
         }
-        Body::Text(text) => {
-            args.set("body", text.as_str())?;
-            args.set("bodyKind", "text")?;
-        }
+        Body::Text(text) => args.set("body", text.as_str())?,
         Body::Form(pairs) => {
-            let list = Array::new(ctx.clone())?;
-            for (i, (k, v)) in pairs.iter().enumerate() {
-                let pair = Array::new(ctx.clone())?;
-                pair.set(0, k.as_str())?;
-                pair.set(1, v.as_str())?;
-                list.set(i, pair)?;
+            let form = Object::new(ctx.clone())?;
+            for (k, v) in pairs {
+                match form.get::<_, Value>(k.as_str())? {
+                    existing if existing.is_undefined() => form.set(k.as_str(), v.as_str())?,
+                    existing => {
+                        let list = match existing.as_array() {
+                            Some(list) => list.clone(),
+                            None => {
+                                let list = Array::new(ctx.clone())?;
+                                list.set(0, existing)?;
+                                form.set(k.as_str(), list.clone())?;
+                                list
+                            }
+                        };
+                        list.set(list.len(), v.as_str())?;
+                    }
+                }
             }
-            args.set("body", list)?;
-            args.set("bodyKind", "form")?;
+            args.set("body", form)?;
         }
     }
     let headers = Object::new(ctx.clone())?;
@@ -373,20 +468,6 @@ fn to_js<'js>(ctx: &Ctx<'js>, input: &Input) -> rquickjs::Result<(Object<'js>, O
         configuration.set(k.as_str(), v.as_str())?;
     }
     Ok((args, configuration))
-}
-
-/// `(name, value)` pairs from the prelude's array of pairs.
-fn pairs(value: Option<Array<'_>>) -> rquickjs::Result<Option<Vec<(String, String)>>> {
-    value
-        .map(|list| {
-            list.iter::<Array>()
-                .map(|pair| {
-                    let pair = pair?;
-                    Ok((pair.get(0)?, pair.get(1)?))
-                })
-                .collect()
-        })
-        .transpose()
 }
 
 impl Invocation {
@@ -425,39 +506,87 @@ impl Invocation {
         let rt = self.rt.clone();
         let made: Vec<PendingCall> = std::mem::take(&mut *rt.shared.made.borrow_mut());
         let deadline = self.deadline;
+        // Reading may run JavaScript (getters, the form encoder): under the deadline, without
+        // req.svc.
+        rt.enter(self.id, &self.tags, false, deadline);
         let state = self.context.with(|ctx| {
-            let promise = match self.promise.clone().restore(&ctx) {
-                Ok(p) => p,
-                Err(e) => return Err(e.to_string()),
-            };
-            match promise.state() {
-                PromiseState::Pending => Ok(None),
-                PromiseState::Rejected => {
-                    let _ = promise.result::<Value>();
-                    Err(exception_message(&ctx))
-                }
-                PromiseState::Resolved => read_outcome(&promise).map(Some).map_err(|e| {
-                    let caught = exception_message(&ctx);
-                    if caught == "out of memory" {
-                        e
-                    } else {
-                        caught
+            // What the handler settled with: `Ok(value)` returned, `Err(value)` thrown.
+            let settled: Result<Value, Value> = match &self.state {
+                Called::Returned(v) => match v.clone().restore(&ctx) {
+                    Ok(v) => Ok(v),
+                    Err(e) => return Err(e.to_string()),
+                },
+                Called::Threw(v) => match v.clone().restore(&ctx) {
+                    Ok(v) => Err(v),
+                    Err(e) => return Err(e.to_string()),
+                },
+                Called::Promise(p) => {
+                    let promise = match p.clone().restore(&ctx) {
+                        Ok(p) => p,
+                        Err(e) => return Err(e.to_string()),
+                    };
+                    match promise.state() {
+                        PromiseState::Pending => return Ok(None),
+                        PromiseState::Resolved => match promise.result::<Value>() {
+                            Some(Ok(v)) => Ok(v),
+                            _ => return Err(exception_message(&ctx)),
+                        },
+                        PromiseState::Rejected => {
+                            let _ = promise.result::<Value>();
+                            Err(ctx.catch())
+                        }
                     }
-                }),
+                }
+            };
+            // Past the deadline nothing more runs (the interrupt would stop it anyway).
+            if Instant::now() >= deadline {
+                return Ok(Some(Err(TransformError::TimedOut)));
+            }
+            let read = (|| -> Result<Outcome, Failed> {
+                let restore = |f: &Persistent<Function<'static>>| f.clone().restore(&ctx);
+                let helpers = Helpers {
+                    encode_form: restore(&self.exports.encode_form)?,
+                    stringify: restore(&self.exports.stringify)?,
+                    text: restore(&self.exports.text)?,
+                    protos: Protos {
+                        object: self.exports.object_proto.clone().restore(&ctx)?,
+                        array: self.exports.array_proto.clone().restore(&ctx)?,
+                    },
+                };
+                match settled {
+                    Ok(value) => {
+                        let encoding = Encoding {
+                            content_type: self.content_type.as_deref(),
+                            limit: self.memory,
+                            deadline,
+                        };
+                        outcome::returned(&ctx, &value, &helpers, &encoding)
+                    }
+                    Err(thrown) => {
+                        let classify = restore(&self.exports.classify)?;
+                        let classified: Object = classify.call((thrown,))?;
+                        outcome::thrown(&classified)
+                    }
+                }
+            })();
+            match read {
+                Ok(outcome) => Ok(Some(Ok(outcome))),
+                Err(Failed::Threw { message, discard }) => {
+                    if discard {
+                        rt.broken.set(true);
+                    }
+                    if message.contains("interrupted") || message.contains("out of memory") {
+                        return Err(message);
+                    }
+                    Ok(Some(Err(TransformError::Crashed(message))))
+                }
+                Err(Failed::Limit(e)) => Ok(Some(Err(e))),
+                Err(Failed::Exception) => Err(exception_message(&ctx)),
             }
         });
+        rt.leave();
         match state {
-            Ok(Some(done)) => Step::Done(done.map_err(|(message, discard)| {
-                if discard {
-                    rt.broken.set(true);
-                }
-                if message.contains("out of memory") {
-                    rt.broken.set(true);
-                    TransformError::OutOfMemory
-                } else {
-                    TransformError::Crashed(message)
-                }
-            })),
+            Ok(Some(done)) => Step::Done(done),
             Ok(None) if !made.is_empty() => Step::Waiting(made),
             Ok(None) => {
                 let still_waiting = rt
@@ -477,49 +606,6 @@ impl Invocation {
             Err(message) => Step::Done(Err(rt.failure(message, deadline))),
         }
     }
-}
-
-/// The outcome object the prelude's `run` resolved with; `Err((message, discard))` for a
-/// failed transform.
-fn read_outcome(promise: &Promise<'_>) -> Result<Result<Outcome, (String, bool)>, String> {
-    let value: Object = match promise.result::<Object>() {
-        Some(Ok(o)) => o,
-        _ => return Err("unexpected transform result".into()),
-    };
-    let read = || -> rquickjs::Result<Result<Outcome, (String, bool)>> {
-        let kind: String = value.get("kind")?;
-        Ok(match kind.as_str() {
-            "ok" => Ok(Outcome::Ok {
-                body: value.get("body")?,
-                headers: pairs(value.get("headers")?)?,
-            }),
-            "http" => Ok(Outcome::Http {
-                status: value.get("status")?,
-                name: value.get("name")?,
-                message: value.get("message")?,
-            }),
-            "custom" => {
-                let status: f64 = value.get::<_, Option<f64>>("status")?.unwrap_or(f64::NAN);
-                let status =
-                    if status.is_finite() && status.fract() == 0.0 && (0.0..=1e6).contains(&status)
-                    {
-                        status as u32
-                    } else {
-                        0
-                    };
-                Ok(Outcome::Custom {
-                    status,
-                    headers: pairs(value.get("headers")?)?,
-                    body: value.get("body")?,
-                })
-            }
-            _ => Err((
-                value.get("message")?,
-                value.get::<_, Option<bool>>("discard")?.unwrap_or(false),
-            )),
-        })
-    };
-    read().map_err(|e| e.to_string())
 }
 
 impl Drop for Invocation {

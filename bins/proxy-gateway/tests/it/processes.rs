@@ -339,3 +339,95 @@ fn amplification_is_refused_before_memory_grows() {
         "peak RSS grew from {before} KiB to {after} KiB"
     );
 }
+
+/// Live children of `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let mut rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter();
+        let state = rest.next().unwrap_or_default();
+        let ppid: u32 = rest.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        if ppid == pid && state != "Z" {
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// Both binaries run transforms in sandbox processes by default (Linux): the transform
+/// answers through the api and through proxy-gateway, and each one's sandbox is its own
+/// executable started with the hidden sandbox argument and an empty environment, while the
+/// parent holds the master key in its environment.
+#[cfg(target_os = "linux")]
+#[test]
+fn transforms_run_in_key_less_sandbox_processes_of_both_binaries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut api, api_base) = spawn(&api_binary(), dir.path(), &["serve"]);
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(api.0.stdout.take().expect("stdout")),
+        &mut first,
+    )
+    .expect("line");
+    let admin: Value = serde_json::from_str(&first).expect("bootstrap JSON");
+    let admin = admin["api_key"].as_str().expect("key").to_string();
+    let (gateway, gw_base) = spawn(Path::new(GATEWAY), dir.path(), &[]);
+    let (status, proxy) = call(
+        "POST",
+        &format!("{api_base}/proxies"),
+        &[("SVC-API-KEY", admin.as_str())],
+        Some(
+            json!({"name": "shaped", "destination_url": format!("{api_base}/healthz"), "require_auth": false,
+            "response_transform": {"code": "module.exports = async (req) => ({ body: Object.assign(req.args.body, { shaped: true }) });"}}),
+        ),
+    );
+    assert_eq!(status, 201, "{proxy}");
+    let key = proxy["key"].as_str().expect("key").to_string();
+    for (name, base, pid) in [
+        ("api", &api_base, api.0.id()),
+        ("proxy-gateway", &gw_base, gateway.0.id()),
+    ] {
+        let (status, body) = call(
+            "GET",
+            &format!("{base}/proxy"),
+            &[("SVC-PROXY-KEY", key.as_str())],
+            None,
+        );
+        assert_eq!(
+            (status, body),
+            (200, json!({"status": "ok", "shaped": true})),
+            "{name}"
+        );
+        let parent_env = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+        assert!(
+            String::from_utf8_lossy(&parent_env).contains("TESSERA_MASTER_KEY="),
+            "{name} itself holds the key"
+        );
+        let sandboxes: Vec<u32> = children_of(pid)
+            .into_iter()
+            .filter(|child| {
+                std::fs::read(format!("/proc/{child}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__transform-sandbox"))
+            })
+            .collect();
+        assert!(!sandboxes.is_empty(), "{name} runs a sandbox process");
+        for child in sandboxes {
+            let environ = std::fs::read(format!("/proc/{child}/environ")).expect("environ");
+            assert!(
+                environ.is_empty(),
+                "{name}'s sandbox {child} has an environment: {}",
+                String::from_utf8_lossy(&environ)
+            );
+        }
+    }
+}

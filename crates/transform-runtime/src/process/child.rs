@@ -23,7 +23,7 @@ use crate::{
     runtime::{Job, JsRuntime, Limits, Step},
 };
 
-fn read_frame(stream: &mut UnixStream) -> Option<ToChild> {
+fn read_frame(stream: &mut impl Read) -> Option<ToChild> {
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).ok()?;
     let len = u32::from_be_bytes(len) as usize;
@@ -65,7 +65,10 @@ pub fn sandbox_main() -> ! {
         );
         std::process::exit(70);
     }
-    serve(reader, Rc::new(RefCell::new(writer)));
+    serve(
+        std::io::BufReader::new(reader),
+        Rc::new(RefCell::new(writer)),
+    );
     std::process::exit(0)
 }
 
@@ -87,9 +90,10 @@ fn probe(path: &str) -> i32 {
     0
 }
 
-fn serve(mut reader: UnixStream, writer: Rc<RefCell<UnixStream>>) {
+fn serve(mut reader: std::io::BufReader<UnixStream>, writer: Rc<RefCell<UnixStream>>) {
     let Some(ToChild::Init {
         memory,
+        retained,
         stack,
         max_contexts,
         prelude_hash,
@@ -100,6 +104,7 @@ fn serve(mut reader: UnixStream, writer: Rc<RefCell<UnixStream>>) {
     };
     let limits = Limits {
         memory,
+        retained,
         stack,
         max_contexts,
     };
@@ -167,7 +172,7 @@ fn run(
     rt: &Rc<JsRuntime>,
     job: Job<'_>,
     id: u64,
-    reader: &mut UnixStream,
+    reader: &mut std::io::BufReader<UnixStream>,
     writer: &RefCell<UnixStream>,
 ) -> Option<Result<crate::message::Outcome, TransformError>> {
     let (mut invocation, mut step) = match rt.start(job) {

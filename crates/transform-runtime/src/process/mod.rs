@@ -25,7 +25,7 @@ use std::{
 
 use serde_json::Value;
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
+    io::{AsyncReadExt, AsyncWriteExt, BufReader},
     net::UnixStream,
     sync::Semaphore,
 };
@@ -44,7 +44,8 @@ use crate::{
 struct Sandbox {
     // Killed when dropped (`kill_on_drop`).
     child: tokio::process::Child,
-    stream: UnixStream,
+    /// Buffered: a frame's length and body usually arrive in one read.
+    stream: BufReader<UnixStream>,
     loaded: HashSet<[u8; 32]>,
     next_job: u64,
     /// The only tenant whose transforms this process runs.
@@ -121,7 +122,7 @@ impl Sandbox {
             })?;
         let mut sandbox = Self {
             child,
-            stream: UnixStream::from_std(parent).map_err(died)?,
+            stream: BufReader::new(UnixStream::from_std(parent).map_err(died)?),
             loaded: HashSet::new(),
             next_job: 1,
             tenant: tenant.to_string(),
@@ -130,6 +131,7 @@ impl Sandbox {
         sandbox
             .send(&ToChild::Init {
                 memory: limits.memory,
+                retained: limits.retained,
                 stack: limits.stack,
                 max_contexts: limits.max_contexts,
                 prelude_hash: *inner.prelude.hash(),

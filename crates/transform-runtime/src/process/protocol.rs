@@ -17,6 +17,7 @@ pub(crate) enum ToChild {
     /// Once, first: the limits and the prelude.
     Init {
         memory: usize,
+        retained: usize,
         stack: usize,
         max_contexts: usize,
         prelude_hash: [u8; 32],

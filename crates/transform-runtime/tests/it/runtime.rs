@@ -34,6 +34,7 @@ both_modes!(
     many_parallel_invocations,
     a_proxys_retained_memory_does_not_count_against_another,
     a_thrown_null_discards_the_runtime,
+    retained_memory_is_bounded,
     quadratic_string_search_is_linear,
     huge_array_likes_are_refused,
 );
@@ -495,6 +496,33 @@ async fn a_proxys_retained_memory_does_not_count_against_another(config: EngineC
             "the other proxy keeps its whole allowance"
         );
     }
+}
+
+/// A transform keeping 6 MiB more on every call (of its 16 MiB allowance) would grow the
+/// process without bound; the warm contexts of a runtime may retain four allowances (64 MiB)
+/// between invocations, above which they are dropped: the hoard starts again, and every call
+/// succeeds.
+async fn retained_memory_is_bounded(config: EngineConfig) {
+    let e = engine(EngineConfig {
+        processes_per_thread: 1,
+        time_limit: Duration::from_secs(2),
+        ..config
+    });
+    let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(6 * 1024 * 1024) + globalThis.kept.length); return { body: String(globalThis.kept.length) }; };";
+    let mut counts = Vec::new();
+    for _ in 0..24 {
+        counts.push(
+            text(run(&e, "hoarder", hoard, json!({})).await)
+                .parse::<usize>()
+                .expect("count"),
+        );
+    }
+    let most = counts.iter().copied().max().unwrap_or(0);
+    assert!(most <= 11, "at most ~64 MiB kept: {counts:?}");
+    assert!(
+        counts.windows(2).any(|w| w[1] < w[0]),
+        "the hoard was dropped and started again: {counts:?}"
+    );
 }
 
 /// Attack finding (issue 11, finding 9): an out-of-memory can surface as a thrown `null`,
