@@ -191,7 +191,8 @@ pub trait TokenStore: Send + Sync {
         tenant: TenantId,
         id: TokenId,
     ) -> Result<Option<StoredToken>, StoreError>;
-    /// The tokens of `tenant` among `ids`, in one query (absent ids are simply missing).
+    /// The tokens of `tenant` among `ids`, each once and in no particular order (absent ids,
+    /// and other tenants' ids, are simply missing); in one round trip where the backend allows.
     async fn get_tokens(
         &self,
         tenant: TenantId,

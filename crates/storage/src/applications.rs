@@ -1,7 +1,7 @@
 //! [`ApplicationStore`] for both backends.
 
 use async_trait::async_trait;
-use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
+use diesel::{ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
     application::Application,
@@ -11,7 +11,7 @@ use tessera_domain::{
 use time::OffsetDateTime;
 
 use crate::{
-    database::{page_of, window, with_conn, Database, DbResultExt},
+    database::{only_row, page_of, window, with_conn, with_read_conn, Database, DbResultExt},
     rows::{application_grants, to_db_time, ApplicationRow},
     schema::applications::{self, dsl},
 };
@@ -36,15 +36,15 @@ impl ApplicationStore for Database {
         id: ApplicationId,
     ) -> Result<Option<Application>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let row = with_conn!(self, |conn| {
+        let row = with_read_conn!(self, |conn| {
             applications::table
                 .filter(dsl::tenant_id.eq(&tenant))
                 .filter(dsl::id.eq(&id))
                 .select(ApplicationRow::as_select())
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })?;
         row.map(ApplicationRow::into_application).transpose()
     }
@@ -54,14 +54,14 @@ impl ApplicationStore for Database {
         hash: &ApiKeyHash,
     ) -> Result<Option<StoredApplication>, StoreError> {
         let hash = hash.as_bytes().to_vec();
-        let row = with_conn!(self, |conn| {
+        let row = with_read_conn!(self, |conn| {
             applications::table
                 .filter(dsl::key_hash.eq(&hash))
                 .select(ApplicationRow::as_select())
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })?;
         row.map(ApplicationRow::into_stored).transpose()
     }

@@ -1,18 +1,21 @@
 //! Connection pools for the two backends, migrations, and the glue that lets one query body
 //! serve both.
 
-use std::{path::Path, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
 use diesel::{sqlite::SqliteConnection, Connection as _, ConnectionError, RunQueryDsl as _};
 use diesel_async::{
     async_connection_wrapper::AsyncConnectionWrapper,
-    pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
-    sync_connection_wrapper::SyncConnectionWrapper,
+    pooled_connection::{
+        deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+    },
+    sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper},
     AsyncConnection, AsyncPgConnection, SimpleAsyncConnection,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
-use futures_util::FutureExt;
+use futures_util::{future::BoxFuture, FutureExt};
 use tessera_domain::{store::StoreError, Page, PageRequest};
+use thread_local::ThreadLocal;
 
 use crate::url::DatabaseUrl;
 
@@ -21,13 +24,49 @@ const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrati
 
 /// How long a caller waits for a pooled connection before the store reports itself unavailable.
 const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
+/// At least this many SQLite read connections: one per serving thread of a small machine, each
+/// held only for the microseconds of a point read.
+const SQLITE_MIN_READERS: usize = 8;
 /// SQLite waits this long for a competing writer before giving up with SQLITE_BUSY.
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
 /// Arbitrary constant naming the advisory lock that serialises concurrent migrators.
 const MIGRATION_LOCK_ID: i64 = 0x7e55_e7a0;
 
-/// The SQLite connection type: diesel's synchronous connection run on a blocking thread.
+/// Connections each serving thread keeps to PostgreSQL for point reads (see [`Pools`]).
+const POSTGRES_READS_PER_THREAD: usize = 4;
+
+/// The SQLite connection type for writes and scans: diesel's synchronous connection run on a
+/// blocking thread, so a writer waiting for SQLite's lock never stalls a serving thread.
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+
+/// The SQLite connection type for point reads: the same connection run on the calling thread.
+pub(crate) type SqliteReadConn = SyncConnectionWrapper<SqliteConnection, OnCallingThread>;
+
+/// A [`SpawnBlocking`] that runs the task at once on the calling thread.
+///
+/// Why: a point read by primary key or unique index in WAL mode takes a few microseconds and
+/// never waits for a writer (readers see the last commit), while a hop to tokio's blocking pool
+/// and back costs two thread wake-ups — on a cold detokenization that hop, three times per
+/// request, was most of the request's time. The future it returns is already complete, so a
+/// caller that drops it can never leave a query running on a connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OnCallingThread;
+
+impl SpawnBlocking for OnCallingThread {
+    fn spawn_blocking<'a, R>(
+        &mut self,
+        task: impl FnOnce() -> R + Send + 'static,
+    ) -> BoxFuture<'a, Result<R, Box<dyn std::error::Error + Send + Sync + 'static>>>
+    where
+        R: Send + 'static,
+    {
+        std::future::ready(Ok(task())).boxed()
+    }
+
+    fn get_runtime() -> Self {
+        Self
+    }
+}
 
 /// Which database engine backs a [`Database`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,10 +97,56 @@ impl PoolOptions {
     }
 }
 
+/// The pools of one database.
+///
+/// Point reads (a token, a key, an application by id or key hash: what a cold proxy request
+/// needs) take a different path from everything else, so that they cost no thread hop:
+/// - on SQLite, a pool of read-only connections run on the calling thread (WAL lets readers run
+///   beside the one writer); writes and scans keep the blocking-pool connections;
+/// - on PostgreSQL, each thread that reads keeps its own small pool, whose connections' I/O
+///   tasks run on that thread's runtime — a serving thread's query goes out and comes back on
+///   the same core instead of through another runtime's threads.
 #[derive(Clone)]
 pub(crate) enum Pools {
-    Sqlite(Pool<SqliteConn>),
-    Postgres(Pool<AsyncPgConnection>),
+    Sqlite {
+        /// Writes and scans, on tokio's blocking pool.
+        pool: Pool<SqliteConn>,
+        /// Read-only connections for point reads, on the calling thread.
+        reads: Pool<SqliteReadConn>,
+    },
+    Postgres {
+        /// Writes and scans.
+        pool: Pool<AsyncPgConnection>,
+        /// Point reads: one small pool per calling thread.
+        reads: Arc<PerThreadPools>,
+    },
+}
+
+/// PostgreSQL pools, one per thread that reads, created on first use.
+pub(crate) struct PerThreadPools {
+    url: String,
+    pools: ThreadLocal<Pool<AsyncPgConnection>>,
+}
+
+impl PerThreadPools {
+    /// This thread's pool.
+    pub(crate) fn local(&self) -> Result<&Pool<AsyncPgConnection>, StoreError> {
+        self.pools.get_or_try(|| {
+            Pool::builder(postgres_manager(&self.url))
+                .max_size(POSTGRES_READS_PER_THREAD)
+                .build()
+                .map_err(|e| StoreError::Unavailable(e.to_string()))
+        })
+    }
+}
+
+/// A PostgreSQL connection manager. Connections are not pinged at checkout (a `SELECT 1` round
+/// trip before every query): a connection whose socket closed is known to be broken and is
+/// replaced, and a query on one that broke in between fails like any other database error.
+fn postgres_manager(url: &str) -> AsyncDieselConnectionManager<AsyncPgConnection> {
+    let mut config = ManagerConfig::<AsyncPgConnection>::default();
+    config.recycling_method = RecyclingMethod::Fast;
+    AsyncDieselConnectionManager::new_with_config(url, config)
 }
 
 /// A connection pool on SQLite or PostgreSQL implementing every storage trait of the domain.
@@ -92,8 +177,10 @@ impl Database {
                     })?;
                 }
                 create_private_file(path)?;
+                // Connections are not pinged at checkout: nothing breaks an open SQLite file.
                 let mut config = ManagerConfig::<SqliteConn>::default();
                 config.custom_setup = Box::new(|url| establish_sqlite(url.to_string()).boxed());
+                config.recycling_method = RecyclingMethod::Fast;
                 let manager =
                     AsyncDieselConnectionManager::new_with_config(sqlite_path(path)?, config);
                 let pool = Pool::builder(manager)
@@ -104,16 +191,31 @@ impl Database {
                 conn.batch_execute("PRAGMA journal_mode = WAL;")
                     .await
                     .map_err(|e| StoreError::Unavailable(format!("enabling WAL: {e}")))?;
-                Pools::Sqlite(pool)
+                let mut config = ManagerConfig::<SqliteReadConn>::default();
+                config.custom_setup =
+                    Box::new(|url| establish_sqlite_reader(url.to_string()).boxed());
+                config.recycling_method = RecyclingMethod::Fast;
+                let manager =
+                    AsyncDieselConnectionManager::new_with_config(sqlite_path(path)?, config);
+                let reads = Pool::builder(manager)
+                    .max_size(options.max_connections.max(SQLITE_MIN_READERS))
+                    .build()
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                Pools::Sqlite { pool, reads }
             }
             DatabaseUrl::Postgres { url } => {
-                let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url.as_str());
-                let pool = Pool::builder(manager)
+                let pool = Pool::builder(postgres_manager(url.as_str()))
                     .max_size(options.max_connections)
                     .build()
                     .map_err(|e| StoreError::Unavailable(e.to_string()))?;
                 drop(checkout(&pool).await?);
-                Pools::Postgres(pool)
+                Pools::Postgres {
+                    pool,
+                    reads: Arc::new(PerThreadPools {
+                        url: url.as_str().to_string(),
+                        pools: ThreadLocal::new(),
+                    }),
+                }
             }
         };
         Ok(Self {
@@ -126,8 +228,8 @@ impl Database {
     /// that write rows as an older release would. Nothing in the service calls it.
     pub async fn batch_execute(&self, sql: &str) -> Result<(), StoreError> {
         match &self.pools {
-            Pools::Sqlite(pool) => checkout(pool).await?.batch_execute(sql).await,
-            Pools::Postgres(pool) => checkout(pool).await?.batch_execute(sql).await,
+            Pools::Sqlite { pool, .. } => checkout(pool).await?.batch_execute(sql).await,
+            Pools::Postgres { pool, .. } => checkout(pool).await?.batch_execute(sql).await,
         }
         .map_err(|e| StoreError::Backend(e.to_string()))
     }
@@ -140,8 +242,8 @@ impl Database {
     /// The engine in use.
     pub fn backend(&self) -> Backend {
         match self.pools {
-            Pools::Sqlite(_) => Backend::Sqlite,
-            Pools::Postgres(_) => Backend::Postgres,
+            Pools::Sqlite { .. } => Backend::Sqlite,
+            Pools::Postgres { .. } => Backend::Postgres,
         }
     }
 
@@ -263,6 +365,18 @@ async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> 
     Ok(conn)
 }
 
+/// Opens a read-only SQLite connection for point reads on the calling thread. `query_only`
+/// makes any write on it fail, so a query routed here by mistake cannot take the write lock.
+async fn establish_sqlite_reader(path: String) -> diesel::ConnectionResult<SqliteReadConn> {
+    let mut conn = SqliteReadConn::establish(&path).await?;
+    conn.batch_execute(&format!(
+        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA query_only = ON;"
+    ))
+    .await
+    .map_err(ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}
+
 /// Takes a connection from `pool`, waiting at most [`CHECKOUT_TIMEOUT`].
 pub(crate) async fn checkout<M>(
     pool: &deadpool::managed::Pool<M>,
@@ -278,6 +392,16 @@ where
             "timed out waiting for a database connection".into(),
         )),
     }
+}
+
+/// The row of a point read by a unique key, if any.
+///
+/// Point reads load rather than call diesel's `first`: its `LIMIT ?` is a bound parameter that
+/// SQLite's planner treats as relevant to the plan, so every new binding expires the cached
+/// statement and each call was parsed and planned again (half of a cold proxy request's CPU).
+/// A unique key matches at most one row, so no limit is needed.
+pub(crate) fn only_row<T>(rows: Vec<T>) -> Option<T> {
+    rows.into_iter().next()
 }
 
 /// `LIMIT` and `OFFSET` of a page.
@@ -316,7 +440,7 @@ impl<T> DbResultExt<T> for Result<T, diesel::result::Error> {
             Error::DatabaseError(Kind::UniqueViolation | Kind::ForeignKeyViolation, info) => {
                 StoreError::Conflict(info.message().to_string())
             }
-            Error::DatabaseError(Kind::ClosedConnection, info) => {
+            Error::DatabaseError(Kind::ClosedConnection | Kind::UnableToSendCommand, info) => {
                 StoreError::Unavailable(info.message().to_string())
             }
             other => StoreError::Backend(other.to_string()),
@@ -329,12 +453,12 @@ impl<T> DbResultExt<T> for Result<T, diesel::result::Error> {
 macro_rules! with_conn {
     ($db:expr, |$conn:ident| $body:expr) => {
         match &$db.pools {
-            $crate::database::Pools::Sqlite(pool) => {
+            $crate::database::Pools::Sqlite { pool, .. } => {
                 let mut object = $crate::database::checkout(pool).await?;
                 let $conn: &mut $crate::database::SqliteConn = &mut object;
                 $body
             }
-            $crate::database::Pools::Postgres(pool) => {
+            $crate::database::Pools::Postgres { pool, .. } => {
                 let mut object = $crate::database::checkout(pool).await?;
                 let $conn: &mut diesel_async::AsyncPgConnection = &mut object;
                 $body
@@ -343,3 +467,23 @@ macro_rules! with_conn {
     };
 }
 pub(crate) use with_conn;
+
+/// Like [`with_conn!`], for a point read (by primary key or unique index, a handful of rows):
+/// on the calling thread's read path of [`Pools`]. Nothing that writes or scans goes here.
+macro_rules! with_read_conn {
+    ($db:expr, |$conn:ident| $body:expr) => {
+        match &$db.pools {
+            $crate::database::Pools::Sqlite { reads, .. } => {
+                let mut object = $crate::database::checkout(reads).await?;
+                let $conn: &mut $crate::database::SqliteReadConn = &mut object;
+                $body
+            }
+            $crate::database::Pools::Postgres { reads, .. } => {
+                let mut object = $crate::database::checkout(reads.local()?).await?;
+                let $conn: &mut diesel_async::AsyncPgConnection = &mut object;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_read_conn;

@@ -7,6 +7,13 @@
 //! panics on the single-threaded runtimes actix workers use. As a spawned task the operation
 //! always runs to completion (the caller's drop merely detaches it), and PostgreSQL connections
 //! stay on the multi-threaded runtime that created them.
+//!
+//! Point reads are the exception: they run on the caller's task, on the read path of
+//! [`Database`]'s pools (SQLite connections run in-process, PostgreSQL connections whose I/O
+//! stays on the calling thread), where being dropped half-way is harmless: a SQLite read runs
+//! to its end inside one poll, and dropping a PostgreSQL read only discards its answer. They
+//! are what a cold proxy request does three times, and the hop to another runtime and back was
+//! most of its time.
 
 use std::future::Future;
 
@@ -75,7 +82,7 @@ impl TenantStore for DetachedStore {
     }
 
     async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError> {
-        self.run(|db| async move { db.get_tenant(id).await }).await
+        self.db.get_tenant(id).await
     }
 
     async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError> {
@@ -98,9 +105,7 @@ impl TenantStore for DetachedStore {
     }
 
     async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let name = name.to_string();
-        self.run(|db| async move { db.get_vault_key(&name).await })
-            .await
+        self.db.get_vault_key(name).await
     }
 
     async fn insert_vault_key(&self, name: &str, wrapped: &[u8]) -> Result<(), StoreError> {
@@ -134,17 +139,14 @@ impl ApplicationStore for DetachedStore {
         tenant: TenantId,
         id: ApplicationId,
     ) -> Result<Option<Application>, StoreError> {
-        self.run(|db| async move { db.get_application(tenant, id).await })
-            .await
+        self.db.get_application(tenant, id).await
     }
 
     async fn find_application_by_key_hash(
         &self,
         hash: &ApiKeyHash,
     ) -> Result<Option<StoredApplication>, StoreError> {
-        let hash = hash.clone();
-        self.run(|db| async move { db.find_application_by_key_hash(&hash).await })
-            .await
+        self.db.find_application_by_key_hash(hash).await
     }
 
     async fn list_applications(
@@ -201,8 +203,7 @@ impl TokenStore for DetachedStore {
         tenant: TenantId,
         id: TokenId,
     ) -> Result<Option<StoredToken>, StoreError> {
-        self.run(|db| async move { db.get_token(tenant, id).await })
-            .await
+        self.db.get_token(tenant, id).await
     }
 
     async fn get_tokens(
@@ -210,9 +211,7 @@ impl TokenStore for DetachedStore {
         tenant: TenantId,
         ids: &[TokenId],
     ) -> Result<Vec<StoredToken>, StoreError> {
-        let ids = ids.to_vec();
-        self.run(|db| async move { db.get_tokens(tenant, &ids).await })
-            .await
+        self.db.get_tokens(tenant, ids).await
     }
 
     async fn token_containers(
@@ -292,17 +291,14 @@ impl ProxyStore for DetachedStore {
         tenant: TenantId,
         id: ProxyId,
     ) -> Result<Option<StoredProxy>, StoreError> {
-        self.run(|db| async move { db.get_proxy(tenant, id).await })
-            .await
+        self.db.get_proxy(tenant, id).await
     }
 
     async fn find_proxy_by_key(
         &self,
         key_lookup: &[u8; 32],
     ) -> Result<Option<StoredProxy>, StoreError> {
-        let key_lookup = *key_lookup;
-        self.run(|db| async move { db.find_proxy_by_key(&key_lookup).await })
-            .await
+        self.db.find_proxy_by_key(key_lookup).await
     }
 
     async fn list_proxies(

@@ -2,8 +2,7 @@
 
 use async_trait::async_trait;
 use diesel::{
-    EscapeExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper,
-    TextExpressionMethods,
+    EscapeExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper, TextExpressionMethods,
 };
 use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use tessera_domain::{
@@ -13,7 +12,10 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{checkout, page_of, window, with_conn, Database, DbResultExt, Pools},
+    database::{
+        checkout, only_row, page_of, window, with_conn, with_read_conn, Database, DbResultExt,
+        Pools,
+    },
     rows::{NewProxyRow, ProxyRow},
     schema::{
         proxies::{self, dsl},
@@ -68,15 +70,15 @@ impl ProxyStore for Database {
         id: ProxyId,
     ) -> Result<Option<StoredProxy>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let row = with_conn!(self, |conn| {
+        let row = with_read_conn!(self, |conn| {
             proxies::table
                 .filter(dsl::tenant_id.eq(&tenant))
                 .filter(dsl::id.eq(&id))
                 .select(ProxyRow::as_select())
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })?;
         row.map(StoredProxy::try_from).transpose()
     }
@@ -86,14 +88,14 @@ impl ProxyStore for Database {
         key_lookup: &[u8; 32],
     ) -> Result<Option<StoredProxy>, StoreError> {
         let lookup = key_lookup.as_slice();
-        let row = with_conn!(self, |conn| {
+        let row = with_read_conn!(self, |conn| {
             proxies::table
                 .filter(dsl::key_lookup.eq(lookup))
                 .select(ProxyRow::as_select())
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })?;
         row.map(StoredProxy::try_from).transpose()
     }
@@ -235,16 +237,21 @@ impl ProxyStore for Database {
         match &self.pools {
             // PostgreSQL keeps deleted rows in dead tuples (and the dropped columns of migration
             // 000004 inside the old row versions) until a table is rewritten, and a rewrite keeps
-            // every row version a snapshot older than the deletion may still see. So: wait until
-            // no other session holds a snapshot from before now, then rewrite both tables.
-            Pools::Postgres(pool) => {
+            // every row version a snapshot older than the deletion may still see. So: take a
+            // transaction id newer than the (committed) deletions, wait until no other session's
+            // snapshot horizon (`backend_xmin`) or running transaction (`backend_xid`) is at or
+            // before it, then rewrite both tables. Comparing ids rather than start times also
+            // covers a young transaction whose snapshot was taken while an old one still ran.
+            Pools::Postgres { pool, .. } => {
                 let mut conn = checkout(pool).await?;
-                let older_snapshots = "SELECT count(*) AS n FROM pg_stat_activity \
-                    WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL \
-                    AND xact_start < (SELECT cutoff FROM tessera_purge_cutoff)";
+                let older_snapshots = "SELECT count(*) AS n FROM pg_stat_activity, tessera_purge_cutoff \
+                    WHERE pid <> pg_backend_pid() \
+                    AND ((backend_xmin IS NOT NULL AND age(backend_xmin) >= age(cutoff)) \
+                      OR (backend_xid IS NOT NULL AND age(backend_xid) >= age(cutoff)))";
                 conn.batch_execute(
-                    "CREATE TEMPORARY TABLE IF NOT EXISTS tessera_purge_cutoff AS \
-                     SELECT clock_timestamp() AS cutoff",
+                    "DROP TABLE IF EXISTS tessera_purge_cutoff; \
+                     CREATE TEMPORARY TABLE tessera_purge_cutoff AS \
+                     SELECT pg_current_xact_id()::text::xid AS cutoff",
                 )
                 .await
                 .map_err(failed)?;
@@ -276,7 +283,7 @@ impl ProxyStore for Database {
             }
             // SQLite zeroes freed pages itself (secure_delete); what the WAL still holds goes
             // with a truncating checkpoint.
-            Pools::Sqlite(pool) => checkout(pool)
+            Pools::Sqlite { pool, .. } => checkout(pool)
                 .await?
                 .batch_execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 .await

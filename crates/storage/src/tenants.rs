@@ -9,7 +9,7 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{only_row, with_conn, with_read_conn, Database, DbResultExt},
     rows::{ApplicationRow, TenantRow},
     schema::{applications, tenants, vault_keys},
 };
@@ -42,14 +42,14 @@ impl TenantStore for Database {
 
     async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError> {
         let id = id.to_string();
-        let row = with_conn!(self, |conn| {
+        let row = with_read_conn!(self, |conn| {
             tenants::table
                 .filter(tenants::tenant_id.eq(&id))
                 .select(TenantRow::as_select())
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })?;
         row.map(StoredTenant::try_from).transpose()
     }
@@ -101,14 +101,14 @@ impl TenantStore for Database {
     }
 
     async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        with_conn!(self, |conn| {
+        with_read_conn!(self, |conn| {
             vault_keys::table
                 .filter(vault_keys::name.eq(name))
                 .select(vault_keys::wrapped_key)
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })
     }
 

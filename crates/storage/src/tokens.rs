@@ -1,9 +1,7 @@
 //! [`TokenStore`] for both backends.
 
 use async_trait::async_trait;
-use diesel::{
-    BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper,
-};
+use diesel::{BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
     store::{ContainerScope, NewAssociation, StoreError, StoredToken, TokenFilter, TokenStore},
@@ -11,7 +9,10 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{page_of, window, with_conn, Database, DbResultExt},
+    database::{
+        checkout, only_row, page_of, window, with_conn, with_read_conn, Database, DbResultExt,
+        Pools,
+    },
     rows::{AssociationRow, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
@@ -215,15 +216,15 @@ impl TokenStore for Database {
         id: TokenId,
     ) -> Result<Option<StoredToken>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let row = with_conn!(self, |conn| {
+        let row = with_read_conn!(self, |conn| {
             tokens::table
                 .filter(tokens::tenant_id.eq(&tenant))
                 .filter(tokens::id.eq(&id))
                 .select(TokenRow::as_select())
-                .first(conn)
+                .load(conn)
                 .await
-                .optional()
                 .db()
+                .map(only_row)
         })?;
         row.map(StoredToken::try_from).transpose()
     }
@@ -233,18 +234,53 @@ impl TokenStore for Database {
         tenant: TenantId,
         ids: &[TokenId],
     ) -> Result<Vec<StoredToken>, StoreError> {
-        let tenant = tenant.to_string();
-        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-        let rows: Vec<TokenRow> = with_conn!(self, |conn| {
-            tokens::table
-                .filter(tokens::tenant_id.eq(&tenant))
-                .filter(tokens::id.eq_any(&ids))
-                .select(TokenRow::as_select())
-                .load(conn)
-                .await
-                .db()
-        })?;
-        rows.into_iter().map(StoredToken::try_from).collect()
+        // Each id once, as `IN (…)` would have answered.
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        match &self.pools {
+            // SQLite spells `eq_any` as `IN (?, ?, …)`, a statement that changes with the
+            // number of ids, which diesel therefore prepares anew on every call; `get_token`'s
+            // cached point-read statement, once per id, costs less on a connection run
+            // in-process.
+            Pools::Sqlite { .. } => {
+                let mut found = Vec::with_capacity(ids.len());
+                for id in ids {
+                    found.extend(self.get_token(tenant, id).await?);
+                }
+                Ok(found)
+            }
+            // PostgreSQL: the same point read per id, all sent at once on one connection
+            // (pipelined: one round trip). Not `id = ANY($2)`: its generic plan may scan the
+            // tenant's tokens through another index (seen on a young table before ANALYZE,
+            // which made the server the bottleneck), where equality on both key columns is
+            // always one primary-key probe.
+            Pools::Postgres { reads, .. } => {
+                let tenant = tenant.to_string();
+                let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+                let object = checkout(reads.local()?).await?;
+                let conn: &diesel_async::AsyncPgConnection = &object;
+                let reads = ids.iter().map(|id| {
+                    let mut conn = conn;
+                    let tenant = &tenant;
+                    async move {
+                        tokens::table
+                            .filter(tokens::tenant_id.eq(tenant))
+                            .filter(tokens::id.eq(id))
+                            .select(TokenRow::as_select())
+                            .load::<TokenRow>(&mut conn)
+                            .await
+                    }
+                });
+                futures_util::future::try_join_all(reads)
+                    .await
+                    .db()?
+                    .into_iter()
+                    .flatten()
+                    .map(StoredToken::try_from)
+                    .collect()
+            }
+        }
     }
 
     async fn token_containers(

@@ -1,7 +1,8 @@
 //! The storage crate's tests, one binary: every store trait on both backends, master-key
-//! rotation, sealing of legacy proxy secrets, and the embedding example.
+//! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
 mod embed_example;
+mod read_path;
 mod rotation;
 mod sealed_proxies;
 mod store_suite;

@@ -26,6 +26,7 @@ backend_tests!(
     tokens_are_confined_to_their_tenant,
     deleting_a_token_removes_its_metadata,
     duplicate_ids_are_conflicts,
+    batch_token_reads_return_each_own_row_once,
 );
 
 #[test]
@@ -557,4 +558,61 @@ async fn duplicate_ids_are_conflicts(t: &TestDatabase) {
         t.db.insert_application(&clash).await,
         Err(StoreError::Conflict(_))
     ));
+}
+
+/// `get_tokens` (one cached point read per id on SQLite, pipelined primary-key probes on
+/// PostgreSQL) returns exactly the caller's tenant's rows among the ids, each once, whatever
+/// the order, duplicates or unknown ids.
+async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
+    let (a, by_a) = tenant(t).await;
+    let (b, by_b) = tenant(t).await;
+    let mine: Vec<StoredToken> = (0..3)
+        .map(|_| token(a, by_a, TokenType::Token, "/general/high/", &[("k", "v")]))
+        .collect();
+    let theirs = token(b, by_b, TokenType::Token, "/general/high/", &[]);
+    for tok in mine.iter().chain([&theirs]) {
+        t.db.insert_token(tok).await.expect("insert");
+    }
+    let ids = [
+        mine[2].id,
+        theirs.id,
+        TokenId::new(),
+        mine[0].id,
+        mine[2].id,
+    ];
+    let mut got: Vec<TokenId> =
+        t.db.get_tokens(a, &ids)
+            .await
+            .expect("read")
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+    got.sort();
+    let mut want = vec![mine[0].id, mine[2].id];
+    want.sort();
+    assert_eq!(got, want, "only tenant a's rows among the ids");
+    let full = t.db.get_tokens(a, &[mine[1].id]).await.expect("read");
+    assert_eq!(full.len(), 1);
+    assert_eq!(
+        (
+            &full[0].id,
+            &full[0].ciphertext,
+            &full[0].metadata,
+            &full[0].container
+        ),
+        (
+            &mine[1].id,
+            &mine[1].ciphertext,
+            &mine[1].metadata,
+            &mine[1].container
+        ),
+        "the row comes back exactly"
+    );
+    assert!(t
+        .db
+        .get_tokens(b, &[mine[0].id])
+        .await
+        .expect("read")
+        .is_empty());
+    assert!(t.db.get_tokens(a, &[]).await.expect("read").is_empty());
 }

@@ -1,0 +1,118 @@
+//! The storage read of a cold proxy request: two tokens fetched by id (drawn from a pool of
+//! 400), through `DetachedStore` as the binaries wire it, called from a single-threaded runtime
+//! as a serving thread would — on SQLite, and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is
+//! set. Also the two credential point reads a request makes when its keys are not cached.
+//!
+//! `cargo bench -p tessera-storage --bench token_reads`
+
+use std::{hint::black_box, sync::Arc};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+use tessera_domain::{
+    store::{ApplicationStore, TokenStore},
+    ApiKey, MasterKey, NewToken, Secret, TenantId, TokenId, TokenType, Vault,
+};
+use tessera_storage::DetachedStore;
+use tessera_testkit::db::TestDatabase;
+
+const POOL: usize = 400;
+
+struct Fixture {
+    _db: TestDatabase,
+    store: DetachedStore,
+    tenant: TenantId,
+    ids: Vec<TokenId>,
+    key: ApiKey,
+}
+
+/// A tenant with `POOL` tokens, created on the storage runtime `rt` (which then owns the
+/// store's detached tasks, as in the binaries).
+fn fixture(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Fixture {
+    rt.block_on(async move {
+        let store = DetachedStore::new(db.db.clone());
+        let vault = Vault::new(Arc::new(store.clone()), MasterKey::generate());
+        let tenant = vault.create_tenant("bench").await.expect("tenant");
+        let admin = vault
+            .authenticate(Some(tenant.api_key.expose()))
+            .await
+            .expect("admin");
+        let mut ids = Vec::with_capacity(POOL);
+        for i in 0..POOL {
+            let token = NewToken {
+                token_type: TokenType::Token,
+                data: Some(Secret::new(json!(format!("4242424242424{i:03}")))),
+                metadata: None,
+                containers: None,
+            };
+            ids.push(vault.create_token(&admin, token).await.expect("token").id);
+        }
+        let key = ApiKey::parse(tenant.api_key.expose()).expect("key");
+        Fixture {
+            _db: db,
+            store,
+            tenant: admin.tenant_id(),
+            ids,
+            key,
+        }
+    })
+}
+
+fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
+    // A serving thread: a current-thread runtime, like each of proxy-gateway's cores.
+    let serving = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("serving runtime");
+    let got = serving
+        .block_on(f.store.get_tokens(f.tenant, &f.ids[..2]))
+        .expect("read");
+    assert_eq!(got.len(), 2, "both tokens are found");
+    let mut next = 0usize;
+    c.bench_function(&format!("{name}: get_tokens 2 of {POOL} by id"), |b| {
+        b.iter(|| {
+            // Two ids that differ from call to call, as cold traffic's do.
+            next = (next + 7) % (POOL - 1);
+            let ids = [f.ids[next], f.ids[next + 1]];
+            let rows = serving
+                .block_on(f.store.get_tokens(f.tenant, black_box(&ids)))
+                .expect("read");
+            assert_eq!(rows.len(), 2);
+            rows
+        })
+    });
+    let hash = f.key.hash();
+    c.bench_function(&format!("{name}: find_application_by_key_hash"), |b| {
+        b.iter(|| {
+            serving
+                .block_on(f.store.find_application_by_key_hash(black_box(&hash)))
+                .expect("read")
+                .expect("found")
+        })
+    });
+}
+
+fn token_reads(c: &mut Criterion) {
+    let storage = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("storage runtime");
+    let sqlite = fixture(&storage, storage.block_on(TestDatabase::sqlite()));
+    bench_backend(c, "sqlite", &sqlite);
+    drop(sqlite);
+    match storage.block_on(TestDatabase::postgres()) {
+        Some(db) => {
+            let pg = fixture(&storage, db);
+            bench_backend(c, "postgres", &pg);
+        }
+        None => eprintln!("postgres: skipped (set TESSERA_TEST_DATABASE_URL)"),
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(50);
+    targets = token_reads
+}
+criterion_main!(benches);
