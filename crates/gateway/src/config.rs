@@ -97,6 +97,10 @@ pub struct GatewayArgs {
     /// disables caching; at most 2.
     #[arg(long, env = "TESSERA_CACHE_TTL", default_value_t = 1.0)]
     pub cache_ttl: f64,
+    /// Seconds the encrypted token rows detokenization reads are cached, when it should differ
+    /// from --cache-ttl (default: --cache-ttl). 0 reads every token from storage; at most 2.
+    #[arg(long, env = "TESSERA_TOKEN_CACHE_TTL")]
+    pub token_cache_ttl: Option<f64>,
     /// Seconds one transform invocation may run (its runtime is discarded after).
     #[arg(long, env = "TESSERA_TRANSFORM_TIMEOUT", default_value_t = 2.0)]
     pub transform_timeout: f64,
@@ -149,6 +153,14 @@ impl GatewayArgs {
         }
         if !(0.0..=2.0).contains(&self.cache_ttl) {
             return Err(InvalidFlag("--cache-ttl must be between 0 and 2 seconds"));
+        }
+        if self
+            .token_cache_ttl
+            .is_some_and(|ttl| !(0.0..=2.0).contains(&ttl))
+        {
+            return Err(InvalidFlag(
+                "--token-cache-ttl must be between 0 and 2 seconds",
+            ));
         }
         if !positive(self.transform_timeout) {
             return Err(InvalidFlag(
@@ -225,6 +237,9 @@ impl GatewayArgs {
                 allow_private_destinations: self.allow_private_destinations,
             })
             .with_cache_ttl(Duration::from_secs_f64(self.cache_ttl))
+            .with_token_cache_ttl(Duration::from_secs_f64(
+                self.token_cache_ttl.unwrap_or(self.cache_ttl),
+            ))
     }
 }
 
@@ -262,5 +277,42 @@ impl GatewayArgs {
             gateway = gateway.with_rate_limit(limit);
         }
         Ok(gateway)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::GatewayArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gateway: GatewayArgs,
+    }
+
+    fn validate(args: &[&str]) -> Result<(), String> {
+        let cli = Cli::try_parse_from(std::iter::once("gateway").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        cli.gateway.validate().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_token_cache_ttl_defaults_to_the_cache_ttl_and_is_bounded_like_it() {
+        assert_eq!(validate(&[]), Ok(()));
+        assert_eq!(validate(&["--token-cache-ttl", "0"]), Ok(()));
+        assert_eq!(validate(&["--token-cache-ttl", "2"]), Ok(()));
+        for bad in ["2.5", "-1", "NaN"] {
+            assert_eq!(
+                validate(&[&format!("--token-cache-ttl={bad}")]),
+                Err("--token-cache-ttl must be between 0 and 2 seconds".to_string()),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            validate(&["--cache-ttl", "3"]),
+            Err("--cache-ttl must be between 0 and 2 seconds".to_string())
+        );
     }
 }

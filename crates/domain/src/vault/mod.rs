@@ -95,6 +95,14 @@ impl Vault {
         self
     }
 
+    /// Sets how long the encrypted token rows the gateway reads are cached, apart from the
+    /// credential caches (call after [`Vault::with_cache_ttl`]): operators whose traffic rarely
+    /// repeats a token may keep keys cached and tokens not.
+    pub fn with_token_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.token_rows = Arc::new(TtlCache::new(ttl));
+        self
+    }
+
     /// Drops cached credentials of `application` after it changed or was deleted.
     fn forget_application(&self, application: ApplicationId) {
         self.api_keys.remove_where(|_, p| {
