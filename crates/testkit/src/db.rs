@@ -201,10 +201,15 @@ impl Drop for TestDatabase {
                     else {
                         return;
                     };
+                    // A test that panicked may leave write transactions open on its own
+                    // runtime — the one this drop is blocking — so waiting for their locks
+                    // would hang forever: give up after a few seconds and leave the schema.
                     rt.block_on(async move {
                         if let Ok(mut conn) = AsyncPgConnection::establish(&admin_url).await {
                             let _ = conn
-                                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                                .batch_execute(&format!(
+                                    "SET lock_timeout = '5s'; DROP SCHEMA IF EXISTS {schema} CASCADE"
+                                ))
                                 .await;
                         }
                     });

@@ -11,8 +11,9 @@
 //! ```
 //!
 //! * The body enters the engine once (a JSON body as its text, parsed by the engine) and the
-//!   result leaves it once (serialised by the engine): no intermediate JSON trees.
-//! * Code is compiled once to bytecode and cached by its SHA-256; only bytecode this process
+//!   result leaves it once (encoded by the host from the engine's values, exactly as
+//!   `JSON.stringify` would): no intermediate JSON trees.
+//! * Code is compiled once to bytecode and cached by its source text; only bytecode this process
 //!   compiled is ever loaded (a sandbox process loads what its parent sent).
 //! * Contexts are per proxy (and code): never shared between proxies or tenants; a proxy's warm
 //!   context may serve its later calls.

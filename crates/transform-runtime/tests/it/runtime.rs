@@ -550,13 +550,14 @@ async fn a_thrown_null_discards_the_runtime(config: EngineConfig) {
 
 /// Attack finding (issue 11, finding 4): `'a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b')` ran
 /// ~40 s in one native call the deadline could not interrupt. The wrapped search is linear:
-/// it answers (-1) well within the limit, in both modes.
+/// all six searches answer within the time limit, in both modes. The limit is the bound (no
+/// wall-clock assertion: a debug build on a loaded CI machine took 5–6 s for the six); the
+/// quadratic search needed ~40 s for the first one alone, in a release build.
 async fn quadratic_string_search_is_linear(config: EngineConfig) {
     let e = engine(EngineConfig {
-        time_limit: Duration::from_secs(10),
+        time_limit: Duration::from_secs(30),
         ..config
     });
-    let started = std::time::Instant::now();
     let code = "module.exports = async () => ({ body: [\
         'a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b'), \
         'a'.repeat(2e6).includes('a'.repeat(1e6) + 'b'), \
@@ -567,11 +568,6 @@ async fn quadratic_string_search_is_linear(config: EngineConfig) {
     assert_eq!(
         body(run(&e, "search", code, json!({})).await),
         json!([-1, false, -1, 500000, 1, "x-x"])
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "linear: {:?}",
-        started.elapsed()
     );
 }
 
