@@ -44,4 +44,4 @@ openapi:
 # Property-based fuzz targets, FUZZ_SECONDS each (default 600): expression parser, JSON/form
 # substitution, container parsing, request decoding of every endpoint.
 fuzz seconds="600":
-    FUZZ_SECONDS={{seconds}} cargo test -p tessera-detokenize --test fuzz -p tessera-domain --test fuzz_container -p tessera-http --test fuzz_api -- --nocapture
+    FUZZ_SECONDS={{seconds}} cargo test -p tessera-detokenize -p tessera-domain -p tessera-http --test it fuzz -- --nocapture

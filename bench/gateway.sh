@@ -6,10 +6,18 @@
 #   bench/gateway.sh            (or `just bench-gateway`)
 #
 # Needs: nginx, libnginx-mod-http-js, wrk (`apt-get install -y nginx libnginx-mod-http-js wrk`)
-# and node. Transforms are loaded on two gateways: inline, and in sandbox processes.
+# and node; for the cold PostgreSQL targets, psql and a PostgreSQL server.
+#
+# Hot targets (one SQLite database): plain forwarding, two cached tokens, both transforms on a
+# gateway running them inline and on one running them in sandbox processes.
+# Cold targets (BENCH_COLD=0 skips them): each request names two tokens drawn at random from a
+# pool of BENCH_POOL (400), on gateways with every cache off (`--cache-ttl 0`) and with API keys
+# cached but tokens not (`--token-cache-ttl 0`), on SQLite and on PostgreSQL
+# (TESSERA_BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres: a database is
+# created there for the run and dropped after; BENCH_PG=0 skips PostgreSQL).
+#
 # Environment: BENCH_SECONDS (8), BENCH_CONNS (32), BENCH_ROUNDS (5 paired rounds of
-# BENCH_ROUND_SECONDS, 5), TESSERA_BENCH_DATABASE_URL
-# (default: a fresh SQLite file; a postgres:// URL benchmarks PostgreSQL instead).
+# BENCH_ROUND_SECONDS, 5), BENCH_HOLD=1 (set up, print the keys, wait: for profiling).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 peers=${BENCH_PEERS:-$root/../shared/bench-peers}
@@ -17,21 +25,28 @@ peers=${BENCH_PEERS:-$root/../shared/bench-peers}
 for tool in nginx wrk node; do
   command -v $tool >/dev/null || { echo "$tool is required: apt-get install -y nginx libnginx-mod-http-js wrk"; exit 1; }
 done
-D=${BENCH_SECONDS:-8}; C=${BENCH_CONNS:-32}
+D=${BENCH_SECONDS:-8}; C=${BENCH_CONNS:-32}; POOL=${BENCH_POOL:-400}
+COLD=${BENCH_COLD:-1}; PG=${BENCH_PG:-1}
+pg_admin=${TESSERA_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 work=$(mktemp -d /tmp/tessera-bench-gw.XXXXXX)
 export TESSERA_MASTER_KEY=${TESSERA_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}
 export RUST_LOG=${RUST_LOG:-warn}
-db=${TESSERA_BENCH_DATABASE_URL:-sqlite://$work/bench.db}
-api_port=18090; gw_port=18095; gwp_port=18096
+db=sqlite://$work/bench.db
+pg_name=tessera_bench_$$
+pg_db=${pg_admin%/*}/$pg_name
+[ "$COLD" = 1 ] && [ "$PG" = 1 ] && ! command -v psql >/dev/null && { echo "psql is required for the PostgreSQL targets (BENCH_PG=0 skips them)"; exit 1; }
 
 echo "building release binaries…" >&2
 (cd "$root" && cargo build --release --quiet --bin api --bin proxy-gateway)
 bin=$root/target/release
 
 pids=()
+pg_created=
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   [ -f /tmp/tessera-bench/nginx.pid ] && kill "$(cat /tmp/tessera-bench/nginx.pid)" 2>/dev/null || true
+  [ -n "$pg_created" ] && psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_name WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -42,36 +57,51 @@ sed "s#BENCHDIR#$peers#" "$peers/nginx.conf" > /tmp/tessera-bench/nginx.conf
 nginx -c /tmp/tessera-bench/nginx.conf
 node "$peers/node_peer.js" & pids+=($!)
 
-# Tessera: a tenant, an application, two tokens, and proxies to the nginx upstream.
-admin=$("$bin/api" tenants create --name bench --database-url "$db" | python3 -c 'import sys,json;print(json.load(sys.stdin)["api_key"])')
-"$bin/api" serve --no-bootstrap --no-gateway --listen 127.0.0.1:$api_port --database-url "$db" \
-  --allow-private-destinations & pids+=($!)
-# Two gateways: transforms inline (the one every target but *-process loads) and in sandbox
-# processes; only one is loaded at a time.
-"$bin/proxy-gateway" --listen 127.0.0.1:$gwp_port --database-url "$db" --allow-private-destinations \
-  --data-dir "$work" --transform-isolation process & pids+=($!)
-"$bin/proxy-gateway" --listen 127.0.0.1:$gw_port --database-url "$db" --allow-private-destinations \
-  --data-dir "$work" --transform-isolation inline & pids+=($!)
-for _ in $(seq 1 100); do curl -sf 127.0.0.1:$api_port/healthz >/dev/null && curl -sf 127.0.0.1:$gw_port/healthz >/dev/null && curl -sf 127.0.0.1:$gwp_port/healthz >/dev/null && break; sleep 0.1; done
+healthy() { for _ in $(seq 1 200); do curl -sf "127.0.0.1:$1/healthz" >/dev/null && return 0; sleep 0.1; done; echo "port $1 did not come up"; exit 1; }
+gateway() { # port database [flags…]: a proxy-gateway in the background
+  local port=$1 url=$2; shift 2
+  "$bin/proxy-gateway" --listen 127.0.0.1:$port --database-url "$url" --allow-private-destinations \
+    --data-dir "$work" "$@" & pids+=($!)
+}
+# An api on `port` serving `url` (in the background, its output in the work directory).
+api() {
+  local url=$1 port=$2
+  "$bin/api" serve --no-bootstrap --no-gateway --listen 127.0.0.1:$port --database-url "$url" \
+    --data-dir "$work" --allow-private-destinations >"$work/api-$port.log" 2>&1 & pids+=($!)
+  healthy "$port"
+}
+# A tenant on `url` set up through the api on `port`; prints setup.py's JSON (keys, token pool).
+tenant() {
+  local url=$1 port=$2 admin
+  admin=$("$bin/api" tenants create --name bench --database-url "$url" --data-dir "$work" | python3 -c 'import sys,json;print(json.load(sys.stdin)["api_key"])')
+  python3 "$root/bench/setup.py" "http://127.0.0.1:$port" "$admin" "$peers" "$POOL"
+}
+get() { python3 -c "import sys,json;v=json.load(sys.stdin)[\"$1\"];print(','.join(v) if isinstance(v,list) else v)"; }
 
-api() { curl -sS --fail-with-body -X "$1" "127.0.0.1:$api_port$2" -H "SVC-API-KEY: $3" -H 'Content-Type: application/json' ${4:+-d "$4"}; }
-field() { python3 -c "import sys,json;print(json.load(sys.stdin)[\"$1\"])"; }
-app_key=$(api POST /applications "$admin" '{"name":"bench","type":"private","permissions":["token:create","token:use"]}' | field key)
-tok1=$(api POST /tokens "$app_key" '{"type":"token","data":"4242424242424242"}' | field id)
-tok2=$(api POST /tokens "$app_key" '{"type":"token","data":"123"}' | field id)
-plain=$(api POST /proxies "$admin" '{"name":"plain","destination_url":"http://127.0.0.1:18081/","require_auth":false}' | field key)
-detok=$(api POST /proxies "$admin" '{"name":"detok","destination_url":"http://127.0.0.1:18081/"}' | field key)
-# The peers' transforms, verbatim, with the configuration they read.
-transforms=$(python3 - "$peers" <<'PY'
-import json, sys
-d = sys.argv[1]
-print(json.dumps({"name": "transforms", "destination_url": "http://127.0.0.1:18081/",
-  "configuration": {"MERCHANT_ID": "m_123", "API_SECRET": "sk_test_abc"},
-  "request_transform": {"code": open(d + "/transform_request.js").read()},
-  "response_transform": {"code": open(d + "/transform_response.js").read()}}))
-PY
-)
-xform=$(api POST /proxies "$admin" "$transforms" | field key)
+# SQLite: the hot targets' gateways (transforms inline, and in sandbox processes) and the cold ones.
+api "$db" 18090
+sq=$(tenant "$db" 18090)
+app_key=$(get app_key <<<"$sq"); plain=$(get plain <<<"$sq"); detok=$(get detok <<<"$sq"); xform=$(get xform <<<"$sq")
+sq_tokens=$(get tokens <<<"$sq")
+tok1=${sq_tokens%%,*}; rest=${sq_tokens#*,}; tok2=${rest%%,*}
+gw_port=18095; gwp_port=18096
+gateway $gwp_port "$db" --transform-isolation process; gwp_pid=${pids[-1]}
+gateway $gw_port "$db" --transform-isolation inline; gw_pid=${pids[-1]}
+healthy $gw_port; healthy $gwp_port
+if [ "$COLD" = 1 ]; then
+  gateway 18097 "$db" --cache-ttl 0
+  gateway 18098 "$db" --token-cache-ttl 0
+  healthy 18097; healthy 18098
+fi
+if [ "$COLD" = 1 ] && [ "$PG" = 1 ]; then
+  psql -q "$pg_admin" -c "CREATE DATABASE $pg_name" >/dev/null; pg_created=1
+  api "$pg_db" 18091
+  pg=$(tenant "$pg_db" 18091)
+  pg_app_key=$(get app_key <<<"$pg"); pg_detok=$(get detok <<<"$pg"); pg_tokens=$(get tokens <<<"$pg")
+  gateway 18099 "$pg_db" --cache-ttl 0
+  gateway 18100 "$pg_db" --token-cache-ttl 0
+  healthy 18099; healthy 18100
+fi
 body="{\"card\":{\"number\":\"{{$tok1}}\",\"cvc\":\"{{$tok2}}\"},\"amount\":1000,\"currency\":\"usd\"}"
 
 # Sanity: each target answers 2xx for the benchmark request.
@@ -86,63 +116,90 @@ sleep 1
 
 # BENCH_HOLD=1: set everything up, print how to load the gateway, and wait (for profiling).
 if [ -n "${BENCH_HOLD:-}" ]; then
-  echo "gateway pid ${pids[-1]} on :$gw_port (process isolation: pid ${pids[-2]} on :$gwp_port); plain key $plain; detok key $detok; xform key $xform; app key $app_key"
+  echo "gateway pid $gw_pid on :$gw_port (process isolation: pid $gwp_pid on :$gwp_port); plain key $plain; detok key $detok; xform key $xform; app key $app_key"
   echo "body $body"
+  [ "$COLD" = 1 ] && echo "cold: SQLite :18097 (no cache) :18098 (keys cached); PostgreSQL :18099 / :18100; BENCH_TOKENS in $work/tokens-*"
+  echo "$sq_tokens" > "$work/tokens-sqlite"; [ -n "${pg_tokens:-}" ] && echo "$pg_tokens" > "$work/tokens-pg"
+  [ -n "${pg_app_key:-}" ] && echo "pg app key $pg_app_key; pg detok key $pg_detok"
   echo "e.g. BENCH_PROXY_KEY=$plain wrk -t1 -c$C -d${D}s -s $peers/post.lua http://127.0.0.1:$gw_port/proxy/charges"
   sleep infinity
 fi
 
-load() { # name url [env…]: the same wrk invocation as bench-peers/run.sh
-  local name=$1 url=$2; shift 2
-  local out; out=$(env "$@" wrk -t1 -c"$C" -d"${D}s" --latency -s "$peers/post.lua" "$url" 2>&1)
+load() { # name url script [env…]: the same wrk invocation as bench-peers/run.sh
+  local name=$1 url=$2 script=$3; shift 3
+  local out; out=$(env "$@" wrk -t1 -c"$C" -d"${D}s" --latency -s "$script" "$url" 2>&1)
   local rps p50 p99 non2xx
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out"); p99=$(awk '$1=="99%" {print $2}' <<<"$out")
   non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  printf '%-22s rps=%-10s p50=%-9s p99=%-9s non2xx=%s\n' "$name" "$rps" "$p50" "$p99" "${non2xx:-0}"
+  printf '%-26s rps=%-10s p50=%-9s p99=%-9s non2xx=%s\n' "$name" "$rps" "$p50" "$p99" "${non2xx:-0}"
 }
-echo "# $(date -u +%FT%TZ) $(nproc) cores, ${D}s x ${C} connections per target, database ${db%%:*}"
-load direct               http://127.0.0.1:18081/
-load nginx-proxy          http://127.0.0.1:18082/
-load nginx-njs            http://127.0.0.1:18083/charges
-load node                 http://127.0.0.1:18084/charges
-load tessera-plain        "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain"
-load tessera-detok-2      "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
-load tessera-detok-2-xform "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$xform" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
-load tessera-xform-process "http://127.0.0.1:$gwp_port/proxy/charges" BENCH_PROXY_KEY="$xform" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
+post=$peers/post.lua; cold=$root/bench/cold.lua
+tessera=(BENCH_API_KEY="$app_key" BENCH_BODY="$body")
+sq_cold=(BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_TOKENS="$sq_tokens")
+pg_cold=(BENCH_PROXY_KEY="${pg_detok:-}" BENCH_API_KEY="${pg_app_key:-}" BENCH_TOKENS="${pg_tokens:-}")
+echo "# $(date -u +%FT%TZ) $(nproc) cores, ${D}s x ${C} connections per target; hot targets on SQLite"
+load direct               http://127.0.0.1:18081/ "$post"
+load nginx-proxy          http://127.0.0.1:18082/ "$post"
+load nginx-njs            http://127.0.0.1:18083/charges "$post"
+load node                 http://127.0.0.1:18084/charges "$post"
+load tessera-plain        "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$plain"
+load tessera-detok-2      "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$detok" "${tessera[@]}"
+load tessera-detok-2-xform "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$xform" "${tessera[@]}"
+load tessera-xform-process "http://127.0.0.1:$gwp_port/proxy/charges" "$post" BENCH_PROXY_KEY="$xform" "${tessera[@]}"
+if [ "$COLD" = 1 ]; then
+  load cold-sqlite          "http://127.0.0.1:18097/proxy/charges" "$cold" "${sq_cold[@]}"
+  load cold-sqlite-keys     "http://127.0.0.1:18098/proxy/charges" "$cold" "${sq_cold[@]}"
+  if [ "$PG" = 1 ]; then
+    load cold-postgres        "http://127.0.0.1:18099/proxy/charges" "$cold" "${pg_cold[@]}"
+    load cold-postgres-keys   "http://127.0.0.1:18100/proxy/charges" "$cold" "${pg_cold[@]}"
+  fi
+fi
+
 # Paired rounds: the machine drifts between loads, so each round loads a peer and the gateway
 # back to back and takes their ratio; the median over BENCH_ROUNDS rounds (default 5, 5 s each;
 # 0 skips) is the figure to quote against the targets.
 rounds=${BENCH_ROUNDS:-5}
 [[ "$rounds" =~ ^[0-9]+$ ]] || { echo "BENCH_ROUNDS must be a whole number"; exit 1; }
+rps() { local url=$1 script=$2; shift 2; env "$@" wrk -t1 -c"$C" -d"${BENCH_ROUND_SECONDS:-5}s" -s "$script" "$url" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b + 0 == 0) print "nan"; else printf "%.3f", a / b }'; }
+record() { echo "$2" >>"$work/ratio-$1"; }
+quote() { [ -s "$work/ratio-$1" ] && median <"$work/ratio-$1" || echo "n/a"; }
 if [ "$rounds" -gt 0 ]; then
-  rps() { env "${@:2}" wrk -t1 -c"$C" -d"${BENCH_ROUND_SECONDS:-5}s" -s "$peers/post.lua" "$1" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
-  median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-  : >"$work/plain" ; : >"$work/detok"; : >"$work/xnjs"; : >"$work/xnode"; : >"$work/pnjs"
-  ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b + 0 == 0) print "nan"; else printf "%.3f", a / b }'; }
-  tessera=(BENCH_API_KEY="$app_key" BENCH_BODY="$body")
   for r in $(seq 1 "$rounds"); do
-    np=$(rps http://127.0.0.1:18082/)
-    tp=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$plain")
-    nj=$(rps http://127.0.0.1:18083/charges)
-    td=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" "${tessera[@]}")
-    ti=$(rps "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$xform" "${tessera[@]}")
-    nd=$(rps http://127.0.0.1:18084/charges)
-    tx=$(rps "http://127.0.0.1:$gwp_port/proxy/charges" BENCH_PROXY_KEY="$xform" "${tessera[@]}")
-    p=$(ratio "$tp" "$np"); d=$(ratio "$td" "$nj"); xi=$(ratio "$ti" "$nj"); xn=$(ratio "$ti" "$nd"); xp=$(ratio "$tx" "$nj")
-    echo "$p" >>"$work/plain"; echo "$d" >>"$work/detok"; echo "$xi" >>"$work/xnjs"; echo "$xn" >>"$work/xnode"; echo "$xp" >>"$work/pnjs"
-    printf 'round %d: plain/nginx-proxy %s (%s/%s)  detok-2/nginx-njs %s (%s/%s)\n' "$r" "$p" "$tp" "$np" "$d" "$td" "$nj"
+    np=$(rps http://127.0.0.1:18082/ "$post")
+    tp=$(rps "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$plain")
+    nj=$(rps http://127.0.0.1:18083/charges "$post")
+    td=$(rps "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$detok" "${tessera[@]}")
+    ti=$(rps "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$xform" "${tessera[@]}")
+    nd=$(rps http://127.0.0.1:18084/charges "$post")
+    tx=$(rps "http://127.0.0.1:$gwp_port/proxy/charges" "$post" BENCH_PROXY_KEY="$xform" "${tessera[@]}")
+    record plain "$(ratio "$tp" "$np")"; record detok "$(ratio "$td" "$nj")"
+    record xnjs "$(ratio "$ti" "$nj")"; record xnode "$(ratio "$ti" "$nd")"; record pnjs "$(ratio "$tx" "$nj")"
+    printf 'round %d: plain/nginx-proxy %s (%s/%s)  detok-2/nginx-njs %s (%s/%s)\n' "$r" \
+      "$(ratio "$tp" "$np")" "$tp" "$np" "$(ratio "$td" "$nj")" "$td" "$nj"
     printf '         xform-inline/nginx-njs %s (%s)  xform-inline/node %s (%s)  xform-process/nginx-njs %s (%s)\n' \
-      "$xi" "$ti" "$xn" "$nd" "$xp" "$tx"
+      "$(ratio "$ti" "$nj")" "$ti" "$(ratio "$ti" "$nd")" "$nd" "$(ratio "$tx" "$nj")" "$tx"
+    if [ "$COLD" = 1 ]; then
+      # nginx+njs again, right before the cold loads it is compared with.
+      nj=$(rps http://127.0.0.1:18083/charges "$post")
+      cs=$(rps "http://127.0.0.1:18097/proxy/charges" "$cold" "${sq_cold[@]}")
+      ck=$(rps "http://127.0.0.1:18098/proxy/charges" "$cold" "${sq_cold[@]}")
+      record csq "$(ratio "$cs" "$nj")"; record ckq "$(ratio "$ck" "$nj")"
+      line=$(printf 'cold-sqlite %s (%s)  keys cached %s (%s)' "$(ratio "$cs" "$nj")" "$cs" "$(ratio "$ck" "$nj")" "$ck")
+      if [ "$PG" = 1 ]; then
+        cp=$(rps "http://127.0.0.1:18099/proxy/charges" "$cold" "${pg_cold[@]}")
+        kp=$(rps "http://127.0.0.1:18100/proxy/charges" "$cold" "${pg_cold[@]}")
+        record cpg "$(ratio "$cp" "$nj")"; record kpg "$(ratio "$kp" "$nj")"
+        line="$line  $(printf 'cold-postgres %s (%s)  keys cached %s (%s)' "$(ratio "$cp" "$nj")" "$cp" "$(ratio "$kp" "$nj")" "$kp")"
+      fi
+      printf '         %s (each / nginx-njs %s)\n' "$line" "$nj"
+    fi
   done
-  printf 'median of %d paired rounds: plain/nginx-proxy %s  detok-2/nginx-njs %s\n' "$rounds" \
-    "$(median <"$work/plain")" "$(median <"$work/detok")"
+  printf 'median of %d paired rounds: plain/nginx-proxy %s  detok-2/nginx-njs %s\n' "$rounds" "$(quote plain)" "$(quote detok)"
   printf '  detok-2 + both transforms: inline/nginx-njs %s  inline/node %s  process/nginx-njs %s\n' \
-    "$(median <"$work/xnjs")" "$(median <"$work/xnode")" "$(median <"$work/pnjs")"
+    "$(quote xnjs)" "$(quote xnode)" "$(quote pnjs)"
+  [ "$COLD" = 1 ] && printf '  cold tokens / nginx-njs: sqlite %s (keys cached %s)  postgres %s (keys cached %s)\n' \
+    "$(quote csq)" "$(quote ckq)" "$(quote cpg)" "$(quote kpg)"
 fi
-# The same with every cache off (each request authenticates and reads both tokens from storage).
-kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
-"$bin/proxy-gateway" --listen 127.0.0.1:$gw_port --database-url "$db" --allow-private-destinations \
-  --data-dir "$work" --cache-ttl 0 & pids+=($!)
-for _ in $(seq 1 100); do curl -sf 127.0.0.1:$gw_port/healthz >/dev/null && break; sleep 0.1; done
-load tessera-detok-2-nocache "http://127.0.0.1:$gw_port/proxy/charges" BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_BODY="$body"
