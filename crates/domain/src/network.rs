@@ -1,5 +1,5 @@
 //! Which destination addresses a proxy may reach. Shared by proxy validation (IP literals at
-//! create time) and, later, the gateway's connect-time guard (every resolved address).
+//! create time) and the gateway's connect-time guard (every resolved address).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -53,7 +53,7 @@ pub(crate) struct Doc;
         (status = 413, description = "The body is above `--max-body-bytes`, or detokenization could expand the request past `--max-rendered-bytes`.", body = ProxyErrorBody),
         (status = 429, description = "The proxy is over the rate limit configured with `--rate-limit`; `Retry-After` says when to retry.", body = ProxyErrorBody),
         (status = 500, description = "The transform failed.", body = ProxyErrorBody),
-        (status = 503, description = "The database is unavailable.", body = ProxyErrorBody),
+        (status = 503, description = "The database is unavailable, or the proxy is quarantined because its transform recently ran past its time limit (with `Retry-After`).", body = ProxyErrorBody),
         (status = 502, description = "Destination unreachable, TLS failure, or address refused by the SSRF guard.", body = ProxyErrorBody),
         (status = 504, description = "The destination did not answer in time.", body = ProxyErrorBody)))]
 async fn invoke_root(
