@@ -116,6 +116,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let vault = args.gateway.apply_to(vault);
+    let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();
     let mut state = ApiState::new(
         vault.clone(),

@@ -43,6 +43,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
     let vault = tessera_startup::open_vault(&args.db).await?;
+    let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let registry = Registry::new();
     let requests = std::sync::Arc::new(RequestCounter::new());
     registry.register(requests.clone());

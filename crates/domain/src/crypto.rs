@@ -15,6 +15,9 @@ use aes_gcm::{
     Aes256Gcm, Key, Nonce,
 };
 use base64::{engine::general_purpose::STANDARD, Engine as _};
+use hkdf::Hkdf;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use rand::RngCore;
 use zeroize::Zeroizing;
 
@@ -27,6 +30,7 @@ const VERSION: u8 = 1;
 const NONCE_LEN: usize = 12;
 const KEY_LEN: usize = 32;
 const TAG_LEN: usize = 16;
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Why encryption or decryption failed. Never carries key material or plaintext.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,9 +117,7 @@ impl MasterKey {
         if plain.len() != KEY_LEN {
             return Err(CryptoError::Malformed);
         }
-        Ok(DataKey(Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(
-            &plain,
-        ))))
+        DataKey::from_bytes(&plain)
     }
 }
 
@@ -160,10 +162,46 @@ impl std::fmt::Debug for MasterKey {
     }
 }
 
-/// A tenant's unwrapped data key, ready to encrypt and decrypt that tenant's token data.
-pub struct DataKey(Aes256Gcm);
+/// A tenant's unwrapped data key, ready to encrypt and decrypt that tenant's token data, and
+/// the fingerprint key derived from it.
+pub struct DataKey {
+    cipher: Aes256Gcm,
+    /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`FINGERPRINT_INFO`]): a separate
+    /// key, so a fingerprint reveals nothing about the encryption key, and one per tenant
+    /// (equal data in two tenants never fingerprints alike).
+    fingerprint: Hmac<Sha256>,
+}
+
+/// HKDF `info` of the fingerprint key: names its purpose so no other derivation collides.
+const FINGERPRINT_INFO: &[u8] = b"tessera token fingerprint v1";
 
 impl DataKey {
+    fn from_bytes(plain: &[u8]) -> Result<Self, CryptoError> {
+        let mut derived = Zeroizing::new([0u8; KEY_LEN]);
+        Hkdf::<Sha256>::new(None, plain)
+            .expand(FINGERPRINT_INFO, derived.as_mut())
+            .map_err(|_| CryptoError::InvalidKey)?;
+        let fingerprint =
+            <Hmac<Sha256> as Mac>::new_from_slice(derived.as_ref()).map_err(|_| CryptoError::InvalidKey)?;
+        Ok(DataKey {
+            cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(plain)),
+            fingerprint,
+        })
+    }
+
+    /// HMAC-SHA-256 of `input` under this tenant's fingerprint key, as 64 lowercase hex digits.
+    pub fn fingerprint(&self, input: &[u8]) -> String {
+        let mut mac = self.fingerprint.clone();
+        mac.update(input);
+        let digest = mac.finalize().into_bytes();
+        let mut out = String::with_capacity(digest.len() * 2);
+        for byte in digest {
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        out
+    }
+
     /// Encrypts token data, bound to its tenant and id.
     pub fn seal_token(
         &self,
@@ -171,7 +209,7 @@ impl DataKey {
         token: TokenId,
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
-        seal(&self.0, &token_aad(tenant, token), plaintext)
+        seal(&self.cipher, &token_aad(tenant, token), plaintext)
     }
 
     /// Decrypts token data; fails if the ciphertext belongs to another tenant or token.
@@ -181,7 +219,7 @@ impl DataKey {
         token: TokenId,
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(&self.0, &token_aad(tenant, token), ciphertext)
+        open(&self.cipher, &token_aad(tenant, token), ciphertext)
     }
 
     /// Encrypts any other tenant secret, bound to the tenant and a caller-chosen `purpose`
@@ -193,7 +231,7 @@ impl DataKey {
         record: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
-        seal(&self.0, &record_aad(tenant, purpose, record), plaintext)
+        seal(&self.cipher, &record_aad(tenant, purpose, record), plaintext)
     }
 
     /// Decrypts what [`DataKey::seal_record`] produced.
@@ -204,7 +242,7 @@ impl DataKey {
         record: &[u8],
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(&self.0, &record_aad(tenant, purpose, record), ciphertext)
+        open(&self.cipher, &record_aad(tenant, purpose, record), ciphertext)
     }
 }
 

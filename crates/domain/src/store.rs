@@ -78,11 +78,25 @@ pub struct StoredToken {
     pub modified_by: ApplicationId,
     /// Last modification time.
     pub modified_at: OffsetDateTime,
+    /// Keyed hash of the data, hex; empty for a row written before fingerprints, until
+    /// [`crate::Vault::backfill_fingerprints`] computes it.
+    pub fingerprint: String,
+    /// Expiry, if any.
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+impl StoredToken {
+    /// Whether the token is still live at `now` (not expired).
+    pub fn is_live_at(&self, now: OffsetDateTime) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
 }
 
 /// Narrows a token list. Empty vectors mean "no filter"; all given filters must hold (AND).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TokenFilter {
+    /// Only tokens live (not expired) at this time; the vault always sets it.
+    pub live_at: Option<OffsetDateTime>,
     /// Only children of this token (listed in the children's page order).
     pub parent: Option<TokenId>,
     /// Only these ids.
@@ -91,6 +105,51 @@ pub struct TokenFilter {
     pub types: Vec<TokenType>,
     /// Only tokens whose metadata has every one of these exact pairs.
     pub metadata: Vec<(String, String)>,
+}
+
+/// The criteria of `POST /tokens/search` (AND), newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenSearch {
+    /// Only tokens live (not expired) at this time.
+    pub live_at: Option<OffsetDateTime>,
+    /// Only tokens whose metadata has every one of these exact pairs.
+    pub metadata: Vec<(String, String)>,
+    /// Only these types (any when empty).
+    pub types: Vec<TokenType>,
+    /// Only tokens with this fingerprint.
+    pub fingerprint: Option<String>,
+    /// Only tokens whose container starts with this path.
+    pub container_prefix: Option<Container>,
+    /// Only tokens created strictly after this time.
+    pub created_after: Option<OffsetDateTime>,
+    /// Only tokens created strictly before this time.
+    pub created_before: Option<OffsetDateTime>,
+}
+
+/// A token's new state, written by [`TokenStore::update_token`].
+#[derive(Debug, Clone)]
+pub struct TokenUpdate {
+    /// The token's tenant.
+    pub tenant_id: TenantId,
+    /// The token.
+    pub id: TokenId,
+    /// The `modified_at` it was read with: the write happens only if it is still that
+    /// (optimistic concurrency; the caller re-reads and retries otherwise).
+    pub expected_modified_at: OffsetDateTime,
+    /// The write happens only if the token is still live at this time.
+    pub live_at: OffsetDateTime,
+    /// New metadata (all pairs).
+    pub metadata: Metadata,
+    /// New ciphertext, when the data changed.
+    pub ciphertext: Option<Vec<u8>>,
+    /// New fingerprint, when the data changed.
+    pub fingerprint: Option<String>,
+    /// New expiry.
+    pub expires_at: Option<OffsetDateTime>,
+    /// Modifying application.
+    pub modified_by: ApplicationId,
+    /// Modification time.
+    pub modified_at: OffsetDateTime,
 }
 
 /// Which containers a list may return: the caller's readable set.
@@ -217,6 +276,103 @@ pub trait TokenStore: Send + Sync {
     /// Deletes a token with its metadata and its associations in both directions (the tokens
     /// at the other end remain); `false` when absent.
     async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError>;
+    /// Inserts several tokens with their metadata in one transaction: all or none.
+    async fn insert_tokens(&self, tokens: &[StoredToken]) -> Result<(), StoreError>;
+    /// Writes `update` if the token still has its expected `modified_at` and is live; `false`
+    /// otherwise (changed concurrently, expired or gone: the caller re-reads).
+    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError>;
+    /// The oldest token of `tenant` live at `live_at` with this type, container and
+    /// fingerprint.
+    async fn find_duplicate_token(
+        &self,
+        tenant: TenantId,
+        token_type: TokenType,
+        container: &Container,
+        fingerprint: &str,
+        live_at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, StoreError>;
+    /// The distinct containers of `tenant`'s tokens that pass `search` (ignoring any scope).
+    async fn search_containers(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+    ) -> Result<Vec<Container>, StoreError>;
+    /// A page of `tenant`'s tokens passing `search` within `scope`, newest first (`created_at`
+    /// then `id`, both descending); the total counts the same set.
+    async fn search_tokens(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError>;
+    /// Deletes up to `limit` tokens (of any tenant) expired at `now`, with their metadata and
+    /// associations; returns how many. Safe to run from several processes at once: a token
+    /// is deleted only if it is still expired when the delete runs.
+    async fn delete_expired_tokens(&self, now: OffsetDateTime, limit: u32)
+        -> Result<u64, StoreError>;
+    /// Up to `limit` tokens (of any tenant) written before fingerprints existed.
+    async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError>;
+    /// Sets a legacy token's fingerprint if it still has none.
+    async fn set_token_fingerprint(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+        fingerprint: &str,
+    ) -> Result<(), StoreError>;
+}
+
+/// An `Idempotency-Key` as stored: which request first used it, and its answer once known.
+#[derive(Debug, Clone)]
+pub struct IdempotencyRecord {
+    /// SHA-256 over the first request's method, path and body.
+    pub request_hash: [u8; 32],
+    /// That request's answer, sealed with the tenant's data key; `None` while it runs.
+    pub response_sealed: Option<Vec<u8>>,
+    /// When the key was first used.
+    pub created_at: OffsetDateTime,
+}
+
+/// Which key: per tenant and application (two applications never share keys).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyScope {
+    /// Tenant.
+    pub tenant_id: TenantId,
+    /// Calling application.
+    pub application_id: ApplicationId,
+    /// The key as sent.
+    pub key: String,
+}
+
+/// Stored `Idempotency-Key`s.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Records `scope` as in use by the request hashing to `request_hash`, unless it already
+    /// is: `None` when this call claimed it, else the existing record.
+    async fn claim_idempotency_key(
+        &self,
+        scope: &IdempotencyScope,
+        request_hash: &[u8; 32],
+        now: OffsetDateTime,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+    /// Stores the sealed answer of the request that claimed `scope`.
+    async fn complete_idempotency_key(
+        &self,
+        scope: &IdempotencyScope,
+        response_sealed: &[u8],
+    ) -> Result<(), StoreError>;
+    /// Forgets `scope` if it was first used at `created_at` (a failed first request, so a
+    /// retry may run again; or an expired key, so it may be claimed anew).
+    async fn release_idempotency_key(
+        &self,
+        scope: &IdempotencyScope,
+        created_at: OffsetDateTime,
+    ) -> Result<(), StoreError>;
+    /// Deletes keys first used before `before`; returns how many.
+    async fn delete_idempotency_keys_before(
+        &self,
+        before: OffsetDateTime,
+    ) -> Result<u64, StoreError>;
 }
 
 /// A parent → child link to be written. The child's creation time and type are copied into
@@ -395,11 +551,23 @@ pub trait HealthStore: Send + Sync {
 
 /// Everything the vault needs from storage.
 pub trait Store:
-    TenantStore + ApplicationStore + TokenStore + AssociationStore + ProxyStore + HealthStore
+    TenantStore
+    + ApplicationStore
+    + TokenStore
+    + AssociationStore
+    + ProxyStore
+    + IdempotencyStore
+    + HealthStore
 {
 }
 
 impl<T> Store for T where
-    T: TenantStore + ApplicationStore + TokenStore + AssociationStore + ProxyStore + HealthStore
+    T: TenantStore
+        + ApplicationStore
+        + TokenStore
+        + AssociationStore
+        + ProxyStore
+        + IdempotencyStore
+        + HealthStore
 {
 }

@@ -26,6 +26,14 @@ pub fn format(ts: OffsetDateTime) -> String {
         .unwrap_or_else(|_| ts.unix_timestamp().to_string())
 }
 
+/// Parses an RFC 3339 timestamp (any offset), truncated to whole microseconds; `None` when it
+/// is not one.
+pub fn parse(raw: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|ts| truncate_to_micros(ts.to_offset(time::UtcOffset::UTC)))
+}
+
 /// Serde adapter that writes [`format`]'s representation.
 pub mod serde_rfc3339 {
     use serde::Serializer;
@@ -66,6 +74,16 @@ mod tests {
             format(truncate_to_micros(ts)),
             "2026-11-21T23:49:22.123456+00:00"
         );
+    }
+
+    #[test]
+    fn parses_rfc3339_with_any_offset_into_utc() {
+        assert_eq!(
+            parse("2026-11-22T01:49:22.1234567+02:00"),
+            Some(datetime!(2026-11-21 23:49:22.123456 UTC))
+        );
+        assert_eq!(parse("2026-11-21"), None);
+        assert_eq!(parse("tomorrow"), None);
     }
 
     #[test]

@@ -91,6 +91,15 @@ pub struct NewToken {
         schema(max_items = 1, inline, value_type = Option<Vec<crate::container::Container>>)
     )]
     pub containers: Option<Vec<String>>,
+    /// When the token expires: RFC 3339, in the future. Never when absent. Once past, the
+    /// token answers everywhere as an unknown token, and a sweep deletes it.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub expires_at: Option<String>,
+    /// With `true`, a live token of the same tenant, type, container and fingerprint is
+    /// returned (200) instead of creating a new one (201).
+    #[serde(default)]
+    pub deduplicate_token: bool,
 }
 
 /// A [`NewToken`] that passed validation.
@@ -104,12 +113,38 @@ pub struct ValidToken {
     pub metadata: Metadata,
     /// Normalised container.
     pub container: Container,
+    /// Expiry, if any (in the future when validated).
+    pub expires_at: Option<OffsetDateTime>,
+    /// Whether an existing equal token should be answered instead.
+    pub deduplicate: bool,
 }
 
 impl NewToken {
-    /// Applies SUPPLEMENT §3: required data, per-type data shape, metadata and container limits.
+    /// A request for a token of `token_type` holding `data`, with every option left out.
+    pub fn new(token_type: TokenType, data: Value) -> Self {
+        Self {
+            token_type,
+            data: Some(Secret::new(data)),
+            metadata: None,
+            containers: None,
+            expires_at: None,
+            deduplicate_token: false,
+        }
+    }
+
+    /// Applies SUPPLEMENT §3 (required data, per-type data shape, metadata and container
+    /// limits) and the expiry rule, against the current time.
     pub fn validate(self) -> Result<ValidToken, ValidationErrors> {
+        self.validate_at(crate::timestamp::now())
+    }
+
+    /// [`NewToken::validate`] as of `now`.
+    pub fn validate_at(self, now: OffsetDateTime) -> Result<ValidToken, ValidationErrors> {
         let mut errors = ValidationErrors::new();
+        let expires_at = self
+            .expires_at
+            .as_deref()
+            .and_then(|raw| future_timestamp(raw, now, &mut errors));
         let data = match self.data {
             Some(d) if !d.expose().is_null() => Some(d),
             _ => {
@@ -118,11 +153,7 @@ impl NewToken {
             }
         };
         if let Some(d) = &data {
-            match self.token_type {
-                TokenType::Token => {}
-                TokenType::Card => validate_card(d.expose(), &mut errors),
-                TokenType::Bank => validate_bank(d.expose(), &mut errors),
-            }
+            validate_data(self.token_type, d.expose(), &mut errors);
         }
         let metadata = self.metadata.unwrap_or_default();
         metadata::validate(&metadata, &mut errors);
@@ -147,9 +178,224 @@ impl NewToken {
                 data,
                 metadata,
                 container,
+                expires_at,
+                deduplicate: self.deduplicate_token,
             }),
             _ => Err(ValidationErrors::single("data", "is required")),
         }
+    }
+}
+
+/// Checks `data` against the shape its type requires, recording problems under `data…`.
+fn validate_data(token_type: TokenType, data: &Value, errors: &mut ValidationErrors) {
+    match token_type {
+        TokenType::Token => {}
+        TokenType::Card => validate_card(data, errors),
+        TokenType::Bank => validate_bank(data, errors),
+    }
+}
+
+/// `raw` as a timestamp after `now`, or a problem recorded under `expires_at`.
+fn future_timestamp(
+    raw: &str,
+    now: OffsetDateTime,
+    errors: &mut ValidationErrors,
+) -> Option<OffsetDateTime> {
+    match crate::timestamp::parse(raw) {
+        Some(ts) if ts > now => Some(ts),
+        Some(_) => {
+            errors.add("expires_at", "must be in the future");
+            None
+        }
+        None => {
+            errors.add(
+                "expires_at",
+                "must be an RFC 3339 timestamp with an offset, e.g. 2030-01-31T12:00:00Z",
+            );
+            None
+        }
+    }
+}
+
+/// What a token's fingerprint is computed over: the number of a card, routing and account
+/// number of a bank account, the canonical JSON of anything else (object keys sorted, no
+/// whitespace), prefixed with the type so that no two types' inputs coincide.
+pub fn fingerprint_input(token_type: TokenType, data: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(token_type.as_str().as_bytes());
+    out.push(0);
+    let field = |name: &str| data.get(name).and_then(Value::as_str).unwrap_or_default();
+    match token_type {
+        TokenType::Card => out.extend_from_slice(field("number").as_bytes()),
+        TokenType::Bank => {
+            out.extend_from_slice(field("routing_number").as_bytes());
+            out.push(0);
+            out.extend_from_slice(field("account_number").as_bytes());
+        }
+        TokenType::Token => canonical_json(data, &mut out),
+    }
+    out
+}
+
+/// Writes `value` as JSON with object keys in byte order and no whitespace (numbers and
+/// strings as `serde_json` writes them), so equal data gives equal bytes whatever order its
+/// keys arrived in.
+fn canonical_json(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(&Value::String(key.clone()), out);
+                out.push(b':');
+                canonical_json(item, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(b']');
+        }
+        // Scalars cannot fail to serialise into a Vec.
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+/// `Some(value)` for a field that is present, `null` included (with `#[serde(default)]`, an
+/// absent field stays `None`): how a merge patch tells "remove" from "leave alone".
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// A JSON merge patch (RFC 7396) of a token: `PATCH /tokens/{id}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "metadata": {"customer": "c_43", "obsolete": null},
+    "expires_at": "2030-01-31T12:00:00Z"
+})))]
+#[serde(deny_unknown_fields)]
+pub struct TokenPatch {
+    /// New data, replacing the old (re-encrypted, validated by the token's type; not `null`).
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub data: Option<Option<Secret<Value>>>,
+    /// Merged into the metadata: a key set to a string is set, a key set to `null` removed;
+    /// `null` for the whole object removes every pair.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>)
+    )]
+    pub metadata: Option<Option<std::collections::BTreeMap<String, Option<String>>>>,
+    /// A new expiry (RFC 3339, in the future), or `null` to never expire.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub expires_at: Option<Option<String>>,
+    /// Immutable: present at all, a 400.
+    #[serde(rename = "type", default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub token_type: Option<Value>,
+    /// Immutable: present at all, a 400.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub containers: Option<Value>,
+    /// Immutable: present at all, a 400.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub id: Option<Value>,
+}
+
+/// What a valid [`TokenPatch`] changes; `None` leaves a part alone.
+#[derive(Debug, Clone)]
+pub struct TokenChanges {
+    /// New data.
+    pub data: Option<Secret<Value>>,
+    /// The whole new metadata.
+    pub metadata: Metadata,
+    /// The new expiry (`None` inside: never).
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+impl TokenPatch {
+    /// Validates the patch against the token it applies to (its type decides the data shape;
+    /// the merged metadata must keep SUPPLEMENT §3's limits), as of `now`.
+    pub fn apply_to(
+        self,
+        token_type: TokenType,
+        metadata: &Metadata,
+        expires_at: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> Result<TokenChanges, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        for (field, given) in [
+            ("type", self.token_type.is_some()),
+            ("containers", self.containers.is_some()),
+            ("id", self.id.is_some()),
+        ] {
+            if given {
+                errors.add(field, "cannot be changed");
+            }
+        }
+        let data = match self.data {
+            None => None,
+            Some(None) => {
+                errors.add("data", "cannot be null");
+                None
+            }
+            Some(Some(d)) if d.expose().is_null() => {
+                errors.add("data", "cannot be null");
+                None
+            }
+            Some(Some(d)) => {
+                validate_data(token_type, d.expose(), &mut errors);
+                Some(d)
+            }
+        };
+        let mut merged = metadata.clone();
+        match self.metadata {
+            None => {}
+            Some(None) => merged.clear(),
+            Some(Some(patch)) => {
+                for (key, value) in patch {
+                    match value {
+                        Some(v) => {
+                            merged.insert(key, v);
+                        }
+                        None => {
+                            merged.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+        metadata::validate(&merged, &mut errors);
+        let expires_at = match self.expires_at {
+            None => expires_at,
+            Some(None) => None,
+            Some(Some(raw)) => future_timestamp(&raw, now, &mut errors),
+        };
+        errors.into_result()?;
+        Ok(TokenChanges {
+            data,
+            metadata: merged,
+            expires_at,
+        })
     }
 }
 
@@ -262,6 +508,17 @@ pub struct Token {
     pub modified_by: ApplicationId,
     /// Last modification time.
     pub modified_at: OffsetDateTime,
+    /// Keyed hash of the data (see [`fingerprint_input`]), 64 hex digits.
+    pub fingerprint: String,
+    /// Expiry, if any.
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+impl Token {
+    /// Whether the token is still live at `now` (not expired).
+    pub fn is_live_at(&self, now: OffsetDateTime) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
 }
 
 // One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
@@ -290,6 +547,13 @@ pub struct TokenView {
     modified_by: ApplicationId,
     #[serde(with = "crate::timestamp::serde_rfc3339")]
     modified_at: OffsetDateTime,
+    /// HMAC-SHA-256 of the data under a per-tenant key, hex: equal data, equal fingerprint,
+    /// within one tenant only.
+    fingerprint: String,
+    /// When the token expires; `null`: never.
+    #[serde(with = "crate::timestamp::serde_rfc3339::option")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    expires_at: Option<OffsetDateTime>,
 }
 
 impl TokenView {
@@ -305,6 +569,8 @@ impl TokenView {
             created_at: t.created_at,
             modified_by: t.modified_by,
             modified_at: t.modified_at,
+            fingerprint: t.fingerprint,
+            expires_at: t.expires_at,
         }
     }
 
@@ -332,12 +598,7 @@ mod tests {
     use serde_json::json;
 
     fn new(token_type: TokenType, data: Value) -> NewToken {
-        NewToken {
-            token_type,
-            data: Some(Secret::new(data)),
-            metadata: None,
-            containers: None,
-        }
+        NewToken::new(token_type, data)
     }
 
     fn fields(r: Result<ValidToken, ValidationErrors>) -> Vec<String> {

@@ -25,7 +25,43 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
-fn is_json(req: &HttpRequest) -> bool {
+/// Reads a whole body of at most `limit` bytes (413 above it: at once when `Content-Length`
+/// says so, else as soon as the stream passes it).
+pub(crate) fn read_limited(
+    req: &HttpRequest,
+    mut payload: Payload,
+    limit: usize,
+) -> impl Future<Output = Result<web::Bytes, ApiError>> + 'static {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    async move {
+        if declared.is_some_and(|n| n > limit) {
+            return Err(too_large(limit));
+        }
+        let mut buf = BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk
+                .map_err(|e| ApiError::field("body", format!("could not read the body: {e}")))?;
+            if buf.len() + chunk.len() > limit {
+                return Err(too_large(limit));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf.freeze())
+    }
+}
+
+/// The body limit configured for this app.
+pub(crate) fn body_limit(req: &HttpRequest) -> usize {
+    req.app_data::<web::Data<ApiState>>()
+        .map_or(crate::DEFAULT_MAX_BODY_BYTES, |s| s.config.max_body_bytes)
+}
+
+/// Whether the request declares a JSON body (`application/json` or any `+json` type).
+pub(crate) fn is_json(req: &HttpRequest) -> bool {
     req.mime_type().ok().flatten().is_some_and(|m| {
         m.type_() == "application"
             && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
@@ -76,9 +112,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let limit = req
-            .app_data::<web::Data<ApiState>>()
-            .map_or(crate::DEFAULT_MAX_BODY_BYTES, |s| s.config.max_body_bytes);
+        let limit = body_limit(req);
         if !is_json(req) {
             return Box::pin(async {
                 Err(ApiError::new(
@@ -87,28 +121,8 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
                 ))
             });
         }
-        let declared = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        if declared.is_some_and(|n| n > limit) {
-            return Box::pin(async move { Err(too_large(limit)) });
-        }
-        let mut payload = payload.take();
-        Box::pin(async move {
-            let mut buf = BytesMut::new();
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| {
-                    ApiError::field("body", format!("could not read the body: {e}"))
-                })?;
-                if buf.len() + chunk.len() > limit {
-                    return Err(too_large(limit));
-                }
-                buf.extend_from_slice(&chunk);
-            }
-            parse_json(&buf).map(JsonBody)
-        })
+        let read = read_limited(req, payload.take(), limit);
+        Box::pin(async move { parse_json(&read.await?).map(JsonBody) })
     }
 }
 

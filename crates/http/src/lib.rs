@@ -14,6 +14,7 @@
 
 mod auth;
 mod body;
+mod idempotency;
 pub mod openapi;
 mod problem;
 mod proxy_mount;

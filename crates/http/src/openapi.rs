@@ -56,6 +56,7 @@ pub fn document() -> Document {
     for modifier in [
         &SecuritySchemes as &dyn Modify,
         &SharedErrors,
+        &Idempotency,
         &ResponseHeaders,
     ] {
         modifier.modify(&mut root);
@@ -171,6 +172,67 @@ fn add_shared_errors(operation: &mut Operation, has_id: bool) {
     // Request bodies of management calls are required.
     if let Some(body) = operation.request_body.as_mut() {
         body.required = Some(utoipa::openapi::Required::True);
+    }
+}
+
+/// The `Idempotency-Key` header, its 409 and 422, and the `Idempotent-Replayed` header on the
+/// operations that honour it.
+struct Idempotency;
+
+impl Modify for Idempotency {
+    fn modify(&self, doc: &mut Document) {
+        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if !crate::idempotency::IDEMPOTENT_POSTS.contains(&path.as_str()) {
+                continue;
+            }
+            let Some(operation) = item.post.as_mut() else {
+                continue;
+            };
+            let schema = ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(tessera_domain::vault::MAX_IDEMPOTENCY_KEY_LEN))
+                .pattern(Some("^[\\x20-\\x7E]+$"))
+                .build();
+            operation.parameters.get_or_insert_with(Vec::new).push(
+                ParameterBuilder::new()
+                    .name("Idempotency-Key")
+                    .parameter_in(ParameterIn::Header)
+                    .required(utoipa::openapi::Required::False)
+                    .description(Some(
+                        "Makes retries safe: the first successful answer to this key (per \
+                         application, for 24 hours) is replayed with `Idempotent-Replayed: true` \
+                         instead of creating again.",
+                    ))
+                    .schema(Some(schema))
+                    .build(),
+            );
+            for (status, description) in [
+                ("409", "A request with this `Idempotency-Key` is still being processed."),
+                ("422", "This `Idempotency-Key` was used with a different request."),
+            ] {
+                operation
+                    .responses
+                    .responses
+                    .entry(status.to_string())
+                    .or_insert_with(|| problem_response(description));
+            }
+            for (status, response) in operation.responses.responses.iter_mut() {
+                let RefOr::T(response) = response else {
+                    continue;
+                };
+                if status.starts_with('2') {
+                    response.headers.insert(
+                        "Idempotent-Replayed".to_string(),
+                        header(
+                            "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`.",
+                            Some("^true$"),
+                        ),
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -48,6 +48,9 @@ pub enum StartupError {
     /// Sealing proxies written by an earlier release failed.
     #[error("sealing the keys and code of proxies written by an earlier release: {0}")]
     Sealing(VaultError),
+    /// Fingerprinting tokens written by an earlier release failed.
+    #[error("computing the fingerprints of tokens written by an earlier release: {0}")]
+    Fingerprints(VaultError),
 }
 
 /// Log line format.
@@ -85,6 +88,49 @@ pub struct DbArgs {
     /// Log format.
     #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Seconds between sweeps of a serving process (expired tokens, idempotency keys older
+    /// than 24 h); fractions allowed, at most 60. `0` turns sweeping off in this process
+    /// (another process on the same database must then sweep).
+    #[arg(long, env = "TESSERA_SWEEP_INTERVAL", default_value_t = 30.0, value_parser = parse_sweep_interval)]
+    pub sweep_interval: f64,
+}
+
+fn parse_sweep_interval(raw: &str) -> Result<f64, String> {
+    let secs: f64 = raw
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a number of seconds"))?;
+    if secs.is_finite() && (0.0..=60.0).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err("must be from 0 to 60 seconds".to_string())
+    }
+}
+
+/// Sweeps expired tokens and old idempotency keys every `interval` (see [`Vault::sweep`]),
+/// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the
+/// next round tries again. Any number of processes may sweep one database.
+pub fn spawn_sweeper(vault: Vault, interval: std::time::Duration) -> Option<tokio::task::JoinHandle<()>> {
+    if interval.is_zero() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match vault.sweep().await {
+                Ok(report) if report.expired_tokens + report.idempotency_keys > 0 => {
+                    tracing::info!(
+                        expired_tokens = report.expired_tokens,
+                        idempotency_keys = report.idempotency_keys,
+                        "sweep deleted expired rows"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "sweep failed; retrying next round"),
+            }
+        }
+    }))
 }
 
 impl DbArgs {
@@ -93,6 +139,11 @@ impl DbArgs {
         self.database_url
             .parse::<DatabaseUrl>()
             .map_or_else(|_| "(invalid)".to_string(), |u| u.to_string())
+    }
+
+    /// The sweep interval as a duration (zero: off).
+    pub fn sweep_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.sweep_interval)
     }
 
     fn url(&self) -> Result<DatabaseUrl, StartupError> {
@@ -144,6 +195,16 @@ pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
         tracing::info!(
             sealed,
             "sealed the keys and transform code of proxies written by an earlier release"
+        );
+    }
+    let fingerprinted = vault
+        .backfill_fingerprints()
+        .await
+        .map_err(StartupError::Fingerprints)?;
+    if fingerprinted > 0 {
+        tracing::info!(
+            fingerprinted,
+            "computed the fingerprints of tokens written by an earlier release"
         );
     }
     Ok(vault)

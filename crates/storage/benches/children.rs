@@ -37,6 +37,8 @@ async fn fixture(db: TestDatabase) -> Fixture {
         data: Some(Secret::new(data)),
         metadata: None,
         containers: None,
+        expires_at: None,
+        deduplicate_token: false,
     };
     let parent = vault
         .create_token(&admin, token(TokenType::Token, json!("parent")))

@@ -44,6 +44,8 @@ fn fixture(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Fixture {
                 data: Some(Secret::new(json!(format!("4242424242424{i:03}")))),
                 metadata: None,
                 containers: None,
+                expires_at: None,
+                deduplicate_token: false,
             };
             ids.push(vault.create_token(&admin, token).await.expect("token").id);
         }

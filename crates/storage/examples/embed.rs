@@ -35,6 +35,8 @@ pub async fn run(path: &Path) -> Result<Value, Box<dyn Error>> {
                 )),
                 metadata: Some([("customer".to_string(), "cus_123".to_string())].into()),
                 containers: None,
+                expires_at: None,
+                deduplicate_token: false,
             },
         )
         .await?;

@@ -21,11 +21,14 @@ use async_trait::async_trait;
 use tessera_domain::{
     application::Application,
     store::{
-        ApplicationStore, AssociationStore, ContainerScope, HealthStore, NewAssociation,
-        ProxyFilter, ProxyStore, SealedProxySecrets, StoreError, StoredApplication, StoredProxy,
-        StoredTenant, StoredToken, TenantStore, TokenFilter, TokenStore, UnsealedProxy,
+        ApplicationStore, AssociationStore, ContainerScope, HealthStore, IdempotencyRecord,
+        IdempotencyScope, IdempotencyStore, NewAssociation, ProxyFilter, ProxyStore,
+        SealedProxySecrets, StoreError, StoredApplication, StoredProxy, StoredTenant,
+        StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+        UnsealedProxy,
     },
     ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId,
+    TokenType,
 };
 use time::OffsetDateTime;
 use tokio::runtime::Handle;
@@ -238,6 +241,123 @@ impl TokenStore for DetachedStore {
 
     async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {
         self.run(|db| async move { db.delete_token(tenant, id).await })
+            .await
+    }
+
+    async fn insert_tokens(&self, tokens: &[StoredToken]) -> Result<(), StoreError> {
+        let tokens = tokens.to_vec();
+        self.run(|db| async move { db.insert_tokens(&tokens).await })
+            .await
+    }
+
+    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError> {
+        let update = update.clone();
+        self.run(|db| async move { db.update_token(&update).await })
+            .await
+    }
+
+    async fn find_duplicate_token(
+        &self,
+        tenant: TenantId,
+        token_type: TokenType,
+        container: &Container,
+        fingerprint: &str,
+        live_at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, StoreError> {
+        let (container, fingerprint) = (container.clone(), fingerprint.to_string());
+        self.run(|db| async move {
+            db.find_duplicate_token(tenant, token_type, &container, &fingerprint, live_at)
+                .await
+        })
+        .await
+    }
+
+    async fn search_containers(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+    ) -> Result<Vec<Container>, StoreError> {
+        let search = search.clone();
+        self.run(|db| async move { db.search_containers(tenant, &search).await })
+            .await
+    }
+
+    async fn search_tokens(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError> {
+        let (search, scope) = (search.clone(), scope.clone());
+        self.run(|db| async move { db.search_tokens(tenant, &search, &scope, page).await })
+            .await
+    }
+
+    async fn delete_expired_tokens(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        self.run(|db| async move { db.delete_expired_tokens(now, limit).await })
+            .await
+    }
+
+    async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError> {
+        self.run(|db| async move { db.unfingerprinted_tokens(limit).await })
+            .await
+    }
+
+    async fn set_token_fingerprint(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+        fingerprint: &str,
+    ) -> Result<(), StoreError> {
+        let fingerprint = fingerprint.to_string();
+        self.run(|db| async move { db.set_token_fingerprint(tenant, id, &fingerprint).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for DetachedStore {
+    async fn claim_idempotency_key(
+        &self,
+        scope: &IdempotencyScope,
+        request_hash: &[u8; 32],
+        now: OffsetDateTime,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let (scope, hash) = (scope.clone(), *request_hash);
+        self.run(|db| async move { db.claim_idempotency_key(&scope, &hash, now).await })
+            .await
+    }
+
+    async fn complete_idempotency_key(
+        &self,
+        scope: &IdempotencyScope,
+        response_sealed: &[u8],
+    ) -> Result<(), StoreError> {
+        let (scope, sealed) = (scope.clone(), response_sealed.to_vec());
+        self.run(|db| async move { db.complete_idempotency_key(&scope, &sealed).await })
+            .await
+    }
+
+    async fn release_idempotency_key(
+        &self,
+        scope: &IdempotencyScope,
+        created_at: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let scope = scope.clone();
+        self.run(|db| async move { db.release_idempotency_key(&scope, created_at).await })
+            .await
+    }
+
+    async fn delete_idempotency_keys_before(
+        &self,
+        before: OffsetDateTime,
+    ) -> Result<u64, StoreError> {
+        self.run(|db| async move { db.delete_idempotency_keys_before(before).await })
             .await
     }
 }

@@ -15,6 +15,7 @@ mod associations;
 mod database;
 mod detached;
 mod health;
+mod idempotency;
 mod proxies;
 mod rows;
 mod schema;

@@ -156,6 +156,8 @@ pub(crate) struct TokenRow {
     pub created_at: PrimitiveDateTime,
     pub modified_by: String,
     pub modified_at: PrimitiveDateTime,
+    pub expires_at: Option<PrimitiveDateTime>,
+    pub fingerprint: String,
 }
 
 impl From<&StoredToken> for TokenRow {
@@ -171,6 +173,8 @@ impl From<&StoredToken> for TokenRow {
             created_at: to_db_time(t.created_at),
             modified_by: t.modified_by.to_string(),
             modified_at: to_db_time(t.modified_at),
+            expires_at: t.expires_at.map(to_db_time),
+            fingerprint: t.fingerprint.clone(),
         }
     }
 }
@@ -193,6 +197,8 @@ impl TryFrom<TokenRow> for StoredToken {
             created_at: from_db_time(r.created_at),
             modified_by: parse("application id", &r.modified_by)?,
             modified_at: from_db_time(r.modified_at),
+            expires_at: r.expires_at.map(from_db_time),
+            fingerprint: r.fingerprint,
         })
     }
 }

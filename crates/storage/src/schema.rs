@@ -37,6 +37,8 @@ diesel::table! {
         created_at -> Timestamp,
         modified_by -> Text,
         modified_at -> Timestamp,
+        expires_at -> Nullable<Timestamp>,
+        fingerprint -> Text,
     }
 }
 
@@ -101,5 +103,16 @@ diesel::table! {
     vault_keys (name) {
         name -> Text,
         wrapped_key -> Binary,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (tenant_id, application_id, idempotency_key) {
+        tenant_id -> Text,
+        application_id -> Text,
+        idempotency_key -> Text,
+        request_hash -> Binary,
+        response_sealed -> Nullable<Binary>,
+        created_at -> Timestamp,
     }
 }

@@ -1,24 +1,32 @@
 //! [`TokenStore`] for both backends.
 
 use async_trait::async_trait;
-use diesel::{BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
+use diesel::{
+    AsChangeset, BoolExpressionMethods, EscapeExpressionMethods, ExpressionMethods, QueryDsl,
+    SelectableHelper, TextExpressionMethods,
+};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
-    store::{ContainerScope, NewAssociation, StoreError, StoredToken, TokenFilter, TokenStore},
-    Container, Page, PageRequest, TenantId, TokenId,
+    store::{
+        ContainerScope, NewAssociation, StoreError, StoredToken, TokenFilter, TokenSearch,
+        TokenStore, TokenUpdate,
+    },
+    Container, Page, PageRequest, TenantId, TokenId, TokenType,
 };
+use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::{
     database::{
         checkout, only_row, page_of, window, with_conn, with_read_conn, Database, DbResultExt,
         Pools,
     },
-    rows::{AssociationRow, TokenMetadataRow, TokenRow},
+    rows::{to_db_time, AssociationRow, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
 
 /// A [`TokenFilter`] and [`ContainerScope`] as the strings the columns hold.
 struct FilterParams {
+    live_at: Option<PrimitiveDateTime>,
     tenant: String,
     parent: Option<String>,
     ids: Vec<String>,
@@ -30,6 +38,7 @@ struct FilterParams {
 impl FilterParams {
     fn new(tenant: TenantId, filter: &TokenFilter, scope: &ContainerScope) -> Self {
         Self {
+            live_at: filter.live_at.map(to_db_time),
             tenant: tenant.to_string(),
             parent: filter.parent.map(|p| p.to_string()),
             ids: filter.ids.iter().map(ToString::to_string).collect(),
@@ -57,6 +66,9 @@ macro_rules! filtered_tokens {
         let mut q = tokens::table
             .filter(tokens::tenant_id.eq(&p.tenant))
             .into_boxed();
+        if let Some(at) = p.live_at {
+            q = q.filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(at)));
+        }
         if !p.ids.is_empty() {
             q = q.filter(tokens::id.eq_any(&p.ids));
         }
@@ -96,6 +108,17 @@ macro_rules! filtered_children {
         if !p.ids.is_empty() {
             q = q.filter(token_associations::child_id.eq_any(&p.ids));
         }
+        if let Some(at) = p.live_at {
+            // Expired children not swept yet: few, found through the partial expiry index.
+            q = q.filter(
+                token_associations::child_id.ne_all(
+                    tokens::table
+                        .filter(tokens::expires_at.le(at))
+                        .filter(tokens::tenant_id.eq(&p.tenant))
+                        .select(tokens::id),
+                ),
+            );
+        }
         if !p.types.is_empty() {
             q = q.filter(token_associations::child_type.eq_any(&p.types));
         }
@@ -124,6 +147,129 @@ macro_rules! filtered_children {
     }};
 }
 
+/// A [`TokenSearch`] and [`ContainerScope`] as the values the columns hold.
+struct SearchParams {
+    tenant: String,
+    live_at: Option<PrimitiveDateTime>,
+    metadata: Vec<(String, String)>,
+    types: Vec<String>,
+    fingerprint: Option<String>,
+    /// `LIKE` pattern of the container prefix, `\` escaping.
+    container_like: Option<String>,
+    created_after: Option<PrimitiveDateTime>,
+    created_before: Option<PrimitiveDateTime>,
+    containers: Option<Vec<String>>,
+}
+
+impl SearchParams {
+    fn new(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope) -> Self {
+        Self {
+            tenant: tenant.to_string(),
+            live_at: search.live_at.map(to_db_time),
+            metadata: search.metadata.clone(),
+            types: search
+                .types
+                .iter()
+                .map(|t| t.as_str().to_string())
+                .collect(),
+            fingerprint: search.fingerprint.clone(),
+            container_like: search.container_prefix.as_ref().map(|c| {
+                let mut pattern = String::with_capacity(c.as_str().len() + 4);
+                for ch in c.as_str().chars() {
+                    if matches!(ch, '%' | '_' | '\\') {
+                        pattern.push('\\');
+                    }
+                    pattern.push(ch);
+                }
+                pattern.push('%');
+                pattern
+            }),
+            created_after: search.created_after.map(to_db_time),
+            created_before: search.created_before.map(to_db_time),
+            containers: match scope {
+                ContainerScope::All => None,
+                ContainerScope::Only(cs) => {
+                    Some(cs.iter().map(|c| c.as_str().to_string()).collect())
+                }
+            },
+        }
+    }
+}
+
+/// The boxed `tokens` query of a search: every criterion applied (AND). A fingerprint is
+/// answered from `tokens_fingerprint`, a metadata pair from `token_metadata_pair`.
+macro_rules! searched_tokens {
+    ($p:expr) => {{
+        let p: &SearchParams = $p;
+        let mut q = tokens::table
+            .filter(tokens::tenant_id.eq(&p.tenant))
+            .into_boxed();
+        if let Some(at) = p.live_at {
+            q = q.filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(at)));
+        }
+        if let Some(fingerprint) = &p.fingerprint {
+            q = q.filter(tokens::fingerprint.eq(fingerprint));
+        }
+        if !p.types.is_empty() {
+            q = q.filter(tokens::token_type.eq_any(&p.types));
+        }
+        for (key, value) in &p.metadata {
+            q = q.filter(
+                tokens::id.eq_any(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&p.tenant))
+                        .filter(token_metadata::key.eq(key))
+                        .filter(token_metadata::value.eq(value))
+                        .select(token_metadata::token_id),
+                ),
+            );
+        }
+        if let Some(like) = &p.container_like {
+            q = q.filter(tokens::container.like(like).escape('\\'));
+        }
+        if let Some(after) = p.created_after {
+            q = q.filter(tokens::created_at.gt(after));
+        }
+        if let Some(before) = p.created_before {
+            q = q.filter(tokens::created_at.lt(before));
+        }
+        if let Some(containers) = &p.containers {
+            q = q.filter(tokens::container.eq_any(containers));
+        }
+        q
+    }};
+}
+
+/// Inserts one token row and its metadata rows on `conn`, inside the caller's transaction
+/// (`?` returns its `diesel::result::Error`). One statement per pair: diesel's multi-row
+/// INSERT is not available for SQLite through diesel-async; at most 100 pairs.
+macro_rules! insert_token_with_metadata {
+    ($conn:expr, $row:expr, $metadata:expr) => {{
+        diesel::insert_into(tokens::table)
+            .values($row)
+            .execute($conn)
+            .await?;
+        for pair in $metadata {
+            diesel::insert_into(token_metadata::table)
+                .values(pair)
+                .execute($conn)
+                .await?;
+        }
+    }};
+}
+
+/// The columns [`TokenStore::update_token`] writes; `None` leaves a column alone.
+#[derive(AsChangeset)]
+#[diesel(table_name = tokens)]
+struct TokenChangeset {
+    metadata: String,
+    data_ciphertext: Option<Vec<u8>>,
+    fingerprint: Option<String>,
+    expires_at: Option<Option<PrimitiveDateTime>>,
+    modified_by: String,
+    modified_at: PrimitiveDateTime,
+}
+
 impl Database {
     /// Writes a token, its metadata pairs and (for a child) its link to the parent in one
     /// transaction, so a failure leaves nothing behind.
@@ -137,23 +283,30 @@ impl Database {
         let link = link.map(AssociationRow::from);
         with_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::insert_into(tokens::table)
-                    .values(&row)
-                    .execute(conn)
-                    .await?;
-                // One statement per pair: diesel's multi-row INSERT is not available for SQLite
-                // through diesel-async. At most 100 pairs, inside the same transaction.
-                for pair in &metadata {
-                    diesel::insert_into(token_metadata::table)
-                        .values(pair)
-                        .execute(conn)
-                        .await?;
-                }
+                insert_token_with_metadata!(conn, &row, &metadata);
                 if let Some(link) = &link {
                     diesel::insert_into(token_associations::table)
                         .values(link)
                         .execute(conn)
                         .await?;
+                }
+                Ok(())
+            })
+            .await
+            .db()
+        })
+    }
+
+    /// Writes several tokens with their metadata in one transaction.
+    async fn insert_token_batch(&self, batch: &[StoredToken]) -> Result<(), StoreError> {
+        let rows: Vec<(TokenRow, Vec<TokenMetadataRow>)> = batch
+            .iter()
+            .map(|t| (TokenRow::from(t), TokenMetadataRow::for_token(t)))
+            .collect();
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                for (row, metadata) in &rows {
+                    insert_token_with_metadata!(conn, row, metadata);
                 }
                 Ok(())
             })
@@ -391,5 +544,226 @@ impl TokenStore for Database {
             .db()
         })?;
         Ok(deleted == 1)
+    }
+
+    async fn insert_tokens(&self, batch: &[StoredToken]) -> Result<(), StoreError> {
+        self.insert_token_batch(batch).await
+    }
+
+    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError> {
+        let (tenant, id) = (update.tenant_id.to_string(), update.id.to_string());
+        let expected = to_db_time(update.expected_modified_at);
+        let live_at = to_db_time(update.live_at);
+        let changes = TokenChangeset {
+            metadata: serde_json::to_string(&update.metadata)
+                .map_err(|e| StoreError::Backend(format!("serialising metadata: {e}")))?,
+            data_ciphertext: update.ciphertext.clone(),
+            fingerprint: update.fingerprint.clone(),
+            expires_at: Some(update.expires_at.map(to_db_time)),
+            modified_by: update.modified_by.to_string(),
+            modified_at: to_db_time(update.modified_at),
+        };
+        let metadata: Vec<TokenMetadataRow> = update
+            .metadata
+            .iter()
+            .map(|(k, v)| TokenMetadataRow {
+                tenant_id: tenant.clone(),
+                token_id: id.clone(),
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&tenant))
+                        .filter(tokens::id.eq(&id))
+                        .filter(tokens::modified_at.eq(expected))
+                        .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(live_at))),
+                )
+                .set(&changes)
+                .execute(conn)
+                .await?;
+                if updated != 1 {
+                    return Ok(false);
+                }
+                diesel::delete(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&tenant))
+                        .filter(token_metadata::token_id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
+                for pair in &metadata {
+                    diesel::insert_into(token_metadata::table)
+                        .values(pair)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(true)
+            })
+            .await
+            .db()
+        })
+    }
+
+    async fn find_duplicate_token(
+        &self,
+        tenant: TenantId,
+        token_type: TokenType,
+        container: &Container,
+        fingerprint: &str,
+        live_at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, StoreError> {
+        let tenant = tenant.to_string();
+        let live_at = to_db_time(live_at);
+        let row = with_conn!(self, |conn| {
+            tokens::table
+                .filter(tokens::tenant_id.eq(&tenant))
+                .filter(tokens::fingerprint.eq(fingerprint))
+                .filter(tokens::token_type.eq(token_type.as_str()))
+                .filter(tokens::container.eq(container.as_str()))
+                .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(live_at)))
+                .order((tokens::created_at.asc(), tokens::id.asc()))
+                .limit(1)
+                .select(TokenRow::as_select())
+                .load(conn)
+                .await
+                .db()
+                .map(only_row)
+        })?;
+        row.map(StoredToken::try_from).transpose()
+    }
+
+    async fn search_containers(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+    ) -> Result<Vec<Container>, StoreError> {
+        let params = SearchParams::new(tenant, search, &ContainerScope::All);
+        let raw: Vec<String> = with_conn!(self, |conn| {
+            searched_tokens!(&params)
+                .select(tokens::container)
+                .distinct()
+                .load(conn)
+                .await
+                .db()
+        })?;
+        raw.iter()
+            .map(|c| {
+                Container::parse(c)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`")))
+            })
+            .collect()
+    }
+
+    async fn search_tokens(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError> {
+        if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
+            return Ok(Page {
+                items: vec![],
+                total_items: 0,
+                request: page,
+            });
+        }
+        let params = SearchParams::new(tenant, search, scope);
+        let (limit, offset) = window(page);
+        let (total, rows) = with_conn!(self, |conn| {
+            let total: i64 = searched_tokens!(&params)
+                .count()
+                .get_result(conn)
+                .await
+                .db()?;
+            let rows: Vec<TokenRow> = searched_tokens!(&params)
+                .order((tokens::created_at.desc(), tokens::id.desc()))
+                .limit(limit)
+                .offset(offset)
+                .select(TokenRow::as_select())
+                .load(conn)
+                .await
+                .db()?;
+            Ok::<_, StoreError>((total, rows))
+        })?;
+        page_of(rows, total, page, StoredToken::try_from)
+    }
+
+    async fn delete_expired_tokens(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        let now = to_db_time(now);
+        with_conn!(self, |conn| {
+            let expired: Vec<(String, String)> = tokens::table
+                .filter(tokens::expires_at.le(now))
+                .order(tokens::expires_at.asc())
+                .limit(i64::from(limit))
+                .select((tokens::tenant_id, tokens::id))
+                .load(conn)
+                .await
+                .db()?;
+            let mut deleted = 0u64;
+            // One statement per token, each only if the token is still expired (another
+            // process may have swept it already): metadata and associations go with it by
+            // ON DELETE CASCADE, on both backends.
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                for (tenant, id) in &expired {
+                    let n = diesel::delete(
+                        tokens::table
+                            .filter(tokens::tenant_id.eq(tenant))
+                            .filter(tokens::id.eq(id))
+                            .filter(tokens::expires_at.le(now)),
+                    )
+                    .execute(conn)
+                    .await?;
+                    deleted += n as u64;
+                }
+                Ok(())
+            })
+            .await
+            .db()?;
+            Ok::<_, StoreError>(deleted)
+        })
+    }
+
+    async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError> {
+        let rows: Vec<TokenRow> = with_conn!(self, |conn| {
+            tokens::table
+                .filter(tokens::fingerprint.eq(""))
+                .limit(i64::from(limit))
+                .select(TokenRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(StoredToken::try_from).collect()
+    }
+
+    async fn set_token_fingerprint(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+        fingerprint: &str,
+    ) -> Result<(), StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        with_conn!(self, |conn| {
+            diesel::update(
+                tokens::table
+                    .filter(tokens::tenant_id.eq(&tenant))
+                    .filter(tokens::id.eq(&id))
+                    .filter(tokens::fingerprint.eq("")),
+            )
+            .set(tokens::fingerprint.eq(fingerprint))
+            .execute(conn)
+            .await
+            .db()
+        })?;
+        Ok(())
     }
 }

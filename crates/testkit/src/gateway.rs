@@ -239,6 +239,8 @@ impl Harness {
             data: Some(Secret::new(data)),
             metadata: None,
             containers: container.map(|c| vec![c.to_string()]),
+            expires_at: None,
+            deduplicate_token: false,
         };
         self.vault
             .create_token(&self.admin, t)

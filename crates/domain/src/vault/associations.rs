@@ -74,23 +74,36 @@ impl Vault {
     }
 
     /// Creates a token and links it under `parent`, in one transaction. Needs `token:read` on
-    /// the parent and `token:create` on the child's container.
+    /// the parent and `token:create` on the child's container. With `deduplicate_token`, an
+    /// existing equal token is linked instead (and `false` returned: nothing was created).
     pub async fn create_child_token(
         &self,
         caller: &Principal,
         parent: TokenId,
         input: NewToken,
-    ) -> Result<Token, VaultError> {
+    ) -> Result<(Token, bool), VaultError> {
         caller.require_somewhere(Permission::TokenRead)?;
         let parent = self.stored_token(caller, parent).await?;
         caller.require_on(Permission::TokenRead, &parent.container)?;
-        let valid = input.validate()?;
+        let now = crate::timestamp::now();
+        let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        if valid.deduplicate {
+            if let Some(found) = self.find_duplicate(caller, &valid, now).await? {
+                if found.id != parent.id {
+                    let existing = self.stored_token(caller, found.id).await?;
+                    self.store
+                        .insert_association(&link(&parent, &existing))
+                        .await?;
+                }
+                return Ok((found, false));
+            }
+        }
         let (stored, token) = self.seal_new_token(caller, valid).await?;
         self.store
             .insert_child_token(&stored, &link(&parent, &stored))
             .await?;
-        Ok(token)
+        Ok((token, true))
     }
 
     /// Lists `parent`'s children with filters and pagination, in the children's creation order.
@@ -108,6 +121,7 @@ impl Vault {
         caller.require_on(Permission::TokenRead, &parent.container)?;
         let filter = TokenFilter {
             parent: Some(parent.id),
+            live_at: Some(crate::timestamp::now()),
             ..filter.clone()
         };
         let scope = self

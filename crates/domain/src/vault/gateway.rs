@@ -87,6 +87,9 @@ impl Vault {
                 rows.push(row);
             }
         }
+        // Expired rows (fetched, or cached before they expired) are as absent.
+        let now = crate::timestamp::now();
+        rows.retain(|row| row.is_live_at(now));
         for token in &rows {
             caller.require_on(Permission::TokenUse, &token.container)?;
         }
@@ -118,7 +121,7 @@ pub struct TokenSize {
 }
 
 /// Room for the fixed fields of a token object: ids, type, timestamps, names and punctuation.
-const OBJECT_OVERHEAD: u64 = 512;
+const OBJECT_OVERHEAD: u64 = 768;
 
 impl SealedTokens {
     /// Each token's id and sizes.

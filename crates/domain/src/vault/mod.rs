@@ -4,7 +4,9 @@
 mod applications;
 mod associations;
 mod gateway;
+mod idempotency;
 mod keyring;
+mod lifecycle;
 mod proxies;
 mod tenants;
 mod tokens;
@@ -13,6 +15,11 @@ use std::{sync::Arc, time::Duration};
 
 pub use applications::IssuedKey;
 pub use gateway::{SealedTokens, TokenSize};
+pub use idempotency::{
+    validate_key as validate_idempotency_key, IdempotencyClaim, IdempotencyTicket,
+    ReplayedResponse, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
+};
+pub use lifecycle::{SweepReport, IDEMPOTENCY_WINDOW, MAX_BULK};
 pub use tenants::CreatedTenant;
 
 use crate::{

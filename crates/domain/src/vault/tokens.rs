@@ -1,6 +1,9 @@
-//! Token use-cases: create, read, list, delete.
+//! Token use-cases: create (with deduplication), read, list, delete. Expired tokens answer
+//! as unknown everywhere; update, bulk creation, search and the sweep are in
+//! [`super::lifecycle`].
 
 use serde_json::Value;
+use time::OffsetDateTime;
 
 use crate::{
     access::Principal,
@@ -11,24 +14,64 @@ use crate::{
     secret::Secret,
     store::{ContainerScope, StoreError, StoredToken, TokenFilter},
     timestamp,
-    token::{NewToken, Token, ValidToken},
+    token::{fingerprint_input, NewToken, Token, ValidToken},
 };
 
 use super::Vault;
 
 impl Vault {
     /// Validates, encrypts and stores a token. Needs `token:create` on the token's container.
+    /// With `deduplicate_token`, an existing equal token may be returned instead (see
+    /// [`Vault::create_or_find_token`]).
     pub async fn create_token(
         &self,
         caller: &Principal,
         input: NewToken,
     ) -> Result<Token, VaultError> {
+        Ok(self.create_or_find_token(caller, input).await?.0)
+    }
+
+    /// As [`Vault::create_token`], also telling whether a token was created (`true`) or, asked
+    /// to deduplicate, an existing live token of the same tenant, type, container and
+    /// fingerprint was found (`false`; returned as it is, its data included).
+    pub async fn create_or_find_token(
+        &self,
+        caller: &Principal,
+        input: NewToken,
+    ) -> Result<(Token, bool), VaultError> {
         caller.require_somewhere(Permission::TokenCreate)?;
-        let valid = input.validate()?;
+        let now = timestamp::now();
+        let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        if valid.deduplicate {
+            if let Some(found) = self.find_duplicate(caller, &valid, now).await? {
+                return Ok((found, false));
+            }
+        }
         let (stored, token) = self.seal_new_token(caller, valid).await?;
         self.store.insert_token(&stored).await?;
-        Ok(token)
+        Ok((token, true))
+    }
+
+    /// The live token `valid` duplicates, if any, decrypted.
+    pub(super) async fn find_duplicate(
+        &self,
+        caller: &Principal,
+        valid: &ValidToken,
+        now: OffsetDateTime,
+    ) -> Result<Option<Token>, VaultError> {
+        let tenant = caller.tenant_id();
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+        let fingerprint =
+            key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()));
+        match self
+            .store
+            .find_duplicate_token(tenant, valid.token_type, &valid.container, &fingerprint, now)
+            .await?
+        {
+            Some(stored) => Ok(Some(decrypt_with(&key, stored)?)),
+            None => Ok(None),
+        }
     }
 
     /// Encrypts a validated token into the row to store, returning the row and the token as the
@@ -46,6 +89,8 @@ impl Vault {
         );
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         let ciphertext = key.seal_token(tenant, id, plaintext.expose())?;
+        let fingerprint =
+            key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()));
         let now = timestamp::now();
         let stored = StoredToken {
             id,
@@ -58,6 +103,8 @@ impl Vault {
             created_at: now,
             modified_by: caller.application_id(),
             modified_at: now,
+            fingerprint,
+            expires_at: valid.expires_at,
         };
         let token = Token {
             id,
@@ -70,6 +117,8 @@ impl Vault {
             created_at: stored.created_at,
             modified_by: stored.modified_by,
             modified_at: stored.modified_at,
+            fingerprint: stored.fingerprint.clone(),
+            expires_at: stored.expires_at,
         };
         Ok((stored, token))
     }
@@ -92,10 +141,14 @@ impl Vault {
     ) -> Result<Page<Token>, VaultError> {
         caller.require_somewhere(Permission::TokenRead)?;
         let tenant = caller.tenant_id();
+        let filter = TokenFilter {
+            live_at: Some(timestamp::now()),
+            ..filter.clone()
+        };
         let scope = self
-            .readable_scope(caller, Permission::TokenRead, filter)
+            .readable_scope(caller, Permission::TokenRead, &filter)
             .await?;
-        self.list_in_scope(tenant, filter, &scope, page).await
+        self.list_in_scope(tenant, &filter, &scope, page).await
     }
 
     /// Lists and decrypts a page within an already computed scope.
@@ -125,6 +178,7 @@ impl Vault {
         }
     }
 
+    /// One live token of the caller's tenant, still encrypted; an expired one is as absent.
     pub(super) async fn stored_token(
         &self,
         caller: &Principal,
@@ -133,6 +187,7 @@ impl Vault {
         self.store
             .get_token(caller.tenant_id(), id)
             .await?
+            .filter(|t| t.is_live_at(timestamp::now()))
             .ok_or(VaultError::NotFound(Resource::Token))
     }
 
@@ -175,6 +230,12 @@ pub(super) fn decrypt_with(
     let plaintext = key.open_token(stored.tenant_id, stored.id, &stored.ciphertext)?;
     let data: Value = serde_json::from_slice(&plaintext)
         .map_err(|_| StoreError::Corrupt(format!("token {} data is not JSON", stored.id)))?;
+    // A row from before fingerprints that start-up has not reached yet: computed here.
+    let fingerprint = if stored.fingerprint.is_empty() {
+        key.fingerprint(&fingerprint_input(stored.token_type, &data))
+    } else {
+        stored.fingerprint
+    };
     Ok(Token {
         id: stored.id,
         tenant_id: stored.tenant_id,
@@ -186,5 +247,7 @@ pub(super) fn decrypt_with(
         created_at: stored.created_at,
         modified_by: stored.modified_by,
         modified_at: stored.modified_at,
+        fingerprint,
+        expires_at: stored.expires_at,
     })
 }

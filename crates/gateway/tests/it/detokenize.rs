@@ -419,6 +419,8 @@ async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase
                 data: Some(Secret::new(json!("theirs"))),
                 metadata: None,
                 containers: None,
+                expires_at: None,
+                deduplicate_token: false,
             },
         )
         .await

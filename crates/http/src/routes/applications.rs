@@ -23,6 +23,7 @@ pub(super) struct Doc;
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/applications")
+            .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),

@@ -21,6 +21,7 @@ pub(super) struct Doc;
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/tokens/{parent_id}/children")
+            .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create_child))
             .route(web::get().to(list_children)),
@@ -76,7 +77,9 @@ async fn dissociate(
 /// and `token:create` on the child's container.
 #[utoipa::path(post, path = "/tokens/{parent_id}/children", tag = "associations",
     params(("parent_id" = uuid::Uuid, Path, description = "The parent token id.")), request_body = NewToken,
-    responses((status = 201, description = "The child token (without data).", body = TokenView)))]
+    responses(
+        (status = 201, description = "The child token (without data).", body = TokenView),
+        (status = 200, description = "`deduplicate_token` found an equal live token: it is linked as the child instead, nothing created.", body = TokenView)))]
 async fn create_child(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -84,11 +87,16 @@ async fn create_child(
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
     let parent = token_id(&parent, "parent_id")?;
-    let token = state
+    let (token, created) = state
         .vault
         .create_child_token(&caller, parent, input)
         .await?;
-    Ok(HttpResponse::Created().json(TokenView::without_data(token)))
+    let mut response = if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    Ok(response.json(TokenView::without_data(token)))
 }
 
 /// Lists the children of `parent_id` that the caller may read, with data.

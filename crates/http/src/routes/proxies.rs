@@ -21,6 +21,7 @@ pub(super) struct Doc;
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/proxies")
+            .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),

@@ -1,12 +1,14 @@
-//! `/tokens`: create, read, list, delete (SUPPLEMENT §3).
+//! `/tokens`: create, read, list, update, delete (SUPPLEMENT §3), bulk create (`/tokenize`)
+//! and search (issue 15).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{NewToken, TokenId};
+use tessera_domain::{search::TokenSearchRequest, NewToken, TokenId, TokenPatch};
 
 use super::parse_id;
 use crate::{
     auth::{self, Caller},
     body::JsonBody,
+    idempotency::idempotent,
     problem::ApiError,
     query,
     state::ApiState,
@@ -15,36 +17,116 @@ use crate::{
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, get, delete))]
+#[openapi(paths(create, list, get, update, delete, tokenize, search))]
 pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
+    // `/tokens/search` before `/tokens/{id}`: actix matches resources in registration order.
     cfg.service(
+        web::resource("/tokens/search")
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(search)),
+    )
+    .service(
         web::resource("/tokens")
+            .wrap(from_fn(idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),
     )
     .service(
+        web::resource("/tokenize")
+            .wrap(from_fn(idempotent))
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(tokenize)),
+    )
+    .service(
         web::resource("/tokens/{id}")
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
+            .route(web::patch().to(update))
             .route(web::delete().to(delete)),
     );
 }
 
 /// Stores a secret and returns its token (without the data). Needs `token:create` on the
-/// target container.
+/// target container. With `deduplicate_token: true`, an existing live token of the same type,
+/// container and fingerprint is returned instead, with 200.
 #[utoipa::path(post, path = "/tokens", tag = "tokens",
     request_body = NewToken,
-    responses((status = 201, description = "Created.", body = TokenView)))]
+    responses(
+        (status = 201, description = "Created.", body = TokenView),
+        (status = 200, description = "`deduplicate_token` found an equal live token: that token, nothing created.", body = TokenView)))]
 async fn create(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
-    let token = state.vault.create_token(&caller, input).await?;
-    Ok(HttpResponse::Created().json(TokenView::without_data(token)))
+    let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
+    let mut response = if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    Ok(response.json(TokenView::without_data(token)))
+}
+
+/// Creates 1–100 tokens at once, all or none, answered in request order (without data). Needs
+/// `token:create` on every target container; one invalid element is a 400 naming its index
+/// (`[3].data.number`), and nothing is stored.
+#[utoipa::path(post, path = "/tokenize", tag = "tokens",
+    request_body(content = Vec<NewToken>, description = "1 to 100 token create requests."),
+    responses((status = 201, description = "The tokens, in request order.", body = Vec<TokenView>)))]
+async fn tokenize(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    JsonBody(inputs): JsonBody<Vec<NewToken>>,
+) -> Result<HttpResponse, ApiError> {
+    let tokens = state.vault.create_tokens(&caller, inputs).await?;
+    let views: Vec<TokenView> = tokens.into_iter().map(TokenView::without_data).collect();
+    Ok(HttpResponse::Created().json(views))
+}
+
+/// Searches the tokens the caller may read, newest first: exact metadata pairs, types,
+/// fingerprint, container prefix and creation time, all of which must match. `data` is left
+/// out unless `include_data` is true.
+#[utoipa::path(post, path = "/tokens/search", tag = "tokens",
+    request_body = TokenSearchRequest,
+    responses((status = 200, description = "A page of tokens, newest first.", body = PageView<TokenView>)))]
+async fn search(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    JsonBody(input): JsonBody<TokenSearchRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let valid = input.validate().map_err(|e| ApiError::validation(&e))?;
+    let tokens = state
+        .vault
+        .search_tokens(&caller, &valid.search, valid.page)
+        .await?;
+    let view = if valid.include_data {
+        TokenView::with_data
+    } else {
+        TokenView::without_data
+    };
+    Ok(HttpResponse::Ok().json(PageView::new(tokens, view)))
+}
+
+/// Updates a token with a JSON merge patch (RFC 7396; `application/merge-patch+json` or
+/// `application/json`): `data` replaced, `metadata` merged (a key set to `null` is removed),
+/// `expires_at` set or cleared with `null`. `type`, `containers` and `id` cannot change. Needs
+/// `token:update` on its container.
+#[utoipa::path(patch, path = "/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path, description = "The token id.")),
+    request_body(content = TokenPatch, content_type = "application/merge-patch+json"),
+    responses((status = 200, description = "The updated token (without data).", body = TokenView)))]
+async fn update(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+    JsonBody(patch): JsonBody<TokenPatch>,
+) -> Result<HttpResponse, ApiError> {
+    let id: TokenId = parse_id(&id, "token")?;
+    let token = state.vault.update_token(&caller, id, patch).await?;
+    Ok(HttpResponse::Ok().json(TokenView::without_data(token)))
 }
 
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without

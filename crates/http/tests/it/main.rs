@@ -5,6 +5,7 @@ mod actix_gateway;
 mod api;
 mod children;
 mod fuzz_api;
+mod lifecycle;
 mod openapi;
 mod proxies;
 mod rate_limit;

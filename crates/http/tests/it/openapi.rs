@@ -35,7 +35,9 @@ fn document_covers_every_route() {
         ("/applications/{id}", &["get", "put", "delete"]),
         ("/applications/{id}/regenerate", &["post"]),
         ("/tokens", &["get", "post"]),
-        ("/tokens/{id}", &["get", "delete"]),
+        ("/tokens/{id}", &["get", "patch", "delete"]),
+        ("/tokenize", &["post"]),
+        ("/tokens/search", &["post"]),
         ("/tokens/{parent_id}/children", &["get", "post"]),
         (
             "/tokens/{parent_id}/children/{child_id}",

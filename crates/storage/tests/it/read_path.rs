@@ -34,6 +34,8 @@ async fn tenant_with_token(vault: &Vault) -> (Principal, tessera_domain::TokenId
                 data: Some(Secret::new(json!("4242424242424242"))),
                 metadata: None,
                 containers: None,
+                expires_at: None,
+                deduplicate_token: false,
             },
         )
         .await

@@ -113,6 +113,8 @@ fn token(
         created_at: now,
         modified_by: by,
         modified_at: now,
+        fingerprint: format!("fp-{container}"),
+        expires_at: None,
     }
 }
 

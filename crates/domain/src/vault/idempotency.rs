@@ -1,0 +1,187 @@
+//! `Idempotency-Key` (issue 15): the first answer to a creating request is kept, sealed, for
+//! 24 hours and replayed to retries with the same key from the same application; the same key
+//! with another request is refused.
+//!
+//! The boundary (HTTP) hashes the request and drives the protocol: [`Vault::claim_idempotency`]
+//! before running the request, then [`Vault::complete_idempotency`] with a successful answer or
+//! [`Vault::release_idempotency`] otherwise (a failed request is not remembered, so a retry
+//! runs again).
+
+use time::OffsetDateTime;
+
+use crate::{
+    access::Principal,
+    error::VaultError,
+    store::{IdempotencyScope, StoreError},
+    timestamp,
+    validation::ValidationErrors,
+};
+
+use super::{lifecycle::IDEMPOTENCY_WINDOW, Vault};
+
+/// Longest key accepted.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// A claim whose request has not answered after this long is taken to be abandoned (its
+/// process died): the next request with the key runs in its place.
+const STALE_CLAIM: time::Duration = time::Duration::seconds(120);
+
+/// Seal purpose of stored answers (bound, with the application and key, into the AAD).
+const PURPOSE: &str = "idempotency-response";
+
+/// A stored answer, replayed as it was first given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayedResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON body.
+    pub body: Vec<u8>,
+}
+
+/// What to do with a request carrying an `Idempotency-Key`.
+#[derive(Debug)]
+pub enum IdempotencyClaim {
+    /// Run it, then complete or release the ticket.
+    Run(IdempotencyTicket),
+    /// The key's first request answered this: send it again, run nothing.
+    Replay(ReplayedResponse),
+    /// The key was first used with another method, path or body (422).
+    Mismatch,
+    /// The key's first request is still running (wait and claim again, or 409).
+    InFlight,
+}
+
+/// The right, held by one request, to answer for its key.
+#[derive(Debug)]
+pub struct IdempotencyTicket {
+    scope: IdempotencyScope,
+    claimed_at: OffsetDateTime,
+}
+
+/// Checks an `Idempotency-Key` value: 1–255 printable ASCII characters.
+pub fn validate_key(key: &str) -> Result<(), ValidationErrors> {
+    if key.is_empty() || key.len() > MAX_KEY_LEN || !key.bytes().all(|b| (0x20..0x7f).contains(&b))
+    {
+        return Err(ValidationErrors::single(
+            "Idempotency-Key",
+            format!("must be 1 to {MAX_KEY_LEN} printable ASCII characters"),
+        ));
+    }
+    Ok(())
+}
+
+impl Vault {
+    /// Claims `key` for the caller's request hashing to `request_hash` (SHA-256 over its
+    /// method, path and body), or says why not.
+    pub async fn claim_idempotency(
+        &self,
+        caller: &Principal,
+        key: &str,
+        request_hash: [u8; 32],
+    ) -> Result<IdempotencyClaim, VaultError> {
+        validate_key(key)?;
+        let scope = IdempotencyScope {
+            tenant_id: caller.tenant_id(),
+            application_id: caller.application_id(),
+            key: key.to_string(),
+        };
+        // At most: a stale or expired record released, then claimed anew.
+        for _ in 0..3 {
+            let now = timestamp::now();
+            let Some(existing) = self
+                .store
+                .claim_idempotency_key(&scope, &request_hash, now)
+                .await?
+            else {
+                return Ok(IdempotencyClaim::Run(IdempotencyTicket {
+                    scope,
+                    claimed_at: now,
+                }));
+            };
+            let expired = existing.created_at <= now - IDEMPOTENCY_WINDOW;
+            let abandoned =
+                existing.response_sealed.is_none() && existing.created_at <= now - STALE_CLAIM;
+            if expired || abandoned {
+                self.store
+                    .release_idempotency_key(&scope, existing.created_at)
+                    .await?;
+                continue;
+            }
+            if existing.request_hash != request_hash {
+                return Ok(IdempotencyClaim::Mismatch);
+            }
+            return match existing.response_sealed {
+                None => Ok(IdempotencyClaim::InFlight),
+                Some(sealed) => Ok(IdempotencyClaim::Replay(self.open_response(&scope, &sealed).await?)),
+            };
+        }
+        Ok(IdempotencyClaim::InFlight)
+    }
+
+    /// Stores the successful answer of the request holding `ticket`, for replay.
+    pub async fn complete_idempotency(
+        &self,
+        ticket: IdempotencyTicket,
+        response: &ReplayedResponse,
+    ) -> Result<(), VaultError> {
+        let scope = &ticket.scope;
+        let key = self.keys.data_key(self.store.as_ref(), scope.tenant_id).await?;
+        let mut plain = Vec::with_capacity(2 + response.body.len());
+        plain.extend_from_slice(&response.status.to_be_bytes());
+        plain.extend_from_slice(&response.body);
+        let sealed = key.seal_record(scope.tenant_id, PURPOSE, &record_id(scope), &plain)?;
+        self.store
+            .complete_idempotency_key(scope, &sealed)
+            .await
+            .map_err(Into::into)
+    }
+
+    /// Forgets the claim of a request that did not succeed, so a retry runs again.
+    pub async fn release_idempotency(&self, ticket: IdempotencyTicket) -> Result<(), VaultError> {
+        self.store
+            .release_idempotency_key(&ticket.scope, ticket.claimed_at)
+            .await
+            .map_err(Into::into)
+    }
+
+    async fn open_response(
+        &self,
+        scope: &IdempotencyScope,
+        sealed: &[u8],
+    ) -> Result<ReplayedResponse, VaultError> {
+        let key = self.keys.data_key(self.store.as_ref(), scope.tenant_id).await?;
+        let plain = key.open_record(scope.tenant_id, PURPOSE, &record_id(scope), sealed)?;
+        let (status, body) = plain
+            .split_first_chunk::<2>()
+            .ok_or_else(|| StoreError::Corrupt("stored idempotent response is truncated".into()))?;
+        Ok(ReplayedResponse {
+            status: u16::from_be_bytes(*status),
+            body: body.to_vec(),
+        })
+    }
+}
+
+/// The sealed answer's record id: its application and key, so a row moved to another key or
+/// application fails to open.
+fn record_id(scope: &IdempotencyScope) -> Vec<u8> {
+    let mut id = scope.application_id.to_string().into_bytes();
+    id.push(0);
+    id.extend_from_slice(scope.key.as_bytes());
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_key;
+
+    #[test]
+    fn keys_are_one_to_255_printable_ascii_characters() {
+        assert!(validate_key("a").is_ok());
+        assert!(validate_key(&"k".repeat(255)).is_ok());
+        assert!(validate_key("order 42 / retry ~").is_ok());
+        assert!(validate_key("").is_err());
+        assert!(validate_key(&"k".repeat(256)).is_err());
+        assert!(validate_key("tab\there").is_err());
+        assert!(validate_key("é").is_err());
+    }
+}

@@ -1,0 +1,265 @@
+//! Token lifecycle beyond create/read/delete (issue 15): merge-patch updates, bulk creation,
+//! search, the sweep of expired tokens, and fingerprints for tokens written before them.
+
+use std::collections::HashMap;
+
+use time::OffsetDateTime;
+
+use crate::{
+    access::Principal,
+    container::Container,
+    error::VaultError,
+    ids::TokenId,
+    pagination::{Page, PageRequest},
+    permission::Permission,
+    secret::Secret,
+    store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenUpdate},
+    timestamp,
+    token::{fingerprint_input, NewToken, Token, TokenPatch, TokenType},
+    validation::ValidationErrors,
+};
+
+use super::{tokens::decrypt_with, Vault};
+
+/// Most tokens one `POST /tokenize` may create.
+pub const MAX_BULK: usize = 100;
+
+/// How often an update re-reads and retries when another update to the same token landed
+/// between its read and its write.
+const UPDATE_ATTEMPTS: usize = 8;
+
+/// Rows one sweep round deletes at most (the sweep repeats rounds until none are left).
+const SWEEP_BATCH: u32 = 500;
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_WINDOW: time::Duration = time::Duration::hours(24);
+
+/// What one sweep removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Expired tokens deleted (with their metadata and associations).
+    pub expired_tokens: u64,
+    /// `Idempotency-Key`s older than the window deleted.
+    pub idempotency_keys: u64,
+}
+
+impl Vault {
+    /// Applies a JSON merge patch to a token: `data` replaced (validated by type,
+    /// re-encrypted, re-fingerprinted), `metadata` merged, `expires_at` set or cleared. Needs
+    /// `token:update` on its container. Concurrent updates of one token are serialised
+    /// optimistically: each re-reads and re-applies its patch when another landed first, so
+    /// no merge is lost.
+    pub async fn update_token(
+        &self,
+        caller: &Principal,
+        id: TokenId,
+        patch: TokenPatch,
+    ) -> Result<Token, VaultError> {
+        caller.require_somewhere(Permission::TokenUpdate)?;
+        let tenant = caller.tenant_id();
+        for _ in 0..UPDATE_ATTEMPTS {
+            let current = self.stored_token(caller, id).await?;
+            caller.require_on(Permission::TokenUpdate, &current.container)?;
+            let now = timestamp::now();
+            let changes = patch.clone().apply_to(
+                current.token_type,
+                &current.metadata,
+                current.expires_at,
+                now,
+            )?;
+            let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+            let (ciphertext, fingerprint) = match &changes.data {
+                Some(data) => {
+                    let plaintext = Secret::new(serde_json::to_vec(data.expose()).map_err(|e| {
+                        StoreError::Backend(format!("serialising token data: {e}"))
+                    })?);
+                    (
+                        Some(key.seal_token(tenant, id, plaintext.expose())?),
+                        Some(key.fingerprint(&fingerprint_input(current.token_type, data.expose()))),
+                    )
+                }
+                None => (None, None),
+            };
+            // Strictly after the version read, so a concurrent writer's expectation can never
+            // match a row this write produced.
+            let modified_at = now.max(current.modified_at + time::Duration::microseconds(1));
+            let update = TokenUpdate {
+                tenant_id: tenant,
+                id,
+                expected_modified_at: current.modified_at,
+                live_at: now,
+                metadata: changes.metadata.clone(),
+                ciphertext: ciphertext.clone(),
+                fingerprint: fingerprint.clone(),
+                expires_at: changes.expires_at,
+                modified_by: caller.application_id(),
+                modified_at,
+            };
+            if self.store.update_token(&update).await? {
+                self.token_rows.remove_where(|k, _| *k == (tenant, id));
+                let updated = StoredToken {
+                    metadata: changes.metadata,
+                    ciphertext: ciphertext.unwrap_or(current.ciphertext),
+                    fingerprint: fingerprint.unwrap_or(current.fingerprint),
+                    expires_at: changes.expires_at,
+                    modified_by: caller.application_id(),
+                    modified_at,
+                    ..current
+                };
+                return decrypt_with(&key, updated);
+            }
+        }
+        Err(VaultError::Conflict(
+            "the token kept changing while it was being updated; retry".to_string(),
+        ))
+    }
+
+    /// Creates 1–[`MAX_BULK`] tokens, all or none, returned in request order. Every element is
+    /// validated first (problems keyed `[i].field`); `token:create` is needed on every target
+    /// container. Elements asking to deduplicate are answered with an existing equal token
+    /// (or an earlier element of the same request) instead.
+    pub async fn create_tokens(
+        &self,
+        caller: &Principal,
+        inputs: Vec<NewToken>,
+    ) -> Result<Vec<Token>, VaultError> {
+        caller.require_somewhere(Permission::TokenCreate)?;
+        if inputs.is_empty() || inputs.len() > MAX_BULK {
+            return Err(ValidationErrors::single(
+                "body",
+                format!("must be an array of 1 to {MAX_BULK} tokens"),
+            )
+            .into());
+        }
+        let now = timestamp::now();
+        let mut errors = ValidationErrors::new();
+        let mut valid = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.into_iter().enumerate() {
+            match input.validate_at(now) {
+                Ok(v) => valid.push(v),
+                Err(e) => {
+                    for (field, messages) in e.fields() {
+                        for message in messages {
+                            errors.add(format!("[{i}].{field}"), message.clone());
+                        }
+                    }
+                }
+            }
+        }
+        errors.into_result()?;
+        for v in &valid {
+            caller.require_on(Permission::TokenCreate, &v.container)?;
+        }
+        let key = self.keys.data_key(self.store.as_ref(), caller.tenant_id()).await?;
+        let mut answers: Vec<Option<Token>> = Vec::with_capacity(valid.len());
+        let mut to_insert = Vec::new();
+        // (type, container, fingerprint) → index in `answers` of the token created for it.
+        let mut created_here: HashMap<(TokenType, Container, String), usize> = HashMap::new();
+        for v in valid {
+            let fingerprint = key.fingerprint(&fingerprint_input(v.token_type, v.data.expose()));
+            let identity = (v.token_type, v.container.clone(), fingerprint);
+            if v.deduplicate {
+                if let Some(&earlier) = created_here.get(&identity) {
+                    answers.push(answers[earlier].clone());
+                    continue;
+                }
+                if let Some(found) = self.find_duplicate(caller, &v, now).await? {
+                    answers.push(Some(found));
+                    continue;
+                }
+            }
+            let (stored, token) = self.seal_new_token(caller, v).await?;
+            created_here.entry(identity).or_insert(answers.len());
+            to_insert.push(stored);
+            answers.push(Some(token));
+        }
+        if !to_insert.is_empty() {
+            self.store.insert_tokens(&to_insert).await?;
+        }
+        Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// Searches the caller's tenant (`POST /tokens/search`), newest first. Needs `token:read`;
+    /// tokens in containers the caller may not read are neither returned nor counted, and
+    /// expired tokens never appear.
+    pub async fn search_tokens(
+        &self,
+        caller: &Principal,
+        search: &TokenSearch,
+        page: PageRequest,
+    ) -> Result<Page<Token>, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let tenant = caller.tenant_id();
+        let search = TokenSearch {
+            live_at: Some(timestamp::now()),
+            ..search.clone()
+        };
+        let scope = if caller.is_unscoped() {
+            ContainerScope::All
+        } else {
+            ContainerScope::Only(
+                self.store
+                    .search_containers(tenant, &search)
+                    .await?
+                    .into_iter()
+                    .filter(|c| caller.may_on(Permission::TokenRead, c))
+                    .collect(),
+            )
+        };
+        let stored = self.store.search_tokens(tenant, &search, &scope, page).await?;
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+        stored.try_map(|t| decrypt_with(&key, t))
+    }
+
+    /// One round of maintenance: deletes every token expired by now (in batches) and every
+    /// `Idempotency-Key` older than [`IDEMPOTENCY_WINDOW`]. Safe to run in several processes
+    /// over one database at once.
+    pub async fn sweep(&self) -> Result<SweepReport, VaultError> {
+        self.sweep_at(timestamp::now()).await
+    }
+
+    /// [`Vault::sweep`] as of `now`.
+    pub async fn sweep_at(&self, now: OffsetDateTime) -> Result<SweepReport, VaultError> {
+        let mut report = SweepReport::default();
+        loop {
+            let deleted = self.store.delete_expired_tokens(now, SWEEP_BATCH).await?;
+            report.expired_tokens += deleted;
+            if deleted < u64::from(SWEEP_BATCH) {
+                break;
+            }
+        }
+        if report.expired_tokens > 0 {
+            // Rows cached by the gateway are checked for expiry on use; dropping them frees
+            // the memory sooner.
+            self.token_rows
+                .remove_where(|_, row| !row.is_live_at(now));
+        }
+        report.idempotency_keys = self
+            .store
+            .delete_idempotency_keys_before(now - IDEMPOTENCY_WINDOW)
+            .await?;
+        Ok(report)
+    }
+
+    /// Computes the fingerprint of every token written before fingerprints existed (start-up
+    /// runs this; rows not reached yet get theirs computed when read). Returns how many.
+    pub async fn backfill_fingerprints(&self) -> Result<u64, VaultError> {
+        let mut done = 0u64;
+        loop {
+            let batch = self.store.unfingerprinted_tokens(SWEEP_BATCH).await?;
+            if batch.is_empty() {
+                return Ok(done);
+            }
+            for stored in batch {
+                let (tenant, id) = (stored.tenant_id, stored.id);
+                let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+                let token = decrypt_with(&key, stored)?;
+                self.store
+                    .set_token_fingerprint(tenant, id, &token.fingerprint)
+                    .await?;
+                done += 1;
+            }
+        }
+    }
+
+}

@@ -1,0 +1,172 @@
+//! `Idempotency-Key` on the POSTs that create (issue 15), as middleware inside authentication.
+//!
+//! A request carrying the header is hashed (SHA-256 over method, path, query and body) and
+//! claimed for its application ([`Vault::claim_idempotency`]): the first runs, and its
+//! successful answer is stored sealed and replayed — status and body, with
+//! `Idempotent-Replayed: true` — to every retry within 24 hours; a retry with another request
+//! gets 422; a retry while the first still runs waits for it (up to [`WAIT_FOR_FIRST`]), then
+//! gets 409. A failed first request (any status outside 2xx) is not remembered: a retry runs.
+//!
+//! [`Vault::claim_idempotency`]: tessera_domain::Vault::claim_idempotency
+
+use std::time::Duration;
+
+use actix_web::{
+    body::{BoxBody, MessageBody},
+    dev::{ServiceRequest, ServiceResponse},
+    http::{header, Method, StatusCode},
+    middleware::Next,
+    web, Error, HttpMessage, HttpResponse,
+};
+use sha2::{Digest, Sha256};
+use tessera_domain::{
+    vault::{IdempotencyClaim, ReplayedResponse},
+    Principal,
+};
+
+use crate::{
+    body::{body_limit, is_json, read_limited},
+    problem::ApiError,
+    state::ApiState,
+};
+
+/// The request header (matched case-insensitively).
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// The response header marking a replayed answer.
+pub(crate) const REPLAYED: &str = "idempotent-replayed";
+
+/// The operations (OpenAPI path templates, all `POST`) that honour `Idempotency-Key`.
+pub(crate) const IDEMPOTENT_POSTS: &[&str] = &[
+    "/applications",
+    "/proxies",
+    "/tokens",
+    "/tokenize",
+    "/tokens/{parent_id}/children",
+];
+
+/// How long a retry waits for the first request with its key to answer before a 409.
+const WAIT_FOR_FIRST: Duration = Duration::from_secs(10);
+/// How often a waiting retry looks again.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Middleware: applies the protocol above to a `POST` with an `Idempotency-Key`; anything else
+/// passes through untouched.
+pub(crate) async fn idempotent(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let key = match req.headers().get(IDEMPOTENCY_KEY) {
+        Some(value) if req.method() == Method::POST && is_json(req.request()) => {
+            match value.to_str() {
+                Ok(key) => key.to_string(),
+                Err(_) => {
+                    return Ok(req.error_response(ApiError::field(
+                        "Idempotency-Key",
+                        "must be 1 to 255 printable ASCII characters",
+                    )))
+                }
+            }
+        }
+        _ => return Ok(next.call(req).await?.map_into_boxed_body()),
+    };
+    let (Some(state), Some(caller)) = (
+        req.app_data::<web::Data<ApiState>>().cloned(),
+        req.extensions().get::<Principal>().cloned(),
+    ) else {
+        return Ok(req.error_response(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "idempotency runs outside authentication",
+        )));
+    };
+    let limit = body_limit(req.request());
+    let payload = req.take_payload();
+    let body = match read_limited(req.request(), payload, limit).await {
+        Ok(body) => body,
+        Err(e) => return Ok(req.error_response(e)),
+    };
+    let mut hasher = Sha256::new();
+    for part in [
+        req.method().as_str().as_bytes(),
+        req.path().as_bytes(),
+        req.query_string().as_bytes(),
+    ] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    hasher.update(&body);
+    let request_hash: [u8; 32] = hasher.finalize().into();
+
+    let deadline = tokio::time::Instant::now() + WAIT_FOR_FIRST;
+    let ticket = loop {
+        let claim = match state.vault.claim_idempotency(&caller, &key, request_hash).await {
+            Ok(claim) => claim,
+            Err(e) => return Ok(req.error_response(ApiError::from(e))),
+        };
+        match claim {
+            IdempotencyClaim::Run(ticket) => break ticket,
+            IdempotencyClaim::Replay(answer) => {
+                return Ok(req.into_response(replay(&answer)).map_into_boxed_body())
+            }
+            IdempotencyClaim::Mismatch => {
+                return Ok(req.error_response(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "this Idempotency-Key was already used with a different request (method, path or body); use a new key",
+                )))
+            }
+            IdempotencyClaim::InFlight if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(POLL).await;
+            }
+            IdempotencyClaim::InFlight => {
+                return Ok(req.error_response(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "a request with this Idempotency-Key is still being processed; retry later",
+                )))
+            }
+        }
+    };
+
+    req.set_payload(actix_web::dev::Payload::from(body));
+    let response = next.call(req).await?;
+    let status = response.status();
+    if !status.is_success() {
+        if let Err(e) = state.vault.release_idempotency(ticket).await {
+            tracing::warn!(error = %e, "releasing an Idempotency-Key after a failed request");
+        }
+        return Ok(response.map_into_boxed_body());
+    }
+    let (request, response) = response.into_parts();
+    let (head, body) = response.into_parts();
+    let bytes = match actix_web::body::to_bytes(body).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let _ = state.vault.release_idempotency(ticket).await;
+            return Ok(ServiceResponse::new(
+                request,
+                HttpResponse::from_error(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the response could not be read for idempotent replay",
+                )),
+            ));
+        }
+    };
+    let answer = ReplayedResponse {
+        status: status.as_u16(),
+        body: bytes.to_vec(),
+    };
+    // The resource exists now, so its answer is sent whatever happens to the record; if the
+    // record could not be written, retries see the key in flight (409) until the claim goes
+    // stale (two minutes), and may then create again: logged, as it should be rare.
+    if let Err(e) = state.vault.complete_idempotency(ticket, &answer).await {
+        tracing::error!(error = %e, "storing the answer of an idempotent request");
+    }
+    Ok(ServiceResponse::new(request, head.set_body(bytes).map_into_boxed_body()))
+}
+
+/// The stored answer, as it was first sent, marked as a replay.
+fn replay(answer: &ReplayedResponse) -> HttpResponse {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .insert_header((REPLAYED, "true"))
+        .body(answer.body.clone())
+}
