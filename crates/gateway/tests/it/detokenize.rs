@@ -35,6 +35,7 @@ backend_tests!(
     a_malformed_expression_is_a_400_saying_where,
     an_unterminated_expression_is_a_400,
     another_tenants_token_is_answered_like_an_unknown_one,
+    an_expired_token_is_answered_like_an_unknown_one_even_when_cached,
     more_than_a_hundred_distinct_tokens_is_a_400,
     a_hundred_distinct_tokens_are_detokenized,
 );
@@ -451,6 +452,46 @@ async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase
         "another tenant's token is answered like an unknown one"
     );
     assert!(!b.body.to_string().contains("theirs"));
+    assert_eq!(g.upstream.hits(), before, "nothing reached the destination");
+}
+
+/// Issue 15: once past `expires_at`, a token is unknown to the gateway too — also when its
+/// row was cached (the cache keeps rows up to its TTL; expiry is checked on every use).
+async fn an_expired_token_is_answered_like_an_unknown_one_even_when_cached(db: &TestDatabase) {
+    let g = Harness::start(db).await;
+    let (key, pkey) = keys(&g).await;
+    let soon = (time::OffsetDateTime::now_utc() + time::Duration::milliseconds(700))
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("format");
+    let mut input = NewToken::new(TokenType::Token, json!("short-lived"));
+    input.expires_at = Some(soon);
+    let id = g
+        .vault
+        .create_token(&g.admin, input)
+        .await
+        .expect("token")
+        .id
+        .to_string();
+    let body = format!(r#"{{"a": "{{{{{id}}}}}"}}"#);
+    let ok = g.post_json(&pkey, Some(&key), &body).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let sent: Value = serde_json::from_str(&g.upstream.last_body()).expect("json");
+    assert_eq!(sent["a"], "short-lived");
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let before = g.upstream.hits();
+    let gone = g
+        .post_json(&pkey, Some(&key), &body)
+        .await
+        .proxy_error(400);
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let never = g
+        .post_json(&pkey, Some(&key), &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#))
+        .await
+        .proxy_error(400);
+    assert_eq!(
+        gone.detail().replace(&id, "ID"),
+        never.detail().replace(&unknown, "ID")
+    );
     assert_eq!(g.upstream.hits(), before, "nothing reached the destination");
 }
 

@@ -174,6 +174,9 @@ fn fuzz_endpoints(rt: &tokio::runtime::Runtime, db: &TestDatabase) {
     let writes: Vec<(Method, String)> = vec![
         (Method::POST, "/applications".into()),
         (Method::POST, "/tokens".into()),
+        (Method::POST, "/tokenize".into()),
+        (Method::POST, "/tokens/search".into()),
+        (Method::PATCH, format!("/tokens/{token_id}")),
         (Method::POST, format!("/tokens/{token_id}/children")),
         (Method::POST, "/proxies".into()),
         (Method::PUT, format!("/proxies/{proxy_id}")),

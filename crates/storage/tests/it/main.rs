@@ -2,6 +2,7 @@
 //! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
 mod embed_example;
+mod lifecycle;
 mod read_path;
 mod rotation;
 mod sealed_proxies;

@@ -1,0 +1,127 @@
+//! Token lifecycle at the storage boundary (issue 15), on both backends: the sweep is safe
+//! with several processes on one database, and tokens written before fingerprints get theirs
+//! at start-up, equal to what a new token with the same data gets.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tessera_domain::{store::TokenStore, NewToken, Principal, TokenType, Vault};
+use tessera_storage::DetachedStore;
+use tessera_testkit::{backend_tests, db::TestDatabase};
+
+backend_tests!(
+    concurrent_sweeps_delete_each_expired_token_once,
+    legacy_tokens_get_the_fingerprint_new_tokens_get,
+);
+
+fn vault(t: &TestDatabase) -> Vault {
+    Vault::new(
+        Arc::new(DetachedStore::new(t.db.clone())),
+        tessera_testkit::master_key(),
+    )
+}
+
+async fn admin(vault: &Vault, name: &str) -> Principal {
+    let tenant = vault.create_tenant(name).await.expect("tenant");
+    vault
+        .authenticate(Some(tenant.api_key.expose()))
+        .await
+        .expect("admin")
+}
+
+/// Four "processes" (vaults over one database) sweep at once: every expired token is deleted,
+/// the counts add up to exactly that many, no sweep fails, and live tokens stay.
+async fn concurrent_sweeps_delete_each_expired_token_once(t: &TestDatabase) {
+    let vaults: Vec<Vault> = (0..4).map(|_| vault(t)).collect();
+    let admin = admin(&vaults[0], "acme").await;
+    let soon = time::OffsetDateTime::now_utc() + time::Duration::milliseconds(800);
+    let soon = soon
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("format");
+    let mut expiring = Vec::new();
+    for i in 0..60 {
+        let mut input = NewToken::new(TokenType::Token, json!(format!("e{i}")));
+        input.expires_at = Some(soon.clone());
+        input.metadata = Some([("k".to_string(), "v".to_string())].into());
+        expiring.push(vaults[0].create_token(&admin, input).await.expect("token").id);
+    }
+    let keeper = vaults[0]
+        .create_token(&admin, NewToken::new(TokenType::Token, json!("kept")))
+        .await
+        .expect("token");
+    // Links in both directions, which must go with the expired tokens.
+    vaults[0]
+        .associate(&admin, keeper.id, expiring[0])
+        .await
+        .expect("link");
+    vaults[0]
+        .associate(&admin, expiring[1], keeper.id)
+        .await
+        .expect("link");
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    let reports = futures_util::future::join_all(vaults.iter().map(|v| v.sweep())).await;
+    let deleted: u64 = reports
+        .into_iter()
+        .map(|r| r.expect("sweep").expired_tokens)
+        .sum();
+    assert_eq!(deleted, 60, "each expired token deleted exactly once");
+    for id in &expiring {
+        assert!(t
+            .db
+            .get_token(admin.tenant_id(), *id)
+            .await
+            .expect("read")
+            .is_none());
+    }
+    assert!(t
+        .db
+        .get_token(admin.tenant_id(), keeper.id)
+        .await
+        .expect("read")
+        .is_some());
+    let children = vaults[0]
+        .list_children(&admin, keeper.id, &Default::default(), Default::default())
+        .await
+        .expect("children");
+    assert_eq!(children.total_items, 0, "the link went with the child");
+    assert_eq!(vaults[1].sweep().await.expect("sweep").expired_tokens, 0);
+}
+
+/// A token whose row has no fingerprint (as rows written before migration 000005) is read
+/// with a computed one, and start-up's backfill stores exactly that.
+async fn legacy_tokens_get_the_fingerprint_new_tokens_get(t: &TestDatabase) {
+    let vault = vault(t);
+    let admin = admin(&vault, "acme").await;
+    let card = json!({"number": "4242424242424242", "cvc": "123"});
+    let old = vault
+        .create_token(&admin, NewToken::new(TokenType::Card, card.clone()))
+        .await
+        .expect("token");
+    let expected = old.fingerprint.clone();
+    t.execute("UPDATE tokens SET fingerprint = ''").await;
+    assert_eq!(
+        t.db.get_token(admin.tenant_id(), old.id)
+            .await
+            .expect("read")
+            .expect("row")
+            .fingerprint,
+        ""
+    );
+    let read = vault.get_token(&admin, old.id).await.expect("read");
+    assert_eq!(read.fingerprint, expected, "computed when read");
+    assert_eq!(vault.backfill_fingerprints().await.expect("backfill"), 1);
+    assert_eq!(vault.backfill_fingerprints().await.expect("again"), 0);
+    assert_eq!(
+        t.db.get_token(admin.tenant_id(), old.id)
+            .await
+            .expect("read")
+            .expect("row")
+            .fingerprint,
+        expected
+    );
+    let new = vault
+        .create_token(&admin, NewToken::new(TokenType::Card, card))
+        .await
+        .expect("token");
+    assert_eq!(new.fingerprint, expected);
+}
