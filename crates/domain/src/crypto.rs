@@ -17,8 +17,8 @@ use aes_gcm::{
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use rand::RngCore;
+use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::{
@@ -181,8 +181,8 @@ impl DataKey {
         Hkdf::<Sha256>::new(None, plain)
             .expand(FINGERPRINT_INFO, derived.as_mut())
             .map_err(|_| CryptoError::InvalidKey)?;
-        let fingerprint =
-            <Hmac<Sha256> as Mac>::new_from_slice(derived.as_ref()).map_err(|_| CryptoError::InvalidKey)?;
+        let fingerprint = <Hmac<Sha256> as Mac>::new_from_slice(derived.as_ref())
+            .map_err(|_| CryptoError::InvalidKey)?;
         Ok(DataKey {
             cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(plain)),
             fingerprint,
@@ -231,7 +231,11 @@ impl DataKey {
         record: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
-        seal(&self.cipher, &record_aad(tenant, purpose, record), plaintext)
+        seal(
+            &self.cipher,
+            &record_aad(tenant, purpose, record),
+            plaintext,
+        )
     }
 
     /// Decrypts what [`DataKey::seal_record`] produced.
@@ -242,7 +246,11 @@ impl DataKey {
         record: &[u8],
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(&self.cipher, &record_aad(tenant, purpose, record), ciphertext)
+        open(
+            &self.cipher,
+            &record_aad(tenant, purpose, record),
+            ciphertext,
+        )
     }
 }
 

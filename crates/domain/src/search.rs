@@ -3,13 +3,8 @@
 use serde::Deserialize;
 
 use crate::{
-    container::Container,
-    metadata::Metadata,
-    pagination::PageRequest,
-    store::TokenSearch,
-    timestamp,
-    token::TokenType,
-    validation::ValidationErrors,
+    container::Container, metadata::Metadata, pagination::PageRequest, store::TokenSearch,
+    timestamp, token::TokenType, validation::ValidationErrors,
 };
 
 /// Criteria of a token search; all given must hold. Results are newest first.
@@ -93,7 +88,8 @@ impl TokenSearchRequest {
                 None
             }
         };
-        let mut time = |field: &str, raw: Option<String>| match raw.as_deref().map(timestamp::parse) {
+        let mut time = |field: &str, raw: Option<String>| match raw.as_deref().map(timestamp::parse)
+        {
             None => None,
             Some(Some(ts)) => Some(ts),
             Some(None) => {
@@ -155,7 +151,10 @@ mod tests {
         );
         let v = parse(r#"{"container": "/PCI/", "type": ["card", "bank"], "metadata": {"a": "b"}, "include_data": true}"#)
             .expect("valid");
-        assert_eq!(v.search.container_prefix.map(|c| c.as_str().to_string()), Some("/pci/".into()));
+        assert_eq!(
+            v.search.container_prefix.map(|c| c.as_str().to_string()),
+            Some("/pci/".into())
+        );
         assert_eq!(v.search.types, vec![TokenType::Card, TokenType::Bank]);
         assert_eq!(v.search.metadata, vec![("a".to_string(), "b".to_string())]);
         assert!(v.include_data);

@@ -133,6 +133,8 @@ pub struct TokenUpdate {
     pub tenant_id: TenantId,
     /// The token.
     pub id: TokenId,
+    /// The token's creation time (unchanged; copied into its metadata rows).
+    pub created_at: OffsetDateTime,
     /// The `modified_at` it was read with: the write happens only if it is still that
     /// (optimistic concurrency; the caller re-reads and retries otherwise).
     pub expected_modified_at: OffsetDateTime,
@@ -309,8 +311,11 @@ pub trait TokenStore: Send + Sync {
     /// Deletes up to `limit` tokens (of any tenant) expired at `now`, with their metadata and
     /// associations; returns how many. Safe to run from several processes at once: a token
     /// is deleted only if it is still expired when the delete runs.
-    async fn delete_expired_tokens(&self, now: OffsetDateTime, limit: u32)
-        -> Result<u64, StoreError>;
+    async fn delete_expired_tokens(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
     /// Up to `limit` tokens (of any tenant) written before fingerprints existed.
     async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError>;
     /// Sets a legacy token's fingerprint if it still has none.

@@ -98,7 +98,11 @@ pub(crate) async fn idempotent(
 
     let deadline = tokio::time::Instant::now() + WAIT_FOR_FIRST;
     let ticket = loop {
-        let claim = match state.vault.claim_idempotency(&caller, &key, request_hash).await {
+        let claim = match state
+            .vault
+            .claim_idempotency(&caller, &key, request_hash)
+            .await
+        {
             Ok(claim) => claim,
             Err(e) => return Ok(req.error_response(ApiError::from(e))),
         };
@@ -159,7 +163,10 @@ pub(crate) async fn idempotent(
     if let Err(e) = state.vault.complete_idempotency(ticket, &answer).await {
         tracing::error!(error = %e, "storing the answer of an idempotent request");
     }
-    Ok(ServiceResponse::new(request, head.set_body(bytes).map_into_boxed_body()))
+    Ok(ServiceResponse::new(
+        request,
+        head.set_body(bytes).map_into_boxed_body(),
+    ))
 }
 
 /// The stored answer, as it was first sent, marked as a replay.

@@ -209,8 +209,14 @@ impl Modify for Idempotency {
                     .build(),
             );
             for (status, description) in [
-                ("409", "A request with this `Idempotency-Key` is still being processed."),
-                ("422", "This `Idempotency-Key` was used with a different request."),
+                (
+                    "409",
+                    "A request with this `Idempotency-Key` is still being processed.",
+                ),
+                (
+                    "422",
+                    "This `Idempotency-Key` was used with a different request.",
+                ),
             ] {
                 operation
                     .responses

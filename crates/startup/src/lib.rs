@@ -109,7 +109,10 @@ fn parse_sweep_interval(raw: &str) -> Result<f64, String> {
 /// Sweeps expired tokens and old idempotency keys every `interval` (see [`Vault::sweep`]),
 /// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the
 /// next round tries again. Any number of processes may sweep one database.
-pub fn spawn_sweeper(vault: Vault, interval: std::time::Duration) -> Option<tokio::task::JoinHandle<()>> {
+pub fn spawn_sweeper(
+    vault: Vault,
+    interval: std::time::Duration,
+) -> Option<tokio::task::JoinHandle<()>> {
     if interval.is_zero() {
         return None;
     }

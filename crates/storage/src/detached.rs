@@ -23,12 +23,10 @@ use tessera_domain::{
     store::{
         ApplicationStore, AssociationStore, ContainerScope, HealthStore, IdempotencyRecord,
         IdempotencyScope, IdempotencyStore, NewAssociation, ProxyFilter, ProxyStore,
-        SealedProxySecrets, StoreError, StoredApplication, StoredProxy, StoredTenant,
-        StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
-        UnsealedProxy,
+        SealedProxySecrets, StoreError, StoredApplication, StoredProxy, StoredTenant, StoredToken,
+        TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate, UnsealedProxy,
     },
-    ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId,
-    TokenType,
+    ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId, TokenType,
 };
 use time::OffsetDateTime;
 use tokio::runtime::Handle;

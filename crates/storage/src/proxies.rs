@@ -244,7 +244,8 @@ impl ProxyStore for Database {
             // covers a young transaction whose snapshot was taken while an old one still ran.
             Pools::Postgres { pool, .. } => {
                 let mut conn = checkout(pool).await?;
-                let older_snapshots = "SELECT count(*) AS n FROM pg_stat_activity, tessera_purge_cutoff \
+                let older_snapshots =
+                    "SELECT count(*) AS n FROM pg_stat_activity, tessera_purge_cutoff \
                     WHERE pid <> pg_backend_pid() \
                     AND ((backend_xmin IS NOT NULL AND age(backend_xmin) >= age(cutoff)) \
                       OR (backend_xid IS NOT NULL AND age(backend_xid) >= age(cutoff)))";

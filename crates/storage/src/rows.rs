@@ -210,17 +210,31 @@ pub(crate) struct TokenMetadataRow {
     pub token_id: String,
     pub key: String,
     pub value: String,
+    /// The token's `created_at` (for searches by pair, newest first).
+    pub created_at: Option<PrimitiveDateTime>,
 }
 
 impl TokenMetadataRow {
     pub(crate) fn for_token(t: &StoredToken) -> Vec<Self> {
-        t.metadata
+        Self::pairs(t.tenant_id, t.id, t.created_at, &t.metadata)
+    }
+
+    /// The rows of `metadata` for token `id` created at `created_at`.
+    pub(crate) fn pairs(
+        tenant: tessera_domain::TenantId,
+        id: tessera_domain::TokenId,
+        created_at: OffsetDateTime,
+        metadata: &tessera_domain::metadata::Metadata,
+    ) -> Vec<Self> {
+        let (tenant, id, created_at) = (tenant.to_string(), id.to_string(), to_db_time(created_at));
+        metadata
             .iter()
             .map(|(k, v)| Self {
-                tenant_id: t.tenant_id.to_string(),
-                token_id: t.id.to_string(),
+                tenant_id: tenant.clone(),
+                token_id: id.clone(),
                 key: k.clone(),
                 value: v.clone(),
+                created_at: Some(created_at),
             })
             .collect()
     }

@@ -48,6 +48,7 @@ diesel::table! {
         token_id -> Text,
         key -> Text,
         value -> Text,
+        created_at -> Nullable<Timestamp>,
     }
 }
 

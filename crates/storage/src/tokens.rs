@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use diesel::{
-    AsChangeset, BoolExpressionMethods, EscapeExpressionMethods, ExpressionMethods, QueryDsl,
-    SelectableHelper, TextExpressionMethods,
+    AsChangeset, BoolExpressionMethods, EscapeExpressionMethods, ExpressionMethods, JoinOnDsl,
+    QueryDsl, SelectableHelper, TextExpressionMethods,
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
@@ -196,14 +196,12 @@ impl SearchParams {
     }
 }
 
-/// The boxed `tokens` query of a search: every criterion applied (AND). A fingerprint is
-/// answered from `tokens_fingerprint`, a metadata pair from `token_metadata_pair`.
-macro_rules! searched_tokens {
-    ($p:expr) => {{
+/// Applies a search's criteria on `tokens` columns to the boxed query `$q`, metadata pairs
+/// as semi-joins on `token_metadata_pair`.
+macro_rules! with_token_criteria {
+    ($q:expr, $p:expr, $pairs:expr) => {{
         let p: &SearchParams = $p;
-        let mut q = tokens::table
-            .filter(tokens::tenant_id.eq(&p.tenant))
-            .into_boxed();
+        let mut q = $q;
         if let Some(at) = p.live_at {
             q = q.filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(at)));
         }
@@ -213,7 +211,7 @@ macro_rules! searched_tokens {
         if !p.types.is_empty() {
             q = q.filter(tokens::token_type.eq_any(&p.types));
         }
-        for (key, value) in &p.metadata {
+        for (key, value) in $pairs {
             q = q.filter(
                 tokens::id.eq_any(
                     token_metadata::table
@@ -237,6 +235,61 @@ macro_rules! searched_tokens {
             q = q.filter(tokens::container.eq_any(containers));
         }
         q
+    }};
+}
+
+/// The boxed `tokens` query of a search without metadata: a fingerprint is answered (in page
+/// order) from `tokens_fingerprint`.
+macro_rules! searched_tokens {
+    ($p:expr) => {{
+        let p: &SearchParams = $p;
+        with_token_criteria!(
+            tokens::table
+                .filter(tokens::tenant_id.eq(&p.tenant))
+                .into_boxed(),
+            p,
+            std::iter::empty::<&(String, String)>()
+        )
+    }};
+}
+
+// A search with metadata is driven by the first pair's rows in `token_metadata_pair_newest`
+// (already in page order: newest first), joined to their tokens by primary key; the other
+// criteria filter those. The driving pair's rows go under another name: the other pairs' semi-joins name
+// `token_metadata` itself.
+diesel::alias!(token_metadata as FIRST_PAIR: FirstPair);
+
+macro_rules! searched_by_pair {
+    // The page: ordered by the pair's own copy of `created_at` (then the token id), which its
+    // index holds in that order — ordering by the `tokens` columns instead would let SQLite's
+    // planner walk `tokens_page` to avoid a sort.
+    ($p:expr, $first:expr, page $limit:expr, $offset:expr) => {{
+        let pair = FIRST_PAIR;
+        searched_by_pair!($p, $first)
+            .order((
+                pair.field(token_metadata::created_at).desc(),
+                pair.field(token_metadata::token_id).desc(),
+            ))
+            .limit($limit)
+            .offset($offset)
+    }};
+    ($p:expr, $first:expr) => {{
+        let p: &SearchParams = $p;
+        let (key, value): &(String, String) = $first;
+        let pair = FIRST_PAIR;
+        with_token_criteria!(
+            pair.inner_join(
+                tokens::table.on(tokens::tenant_id
+                    .eq(pair.field(token_metadata::tenant_id))
+                    .and(tokens::id.eq(pair.field(token_metadata::token_id)))),
+            )
+            .filter(pair.field(token_metadata::tenant_id).eq(&p.tenant))
+            .filter(pair.field(token_metadata::key).eq(key))
+            .filter(pair.field(token_metadata::value).eq(value))
+            .into_boxed(),
+            p,
+            p.metadata.iter().skip(1)
+        )
     }};
 }
 
@@ -563,16 +616,12 @@ impl TokenStore for Database {
             modified_by: update.modified_by.to_string(),
             modified_at: to_db_time(update.modified_at),
         };
-        let metadata: Vec<TokenMetadataRow> = update
-            .metadata
-            .iter()
-            .map(|(k, v)| TokenMetadataRow {
-                tenant_id: tenant.clone(),
-                token_id: id.clone(),
-                key: k.clone(),
-                value: v.clone(),
-            })
-            .collect();
+        let metadata = TokenMetadataRow::pairs(
+            update.tenant_id,
+            update.id,
+            update.created_at,
+            &update.metadata,
+        );
         with_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 let updated = diesel::update(
@@ -580,7 +629,11 @@ impl TokenStore for Database {
                         .filter(tokens::tenant_id.eq(&tenant))
                         .filter(tokens::id.eq(&id))
                         .filter(tokens::modified_at.eq(expected))
-                        .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(live_at))),
+                        .filter(
+                            tokens::expires_at
+                                .is_null()
+                                .or(tokens::expires_at.gt(live_at)),
+                        ),
                 )
                 .set(&changes)
                 .execute(conn)
@@ -624,7 +677,11 @@ impl TokenStore for Database {
                 .filter(tokens::fingerprint.eq(fingerprint))
                 .filter(tokens::token_type.eq(token_type.as_str()))
                 .filter(tokens::container.eq(container.as_str()))
-                .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(live_at)))
+                .filter(
+                    tokens::expires_at
+                        .is_null()
+                        .or(tokens::expires_at.gt(live_at)),
+                )
                 .order((tokens::created_at.asc(), tokens::id.asc()))
                 .limit(1)
                 .select(TokenRow::as_select())
@@ -643,12 +700,20 @@ impl TokenStore for Database {
     ) -> Result<Vec<Container>, StoreError> {
         let params = SearchParams::new(tenant, search, &ContainerScope::All);
         let raw: Vec<String> = with_conn!(self, |conn| {
-            searched_tokens!(&params)
-                .select(tokens::container)
-                .distinct()
-                .load(conn)
-                .await
-                .db()
+            match <[_]>::first(&params.metadata) {
+                Some(first) => searched_by_pair!(&params, first)
+                    .select(tokens::container)
+                    .distinct()
+                    .load(conn)
+                    .await
+                    .db(),
+                None => searched_tokens!(&params)
+                    .select(tokens::container)
+                    .distinct()
+                    .load(conn)
+                    .await
+                    .db(),
+            }
         })?;
         raw.iter()
             .map(|c| {
@@ -675,19 +740,35 @@ impl TokenStore for Database {
         let params = SearchParams::new(tenant, search, scope);
         let (limit, offset) = window(page);
         let (total, rows) = with_conn!(self, |conn| {
-            let total: i64 = searched_tokens!(&params)
-                .count()
-                .get_result(conn)
-                .await
-                .db()?;
-            let rows: Vec<TokenRow> = searched_tokens!(&params)
-                .order((tokens::created_at.desc(), tokens::id.desc()))
-                .limit(limit)
-                .offset(offset)
-                .select(TokenRow::as_select())
-                .load(conn)
-                .await
-                .db()?;
+            let (total, rows): (i64, Vec<TokenRow>) = match <[_]>::first(&params.metadata) {
+                Some(first) => (
+                    searched_by_pair!(&params, first)
+                        .count()
+                        .get_result(conn)
+                        .await
+                        .db()?,
+                    searched_by_pair!(&params, first, page limit, offset)
+                        .select(TokenRow::as_select())
+                        .load(conn)
+                        .await
+                        .db()?,
+                ),
+                None => (
+                    searched_tokens!(&params)
+                        .count()
+                        .get_result(conn)
+                        .await
+                        .db()?,
+                    searched_tokens!(&params)
+                        .order((tokens::created_at.desc(), tokens::id.desc()))
+                        .limit(limit)
+                        .offset(offset)
+                        .select(TokenRow::as_select())
+                        .load(conn)
+                        .await
+                        .db()?,
+                ),
+            };
             Ok::<_, StoreError>((total, rows))
         })?;
         page_of(rows, total, page, StoredToken::try_from)

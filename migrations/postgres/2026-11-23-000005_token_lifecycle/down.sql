@@ -1,4 +1,6 @@
 DROP TABLE idempotency_keys;
+DROP INDEX token_metadata_pair_newest;
+ALTER TABLE token_metadata DROP COLUMN created_at;
 DROP INDEX tokens_unfingerprinted;
 DROP INDEX tokens_fingerprint;
 ALTER TABLE tokens DROP COLUMN fingerprint;

@@ -112,7 +112,9 @@ impl Vault {
             }
             return match existing.response_sealed {
                 None => Ok(IdempotencyClaim::InFlight),
-                Some(sealed) => Ok(IdempotencyClaim::Replay(self.open_response(&scope, &sealed).await?)),
+                Some(sealed) => Ok(IdempotencyClaim::Replay(
+                    self.open_response(&scope, &sealed).await?,
+                )),
             };
         }
         Ok(IdempotencyClaim::InFlight)
@@ -125,7 +127,10 @@ impl Vault {
         response: &ReplayedResponse,
     ) -> Result<(), VaultError> {
         let scope = &ticket.scope;
-        let key = self.keys.data_key(self.store.as_ref(), scope.tenant_id).await?;
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), scope.tenant_id)
+            .await?;
         let mut plain = Vec::with_capacity(2 + response.body.len());
         plain.extend_from_slice(&response.status.to_be_bytes());
         plain.extend_from_slice(&response.body);
@@ -149,7 +154,10 @@ impl Vault {
         scope: &IdempotencyScope,
         sealed: &[u8],
     ) -> Result<ReplayedResponse, VaultError> {
-        let key = self.keys.data_key(self.store.as_ref(), scope.tenant_id).await?;
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), scope.tenant_id)
+            .await?;
         let plain = key.open_record(scope.tenant_id, PURPOSE, &record_id(scope), sealed)?;
         let (status, body) = plain
             .split_first_chunk::<2>()

@@ -70,12 +70,15 @@ impl Vault {
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
             let (ciphertext, fingerprint) = match &changes.data {
                 Some(data) => {
-                    let plaintext = Secret::new(serde_json::to_vec(data.expose()).map_err(|e| {
-                        StoreError::Backend(format!("serialising token data: {e}"))
-                    })?);
+                    let plaintext =
+                        Secret::new(serde_json::to_vec(data.expose()).map_err(|e| {
+                            StoreError::Backend(format!("serialising token data: {e}"))
+                        })?);
                     (
                         Some(key.seal_token(tenant, id, plaintext.expose())?),
-                        Some(key.fingerprint(&fingerprint_input(current.token_type, data.expose()))),
+                        Some(
+                            key.fingerprint(&fingerprint_input(current.token_type, data.expose())),
+                        ),
                     )
                 }
                 None => (None, None),
@@ -86,6 +89,7 @@ impl Vault {
             let update = TokenUpdate {
                 tenant_id: tenant,
                 id,
+                created_at: current.created_at,
                 expected_modified_at: current.modified_at,
                 live_at: now,
                 metadata: changes.metadata.clone(),
@@ -150,7 +154,10 @@ impl Vault {
         for v in &valid {
             caller.require_on(Permission::TokenCreate, &v.container)?;
         }
-        let key = self.keys.data_key(self.store.as_ref(), caller.tenant_id()).await?;
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), caller.tenant_id())
+            .await?;
         let mut answers: Vec<Option<Token>> = Vec::with_capacity(valid.len());
         let mut to_insert = Vec::new();
         // (type, container, fingerprint) → index in `answers` of the token created for it.
@@ -206,7 +213,10 @@ impl Vault {
                     .collect(),
             )
         };
-        let stored = self.store.search_tokens(tenant, &search, &scope, page).await?;
+        let stored = self
+            .store
+            .search_tokens(tenant, &search, &scope, page)
+            .await?;
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         stored.try_map(|t| decrypt_with(&key, t))
     }
@@ -231,8 +241,7 @@ impl Vault {
         if report.expired_tokens > 0 {
             // Rows cached by the gateway are checked for expiry on use; dropping them frees
             // the memory sooner.
-            self.token_rows
-                .remove_where(|_, row| !row.is_live_at(now));
+            self.token_rows.remove_where(|_, row| !row.is_live_at(now));
         }
         report.idempotency_keys = self
             .store
@@ -261,5 +270,4 @@ impl Vault {
             }
         }
     }
-
 }

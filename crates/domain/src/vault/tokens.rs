@@ -66,7 +66,13 @@ impl Vault {
             key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()));
         match self
             .store
-            .find_duplicate_token(tenant, valid.token_type, &valid.container, &fingerprint, now)
+            .find_duplicate_token(
+                tenant,
+                valid.token_type,
+                &valid.container,
+                &fingerprint,
+                now,
+            )
             .await?
         {
             Some(stored) => Ok(Some(decrypt_with(&key, stored)?)),

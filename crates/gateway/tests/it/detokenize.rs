@@ -479,13 +479,14 @@ async fn an_expired_token_is_answered_like_an_unknown_one_even_when_cached(db: &
     assert_eq!(sent["a"], "short-lived");
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     let before = g.upstream.hits();
-    let gone = g
-        .post_json(&pkey, Some(&key), &body)
-        .await
-        .proxy_error(400);
+    let gone = g.post_json(&pkey, Some(&key), &body).await.proxy_error(400);
     let unknown = uuid::Uuid::new_v4().to_string();
     let never = g
-        .post_json(&pkey, Some(&key), &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#))
+        .post_json(
+            &pkey,
+            Some(&key),
+            &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#),
+        )
         .await
         .proxy_error(400);
     assert_eq!(

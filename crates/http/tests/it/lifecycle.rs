@@ -130,9 +130,16 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
     let r = patch(&app, k, &tid, json!({"data": {"number": OTHER_CARD}}))
         .await
         .expect(200);
-    assert_ne!(r.body["fingerprint"], created["fingerprint"], "data changed");
+    assert_ne!(
+        r.body["fingerprint"], created["fingerprint"],
+        "data changed"
+    );
     let read = get(&app, k, &format!("/tokens/{tid}")).await.expect(200);
-    assert_eq!(read.body["data"], json!({"number": OTHER_CARD}), "replaced whole");
+    assert_eq!(
+        read.body["data"],
+        json!({"number": OTHER_CARD}),
+        "replaced whole"
+    );
     assert_eq!(read.body["metadata"], json!({"b": "2", "c": "3"}));
     assert_eq!(read.body["fingerprint"], r.body["fingerprint"]);
 
@@ -148,7 +155,9 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
     .expect(200);
     assert_eq!(r.body["metadata"], json!({}));
     assert!(r.body["expires_at"].is_string());
-    let r = patch(&app, k, &tid, json!({"expires_at": null})).await.expect(200);
+    let r = patch(&app, k, &tid, json!({"expires_at": null}))
+        .await
+        .expect(200);
     assert_eq!(r.body["expires_at"], Value::Null, "cleared");
 
     for (body, field) in [
@@ -156,7 +165,10 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
         (json!({"containers": ["/pci/low/"]}), "containers"),
         (json!({"id": tid}), "id"),
         (json!({"data": null}), "data"),
-        (json!({"data": {"number": "4242424242424241"}}), "data.number"),
+        (
+            json!({"data": {"number": "4242424242424241"}}),
+            "data.number",
+        ),
         (json!({"expires_at": in_secs(-10.0)}), "expires_at"),
         (json!({"expires_at": "tomorrow"}), "expires_at"),
         (json!({"metadata": {"k": 1}}), "metadata.k"),
@@ -168,7 +180,9 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
     // The merged result must keep the metadata limits.
     let many: serde_json::Map<String, Value> =
         (0..101).map(|i| (format!("k{i}"), json!("v"))).collect();
-    let r = patch(&app, k, &tid, json!({"metadata": many})).await.expect(400);
+    let r = patch(&app, k, &tid, json!({"metadata": many}))
+        .await
+        .expect(400);
     assert_eq!(r.error_fields(), vec!["metadata"]);
     let req = test::TestRequest::patch()
         .uri(&format!("/tokens/{tid}"))
@@ -177,7 +191,11 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
         .set_payload("{}");
     send_raw(&app, req).await.expect(415);
     let read = get(&app, k, &format!("/tokens/{tid}")).await.expect(200);
-    assert_eq!(read.body["data"], json!({"number": OTHER_CARD}), "refused patches change nothing");
+    assert_eq!(
+        read.body["data"],
+        json!({"number": OTHER_CARD}),
+        "refused patches change nothing"
+    );
 }
 
 async fn patch_needs_token_update_and_stays_in_the_tenant(db: &TestDatabase) {
@@ -186,18 +204,43 @@ async fn patch_needs_token_update_and_stays_in_the_tenant(db: &TestDatabase) {
     let b = tenant(&st, "b").await;
     let app = test::init_service(tessera_http::app(st)).await;
     let tid = id(&create(&app, &a.admin_key, json!({"type": "token", "data": "x"})).await);
-    let reader = app_key(&app, &a.admin_key, json!({"name": "r", "type": "private", "permissions": ["token:read"]})).await;
-    let updater = app_key(&app, &a.admin_key, json!({"name": "u", "type": "private", "permissions": ["token:update"]})).await;
+    let reader = app_key(
+        &app,
+        &a.admin_key,
+        json!({"name": "r", "type": "private", "permissions": ["token:read"]}),
+    )
+    .await;
+    let updater = app_key(
+        &app,
+        &a.admin_key,
+        json!({"name": "u", "type": "private", "permissions": ["token:update"]}),
+    )
+    .await;
     let pci_only = app_key(&app, &a.admin_key, json!({"name": "p", "type": "private", "permissions": [],
         "rules": [{"description": "pci", "priority": 1, "container": "/pci/", "permissions": ["token:update"]}]})).await;
-    patch(&app, &reader, &tid, json!({"metadata": {"a": "1"}})).await.expect(403);
-    patch(&app, &pci_only, &tid, json!({"metadata": {"a": "1"}})).await.expect(403);
-    let r = patch(&app, &updater, &tid, json!({"metadata": {"a": "1"}})).await.expect(200);
-    assert_ne!(r.body["modified_by"], r.body["created_by"], "the updater is recorded");
+    patch(&app, &reader, &tid, json!({"metadata": {"a": "1"}}))
+        .await
+        .expect(403);
+    patch(&app, &pci_only, &tid, json!({"metadata": {"a": "1"}}))
+        .await
+        .expect(403);
+    let r = patch(&app, &updater, &tid, json!({"metadata": {"a": "1"}}))
+        .await
+        .expect(200);
+    assert_ne!(
+        r.body["modified_by"], r.body["created_by"],
+        "the updater is recorded"
+    );
     // Another tenant's token, and no token at all, are both 404.
-    patch(&app, &b.admin_key, &tid, json!({"metadata": {"a": "2"}})).await.expect(404);
-    patch(&app, &a.admin_key, &TokenId::new().to_string(), json!({})).await.expect(404);
-    let read = get(&app, &a.admin_key, &format!("/tokens/{tid}")).await.expect(200);
+    patch(&app, &b.admin_key, &tid, json!({"metadata": {"a": "2"}}))
+        .await
+        .expect(404);
+    patch(&app, &a.admin_key, &TokenId::new().to_string(), json!({}))
+        .await
+        .expect(404);
+    let read = get(&app, &a.admin_key, &format!("/tokens/{tid}"))
+        .await
+        .expect(200);
     assert_eq!(read.body["metadata"], json!({"a": "1"}));
 }
 
@@ -207,48 +250,97 @@ async fn expired_tokens_vanish_everywhere_and_the_sweep_deletes_them(db: &TestDa
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
     let k = t.admin_key.as_str();
-    let r = post(&app, k, "/tokens", json!({"type": "token", "data": "x", "expires_at": in_secs(-1.0)}), None)
-        .await
-        .expect(400);
+    let r = post(
+        &app,
+        k,
+        "/tokens",
+        json!({"type": "token", "data": "x", "expires_at": in_secs(-1.0)}),
+        None,
+    )
+    .await
+    .expect(400);
     assert_eq!(r.error_fields(), vec!["expires_at"]);
 
     let parent = id(&create(&app, k, json!({"type": "token", "data": "parent"})).await);
     let short = create(&app, k, json!({"type": "token", "data": "short", "metadata": {"m": "1"}, "expires_at": in_secs(1.5)})).await;
     let sid = id(&short);
     assert!(short["expires_at"].is_string());
-    send(&app, Method::POST, &format!("/tokens/{parent}/children/{sid}"), Some(k), None)
-        .await
-        .expect(204);
+    send(
+        &app,
+        Method::POST,
+        &format!("/tokens/{parent}/children/{sid}"),
+        Some(k),
+        None,
+    )
+    .await
+    .expect(204);
     // Before its expiry: readable, listed, a child.
     get(&app, k, &format!("/tokens/{sid}")).await.expect(200);
     assert!(ids(&get(&app, k, "/tokens").await.expect(200).body).contains(&sid));
-    assert_eq!(ids(&get(&app, k, &format!("/tokens/{parent}/children")).await.expect(200).body), vec![sid.clone()]);
+    assert_eq!(
+        ids(&get(&app, k, &format!("/tokens/{parent}/children"))
+            .await
+            .expect(200)
+            .body),
+        vec![sid.clone()]
+    );
 
     tokio::time::sleep(Duration::from_millis(1700)).await;
     // After: an unknown token everywhere, though its row is still there.
     get(&app, k, &format!("/tokens/{sid}")).await.expect(404);
-    patch(&app, k, &sid, json!({"metadata": {"m": "2"}})).await.expect(404);
-    send(&app, Method::POST, &format!("/tokens/{parent}/children/{sid}"), Some(k), None)
+    patch(&app, k, &sid, json!({"metadata": {"m": "2"}}))
         .await
         .expect(404);
+    send(
+        &app,
+        Method::POST,
+        &format!("/tokens/{parent}/children/{sid}"),
+        Some(k),
+        None,
+    )
+    .await
+    .expect(404);
     let list = get(&app, k, "/tokens").await.expect(200).body;
     assert_eq!(ids(&list), vec![parent.clone()]);
     assert_eq!(list["pagination"]["total_items"], 1, "not counted");
-    let kids = get(&app, k, &format!("/tokens/{parent}/children")).await.expect(200).body;
+    let kids = get(&app, k, &format!("/tokens/{parent}/children"))
+        .await
+        .expect(200)
+        .body;
     assert_eq!(kids["pagination"]["total_items"], 0);
-    let found = post(&app, k, "/tokens/search", json!({"metadata": {"m": "1"}}), None).await.expect(200).body;
+    let found = post(
+        &app,
+        k,
+        "/tokens/search",
+        json!({"metadata": {"m": "1"}}),
+        None,
+    )
+    .await
+    .expect(200)
+    .body;
     assert_eq!(found["pagination"]["total_items"], 0);
     let sid_parsed: TokenId = sid.parse().expect("id");
     assert!(
-        db.db.get_token(t.tenant_id, sid_parsed).await.expect("read").is_some(),
+        db.db
+            .get_token(t.tenant_id, sid_parsed)
+            .await
+            .expect("read")
+            .is_some(),
         "not swept yet"
     );
 
     // A sweeper on a short interval removes the row (its link with it) within a few rounds.
-    let sweeper = tessera_startup::spawn_sweeper(vault, Duration::from_millis(100)).expect("sweeper");
+    let sweeper =
+        tessera_startup::spawn_sweeper(vault, Duration::from_millis(100)).expect("sweeper");
     let mut gone = false;
     for _ in 0..100 {
-        if db.db.get_token(t.tenant_id, sid_parsed).await.expect("read").is_none() {
+        if db
+            .db
+            .get_token(t.tenant_id, sid_parsed)
+            .await
+            .expect("read")
+            .is_none()
+        {
             gone = true;
             break;
         }
@@ -257,9 +349,15 @@ async fn expired_tokens_vanish_everywhere_and_the_sweep_deletes_them(db: &TestDa
     sweeper.abort();
     assert!(gone, "the sweep deleted the expired token");
     get(&app, k, &format!("/tokens/{parent}")).await.expect(200);
-    send(&app, Method::DELETE, &format!("/tokens/{parent}/children/{sid}"), Some(k), None)
-        .await
-        .expect(404);
+    send(
+        &app,
+        Method::DELETE,
+        &format!("/tokens/{parent}/children/{sid}"),
+        Some(k),
+        None,
+    )
+    .await
+    .expect(404);
 }
 
 async fn fingerprints_are_equal_for_equal_data_within_a_tenant_only(db: &TestDatabase) {
@@ -269,17 +367,39 @@ async fn fingerprints_are_equal_for_equal_data_within_a_tenant_only(db: &TestDat
     let app = test::init_service(tessera_http::app(st)).await;
     let ka = a.admin_key.as_str();
     let one = create(&app, ka, card(CARD)).await;
-    let fp = one["fingerprint"].as_str().expect("fingerprint").to_string();
+    let fp = one["fingerprint"]
+        .as_str()
+        .expect("fingerprint")
+        .to_string();
     assert_eq!(fp.len(), 64);
-    assert!(fp.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    assert!(fp
+        .bytes()
+        .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     // Same number, other expiry and cvc: a card's fingerprint is over the number only.
-    let two = create(&app, ka, json!({"type": "card", "data": {"number": CARD, "cvc": "999"}})).await;
+    let two = create(
+        &app,
+        ka,
+        json!({"type": "card", "data": {"number": CARD, "cvc": "999"}}),
+    )
+    .await;
     assert_eq!(two["fingerprint"], fp.as_str());
-    assert_ne!(create(&app, ka, card(OTHER_CARD)).await["fingerprint"], fp.as_str());
+    assert_ne!(
+        create(&app, ka, card(OTHER_CARD)).await["fingerprint"],
+        fp.as_str()
+    );
     // Another tenant, same number: another fingerprint.
-    assert_ne!(create(&app, &b.admin_key, card(CARD)).await["fingerprint"], fp.as_str());
+    assert_ne!(
+        create(&app, &b.admin_key, card(CARD)).await["fingerprint"],
+        fp.as_str()
+    );
     // Read and list carry it too.
-    assert_eq!(get(&app, ka, &format!("/tokens/{}", id(&one))).await.expect(200).body["fingerprint"], fp.as_str());
+    assert_eq!(
+        get(&app, ka, &format!("/tokens/{}", id(&one)))
+            .await
+            .expect(200)
+            .body["fingerprint"],
+        fp.as_str()
+    );
     let listed = get(&app, ka, "/tokens").await.expect(200).body;
     assert_eq!(listed["data"][0]["fingerprint"], fp.as_str());
     // Banks: routing and account number; other types: canonical JSON (key order ignored).
@@ -287,13 +407,31 @@ async fn fingerprints_are_equal_for_equal_data_within_a_tenant_only(db: &TestDat
     let b1 = create(&app, ka, bank("123")).await["fingerprint"].clone();
     assert_eq!(create(&app, ka, bank("123")).await["fingerprint"], b1);
     assert_ne!(create(&app, ka, bank("124")).await["fingerprint"], b1);
-    let j1 = create(&app, ka, json!({"type": "token", "data": {"a": 1, "b": [1, {"c": 2, "d": 3}]}})).await;
-    let j2 = create(&app, ka, json!({"type": "token", "data": {"b": [1, {"d": 3, "c": 2}], "a": 1}})).await;
+    let j1 = create(
+        &app,
+        ka,
+        json!({"type": "token", "data": {"a": 1, "b": [1, {"c": 2, "d": 3}]}}),
+    )
+    .await;
+    let j2 = create(
+        &app,
+        ka,
+        json!({"type": "token", "data": {"b": [1, {"d": 3, "c": 2}], "a": 1}}),
+    )
+    .await;
     assert_eq!(j1["fingerprint"], j2["fingerprint"]);
-    let j3 = create(&app, ka, json!({"type": "token", "data": {"a": 1, "b": [{"c": 2, "d": 3}, 1]}})).await;
+    let j3 = create(
+        &app,
+        ka,
+        json!({"type": "token", "data": {"a": 1, "b": [{"c": 2, "d": 3}, 1]}}),
+    )
+    .await;
     assert_ne!(j1["fingerprint"], j3["fingerprint"], "array order counts");
     // The same string as a token and inside a card: different types never coincide.
-    assert_ne!(create(&app, ka, json!({"type": "token", "data": CARD})).await["fingerprint"], fp.as_str());
+    assert_ne!(
+        create(&app, ka, json!({"type": "token", "data": CARD})).await["fingerprint"],
+        fp.as_str()
+    );
 }
 
 async fn deduplication_answers_the_existing_token(db: &TestDatabase) {
@@ -304,32 +442,61 @@ async fn deduplication_answers_the_existing_token(db: &TestDatabase) {
     let k = a.admin_key.as_str();
     let mut dedup = card(CARD);
     dedup["deduplicate_token"] = json!(true);
-    let first = post(&app, k, "/tokens", dedup.clone(), None).await.expect(201).body;
-    let again = post(&app, k, "/tokens", dedup.clone(), None).await.expect(200).body;
+    let first = post(&app, k, "/tokens", dedup.clone(), None)
+        .await
+        .expect(201)
+        .body;
+    let again = post(&app, k, "/tokens", dedup.clone(), None)
+        .await
+        .expect(200)
+        .body;
     assert_eq!(id(&again), id(&first), "the existing token");
     assert!(again.get("data").is_none());
     // Without the flag, a new token; in another container or tenant, no match.
     assert_ne!(id(&create(&app, k, card(CARD)).await), id(&first));
     let mut elsewhere = dedup.clone();
     elsewhere["containers"] = json!(["/pci/low/"]);
-    let other = post(&app, k, "/tokens", elsewhere, None).await.expect(201).body;
+    let other = post(&app, k, "/tokens", elsewhere, None)
+        .await
+        .expect(201)
+        .body;
     assert_ne!(id(&other), id(&first));
-    post(&app, &b.admin_key, "/tokens", dedup.clone(), None).await.expect(201);
+    post(&app, &b.admin_key, "/tokens", dedup.clone(), None)
+        .await
+        .expect(201);
     // The oldest equal token answers, and the count shows nothing more was created.
-    assert_eq!(id(&post(&app, k, "/tokens", dedup.clone(), None).await.expect(200).body), id(&first));
+    assert_eq!(
+        id(&post(&app, k, "/tokens", dedup.clone(), None)
+            .await
+            .expect(200)
+            .body),
+        id(&first)
+    );
     let list = get(&app, k, "/tokens?type=card").await.expect(200).body;
     assert_eq!(list["pagination"]["total_items"], 3);
     // An expired original no longer matches.
     let mut brief = json!({"type": "token", "data": "brief", "deduplicate_token": true, "expires_at": in_secs(1.0)});
-    let short = post(&app, k, "/tokens", brief.clone(), None).await.expect(201).body;
+    let short = post(&app, k, "/tokens", brief.clone(), None)
+        .await
+        .expect(201)
+        .body;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     brief["expires_at"] = Value::Null;
-    assert_ne!(id(&post(&app, k, "/tokens", brief, None).await.expect(201).body), id(&short));
+    assert_ne!(
+        id(&post(&app, k, "/tokens", brief, None).await.expect(201).body),
+        id(&short)
+    );
     // Child creation deduplicates too: the existing token is linked.
     let parent = id(&create(&app, k, json!({"type": "token", "data": "p"})).await);
-    let linked = post(&app, k, &format!("/tokens/{parent}/children"), dedup, None).await.expect(200).body;
+    let linked = post(&app, k, &format!("/tokens/{parent}/children"), dedup, None)
+        .await
+        .expect(200)
+        .body;
     assert_eq!(id(&linked), id(&first));
-    let kids = get(&app, k, &format!("/tokens/{parent}/children")).await.expect(200).body;
+    let kids = get(&app, k, &format!("/tokens/{parent}/children"))
+        .await
+        .expect(200)
+        .body;
     assert_eq!(ids(&kids), vec![id(&first)]);
 }
 
@@ -340,31 +507,82 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
     let app = test::init_service(tessera_http::app(st)).await;
     let k = a.admin_key.as_str();
     let body = json!({"type": "token", "data": "idempotent"});
-    let first = post(&app, k, "/tokens", body.clone(), Some("order-1")).await.expect(201);
+    let first = post(&app, k, "/tokens", body.clone(), Some("order-1"))
+        .await
+        .expect(201);
     assert!(first.headers.get("idempotent-replayed").is_none());
-    let again = post(&app, k, "/tokens", body.clone(), Some("order-1")).await.expect(201);
-    assert_eq!(again.headers.get("idempotent-replayed").and_then(|v| v.to_str().ok()), Some("true"));
+    let again = post(&app, k, "/tokens", body.clone(), Some("order-1"))
+        .await
+        .expect(201);
+    assert_eq!(
+        again
+            .headers
+            .get("idempotent-replayed")
+            .and_then(|v| v.to_str().ok()),
+        Some("true")
+    );
     assert_eq!(again.body, first.body, "the first answer, byte for byte");
-    assert_eq!(get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"], 1);
+    assert_eq!(
+        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"],
+        1
+    );
     // Same key, another body or path: 422, nothing created.
-    post(&app, k, "/tokens", json!({"type": "token", "data": "other"}), Some("order-1")).await.expect(422);
-    post(&app, k, "/tokenize", json!([body.clone()]), Some("order-1")).await.expect(422);
-    assert_eq!(get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"], 1);
+    post(
+        &app,
+        k,
+        "/tokens",
+        json!({"type": "token", "data": "other"}),
+        Some("order-1"),
+    )
+    .await
+    .expect(422);
+    post(&app, k, "/tokenize", json!([body.clone()]), Some("order-1"))
+        .await
+        .expect(422);
+    assert_eq!(
+        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"],
+        1
+    );
     // Keys belong to one application: another application (or tenant) may reuse the string.
-    let other = app_key(&app, k, json!({"name": "o", "type": "private", "permissions": ["token:create", "token:read"]})).await;
-    let theirs = post(&app, &other, "/tokens", body.clone(), Some("order-1")).await.expect(201);
+    let other = app_key(
+        &app,
+        k,
+        json!({"name": "o", "type": "private", "permissions": ["token:create", "token:read"]}),
+    )
+    .await;
+    let theirs = post(&app, &other, "/tokens", body.clone(), Some("order-1"))
+        .await
+        .expect(201);
     assert!(theirs.headers.get("idempotent-replayed").is_none());
     assert_ne!(id(&theirs.body), id(&first.body));
-    post(&app, &b.admin_key, "/tokens", body.clone(), Some("order-1")).await.expect(201);
+    post(&app, &b.admin_key, "/tokens", body.clone(), Some("order-1"))
+        .await
+        .expect(201);
     // A failed request is not remembered: the corrected retry runs.
-    post(&app, k, "/tokens", json!({"type": "card", "data": {"number": "1"}}), Some("order-2")).await.expect(400);
-    post(&app, k, "/tokens", card(CARD), Some("order-2")).await.expect(201);
+    post(
+        &app,
+        k,
+        "/tokens",
+        json!({"type": "card", "data": {"number": "1"}}),
+        Some("order-2"),
+    )
+    .await
+    .expect(400);
+    post(&app, k, "/tokens", card(CARD), Some("order-2"))
+        .await
+        .expect(201);
     // Malformed keys.
-    post(&app, k, "/tokens", body.clone(), Some(&"k".repeat(256))).await.expect(400);
+    post(&app, k, "/tokens", body.clone(), Some(&"k".repeat(256)))
+        .await
+        .expect(400);
     // Applications: the replay carries the same new key, which is stored only sealed.
     let spec = json!({"name": "svc", "type": "private", "permissions": ["token:read"]});
-    let made = post(&app, k, "/applications", spec.clone(), Some("app-1")).await.expect(201);
-    let replayed = post(&app, k, "/applications", spec, Some("app-1")).await.expect(201);
+    let made = post(&app, k, "/applications", spec.clone(), Some("app-1"))
+        .await
+        .expect(201);
+    let replayed = post(&app, k, "/applications", spec, Some("app-1"))
+        .await
+        .expect(201);
     assert_eq!(replayed.body["key"], made.body["key"]);
     let secret = made.body["key"].as_str().expect("key");
     let bytes = db.stored_bytes().await;
@@ -373,14 +591,49 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
         "a replayable API key is on disk in clear"
     );
     // Bulk and child creation honour keys as well.
-    let bulk = post(&app, k, "/tokenize", json!([body.clone(), body.clone()]), Some("bulk-1")).await.expect(201);
-    let bulk_again = post(&app, k, "/tokenize", json!([body.clone(), body.clone()]), Some("bulk-1")).await.expect(201);
+    let bulk = post(
+        &app,
+        k,
+        "/tokenize",
+        json!([body.clone(), body.clone()]),
+        Some("bulk-1"),
+    )
+    .await
+    .expect(201);
+    let bulk_again = post(
+        &app,
+        k,
+        "/tokenize",
+        json!([body.clone(), body.clone()]),
+        Some("bulk-1"),
+    )
+    .await
+    .expect(201);
     assert_eq!(bulk.body, bulk_again.body);
     let parent = id(&first.body);
-    let child = post(&app, k, &format!("/tokens/{parent}/children"), body.clone(), Some("child-1")).await.expect(201);
-    let child_again = post(&app, k, &format!("/tokens/{parent}/children"), body, Some("child-1")).await.expect(201);
+    let child = post(
+        &app,
+        k,
+        &format!("/tokens/{parent}/children"),
+        body.clone(),
+        Some("child-1"),
+    )
+    .await
+    .expect(201);
+    let child_again = post(
+        &app,
+        k,
+        &format!("/tokens/{parent}/children"),
+        body,
+        Some("child-1"),
+    )
+    .await
+    .expect(201);
     assert_eq!(id(&child.body), id(&child_again.body));
-    let kids = get(&app, k, &format!("/tokens/{parent}/children")).await.expect(200).body;
+    let kids = get(&app, k, &format!("/tokens/{parent}/children"))
+        .await
+        .expect(200)
+        .body;
     assert_eq!(kids["pagination"]["total_items"], 1);
 }
 
@@ -412,7 +665,10 @@ async fn one_idempotency_key_sent_twenty_times_at_once_creates_one_token(db: &Te
     }
     assert_eq!(created, 1, "exactly one request ran");
     assert_eq!(ids_seen.len(), 1, "every success names the same token");
-    assert_eq!(get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"], 1);
+    assert_eq!(
+        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"],
+        1
+    );
 }
 
 async fn bulk_tokenize_is_ordered_and_all_or_nothing(db: &TestDatabase) {
@@ -427,36 +683,86 @@ async fn bulk_tokenize_is_ordered_and_all_or_nothing(db: &TestDatabase) {
     ]), None).await.expect(201);
     let out = r.body.as_array().expect("array");
     assert_eq!(out.len(), 3);
-    assert_eq!(out.iter().map(|t| t["type"].clone()).collect::<Vec<_>>(), vec![json!("token"), json!("card"), json!("bank")]);
+    assert_eq!(
+        out.iter().map(|t| t["type"].clone()).collect::<Vec<_>>(),
+        vec![json!("token"), json!("card"), json!("bank")]
+    );
     assert_eq!(out[0]["metadata"], json!({"n": "0"}));
     assert_eq!(out[2]["containers"], json!(["/bank/low/"]));
     assert!(out.iter().all(|t| t.get("data").is_none()));
-    let read = get(&app, k, &format!("/tokens/{}", id(&out[1]))).await.expect(200);
+    let read = get(&app, k, &format!("/tokens/{}", id(&out[1])))
+        .await
+        .expect(200);
     assert_eq!(read.body["data"]["number"], CARD);
 
     // One invalid element: 400 naming its index, nothing stored.
-    let before = get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"].clone();
-    let r = post(&app, k, "/tokenize", json!([
-        {"type": "token", "data": "ok"},
-        {"type": "card", "data": {"number": "4242424242424241"}},
-        {"type": "token"},
-    ]), None).await.expect(400);
+    let before =
+        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"].clone();
+    let r = post(
+        &app,
+        k,
+        "/tokenize",
+        json!([
+            {"type": "token", "data": "ok"},
+            {"type": "card", "data": {"number": "4242424242424241"}},
+            {"type": "token"},
+        ]),
+        None,
+    )
+    .await
+    .expect(400);
     assert_eq!(r.error_fields(), vec!["[1].data.number", "[2].data"]);
-    post(&app, k, "/tokenize", json!([]), None).await.expect(400);
-    let many: Vec<Value> = (0..101).map(|i| json!({"type": "token", "data": i})).collect();
-    post(&app, k, "/tokenize", json!(many), None).await.expect(400);
-    post(&app, k, "/tokenize", json!({"type": "token", "data": 1}), None).await.expect(400);
+    post(&app, k, "/tokenize", json!([]), None)
+        .await
+        .expect(400);
+    let many: Vec<Value> = (0..101)
+        .map(|i| json!({"type": "token", "data": i}))
+        .collect();
+    post(&app, k, "/tokenize", json!(many), None)
+        .await
+        .expect(400);
+    post(
+        &app,
+        k,
+        "/tokenize",
+        json!({"type": "token", "data": 1}),
+        None,
+    )
+    .await
+    .expect(400);
     // Permission on every target container, else 403 and nothing stored.
     let pci = app_key(&app, k, json!({"name": "p", "type": "private", "permissions": [],
         "rules": [{"description": "pci", "priority": 1, "container": "/pci/", "permissions": ["token:create"]}]})).await;
-    post(&app, &pci, "/tokenize", json!([card(CARD), {"type": "token", "data": "general"}]), None).await.expect(403);
-    post(&app, &pci, "/tokenize", json!([card(CARD)]), None).await.expect(201);
+    post(
+        &app,
+        &pci,
+        "/tokenize",
+        json!([card(CARD), {"type": "token", "data": "general"}]),
+        None,
+    )
+    .await
+    .expect(403);
+    post(&app, &pci, "/tokenize", json!([card(CARD)]), None)
+        .await
+        .expect(201);
     let after = get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"].clone();
-    assert_eq!(after.as_i64(), before.as_i64().map(|n| n + 1), "only the permitted batch");
+    assert_eq!(
+        after.as_i64(),
+        before.as_i64().map(|n| n + 1),
+        "only the permitted batch"
+    );
     // Deduplicating elements answer an existing token or an earlier element.
     let mut dedup = card(OTHER_CARD);
     dedup["deduplicate_token"] = json!(true);
-    let r = post(&app, k, "/tokenize", json!([dedup.clone(), dedup.clone(), card(OTHER_CARD)]), None).await.expect(201);
+    let r = post(
+        &app,
+        k,
+        "/tokenize",
+        json!([dedup.clone(), dedup.clone(), card(OTHER_CARD)]),
+        None,
+    )
+    .await
+    .expect(201);
     let out = r.body.as_array().expect("array");
     assert_eq!(id(&out[0]), id(&out[1]));
     assert_ne!(id(&out[0]), id(&out[2]));
@@ -479,28 +785,59 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
     .into_iter()
     .enumerate()
     {
-        let data = if kind == "card" { json!({"number": CARD}) } else { json!(format!("t{i}")) };
+        let data = if kind == "card" {
+            json!({"number": CARD})
+        } else {
+            json!(format!("t{i}"))
+        };
         let t = create(&app, k, json!({"type": kind, "data": data, "containers": [container], "metadata": {"customer": customer, "i": i.to_string()}})).await;
         made.push(t);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let search = |body: Value| post(&app, k, "/tokens/search", body, None);
-    let r = search(json!({"metadata": {"customer": "c1"}})).await.expect(200).body;
-    assert_eq!(ids(&r), vec![id(&made[2]), id(&made[1]), id(&made[0])], "newest first");
+    let r = search(json!({"metadata": {"customer": "c1"}}))
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(
+        ids(&r),
+        vec![id(&made[2]), id(&made[1]), id(&made[0])],
+        "newest first"
+    );
     assert!(r["data"][0].get("data").is_none(), "no data unless asked");
-    let r = search(json!({"metadata": {"customer": "c1"}, "type": ["card"], "container": "/pci/"})).await.expect(200).body;
+    let r = search(json!({"metadata": {"customer": "c1"}, "type": ["card"], "container": "/pci/"}))
+        .await
+        .expect(200)
+        .body;
     assert_eq!(ids(&r), vec![id(&made[1]), id(&made[0])]);
-    let r = search(json!({"fingerprint": made[0]["fingerprint"], "include_data": true})).await.expect(200).body;
+    let r = search(json!({"fingerprint": made[0]["fingerprint"], "include_data": true}))
+        .await
+        .expect(200)
+        .body;
     assert_eq!(ids(&r), vec![id(&made[4]), id(&made[1]), id(&made[0])]);
     assert_eq!(r["data"][0]["data"], json!({"number": CARD}));
-    let r = search(json!({"container": "/pci/high/", "metadata": {"customer": "c2"}})).await.expect(200).body;
+    let r = search(json!({"container": "/pci/high/", "metadata": {"customer": "c2"}}))
+        .await
+        .expect(200)
+        .body;
     assert_eq!(ids(&r), vec![id(&made[4])]);
-    let r = search(json!({"created_after": made[1]["created_at"], "created_before": made[4]["created_at"]})).await.expect(200).body;
+    let r = search(
+        json!({"created_after": made[1]["created_at"], "created_before": made[4]["created_at"]}),
+    )
+    .await
+    .expect(200)
+    .body;
     assert_eq!(ids(&r), vec![id(&made[3]), id(&made[2])]);
     let r = search(json!({"size": 2, "page": 2})).await.expect(200).body;
     assert_eq!(ids(&r), vec![id(&made[2]), id(&made[1])]);
-    assert_eq!(r["pagination"], json!({"total_items": 5, "page_number": 2, "page_size": 2, "total_pages": 3}));
-    assert_eq!(search(json!({"size": 2, "page": 4})).await.expect(200).body["data"], json!([]));
+    assert_eq!(
+        r["pagination"],
+        json!({"total_items": 5, "page_number": 2, "page_size": 2, "total_pages": 3})
+    );
+    assert_eq!(
+        search(json!({"size": 2, "page": 4})).await.expect(200).body["data"],
+        json!([])
+    );
     for (body, field) in [
         (json!({"size": 0}), "size"),
         (json!({"container": "pci"}), "container"),
@@ -514,12 +851,37 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
     // A key reading only /pci/high/ sees and counts only those.
     let narrow = app_key(&app, k, json!({"name": "n", "type": "private", "permissions": [],
         "rules": [{"description": "pci high", "priority": 1, "container": "/pci/high/", "permissions": ["token:read"]}]})).await;
-    let r = post(&app, &narrow, "/tokens/search", json!({"metadata": {"customer": "c1"}}), None).await.expect(200).body;
+    let r = post(
+        &app,
+        &narrow,
+        "/tokens/search",
+        json!({"metadata": {"customer": "c1"}}),
+        None,
+    )
+    .await
+    .expect(200)
+    .body;
     assert_eq!(ids(&r), vec![id(&made[0])]);
     assert_eq!(r["pagination"]["total_items"], 1);
-    let creator = app_key(&app, k, json!({"name": "c", "type": "private", "permissions": ["token:create"]})).await;
-    post(&app, &creator, "/tokens/search", json!({}), None).await.expect(403);
+    let creator = app_key(
+        &app,
+        k,
+        json!({"name": "c", "type": "private", "permissions": ["token:create"]}),
+    )
+    .await;
+    post(&app, &creator, "/tokens/search", json!({}), None)
+        .await
+        .expect(403);
     // Another tenant finds nothing, even by this tenant's exact fingerprint.
-    let r = post(&app, &b.admin_key, "/tokens/search", json!({"fingerprint": made[0]["fingerprint"]}), None).await.expect(200).body;
+    let r = post(
+        &app,
+        &b.admin_key,
+        "/tokens/search",
+        json!({"fingerprint": made[0]["fingerprint"]}),
+        None,
+    )
+    .await
+    .expect(200)
+    .body;
     assert_eq!(r["pagination"]["total_items"], 0);
 }

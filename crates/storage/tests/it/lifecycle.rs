@@ -43,7 +43,13 @@ async fn concurrent_sweeps_delete_each_expired_token_once(t: &TestDatabase) {
         let mut input = NewToken::new(TokenType::Token, json!(format!("e{i}")));
         input.expires_at = Some(soon.clone());
         input.metadata = Some([("k".to_string(), "v".to_string())].into());
-        expiring.push(vaults[0].create_token(&admin, input).await.expect("token").id);
+        expiring.push(
+            vaults[0]
+                .create_token(&admin, input)
+                .await
+                .expect("token")
+                .id,
+        );
     }
     let keeper = vaults[0]
         .create_token(&admin, NewToken::new(TokenType::Token, json!("kept")))
