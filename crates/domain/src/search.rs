@@ -72,11 +72,7 @@ impl TokenSearchRequest {
         let page = match PageRequest::new(self.page, self.size) {
             Ok(p) => Some(p),
             Err(e) => {
-                for (field, messages) in e.fields() {
-                    for message in messages {
-                        errors.add(field.clone(), message.clone());
-                    }
-                }
+                errors.extend_under("", e);
                 None
             }
         };

@@ -30,6 +30,17 @@ impl ValidationErrors {
             .push(message.into());
     }
 
+    /// Records every problem of `other`, each field path prefixed with `prefix` (`""` for
+    /// none; `"[3]."` to place an element's problems under its index).
+    pub fn extend_under(&mut self, prefix: &str, other: ValidationErrors) {
+        for (field, messages) in other.fields {
+            self.fields
+                .entry(format!("{prefix}{field}"))
+                .or_default()
+                .extend(messages);
+        }
+    }
+
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
@@ -111,6 +122,17 @@ mod tests {
         let mut e = ValidationErrors::new();
         check_name("fine name", 200, &mut e);
         assert!(e.into_result().is_ok());
+    }
+
+    #[test]
+    fn extends_under_a_prefix_keeping_every_message() {
+        let mut all = ValidationErrors::single("name", "is required");
+        let mut element = ValidationErrors::single("data.number", "fails the Luhn check");
+        element.add("data.number", "is too long");
+        all.extend_under("[3].", element);
+        all.extend_under("", ValidationErrors::single("name", "is too long"));
+        assert_eq!(all.fields()["[3].data.number"].len(), 2);
+        assert_eq!(all.fields()["name"], vec!["is required", "is too long"]);
     }
 
     #[test]

@@ -82,11 +82,7 @@ fn finish_page(
     match PageRequest::new(page, size) {
         Ok(p) => Some(p),
         Err(e) => {
-            for (field, messages) in e.fields() {
-                for m in messages {
-                    errors.add(field.clone(), m.clone());
-                }
-            }
+            errors.extend_under("", e);
             None
         }
     }

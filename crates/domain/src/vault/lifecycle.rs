@@ -141,13 +141,7 @@ impl Vault {
         for (i, input) in inputs.into_iter().enumerate() {
             match input.validate_at(now) {
                 Ok(v) => valid.push(v),
-                Err(e) => {
-                    for (field, messages) in e.fields() {
-                        for message in messages {
-                            errors.add(format!("[{i}].{field}"), message.clone());
-                        }
-                    }
-                }
+                Err(e) => errors.extend_under(&format!("[{i}]."), e),
             }
         }
         errors.into_result()?;
