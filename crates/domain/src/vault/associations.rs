@@ -13,15 +13,28 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::Vault;
+use super::{
+    tokens::{fingerprint_of, seal_new_token},
+    Vault,
+};
 
 fn link(parent: &StoredToken, child: &StoredToken) -> NewAssociation {
+    link_to(parent, child.id, child.created_at, child.token_type)
+}
+
+/// The link `parent` → the child with this id, creation time and type.
+fn link_to(
+    parent: &StoredToken,
+    child: TokenId,
+    child_created_at: time::OffsetDateTime,
+    child_type: crate::token::TokenType,
+) -> NewAssociation {
     NewAssociation {
         tenant_id: parent.tenant_id,
         parent_id: parent.id,
-        child_id: child.id,
-        child_created_at: child.created_at,
-        child_type: child.token_type,
+        child_id: child,
+        child_created_at,
+        child_type,
         created_at: timestamp::now(),
     }
 }
@@ -88,18 +101,30 @@ impl Vault {
         let now = crate::timestamp::now();
         let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), caller.tenant_id())
+            .await?;
+        let fingerprint = fingerprint_of(&key, &valid);
         if valid.deduplicate {
-            if let Some(found) = self.find_duplicate(caller, &valid, now).await? {
+            if let Some(found) = self
+                .find_duplicate(caller, &key, &valid, &fingerprint, now)
+                .await?
+            {
                 if found.id != parent.id {
-                    let existing = self.stored_token(caller, found.id).await?;
                     self.store
-                        .insert_association(&link(&parent, &existing))
+                        .insert_association(&link_to(
+                            &parent,
+                            found.id,
+                            found.created_at,
+                            found.token_type,
+                        ))
                         .await?;
                 }
                 return Ok((found, false));
             }
         }
-        let (stored, token) = self.seal_new_token(caller, valid).await?;
+        let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
         self.store
             .insert_child_token(&stored, &link(&parent, &stored))
             .await?;

@@ -19,7 +19,10 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{tokens::decrypt_with, Vault};
+use super::{
+    tokens::{decrypt_with, fingerprint_of, seal_new_token},
+    Vault,
+};
 
 /// Most tokens one `POST /tokenize` may create.
 pub const MAX_BULK: usize = 100;
@@ -157,19 +160,22 @@ impl Vault {
         // (type, container, fingerprint) → index in `answers` of the token created for it.
         let mut created_here: HashMap<(TokenType, Container, String), usize> = HashMap::new();
         for v in valid {
-            let fingerprint = key.fingerprint(&fingerprint_input(v.token_type, v.data.expose()));
-            let identity = (v.token_type, v.container.clone(), fingerprint);
+            let fingerprint = fingerprint_of(&key, &v);
+            let identity = (v.token_type, v.container.clone(), fingerprint.clone());
             if v.deduplicate {
                 if let Some(&earlier) = created_here.get(&identity) {
                     answers.push(answers[earlier].clone());
                     continue;
                 }
-                if let Some(found) = self.find_duplicate(caller, &v, now).await? {
+                if let Some(found) = self
+                    .find_duplicate(caller, &key, &v, &fingerprint, now)
+                    .await?
+                {
                     answers.push(Some(found));
                     continue;
                 }
             }
-            let (stored, token) = self.seal_new_token(caller, v).await?;
+            let (stored, token) = seal_new_token(caller, &key, v, fingerprint)?;
             created_here.entry(identity).or_insert(answers.len());
             to_insert.push(stored);
             answers.push(Some(token));

@@ -18,6 +18,7 @@ use crate::{
 };
 
 use super::Vault;
+use crate::crypto::DataKey;
 
 impl Vault {
     /// Validates, encrypts and stores a token. Needs `token:create` on the token's container.
@@ -43,90 +44,48 @@ impl Vault {
         let now = timestamp::now();
         let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), caller.tenant_id())
+            .await?;
+        let fingerprint = fingerprint_of(&key, &valid);
         if valid.deduplicate {
-            if let Some(found) = self.find_duplicate(caller, &valid, now).await? {
+            if let Some(found) = self
+                .find_duplicate(caller, &key, &valid, &fingerprint, now)
+                .await?
+            {
                 return Ok((found, false));
             }
         }
-        let (stored, token) = self.seal_new_token(caller, valid).await?;
+        let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
         self.store.insert_token(&stored).await?;
         Ok((token, true))
     }
 
-    /// The live token `valid` duplicates, if any, decrypted.
+    /// The live token of the caller's tenant that `valid` (whose fingerprint under the
+    /// tenant's `key` is `fingerprint`) duplicates, if any, decrypted.
     pub(super) async fn find_duplicate(
         &self,
         caller: &Principal,
+        key: &DataKey,
         valid: &ValidToken,
+        fingerprint: &str,
         now: OffsetDateTime,
     ) -> Result<Option<Token>, VaultError> {
-        let tenant = caller.tenant_id();
-        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        let fingerprint =
-            key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()));
         match self
             .store
             .find_duplicate_token(
-                tenant,
+                caller.tenant_id(),
                 valid.token_type,
                 &valid.container,
-                &fingerprint,
+                fingerprint,
                 now,
             )
             .await?
         {
-            Some(stored) => Ok(Some(decrypt_with(&key, stored)?)),
+            Some(stored) => Ok(Some(decrypt_with(key, stored)?)),
             None => Ok(None),
         }
-    }
-
-    /// Encrypts a validated token into the row to store, returning the row and the token as the
-    /// caller sees it.
-    pub(super) async fn seal_new_token(
-        &self,
-        caller: &Principal,
-        valid: ValidToken,
-    ) -> Result<(StoredToken, Token), VaultError> {
-        let tenant = caller.tenant_id();
-        let id = TokenId::new();
-        let plaintext = Secret::new(
-            serde_json::to_vec(valid.data.expose())
-                .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
-        );
-        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        let ciphertext = key.seal_token(tenant, id, plaintext.expose())?;
-        let fingerprint =
-            key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()));
-        let now = timestamp::now();
-        let stored = StoredToken {
-            id,
-            tenant_id: tenant,
-            token_type: valid.token_type,
-            container: valid.container,
-            metadata: valid.metadata,
-            ciphertext,
-            created_by: caller.application_id(),
-            created_at: now,
-            modified_by: caller.application_id(),
-            modified_at: now,
-            fingerprint,
-            expires_at: valid.expires_at,
-        };
-        let token = Token {
-            id,
-            tenant_id: tenant,
-            token_type: stored.token_type,
-            data: valid.data,
-            metadata: stored.metadata.clone(),
-            container: stored.container.clone(),
-            created_by: stored.created_by,
-            created_at: stored.created_at,
-            modified_by: stored.modified_by,
-            modified_at: stored.modified_at,
-            fingerprint: stored.fingerprint.clone(),
-            expires_at: stored.expires_at,
-        };
-        Ok((stored, token))
     }
 
     /// Reads and decrypts one token. Needs `token:read` on its container.
@@ -256,4 +215,56 @@ pub(super) fn decrypt_with(
         fingerprint,
         expires_at: stored.expires_at,
     })
+}
+
+/// The fingerprint of a validated token's data under its tenant's `key`.
+pub(super) fn fingerprint_of(key: &DataKey, valid: &ValidToken) -> String {
+    key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()))
+}
+
+/// Encrypts a validated token (whose `fingerprint` the caller computed with the same `key`)
+/// into the row to store, returning the row and the token as the caller sees it.
+pub(super) fn seal_new_token(
+    caller: &Principal,
+    key: &DataKey,
+    valid: ValidToken,
+    fingerprint: String,
+) -> Result<(StoredToken, Token), VaultError> {
+    let tenant = caller.tenant_id();
+    let id = TokenId::new();
+    let plaintext = Secret::new(
+        serde_json::to_vec(valid.data.expose())
+            .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
+    );
+    let ciphertext = key.seal_token(tenant, id, plaintext.expose())?;
+    let now = timestamp::now();
+    let stored = StoredToken {
+        id,
+        tenant_id: tenant,
+        token_type: valid.token_type,
+        container: valid.container,
+        metadata: valid.metadata,
+        ciphertext,
+        created_by: caller.application_id(),
+        created_at: now,
+        modified_by: caller.application_id(),
+        modified_at: now,
+        fingerprint,
+        expires_at: valid.expires_at,
+    };
+    let token = Token {
+        id,
+        tenant_id: tenant,
+        token_type: stored.token_type,
+        data: valid.data,
+        metadata: stored.metadata.clone(),
+        container: stored.container.clone(),
+        created_by: stored.created_by,
+        created_at: stored.created_at,
+        modified_by: stored.modified_by,
+        modified_at: stored.modified_at,
+        fingerprint: stored.fingerprint.clone(),
+        expires_at: stored.expires_at,
+    };
+    Ok((stored, token))
 }
