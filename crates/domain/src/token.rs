@@ -514,13 +514,6 @@ pub struct Token {
     pub expires_at: Option<OffsetDateTime>,
 }
 
-impl Token {
-    /// Whether the token is still live at `now` (not expired).
-    pub fn is_live_at(&self, now: OffsetDateTime) -> bool {
-        self.expires_at.is_none_or(|at| at > now)
-    }
-}
-
 // One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
 // data as `***` (it is a `Secret`).
 /// A token. `data` is present only on reads and lists.

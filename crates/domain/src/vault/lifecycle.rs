@@ -13,14 +13,14 @@ use crate::{
     pagination::{Page, PageRequest},
     permission::Permission,
     secret::Secret,
-    store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenUpdate},
+    store::{StoreError, StoredToken, TokenSearch, TokenUpdate},
     timestamp,
     token::{fingerprint_input, NewToken, Token, TokenPatch, TokenType},
     validation::ValidationErrors,
 };
 
 use super::{
-    tokens::{decrypt_with, fingerprint_of, seal_new_token},
+    tokens::{decrypt_with, fingerprint_of, scope_among, seal_new_token},
     Vault,
 };
 
@@ -201,18 +201,12 @@ impl Vault {
             live_at: Some(timestamp::now()),
             ..search.clone()
         };
-        let scope = if caller.is_unscoped() {
-            ContainerScope::All
-        } else {
-            ContainerScope::Only(
-                self.store
-                    .search_containers(tenant, &search)
-                    .await?
-                    .into_iter()
-                    .filter(|c| caller.may_on(Permission::TokenRead, c))
-                    .collect(),
-            )
-        };
+        let scope = scope_among(
+            caller,
+            Permission::TokenRead,
+            self.store.search_containers(tenant, &search),
+        )
+        .await?;
         let stored = self
             .store
             .search_tokens(tenant, &search, &scope, page)

@@ -164,19 +164,12 @@ impl Vault {
         permission: Permission,
         filter: &TokenFilter,
     ) -> Result<ContainerScope, VaultError> {
-        if caller.is_unscoped() {
-            return Ok(ContainerScope::All);
-        }
-        let containers = self
-            .store
-            .token_containers(caller.tenant_id(), filter)
-            .await?;
-        Ok(ContainerScope::Only(
-            containers
-                .into_iter()
-                .filter(|c| caller.may_on(permission, c))
-                .collect(),
-        ))
+        scope_among(
+            caller,
+            permission,
+            self.store.token_containers(caller.tenant_id(), filter),
+        )
+        .await
     }
 
     async fn decrypt(&self, stored: StoredToken) -> Result<Token, VaultError> {
@@ -267,4 +260,23 @@ pub(super) fn seal_new_token(
         expires_at: stored.expires_at,
     };
     Ok((stored, token))
+}
+
+/// The containers whose tokens `caller` holds `permission` on, among `containers` (a store
+/// lookup, awaited only for callers with rules: the others may read everything).
+pub(super) async fn scope_among(
+    caller: &Principal,
+    permission: Permission,
+    containers: impl std::future::Future<Output = Result<Vec<crate::container::Container>, StoreError>>,
+) -> Result<ContainerScope, VaultError> {
+    if caller.is_unscoped() {
+        return Ok(ContainerScope::All);
+    }
+    Ok(ContainerScope::Only(
+        containers
+            .await?
+            .into_iter()
+            .filter(|c| caller.may_on(permission, c))
+            .collect(),
+    ))
 }
