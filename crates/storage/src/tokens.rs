@@ -323,6 +323,24 @@ struct TokenChangeset {
     modified_at: PrimitiveDateTime,
 }
 
+/// Container paths read back from the `container` column.
+fn parse_containers(raw: &[String]) -> Result<Vec<Container>, StoreError> {
+    raw.iter()
+        .map(|c| {
+            Container::parse(c).map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`")))
+        })
+        .collect()
+}
+
+/// The empty page, when `scope` admits no container: answered without asking the database.
+fn empty_page(scope: &ContainerScope, page: PageRequest) -> Option<Page<StoredToken>> {
+    matches!(scope, ContainerScope::Only(cs) if cs.is_empty()).then_some(Page {
+        items: vec![],
+        total_items: 0,
+        request: page,
+    })
+}
+
 impl Database {
     /// Writes a token, its metadata pairs and (for a child) its link to the parent in one
     /// transaction, so a failure leaves nothing behind.
@@ -515,12 +533,7 @@ impl TokenStore for Database {
                     .db(),
             }
         })?;
-        raw.iter()
-            .map(|c| {
-                Container::parse(c)
-                    .map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`")))
-            })
-            .collect()
+        parse_containers(&raw)
     }
 
     async fn list_tokens(
@@ -530,12 +543,8 @@ impl TokenStore for Database {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
-        if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
-            return Ok(Page {
-                items: vec![],
-                total_items: 0,
-                request: page,
-            });
+        if let Some(empty) = empty_page(scope, page) {
+            return Ok(empty);
         }
         let params = FilterParams::new(tenant, filter, scope);
         let (total, rows) = if let Some(parent) = &params.parent {
@@ -715,12 +724,7 @@ impl TokenStore for Database {
                     .db(),
             }
         })?;
-        raw.iter()
-            .map(|c| {
-                Container::parse(c)
-                    .map_err(|_| StoreError::Corrupt(format!("invalid container `{c}`")))
-            })
-            .collect()
+        parse_containers(&raw)
     }
 
     async fn search_tokens(
@@ -730,12 +734,8 @@ impl TokenStore for Database {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
-        if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
-            return Ok(Page {
-                items: vec![],
-                total_items: 0,
-                request: page,
-            });
+        if let Some(empty) = empty_page(scope, page) {
+            return Ok(empty);
         }
         let params = SearchParams::new(tenant, search, scope);
         let (limit, offset) = window(page);

@@ -575,6 +575,16 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
     post(&app, k, "/tokens", body.clone(), Some(&"k".repeat(256)))
         .await
         .expect(400);
+    let req = test::TestRequest::post()
+        .uri("/tokens")
+        .insert_header(("SVC-API-KEY", k))
+        .insert_header((
+            "Idempotency-Key",
+            actix_web::http::header::HeaderValue::from_bytes(b"caf\xc3\xa9").expect("value"),
+        ))
+        .set_json(body.clone());
+    let r = send_raw(&app, req).await.expect(400);
+    assert_eq!(r.error_fields(), vec!["Idempotency-Key"]);
     // Applications: the replay carries the same new key, which is stored only sealed.
     let spec = json!({"name": "svc", "type": "private", "permissions": ["token:read"]});
     let made = post(&app, k, "/applications", spec.clone(), Some("app-1"))
