@@ -12,7 +12,7 @@ use tessera_domain::{
     store::{ContainerScope, TokenFilter, TokenStore},
     MasterKey, NewToken, PageRequest, Principal, Secret, TokenId, TokenType, Vault,
 };
-use tessera_testkit::db::TestDatabase;
+use tessera_testkit::db::{bench_each_backend, TestDatabase};
 
 const CHILDREN: usize = 10_000;
 
@@ -119,16 +119,10 @@ fn children(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let sqlite = rt.block_on(async { fixture(TestDatabase::sqlite().await).await });
-    bench_backend(c, "sqlite", &rt, &sqlite);
-    drop(sqlite);
-    match rt.block_on(TestDatabase::postgres()) {
-        Some(db) => {
-            let pg = rt.block_on(fixture(db));
-            bench_backend(c, "postgres", &rt, &pg);
-        }
-        None => eprintln!("postgres: skipped (set TESSERA_TEST_DATABASE_URL)"),
-    }
+    bench_each_backend(&rt, |name, db| {
+        let fixture = rt.block_on(fixture(db));
+        bench_backend(c, name, &rt, &fixture);
+    });
 }
 
 criterion_group! {

@@ -14,7 +14,7 @@ use tessera_domain::{
     ApiKey, MasterKey, NewToken, Secret, TenantId, TokenId, TokenType, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::TestDatabase;
+use tessera_testkit::db::{bench_each_backend, TestDatabase};
 
 const POOL: usize = 400;
 
@@ -100,16 +100,9 @@ fn token_reads(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("storage runtime");
-    let sqlite = fixture(&storage, storage.block_on(TestDatabase::sqlite()));
-    bench_backend(c, "sqlite", &sqlite);
-    drop(sqlite);
-    match storage.block_on(TestDatabase::postgres()) {
-        Some(db) => {
-            let pg = fixture(&storage, db);
-            bench_backend(c, "postgres", &pg);
-        }
-        None => eprintln!("postgres: skipped (set TESSERA_TEST_DATABASE_URL)"),
-    }
+    bench_each_backend(&storage, |name, db| {
+        bench_backend(c, name, &fixture(&storage, db));
+    });
 }
 
 criterion_group! {

@@ -16,7 +16,7 @@ use tessera_domain::{
     Container, TenantId, TokenId, TokenType, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::TestDatabase;
+use tessera_testkit::db::{bench_each_backend, TestDatabase};
 
 const TOKENS: usize = 100_000;
 /// Distinct data values (each held by TOKENS / DISTINCT tokens, so a fingerprint matches 2).
@@ -191,18 +191,9 @@ fn token_search(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("storage runtime");
-    // `TOKEN_SEARCH_BACKENDS=postgres` skips SQLite.
-    if std::env::var("TOKEN_SEARCH_BACKENDS").map_or(true, |b| b.contains("sqlite")) {
-        let sqlite = fixture(&storage, storage.block_on(TestDatabase::sqlite()));
-        bench_backend(c, "sqlite", &sqlite);
-    }
-    match storage.block_on(TestDatabase::postgres()) {
-        Some(db) => {
-            let pg = fixture(&storage, db);
-            bench_backend(c, "postgres", &pg);
-        }
-        None => eprintln!("postgres: skipped (set TESSERA_TEST_DATABASE_URL)"),
-    }
+    bench_each_backend(&storage, |name, db| {
+        bench_backend(c, name, &fixture(&storage, db));
+    });
 }
 
 criterion_group! {

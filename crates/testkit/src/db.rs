@@ -237,6 +237,28 @@ pub async fn postgres_admin(sql: &str) -> Option<()> {
     Some(())
 }
 
+/// For benchmarks: runs `bench` with a fresh SQLite database, then with a fresh PostgreSQL
+/// one when `TESSERA_TEST_DATABASE_URL` is set (saying so when it is not), each opened on `rt`
+/// (which then owns the store's work, as in the binaries) and dropped before the next.
+/// `TESSERA_BENCH_BACKENDS` (`sqlite`, `postgres` or both, comma-separated) narrows the run.
+pub fn bench_each_backend(
+    rt: &tokio::runtime::Runtime,
+    mut bench: impl FnMut(&'static str, TestDatabase),
+) {
+    let wanted = |name: &str| {
+        std::env::var("TESSERA_BENCH_BACKENDS").map_or(true, |list| list.contains(name))
+    };
+    if wanted("sqlite") {
+        bench("sqlite", rt.block_on(TestDatabase::sqlite()));
+    }
+    if wanted("postgres") {
+        match rt.block_on(TestDatabase::postgres()) {
+            Some(db) => bench("postgres", db),
+            None => eprintln!("postgres: skipped (set {PG_URL_VAR})"),
+        }
+    }
+}
+
 /// Whether PostgreSQL tests must run: under `CI=true` a missing `TESSERA_TEST_DATABASE_URL` is
 /// an error, not a skip.
 pub fn postgres_required() -> bool {
