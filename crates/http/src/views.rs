@@ -11,6 +11,20 @@ use time::OffsetDateTime;
 
 pub(crate) use tessera_domain::token::TokenView;
 
+/// The answer to a token create that may deduplicate: 201 with the new token, or 200 with the
+/// existing one it found; without data either way.
+pub(crate) fn created_or_found(
+    token: tessera_domain::Token,
+    created: bool,
+) -> actix_web::HttpResponse {
+    let mut response = if created {
+        actix_web::HttpResponse::Created()
+    } else {
+        actix_web::HttpResponse::Ok()
+    };
+    response.json(TokenView::without_data(token))
+}
+
 /// An application. `key` appears only on create and regenerate.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct ApplicationView {

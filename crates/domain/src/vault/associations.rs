@@ -13,10 +13,7 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{
-    tokens::{fingerprint_of, seal_new_token},
-    Vault,
-};
+use super::{tokens::seal_new_token, Vault};
 
 fn link(parent: &StoredToken, child: &StoredToken) -> NewAssociation {
     link_to(parent, child.id, child.created_at, child.token_type)
@@ -101,28 +98,19 @@ impl Vault {
         let now = crate::timestamp::now();
         let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
-        let key = self
-            .keys
-            .data_key(self.store.as_ref(), caller.tenant_id())
-            .await?;
-        let fingerprint = fingerprint_of(&key, &valid);
-        if valid.deduplicate {
-            if let Some(found) = self
-                .find_duplicate(caller, &key, &valid, &fingerprint, now)
-                .await?
-            {
-                if found.id != parent.id {
-                    self.store
-                        .insert_association(&link_to(
-                            &parent,
-                            found.id,
-                            found.created_at,
-                            found.token_type,
-                        ))
-                        .await?;
-                }
-                return Ok((found, false));
+        let (key, fingerprint, duplicate) = self.prepare_create(caller, &valid, now).await?;
+        if let Some(found) = duplicate {
+            if found.id != parent.id {
+                self.store
+                    .insert_association(&link_to(
+                        &parent,
+                        found.id,
+                        found.created_at,
+                        found.token_type,
+                    ))
+                    .await?;
             }
+            return Ok((found, false));
         }
         let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
         self.store

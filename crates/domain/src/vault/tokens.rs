@@ -2,6 +2,8 @@
 //! as unknown everywhere; update, bulk creation, search and the sweep are in
 //! [`super::lifecycle`].
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -44,22 +46,36 @@ impl Vault {
         let now = timestamp::now();
         let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
-        let key = self
-            .keys
-            .data_key(self.store.as_ref(), caller.tenant_id())
-            .await?;
-        let fingerprint = fingerprint_of(&key, &valid);
-        if valid.deduplicate {
-            if let Some(found) = self
-                .find_duplicate(caller, &key, &valid, &fingerprint, now)
-                .await?
-            {
-                return Ok((found, false));
-            }
+        let (key, fingerprint, duplicate) = self.prepare_create(caller, &valid, now).await?;
+        if let Some(found) = duplicate {
+            return Ok((found, false));
         }
         let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
         self.store.insert_token(&stored).await?;
         Ok((token, true))
+    }
+
+    /// What every single-token create starts with: the tenant's data key, `valid`'s
+    /// fingerprint under it, and — when `valid` asks to deduplicate — the live token it
+    /// duplicates, if any.
+    pub(super) async fn prepare_create(
+        &self,
+        caller: &Principal,
+        valid: &ValidToken,
+        now: OffsetDateTime,
+    ) -> Result<(Arc<DataKey>, String, Option<Token>), VaultError> {
+        let key = self
+            .keys
+            .data_key(self.store.as_ref(), caller.tenant_id())
+            .await?;
+        let fingerprint = fingerprint_of(&key, valid);
+        let duplicate = if valid.deduplicate {
+            self.find_duplicate(caller, &key, valid, &fingerprint, now)
+                .await?
+        } else {
+            None
+        };
+        Ok((key, fingerprint, duplicate))
     }
 
     /// The live token of the caller's tenant that `valid` (whose fingerprint under the

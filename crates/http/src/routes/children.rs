@@ -10,7 +10,7 @@ use crate::{
     problem::ApiError,
     query,
     state::ApiState,
-    views::{PageView, TokenView},
+    views::{created_or_found, PageView, TokenView},
 };
 
 /// The OpenAPI operations of this module.
@@ -91,12 +91,7 @@ async fn create_child(
         .vault
         .create_child_token(&caller, parent, input)
         .await?;
-    let mut response = if created {
-        HttpResponse::Created()
-    } else {
-        HttpResponse::Ok()
-    };
-    Ok(response.json(TokenView::without_data(token)))
+    Ok(created_or_found(token, created))
 }
 
 /// Lists the children of `parent_id` that the caller may read, with data.

@@ -12,7 +12,7 @@ use crate::{
     problem::ApiError,
     query,
     state::ApiState,
-    views::{PageView, TokenView},
+    views::{created_or_found, PageView, TokenView},
 };
 
 /// The OpenAPI operations of this module.
@@ -63,12 +63,7 @@ async fn create(
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
     let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
-    let mut response = if created {
-        HttpResponse::Created()
-    } else {
-        HttpResponse::Ok()
-    };
-    Ok(response.json(TokenView::without_data(token)))
+    Ok(created_or_found(token, created))
 }
 
 /// Creates 1–100 tokens at once, all or none, answered in request order (without data). Needs
