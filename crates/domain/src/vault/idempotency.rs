@@ -30,12 +30,21 @@ const STALE_CLAIM: time::Duration = time::Duration::seconds(120);
 const PURPOSE: &str = "idempotency-response";
 
 /// A stored answer, replayed as it was first given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ReplayedResponse {
     /// HTTP status.
     pub status: u16,
-    /// JSON body.
+    /// JSON body (may hold a new API or proxy key: `Debug` prints only its length).
     pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for ReplayedResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayedResponse")
+            .field("status", &self.status)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
 }
 
 /// What to do with a request carrying an `Idempotency-Key`.
@@ -181,6 +190,20 @@ fn record_id(scope: &IdempotencyScope) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::validate_key;
+
+    #[test]
+    fn a_stored_answer_does_not_print_its_body() {
+        let answer = super::ReplayedResponse {
+            status: 201,
+            body: br#"{"key":"key_SECRETSECRET"}"#.to_vec(),
+        };
+        let printed = format!(
+            "{answer:?} {:?}",
+            super::IdempotencyClaim::Replay(answer.clone())
+        );
+        assert!(!printed.contains("SECRET"), "{printed}");
+        assert!(printed.contains("201"));
+    }
 
     #[test]
     fn keys_are_one_to_255_printable_ascii_characters() {
