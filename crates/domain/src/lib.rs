@@ -16,6 +16,7 @@
 pub mod access;
 pub mod api_key;
 pub mod application;
+pub mod audit;
 pub mod cache;
 pub mod checksum;
 pub mod container;

@@ -48,11 +48,14 @@ pub enum Permission {
     /// Delete applications.
     #[serde(rename = "application:delete")]
     ApplicationDelete,
+    /// Read the tenant's audit trail (`GET /audit-events`).
+    #[serde(rename = "audit:read")]
+    AuditRead,
 }
 
 impl Permission {
     /// Every permission, in a stable order.
-    pub const ALL: [Permission; 13] = [
+    pub const ALL: [Permission; 14] = [
         Permission::TokenCreate,
         Permission::TokenRead,
         Permission::TokenUpdate,
@@ -66,6 +69,7 @@ impl Permission {
         Permission::ApplicationRead,
         Permission::ApplicationUpdate,
         Permission::ApplicationDelete,
+        Permission::AuditRead,
     ];
 
     /// The wire name, e.g. `token:read`.
@@ -84,6 +88,7 @@ impl Permission {
             Permission::ApplicationRead => "application:read",
             Permission::ApplicationUpdate => "application:update",
             Permission::ApplicationDelete => "application:delete",
+            Permission::AuditRead => "audit:read",
         }
     }
 

@@ -20,11 +20,12 @@ use std::future::Future;
 use async_trait::async_trait;
 use tessera_domain::{
     application::Application,
+    audit::{AuditEvent, AuditFilter, ChainHead, ChainedEvent},
     store::{
-        ApplicationStore, AssociationStore, ContainerScope, HealthStore, IdempotencyRecord,
-        IdempotencyScope, IdempotencyStore, NewAssociation, ProxyFilter, ProxyStore,
-        SealedProxySecrets, StoreError, StoredApplication, StoredProxy, StoredTenant, StoredToken,
-        TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate, UnsealedProxy,
+        ApplicationStore, AssociationStore, AuditStore, ContainerScope, HealthStore,
+        IdempotencyRecord, IdempotencyScope, IdempotencyStore, NewAssociation, ProxyFilter,
+        ProxyStore, SealedProxySecrets, StoreError, StoredApplication, StoredProxy, StoredTenant,
+        StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate, UnsealedProxy,
     },
     ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId, TokenType,
 };
@@ -314,6 +315,50 @@ impl TokenStore for DetachedStore {
     ) -> Result<(), StoreError> {
         let fingerprint = fingerprint.to_string();
         self.run(|db| async move { db.set_token_fingerprint(tenant, id, &fingerprint).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl AuditStore for DetachedStore {
+    async fn append_audit_events(
+        &self,
+        events: &[AuditEvent],
+    ) -> Result<Vec<ChainedEvent>, StoreError> {
+        let events = events.to_vec();
+        self.run(|db| async move { db.append_audit_events(&events).await })
+            .await
+    }
+
+    async fn list_audit_events(
+        &self,
+        tenant: TenantId,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<ChainedEvent>, StoreError> {
+        let filter = filter.clone();
+        self.run(|db| async move { db.list_audit_events(tenant, &filter, page).await })
+            .await
+    }
+
+    async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {
+        self.run(|db| async move { db.audit_chain_heads().await })
+            .await
+    }
+
+    async fn audit_chain_page(
+        &self,
+        tenant: Option<TenantId>,
+        after: i64,
+        up_to: i64,
+        limit: u32,
+    ) -> Result<Vec<ChainedEvent>, StoreError> {
+        self.run(|db| async move { db.audit_chain_page(tenant, after, up_to, limit).await })
+            .await
+    }
+
+    async fn prune_audit_events(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        self.run(|db| async move { db.prune_audit_events(before).await })
             .await
     }
 }

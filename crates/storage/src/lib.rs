@@ -12,6 +12,7 @@
 
 mod applications;
 mod associations;
+mod audit;
 mod database;
 mod detached;
 mod health;

@@ -117,3 +117,42 @@ diesel::table! {
         created_at -> Timestamp,
     }
 }
+
+diesel::table! {
+    audit_events (tenant_id, seq) {
+        tenant_id -> Text,
+        seq -> BigInt,
+        event_id -> Text,
+        occurred_at -> Timestamp,
+        action -> Text,
+        outcome -> Text,
+        actor -> Text,
+        resource_ids -> Text,
+        proxy_id -> Nullable<Text>,
+        request_id -> Nullable<Text>,
+        reason -> Nullable<Text>,
+        prev_hash -> Binary,
+        hash -> Binary,
+    }
+}
+
+diesel::table! {
+    audit_event_resources (tenant_id, resource_id, seq) {
+        tenant_id -> Text,
+        resource_id -> Text,
+        seq -> BigInt,
+    }
+}
+
+diesel::table! {
+    audit_chains (tenant_id) {
+        tenant_id -> Text,
+        last_seq -> BigInt,
+        last_hash -> Binary,
+        last_event_id -> Nullable<Text>,
+        pruned_seq -> BigInt,
+        pruned_hash -> Binary,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(audit_events, audit_event_resources);

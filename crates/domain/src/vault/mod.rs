@@ -3,6 +3,7 @@
 
 mod applications;
 mod associations;
+mod audit;
 mod gateway;
 mod idempotency;
 mod keyring;
@@ -25,6 +26,7 @@ pub use tenants::CreatedTenant;
 use crate::{
     access::Principal,
     api_key::ApiKey,
+    audit::{Actor, AuditAction, AuditEvent},
     cache::{TtlCache, DEFAULT_TTL},
     crypto::MasterKey,
     error::VaultError,
@@ -58,6 +60,8 @@ pub struct Vault {
     token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
     /// Application → principal, for transforms acting as a proxy's application (`req.svc`).
     applications: Arc<TtlCache<(TenantId, ApplicationId), Principal>>,
+    /// Where the edges record audit events (off unless [`Vault::with_audit`]).
+    audit: crate::audit::AuditLog,
 }
 
 impl std::fmt::Debug for Vault {
@@ -88,6 +92,7 @@ impl Vault {
             proxies: Arc::new(TtlCache::new(DEFAULT_TTL)),
             token_rows: Arc::new(TtlCache::new(DEFAULT_TTL)),
             applications: Arc::new(TtlCache::new(DEFAULT_TTL)),
+            audit: crate::audit::AuditLog::off(),
         }
     }
 
@@ -233,6 +238,16 @@ impl Vault {
                 .await?
             {
                 report.rewrapped += 1;
+                let id = tenant.tenant.id;
+                let event = AuditEvent::success(
+                    id,
+                    AuditAction::TenantKeyRewrapped,
+                    Actor::Operator,
+                    vec![*id.as_uuid()],
+                );
+                if let Err(e) = self.audit.record(vec![event]).await {
+                    tracing::error!(tenant = %id, error = %e, "cannot record the re-wrap in the audit trail");
+                }
             } else {
                 // Changed since it was read: only another rotation does that.
                 report.changed_concurrently += 1;

@@ -1,6 +1,7 @@
 //! The storage crate's tests, one binary: every store trait on both backends, master-key
 //! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
+mod audit;
 mod embed_example;
 mod lifecycle;
 mod read_path;

@@ -1,0 +1,336 @@
+//! What one audit event says: who did what to which resources, and whether it was allowed.
+//! Never token data, keys, proxy configuration values or request bodies: only ids, names of
+//! actions and the public reason of a refusal.
+
+use std::{fmt, str::FromStr};
+
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    access::Principal,
+    ids::{ApplicationId, ProxyId, TenantId},
+    timestamp,
+};
+
+macro_rules! actions {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// The operation an event records (issue 16's list).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum AuditAction {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl AuditAction {
+            /// Every action, in a stable order.
+            pub const ALL: &'static [AuditAction] = &[$(AuditAction::$variant,)*];
+
+            /// The wire name, e.g. `token.read`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(AuditAction::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+actions! {
+    /// A token was created (`POST /tokens`, `/tokenize`, `/tokens/{id}/children`), or a
+    /// deduplicating create answered with an existing token.
+    TokenCreated => "token.created",
+    /// Token data was returned to the caller (read, list, children, search with data).
+    TokenRead => "token.read",
+    /// A token was patched.
+    TokenUpdated => "token.updated",
+    /// A token was deleted (through the API or by a transform's `req.svc`).
+    TokenDeleted => "token.deleted",
+    /// A proxy invocation substituted tokens into a request (one event per invocation).
+    TokenDetokenized => "token.detokenized",
+    /// A transform created a token through `req.svc`.
+    TokenCreatedByTransform => "token.created_by_transform",
+    /// A transform read a token through `req.svc`.
+    TokenReadByTransform => "token.read_by_transform",
+    /// A parent → child link was made.
+    AssociationCreated => "association.created",
+    /// A parent → child link was removed.
+    AssociationDeleted => "association.deleted",
+    /// An application was created.
+    ApplicationCreated => "application.created",
+    /// An application was changed.
+    ApplicationUpdated => "application.updated",
+    /// An application was deleted.
+    ApplicationDeleted => "application.deleted",
+    /// An application's key was regenerated.
+    ApplicationKeyRegenerated => "application.key_regenerated",
+    /// A proxy was created.
+    ProxyCreated => "proxy.created",
+    /// A proxy was changed.
+    ProxyUpdated => "proxy.updated",
+    /// A proxy was deleted.
+    ProxyDeleted => "proxy.deleted",
+    /// A tenant's data key was re-wrapped under a new master key.
+    TenantKeyRewrapped => "tenant.key_rewrapped",
+}
+
+impl fmt::Display for AuditAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The string named no known action.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown audit action `{0}`")]
+pub struct UnknownAction(pub String);
+
+impl FromStr for AuditAction {
+    type Err = UnknownAction;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AuditAction::ALL
+            .iter()
+            .copied()
+            .find(|a| a.as_str() == s)
+            .ok_or_else(|| UnknownAction(s.to_string()))
+    }
+}
+
+impl Serialize for AuditAction {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Whether the operation was carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// It was done.
+    Success,
+    /// It was refused for lack of a valid key (401) or of a permission (403).
+    Denied,
+}
+
+impl Outcome {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Denied => "denied",
+        }
+    }
+
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "success" => Some(Outcome::Success),
+            "denied" => Some(Outcome::Denied),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Who acted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// An authenticated application (its id is what is recorded).
+    Application(ApplicationId),
+    /// A caller without a valid key: an anonymous proxy's caller, or a refused key.
+    Anonymous,
+    /// The operator, through the command line (`api rotate-master-key`).
+    Operator,
+}
+
+impl Actor {
+    /// The recorded form: the application id, `anonymous` or `operator`.
+    pub fn to_wire(self) -> String {
+        match self {
+            Actor::Application(id) => id.to_string(),
+            Actor::Anonymous => "anonymous".into(),
+            Actor::Operator => "operator".into(),
+        }
+    }
+
+    /// Parses the recorded form.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "anonymous" => Some(Actor::Anonymous),
+            "operator" => Some(Actor::Operator),
+            other => other.parse().ok().map(Actor::Application),
+        }
+    }
+}
+
+impl From<&Principal> for Actor {
+    fn from(p: &Principal) -> Self {
+        Actor::Application(p.application_id())
+    }
+}
+
+impl Serialize for Actor {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_wire())
+    }
+}
+
+/// The longest recorded `reason` and `request_id`, in characters: both come from outside (a
+/// refusal's message, the caller's `X-Request-Id`) and must not bloat the trail.
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// One event, before it is chained.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditEvent {
+    /// Unique id.
+    pub id: Uuid,
+    /// The tenant whose chain holds it; `None` for a refusal that names no tenant (a
+    /// management call with an unknown key, a proxy call with an unknown proxy key), kept in
+    /// the deployment's own chain.
+    pub tenant_id: Option<TenantId>,
+    /// When it happened (UTC, whole microseconds).
+    #[serde(with = "timestamp::serde_rfc3339")]
+    pub occurred_at: OffsetDateTime,
+    /// What was done.
+    pub action: AuditAction,
+    /// Allowed or refused.
+    pub outcome: Outcome,
+    /// Who.
+    pub actor: Actor,
+    /// The tokens, applications, proxies or tenant concerned, in the operation's order.
+    pub resource_ids: Vec<Uuid>,
+    /// The proxy through which it happened, for gateway and `req.svc` events.
+    pub proxy_id: Option<ProxyId>,
+    /// The request's `X-Request-Id`.
+    pub request_id: Option<String>,
+    /// Why a denied attempt was refused.
+    pub reason: Option<String>,
+}
+
+impl AuditEvent {
+    /// A successful `action` by `actor` now, on `resource_ids`.
+    pub fn success(
+        tenant_id: TenantId,
+        action: AuditAction,
+        actor: Actor,
+        resource_ids: Vec<Uuid>,
+    ) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            tenant_id: Some(tenant_id),
+            occurred_at: timestamp::now(),
+            action,
+            outcome: Outcome::Success,
+            actor,
+            resource_ids,
+            proxy_id: None,
+            request_id: None,
+            reason: None,
+        }
+    }
+
+    /// A refused attempt at `action` now, with the public `reason`.
+    pub fn denied(
+        tenant_id: Option<TenantId>,
+        action: AuditAction,
+        actor: Actor,
+        resource_ids: Vec<Uuid>,
+        reason: &str,
+    ) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            tenant_id,
+            occurred_at: timestamp::now(),
+            action,
+            outcome: Outcome::Denied,
+            actor,
+            resource_ids,
+            proxy_id: None,
+            request_id: None,
+            reason: Some(clip(reason)),
+        }
+    }
+
+    /// Sets the request id (clipped to [`MAX_TEXT_CHARS`]).
+    pub fn with_request_id(mut self, request_id: &str) -> Self {
+        self.request_id = Some(clip(request_id));
+        self
+    }
+
+    /// Sets the proxy.
+    pub fn with_proxy(mut self, proxy_id: ProxyId) -> Self {
+        self.proxy_id = Some(proxy_id);
+        self
+    }
+}
+
+fn clip(text: &str) -> String {
+    text.chars().take(MAX_TEXT_CHARS).collect()
+}
+
+/// An event as stored: with its place in its tenant's chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainedEvent {
+    /// The event.
+    #[serde(flatten)]
+    pub event: AuditEvent,
+    /// Its position in the chain, from 1.
+    pub seq: i64,
+    /// The previous event's hash (all zeros for the first).
+    #[serde(serialize_with = "hex")]
+    pub prev_hash: [u8; 32],
+    /// SHA-256 over `prev_hash` and the event's canonical encoding.
+    #[serde(serialize_with = "hex")]
+    pub hash: [u8; 32],
+}
+
+fn hex<S: Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&super::chain::to_hex(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_round_trip_by_name() {
+        for a in AuditAction::ALL {
+            assert_eq!(a.as_str().parse::<AuditAction>(), Ok(*a));
+            assert_eq!(
+                serde_json::to_string(a).expect("json"),
+                format!("\"{}\"", a.as_str())
+            );
+        }
+        assert_eq!(AuditAction::ALL.len(), 17);
+        assert!("token.stolen".parse::<AuditAction>().is_err());
+    }
+
+    #[test]
+    fn actors_round_trip() {
+        let app = ApplicationId::new();
+        for actor in [Actor::Application(app), Actor::Anonymous, Actor::Operator] {
+            assert_eq!(Actor::parse(&actor.to_wire()), Some(actor));
+        }
+        assert_eq!(Actor::parse("someone"), None);
+    }
+
+    #[test]
+    fn outside_text_is_clipped() {
+        let long = "x".repeat(1000);
+        let e = AuditEvent::denied(
+            None,
+            AuditAction::TokenRead,
+            Actor::Anonymous,
+            vec![],
+            &long,
+        )
+        .with_request_id(&long);
+        assert_eq!(e.reason.as_deref().map(str::len), Some(MAX_TEXT_CHARS));
+        assert_eq!(e.request_id.as_deref().map(str::len), Some(MAX_TEXT_CHARS));
+    }
+}

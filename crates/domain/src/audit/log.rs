@@ -1,0 +1,232 @@
+//! The recorder: requests hand their events to one writer task per process, which commits
+//! whatever has accumulated in one transaction (group commit), then writes the committed events
+//! to the optional stream. In [`Durability::Sync`] a request waits for the commit of its
+//! events before it answers; in [`Durability::Async`] it does not, and the writer commits
+//! within moments (it never waits to fill a batch), so a crash loses at most what was still
+//! queued.
+
+use std::{io::Write, sync::Arc, time::Duration};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::event::{AuditEvent, ChainedEvent};
+use crate::store::{AuditStore, StoreError};
+
+/// Most events committed in one transaction.
+const MAX_BATCH: usize = 2048;
+/// Queued submissions before submitters wait (backpressure when the database is slow).
+const QUEUE: usize = 16 * 1024;
+/// A waiting request gives up after this long (the writer keeps its events and retries).
+const SYNC_WAIT: Duration = Duration::from_secs(5);
+
+/// When a request's events must be committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before the request's response is sent.
+    Sync,
+    /// Soon after (within 1 s while the database keeps up); flushed on graceful shutdown.
+    Async,
+}
+
+/// Why events could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The writer could not commit in time; the events stay queued and are retried.
+    #[error("the audit trail could not be written in time: {0}")]
+    Unavailable(String),
+    /// The writer has stopped (the process is shutting down).
+    #[error("the audit writer has stopped")]
+    Stopped,
+}
+
+enum Message {
+    Events {
+        events: Vec<AuditEvent>,
+        done: Option<oneshot::Sender<Result<(), String>>>,
+    },
+    Flush(oneshot::Sender<()>),
+}
+
+/// Where events go. Cheap to clone; [`AuditLog::off`] records nothing.
+#[derive(Clone, Debug)]
+pub struct AuditLog {
+    inner: Option<(mpsc::Sender<Message>, Durability)>,
+}
+
+impl AuditLog {
+    /// Records nothing (embedding programs and measurements without a trail).
+    pub fn off() -> Self {
+        Self { inner: None }
+    }
+
+    /// A recorder over `store`, and the writer that must be spawned for it to make progress.
+    /// Committed events are also written, one JSON object per line, to `stream`.
+    pub fn new(
+        store: Arc<dyn AuditStore>,
+        durability: Durability,
+        stream: Option<Box<dyn Write + Send>>,
+    ) -> (Self, AuditWriter) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        (
+            Self {
+                inner: Some((tx, durability)),
+            },
+            AuditWriter { rx, store, stream },
+        )
+    }
+
+    /// Whether events are recorded at all.
+    pub fn is_on(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// Records `events`; in sync mode, returns once they are committed.
+    pub async fn record(&self, events: Vec<AuditEvent>) -> Result<(), AuditError> {
+        let Some((tx, durability)) = &self.inner else {
+            return Ok(());
+        };
+        if events.is_empty() {
+            return Ok(());
+        }
+        match durability {
+            Durability::Async => tx
+                .send(Message::Events { events, done: None })
+                .await
+                .map_err(|_| AuditError::Stopped),
+            Durability::Sync => {
+                let (done, committed) = oneshot::channel();
+                tx.send(Message::Events {
+                    events,
+                    done: Some(done),
+                })
+                .await
+                .map_err(|_| AuditError::Stopped)?;
+                match tokio::time::timeout(SYNC_WAIT, committed).await {
+                    Ok(Ok(Ok(()))) => Ok(()),
+                    Ok(Ok(Err(e))) => Err(AuditError::Unavailable(e)),
+                    Ok(Err(_)) => Err(AuditError::Stopped),
+                    Err(_) => Err(AuditError::Unavailable(format!(
+                        "not committed within {} s",
+                        SYNC_WAIT.as_secs()
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Returns once every event submitted before the call is committed (graceful shutdown,
+    /// and the end of a command-line run).
+    pub async fn flush(&self) {
+        if let Some((tx, _)) = &self.inner {
+            let (done, flushed) = oneshot::channel();
+            if tx.send(Message::Flush(done)).await.is_ok() {
+                let _ = flushed.await;
+            }
+        }
+    }
+}
+
+/// The task that commits events; run it with `tokio::spawn(writer.run())`. It ends when every
+/// [`AuditLog`] clone is dropped, after committing what was queued.
+pub struct AuditWriter {
+    rx: mpsc::Receiver<Message>,
+    store: Arc<dyn AuditStore>,
+    stream: Option<Box<dyn Write + Send>>,
+}
+
+impl std::fmt::Debug for AuditWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditWriter")
+            .field("stream", &self.stream.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditWriter {
+    /// Commits batches until the channel closes.
+    pub async fn run(mut self) {
+        let mut events = Vec::new();
+        let mut waiters = Vec::new();
+        let mut flushes = Vec::new();
+        while let Some(first) = self.rx.recv().await {
+            let mut next = Some(first);
+            while let Some(message) = next.take() {
+                match message {
+                    Message::Events {
+                        events: mut e,
+                        done,
+                    } => {
+                        events.append(&mut e);
+                        waiters.extend(done);
+                    }
+                    Message::Flush(done) => flushes.push(done),
+                }
+                if events.len() < MAX_BATCH {
+                    next = self.rx.try_recv().ok();
+                }
+            }
+            self.commit(&mut events, &mut waiters).await;
+            for done in flushes.drain(..) {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Commits `events`, retrying until it succeeds; waiters learn of the first failure (their
+    /// requests answer 503) but the events are kept and written once the store recovers.
+    async fn commit(
+        &mut self,
+        events: &mut Vec<AuditEvent>,
+        waiters: &mut Vec<oneshot::Sender<Result<(), String>>>,
+    ) {
+        if events.is_empty() {
+            return;
+        }
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match self.store.append_audit_events(events).await {
+                Ok(chained) => {
+                    for done in waiters.drain(..) {
+                        let _ = done.send(Ok(()));
+                    }
+                    events.clear();
+                    self.stream(&chained);
+                    return;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, events = events.len(), "cannot write audit events; retrying");
+                    if let StoreError::Conflict(_) = e {
+                        // An event id already stored: a commit that succeeded but reported
+                        // failure. Nothing in this batch can be written again as it is.
+                        tracing::error!("dropping an audit batch whose events are already stored");
+                        events.clear();
+                        for done in waiters.drain(..) {
+                            let _ = done.send(Ok(()));
+                        }
+                        return;
+                    }
+                    for done in waiters.drain(..) {
+                        let _ = done.send(Err(e.to_string()));
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    fn stream(&mut self, chained: &[ChainedEvent]) {
+        let Some(out) = self.stream.as_mut() else {
+            return;
+        };
+        let mut buf = Vec::with_capacity(chained.len() * 400);
+        for event in chained {
+            if serde_json::to_writer(&mut buf, event).is_ok() {
+                buf.push(b'\n');
+            }
+        }
+        if let Err(e) = out.write_all(&buf).and_then(|()| out.flush()) {
+            tracing::error!(error = %e, "cannot write to the audit stream");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The audit trail's use-cases: recording (through the vault's [`AuditLog`]), reading one's
+//! own tenant's events, verifying the chains and applying retention.
+
+use time::{Duration, OffsetDateTime};
+
+use super::Vault;
+use crate::{
+    access::Principal,
+    audit::{self, AuditError, AuditEvent, AuditFilter, AuditLog, ChainedEvent, VerifyReport},
+    error::VaultError,
+    ids::TenantId,
+    pagination::{Page, PageRequest},
+    permission::Permission,
+};
+
+impl Vault {
+    /// Records audit events with `log` (default: [`AuditLog::off`]).
+    pub fn with_audit(mut self, log: AuditLog) -> Self {
+        self.audit = log;
+        self
+    }
+
+    /// The recorder the edges (management API, gateway) hand their events to.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// Records `events` (see [`AuditLog::record`]).
+    pub async fn record(&self, events: Vec<AuditEvent>) -> Result<(), AuditError> {
+        self.audit.record(events).await
+    }
+
+    /// A page of the caller's tenant's events, newest first. Needs `audit:read`.
+    pub async fn list_audit_events(
+        &self,
+        caller: &Principal,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<ChainedEvent>, VaultError> {
+        caller.require(Permission::AuditRead)?;
+        Ok(self
+            .store
+            .list_audit_events(caller.tenant_id(), filter, page)
+            .await?)
+    }
+
+    /// Re-walks every chain, or `tenant`'s (see [`audit::verify`]).
+    pub async fn verify_audit(&self, tenant: Option<TenantId>) -> Result<VerifyReport, VaultError> {
+        Ok(audit::verify(self.store.as_ref(), tenant).await?)
+    }
+
+    /// Removes events older than `retention` (from `now`); returns how many.
+    pub async fn prune_audit_at(
+        &self,
+        retention: Duration,
+        now: OffsetDateTime,
+    ) -> Result<u64, VaultError> {
+        Ok(self.store.prune_audit_events(now - retention).await?)
+    }
+}

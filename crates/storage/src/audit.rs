@@ -1,0 +1,478 @@
+//! [`AuditStore`] for both backends.
+//!
+//! Appending takes each chain's head row with a write as the transaction's first statement
+//! (an `UPDATE` of the row onto itself): PostgreSQL then holds that row's lock, SQLite its
+//! database write lock, until commit, so two processes appending to one tenant's chain take
+//! turns instead of both chaining after the same event. Heads are taken in tenant order, so
+//! two batches spanning the same tenants cannot deadlock.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use diesel::{
+    dsl::max, ExpressionMethods, Insertable, OptionalExtension, QueryDsl, Queryable, Selectable,
+    SelectableHelper,
+};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use tessera_domain::{
+    audit::{
+        self, Actor, AuditAction, AuditEvent, AuditFilter, ChainHead, ChainedEvent, Outcome,
+        GENESIS,
+    },
+    store::{AuditStore, StoreError},
+    Page, PageRequest, ProxyId, TenantId,
+};
+use time::{OffsetDateTime, PrimitiveDateTime};
+use uuid::Uuid;
+
+use crate::{
+    database::{page_of, window, with_conn, Database, DbResultExt},
+    rows::to_db_time,
+    schema::{audit_chains, audit_event_resources, audit_events},
+};
+
+/// The chain key of refusals that name no tenant.
+const NO_TENANT: &str = "00000000-0000-0000-0000-000000000000";
+
+fn chain_key(tenant: Option<TenantId>) -> String {
+    tenant.map_or_else(|| NO_TENANT.to_string(), |t| t.to_string())
+}
+
+fn chain_tenant(key: &str) -> Result<Option<TenantId>, StoreError> {
+    if key == NO_TENANT {
+        return Ok(None);
+    }
+    key.parse()
+        .map(Some)
+        .map_err(|_| StoreError::Corrupt(format!("invalid audit tenant `{key}`")))
+}
+
+fn hash32(what: &str, raw: &[u8]) -> Result<[u8; 32], StoreError> {
+    raw.try_into()
+        .map_err(|_| StoreError::Corrupt(format!("audit {what} is not 32 bytes")))
+}
+
+fn uuid(what: &str, raw: &str) -> Result<Uuid, StoreError> {
+    raw.parse()
+        .map_err(|_| StoreError::Corrupt(format!("invalid audit {what} `{raw}`")))
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = audit_events)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+struct EventRow {
+    tenant_id: String,
+    seq: i64,
+    event_id: String,
+    occurred_at: PrimitiveDateTime,
+    action: String,
+    outcome: String,
+    actor: String,
+    resource_ids: String,
+    proxy_id: Option<String>,
+    request_id: Option<String>,
+    reason: Option<String>,
+    prev_hash: Vec<u8>,
+    hash: Vec<u8>,
+}
+
+/// One (tenant, resource, event) row of the `resource_id` filter's index.
+#[derive(Insertable)]
+#[diesel(table_name = audit_event_resources)]
+struct ResourceRow {
+    tenant_id: String,
+    resource_id: String,
+    seq: i64,
+}
+
+impl From<&ChainedEvent> for EventRow {
+    fn from(c: &ChainedEvent) -> Self {
+        let e = &c.event;
+        let ids: Vec<String> = e.resource_ids.iter().map(Uuid::to_string).collect();
+        Self {
+            tenant_id: chain_key(e.tenant_id),
+            seq: c.seq,
+            event_id: e.id.to_string(),
+            occurred_at: to_db_time(e.occurred_at),
+            action: e.action.as_str().to_string(),
+            outcome: e.outcome.as_str().to_string(),
+            actor: e.actor.to_wire(),
+            // A list of UUID strings always serialises.
+            resource_ids: serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
+            proxy_id: e.proxy_id.map(|p| p.to_string()),
+            request_id: e.request_id.clone(),
+            reason: e.reason.clone(),
+            prev_hash: c.prev_hash.to_vec(),
+            hash: c.hash.to_vec(),
+        }
+    }
+}
+
+impl TryFrom<EventRow> for ChainedEvent {
+    type Error = StoreError;
+
+    fn try_from(r: EventRow) -> Result<Self, StoreError> {
+        let ids: Vec<String> = serde_json::from_str(&r.resource_ids)
+            .map_err(|e| StoreError::Corrupt(format!("invalid audit resource ids: {e}")))?;
+        Ok(ChainedEvent {
+            event: AuditEvent {
+                id: uuid("event id", &r.event_id)?,
+                tenant_id: chain_tenant(&r.tenant_id)?,
+                occurred_at: r.occurred_at.assume_utc(),
+                action: r
+                    .action
+                    .parse::<AuditAction>()
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                outcome: Outcome::parse(&r.outcome).ok_or_else(|| {
+                    StoreError::Corrupt(format!("invalid audit outcome `{}`", r.outcome))
+                })?,
+                actor: Actor::parse(&r.actor).ok_or_else(|| {
+                    StoreError::Corrupt(format!("invalid audit actor `{}`", r.actor))
+                })?,
+                resource_ids: ids
+                    .iter()
+                    .map(|id| uuid("resource id", id))
+                    .collect::<Result<_, _>>()?,
+                proxy_id: r
+                    .proxy_id
+                    .as_deref()
+                    .map(|p| uuid("proxy id", p).map(ProxyId::from_uuid))
+                    .transpose()?,
+                request_id: r.request_id,
+                reason: r.reason,
+            },
+            seq: r.seq,
+            prev_hash: hash32("prev_hash", &r.prev_hash)?,
+            hash: hash32("hash", &r.hash)?,
+        })
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = audit_chains)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+struct HeadRow {
+    tenant_id: String,
+    last_seq: i64,
+    last_hash: Vec<u8>,
+    last_event_id: Option<String>,
+    pruned_seq: i64,
+    pruned_hash: Vec<u8>,
+}
+
+impl TryFrom<HeadRow> for ChainHead {
+    type Error = StoreError;
+
+    fn try_from(r: HeadRow) -> Result<Self, StoreError> {
+        Ok(ChainHead {
+            tenant_id: chain_tenant(&r.tenant_id)?,
+            last_seq: r.last_seq,
+            last_hash: hash32("head hash", &r.last_hash)?,
+            last_event_id: r
+                .last_event_id
+                .as_deref()
+                .map(|id| uuid("head event id", id))
+                .transpose()?,
+            pruned_seq: r.pruned_seq,
+            pruned_hash: hash32("pruned hash", &r.pruned_hash)?,
+        })
+    }
+}
+
+/// A transaction's failure: the database's, or a row that did not convert.
+#[derive(Debug)]
+enum TxError {
+    Db(diesel::result::Error),
+    Store(StoreError),
+}
+
+impl From<diesel::result::Error> for TxError {
+    fn from(e: diesel::result::Error) -> Self {
+        TxError::Db(e)
+    }
+}
+
+impl From<TxError> for StoreError {
+    fn from(e: TxError) -> Self {
+        match e {
+            TxError::Db(e) => Err::<(), _>(e)
+                .db()
+                .err()
+                .unwrap_or_else(|| StoreError::Backend("audit transaction failed".into())),
+            TxError::Store(e) => e,
+        }
+    }
+}
+
+/// The filter as column values.
+struct FilterParams {
+    tenant: String,
+    actions: Vec<&'static str>,
+    resource: Option<String>,
+    actor: Option<String>,
+    outcome: Option<&'static str>,
+    from: Option<PrimitiveDateTime>,
+    to: Option<PrimitiveDateTime>,
+}
+
+impl FilterParams {
+    fn new(tenant: TenantId, f: &AuditFilter) -> Self {
+        Self {
+            tenant: tenant.to_string(),
+            actions: f.actions.iter().map(|a| a.as_str()).collect(),
+            resource: f.resource_id.map(|r| r.to_string()),
+            actor: f.actor.map(Actor::to_wire),
+            outcome: f.outcome.map(Outcome::as_str),
+            from: f.from.map(to_db_time),
+            to: f.to.map(to_db_time),
+        }
+    }
+}
+
+/// The boxed `audit_events` query of a listing, for whichever backend `$conn` is.
+macro_rules! filtered_events {
+    ($p:expr) => {{
+        let p: &FilterParams = $p;
+        let mut q = audit_events::table
+            .filter(audit_events::tenant_id.eq(&p.tenant))
+            .into_boxed();
+        if !p.actions.is_empty() {
+            q = q.filter(audit_events::action.eq_any(&p.actions));
+        }
+        if let Some(resource) = &p.resource {
+            q = q.filter(
+                audit_events::seq.eq_any(
+                    audit_event_resources::table
+                        .filter(audit_event_resources::tenant_id.eq(&p.tenant))
+                        .filter(audit_event_resources::resource_id.eq(resource))
+                        .select(audit_event_resources::seq),
+                ),
+            );
+        }
+        if let Some(actor) = &p.actor {
+            q = q.filter(audit_events::actor.eq(actor));
+        }
+        if let Some(outcome) = p.outcome {
+            q = q.filter(audit_events::outcome.eq(outcome));
+        }
+        if let Some(from) = p.from {
+            q = q.filter(audit_events::occurred_at.ge(from));
+        }
+        if let Some(to) = p.to {
+            q = q.filter(audit_events::occurred_at.lt(to));
+        }
+        q
+    }};
+}
+
+#[async_trait]
+impl AuditStore for Database {
+    async fn append_audit_events(
+        &self,
+        events: &[AuditEvent],
+    ) -> Result<Vec<ChainedEvent>, StoreError> {
+        let mut by_chain: BTreeMap<String, Vec<AuditEvent>> = BTreeMap::new();
+        for event in events {
+            by_chain
+                .entry(chain_key(event.tenant_id))
+                .or_default()
+                .push(event.clone());
+        }
+        let by_chain = &by_chain;
+        let chained = with_conn!(self, |conn| {
+            conn.transaction::<_, TxError, _>(async |conn| {
+                let mut out = Vec::with_capacity(events.len());
+                for (key, events) in by_chain {
+                    diesel::insert_into(audit_chains::table)
+                        .values((
+                            audit_chains::tenant_id.eq(key),
+                            audit_chains::last_seq.eq(0),
+                            audit_chains::last_hash.eq(GENESIS.as_slice()),
+                            audit_chains::pruned_seq.eq(0),
+                            audit_chains::pruned_hash.eq(GENESIS.as_slice()),
+                        ))
+                        .on_conflict_do_nothing()
+                        .execute(conn)
+                        .await?;
+                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
+                        .set(audit_chains::last_seq.eq(audit_chains::last_seq))
+                        .execute(conn)
+                        .await?;
+                    let row: HeadRow = audit_chains::table
+                        .filter(audit_chains::tenant_id.eq(key))
+                        .select(HeadRow::as_select())
+                        .get_result(conn)
+                        .await?;
+                    let mut head = ChainHead::try_from(row).map_err(TxError::Store)?;
+                    let chained = audit::extend(&mut head, events);
+                    // One INSERT per row: diesel-async's SQLite wrapper has no
+                    // multi-row VALUES, and the statements share one transaction
+                    // (and one fsync) either way.
+                    for row in chained.iter().map(EventRow::from) {
+                        diesel::insert_into(audit_events::table)
+                            .values(row)
+                            .execute(conn)
+                            .await?;
+                    }
+                    let resources: Vec<_> = chained
+                        .iter()
+                        .flat_map(|c| {
+                            let mut ids: Vec<String> =
+                                c.event.resource_ids.iter().map(Uuid::to_string).collect();
+                            ids.sort_unstable();
+                            ids.dedup();
+                            ids.into_iter().map(move |resource_id| ResourceRow {
+                                tenant_id: key.clone(),
+                                resource_id,
+                                seq: c.seq,
+                            })
+                        })
+                        .collect();
+                    for row in resources {
+                        diesel::insert_into(audit_event_resources::table)
+                            .values(row)
+                            .execute(conn)
+                            .await?;
+                    }
+                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
+                        .set((
+                            audit_chains::last_seq.eq(head.last_seq),
+                            audit_chains::last_hash.eq(head.last_hash.as_slice()),
+                            audit_chains::last_event_id
+                                .eq(head.last_event_id.map(|id| id.to_string())),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    out.extend(chained);
+                }
+                Ok(out)
+            })
+            .await
+            .map_err(StoreError::from)
+        })?;
+        Ok(chained)
+    }
+
+    async fn list_audit_events(
+        &self,
+        tenant: TenantId,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<ChainedEvent>, StoreError> {
+        let params = FilterParams::new(tenant, filter);
+        let (limit, offset) = window(page);
+        let (total, rows) = with_conn!(self, |conn| {
+            let total: i64 = filtered_events!(&params)
+                .count()
+                .get_result(conn)
+                .await
+                .db()?;
+            let rows: Vec<EventRow> = filtered_events!(&params)
+                .order((audit_events::occurred_at.desc(), audit_events::seq.desc()))
+                .limit(limit)
+                .offset(offset)
+                .select(EventRow::as_select())
+                .load(conn)
+                .await
+                .db()?;
+            Ok::<_, StoreError>((total, rows))
+        })?;
+        page_of(rows, total, page, ChainedEvent::try_from)
+    }
+
+    async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {
+        let rows: Vec<HeadRow> = with_conn!(self, |conn| {
+            audit_chains::table
+                .order(audit_chains::tenant_id)
+                .select(HeadRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(ChainHead::try_from).collect()
+    }
+
+    async fn audit_chain_page(
+        &self,
+        tenant: Option<TenantId>,
+        after: i64,
+        up_to: i64,
+        limit: u32,
+    ) -> Result<Vec<ChainedEvent>, StoreError> {
+        let key = chain_key(tenant);
+        let rows: Vec<EventRow> = with_conn!(self, |conn| {
+            audit_events::table
+                .filter(audit_events::tenant_id.eq(&key))
+                .filter(audit_events::seq.gt(after))
+                .filter(audit_events::seq.le(up_to))
+                .order(audit_events::seq)
+                .limit(i64::from(limit))
+                .select(EventRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(ChainedEvent::try_from).collect()
+    }
+
+    async fn prune_audit_events(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        let before = to_db_time(before);
+        let mut removed = 0;
+        for head in self.audit_chain_heads().await? {
+            let key = chain_key(head.tenant_id);
+            let key = &key;
+            removed += with_conn!(self, |conn| {
+                conn.transaction::<_, TxError, _>(async |conn| {
+                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
+                        .set(audit_chains::last_seq.eq(audit_chains::last_seq))
+                        .execute(conn)
+                        .await?;
+                    let through: Option<i64> = audit_events::table
+                        .filter(audit_events::tenant_id.eq(key))
+                        .filter(audit_events::occurred_at.lt(before))
+                        .select(max(audit_events::seq))
+                        .get_result(conn)
+                        .await?;
+                    let Some(through) = through else {
+                        return Ok(0);
+                    };
+                    let hash: Option<Vec<u8>> = audit_events::table
+                        .filter(audit_events::tenant_id.eq(key))
+                        .filter(audit_events::seq.eq(through))
+                        .select(audit_events::hash)
+                        .get_result(conn)
+                        .await
+                        .optional()?;
+                    let hash = hash.ok_or_else(|| {
+                        TxError::Store(StoreError::Conflict("audit event vanished".into()))
+                    })?;
+                    let deleted = diesel::delete(
+                        audit_events::table
+                            .filter(audit_events::tenant_id.eq(key))
+                            .filter(audit_events::seq.le(through)),
+                    )
+                    .execute(conn)
+                    .await?;
+                    diesel::delete(
+                        audit_event_resources::table
+                            .filter(audit_event_resources::tenant_id.eq(key))
+                            .filter(audit_event_resources::seq.le(through)),
+                    )
+                    .execute(conn)
+                    .await?;
+                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
+                        .set((
+                            audit_chains::pruned_seq.eq(through),
+                            audit_chains::pruned_hash.eq(hash),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    Ok(deleted as u64)
+                })
+                .await
+                .map_err(StoreError::from)
+            })?;
+        }
+        Ok(removed)
+    }
+}
