@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand};
 use tessera_gateway::GatewayArgs;
-use tessera_startup::DbArgs;
+use tessera_domain::TenantId;
+use tessera_startup::{audit::AuditArgs, DbArgs};
 
 /// Tessera: a self-hosted tokenization vault. Without a subcommand, `serve` runs.
 #[derive(Debug, Parser)]
@@ -37,6 +38,28 @@ pub enum Command {
     /// `TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`); prints what it did as
     /// JSON. Token data is not re-encrypted. Safe to run again.
     RotateMasterKey(DbArgs),
+    /// The audit trail.
+    Audit {
+        /// Audit operation.
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+/// Audit-trail operations.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Re-walk the audit hash chains (every tenant's, or one) and print, as JSON, the events
+    /// checked, each chain's head (keep it elsewhere as an anchor) and the first broken link;
+    /// exits 1 when a chain is broken. Needs the database only, not the master key.
+    Verify {
+        /// Only this tenant's chain.
+        #[arg(long)]
+        tenant: Option<TenantId>,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 /// Tenant operations.
@@ -72,6 +95,9 @@ pub struct ServeArgs {
     /// Gateway and request-size flags.
     #[command(flatten)]
     pub gateway: GatewayArgs,
+    /// Audit-trail flags.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub workers: Option<usize>,

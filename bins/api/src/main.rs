@@ -14,7 +14,7 @@ use tessera_domain::vault::CreatedTenant;
 use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
 use tessera_startup::{open_database, open_vault, secret_file, telemetry};
 
-use cli::{Cli, Command, ServeArgs, TenantsCommand};
+use cli::{AuditCommand, Cli, Command, ServeArgs, TenantsCommand};
 
 /// mimalloc: measurably cheaper than the system allocator on the gateway's hot path.
 #[global_allocator]
@@ -37,10 +37,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::RotateMasterKey(db) => {
             telemetry::init(db.log_format);
-            let vault = open_vault(&db).await?;
+            let (vault, writer) = open_vault(&db)
+                .await?
+                .with_audit_trail(tessera_domain::audit::Durability::Sync, None);
+            tokio::spawn(writer.run());
             let report = vault.rotate_master_key().await.context(
                 "rotating the master key (tenants already re-wrapped stay so; run again)",
-            )?;
+            );
+            vault.audit().flush().await;
+            let report = report?;
             println!(
                 "{}",
                 serde_json::json!({
@@ -53,6 +58,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::bail!("some tenants changed while rotating (another rotation?): run again");
             }
             Ok(())
+        }
+        Command::Audit {
+            command: AuditCommand::Verify { tenant, db },
+        } => {
+            telemetry::init(db.log_format);
+            let (database, _) = open_database(&db).await?;
+            let report = tessera_domain::audit::verify(&database, tenant)
+                .await
+                .context("reading the audit trail")?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            match &report.broken {
+                None => Ok(()),
+                Some(broken) => anyhow::bail!(
+                    "the audit trail is broken at position {} of tenant {}: {}",
+                    broken.seq,
+                    broken
+                        .tenant_id
+                        .map_or_else(|| "(none)".to_string(), |t| t.to_string()),
+                    broken.problem
+                ),
+            }
         }
         Command::Openapi => {
             print!("{}", tessera_http::openapi::json());
@@ -115,8 +141,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let vault = args.gateway.apply_to(vault);
+    let vault = tessera_startup::audit::start_audit(args.gateway.apply_to(vault), &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
+    let audit = vault.clone();
     let metrics = ProcessMetrics::new();
     let mut state = ApiState::new(
         vault.clone(),
@@ -156,7 +183,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
         handle.stop(true).await;
     });
-    server.await.context("the HTTP server failed")?;
+    let served = server.await.context("the HTTP server failed");
+    // Async mode: commit what is still queued before the process ends.
+    audit.audit().flush().await;
+    served?;
     tracing::info!("shut down cleanly");
     Ok(())
 }

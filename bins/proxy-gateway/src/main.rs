@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use tessera_gateway::{server, GatewayArgs};
 use tessera_service::metrics::{Registry, RequestCounter};
-use tessera_startup::{telemetry, DbArgs};
+use tessera_startup::{audit::AuditArgs, telemetry, DbArgs};
 
 /// Tessera proxy gateway.
 #[derive(Debug, Parser)]
@@ -23,6 +23,9 @@ struct Args {
     /// Gateway flags.
     #[command(flatten)]
     gateway: GatewayArgs,
+    /// Audit-trail flags.
+    #[command(flatten)]
+    audit: AuditArgs,
     /// Worker threads, each with its own listening socket, runtime and outbound pool (default:
     /// one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
@@ -43,7 +46,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
     let vault = tessera_startup::open_vault(&args.db).await?;
+    let vault = tessera_startup::audit::start_audit(vault, &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
+    let audit = vault.clone();
     let registry = Registry::new();
     let requests = std::sync::Arc::new(RequestCounter::new());
     registry.register(requests.clone());
@@ -63,8 +68,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tessera_startup::shutdown_signal().await;
     tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
     let _ = stop.send(true);
-    serving
-        .await
+    let served = serving.await;
+    // Async mode: commit what is still queued before the process ends.
+    audit.audit().flush().await;
+    served
         .context("the gateway server task failed")?
         .context("the gateway server failed")?;
     tracing::info!("shut down cleanly");

@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use tessera_domain::ProxyId;
 
+use crate::audit::AuditNotes;
+
 /// The per-request context the stages read and fill in.
 #[derive(Debug)]
 pub(crate) struct RequestContext<'a> {
@@ -23,6 +25,8 @@ pub(crate) struct RequestContext<'a> {
     pub(crate) destination_wait: Duration,
     /// Tokens substituted into the forwarded request.
     pub(crate) detokenized: usize,
+    /// What the audit trail records of the request.
+    pub(crate) audit: AuditNotes,
 }
 
 impl<'a> RequestContext<'a> {
@@ -35,6 +39,7 @@ impl<'a> RequestContext<'a> {
             processed: false,
             destination_wait: Duration::ZERO,
             detokenized: 0,
+            audit: AuditNotes::default(),
         }
     }
 

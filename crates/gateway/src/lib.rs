@@ -27,6 +27,7 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod audit;
 pub mod client;
 pub mod config;
 mod context;
@@ -140,7 +141,11 @@ impl Gateway {
     ) -> Response<ResponseBody> {
         let (parts, body) = req.into_parts();
         let mut ctx = RequestContext::new(parts, request_id);
+        ctx.audit.on = self.vault.audit().is_on();
         let result = self.run(&mut ctx, body).await;
+        let result = self
+            .audited(&mut ctx.audit, ctx.proxy_id, request_id, result)
+            .await;
         self.respond(ctx, result)
     }
 

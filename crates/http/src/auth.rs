@@ -14,9 +14,16 @@ use actix_web::{
     middleware::Next,
     web, Error, FromRequest, HttpMessage, HttpRequest,
 };
-use tessera_domain::Principal;
+use actix_web::ResponseError;
+use tessera_domain::{audit::AuditEvent, Principal};
+use uuid::Uuid;
 
-use crate::{problem::ApiError, state::ApiState};
+use crate::{
+    audit::{self, Audited, CallContext, DenialReason},
+    problem::ApiError,
+    request_id::RequestId,
+    state::ApiState,
+};
 
 /// Header carrying the API key (matched case-insensitively, as all header names are).
 pub(crate) const API_KEY_HEADER: &str = "svc-api-key";
@@ -24,7 +31,8 @@ pub(crate) const API_KEY_HEADER: &str = "svc-api-key";
 /// The authenticated caller of a management endpoint.
 pub(crate) struct Caller(pub Principal);
 
-/// Middleware: authenticates the request or answers 401 without running the handler.
+/// Middleware: authenticates the request or answers 401 without running the handler; then
+/// records the call's audit events (see [`crate::audit`]).
 pub(crate) async fn require_api_key(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -40,19 +48,81 @@ pub(crate) async fn require_api_key(
         .headers()
         .get(API_KEY_HEADER)
         .map(|v| v.to_str().unwrap_or("\u{0}").to_string());
-    match state.vault.authenticate(presented.as_deref()).await {
-        Ok(principal) => {
-            if let Some(limiter) = &state.rate_limiter {
-                if let Err(wait) = limiter.check(&principal.application_id()) {
-                    return Ok(req.error_response(ApiError::rate_limited(
-                        tessera_service::rate_limit::retry_after_secs(wait),
-                    )));
-                }
-            }
-            req.extensions_mut().insert(principal);
-            Ok(next.call(req).await?.map_into_boxed_body())
+    let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone());
+    let attempted = req
+        .match_pattern()
+        .and_then(|pattern| audit::attempted(req.method(), &pattern));
+    let path_ids = path_ids(&req);
+    let principal = match state.vault.authenticate(presented.as_deref()).await {
+        Ok(principal) => principal,
+        Err(e) => {
+            let error = ApiError::from(e);
+            let call = CallContext {
+                principal: None,
+                request_id: request_id.as_deref(),
+            };
+            let events = attempted
+                .map(|action| vec![call.denial(action, path_ids, error.detail())])
+                .unwrap_or_default();
+            let res = req.error_response(error);
+            return Ok(recorded(&state, events, res).await);
         }
-        Err(e) => Ok(req.error_response(ApiError::from(e))),
+    };
+    if let Some(limiter) = &state.rate_limiter {
+        if let Err(wait) = limiter.check(&principal.application_id()) {
+            return Ok(req.error_response(ApiError::rate_limited(
+                tessera_service::rate_limit::retry_after_secs(wait),
+            )));
+        }
+    }
+    req.extensions_mut().insert(principal.clone());
+    let res = next.call(req).await?.map_into_boxed_body();
+    if !state.vault.audit().is_on() {
+        return Ok(res);
+    }
+    let call = CallContext {
+        principal: Some(&principal),
+        request_id: request_id.as_deref(),
+    };
+    let events = {
+        let extensions = res.response().extensions();
+        match (extensions.get::<Audited>(), extensions.get::<DenialReason>()) {
+            (Some(audited), _) if res.status().is_success() => call.successes(audited),
+            (_, Some(reason)) => attempted
+                .map(|action| vec![call.denial(action, path_ids, &reason.0)])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    };
+    Ok(recorded(&state, events, res).await)
+}
+
+/// The UUIDs among the path's parameters (what a refused call was aiming at).
+fn path_ids(req: &ServiceRequest) -> Vec<Uuid> {
+    req.match_info()
+        .iter()
+        .filter_map(|(_, value)| value.parse().ok())
+        .collect()
+}
+
+/// Records `events`; when they cannot be committed (sync mode), the caller gets a 503 instead
+/// of `res`: an answer the trail does not hold would break the sync guarantee.
+async fn recorded(
+    state: &ApiState,
+    events: Vec<AuditEvent>,
+    res: ServiceResponse<BoxBody>,
+) -> ServiceResponse<BoxBody> {
+    match state.vault.record(events).await {
+        Ok(()) => res,
+        Err(e) => {
+            tracing::error!(error = %e, "audit events not committed; answering 503");
+            let (req, _) = res.into_parts();
+            let error = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the audit trail cannot be written; the operation may have been applied, and its events will be written once the database recovers",
+            );
+            ServiceResponse::new(req, error.error_response())
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod audit;
 mod auth;
 mod body;
 mod idempotency;

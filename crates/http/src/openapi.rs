@@ -41,6 +41,7 @@ use crate::problem::{Problem, PROBLEM_JSON};
         (name = "associations", description = "Parent and child tokens."),
         (name = "proxies", description = "Pre-configured detokenizing proxies."),
         (name = "proxy invocation", description = "Requests sent through a proxy."),
+        (name = "audit", description = "The tamper-evident record of every access to sensitive data."),
         (name = "operations", description = "Probes, metrics and this document."),
     )
 )]

@@ -110,7 +110,13 @@ impl ResponseError for ApiError {
         if let Some(seconds) = self.retry_after {
             res.insert_header((actix_web::http::header::RETRY_AFTER, seconds));
         }
-        res.body(self.problem.to_json())
+        let mut response = res.body(self.problem.to_json());
+        if matches!(self.problem.status, 401 | 403) {
+            response
+                .extensions_mut()
+                .insert(crate::audit::DenialReason(self.detail().to_string()));
+        }
+        response
     }
 }
 

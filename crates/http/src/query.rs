@@ -2,7 +2,9 @@
 //! `metadata.<key>=<value>` (SUPPLEMENT §1.2). Unknown parameters are a 400 so typos surface.
 
 use tessera_domain::{
+    audit::{Actor, AuditAction, AuditFilter, Outcome},
     proxy::name_like_pattern,
+    timestamp,
     store::{ProxyFilter, TokenFilter},
     validation::{has_nul, NUL_MESSAGE},
     PageRequest, ProxyId, TokenId, TokenType, ValidationErrors,
@@ -179,6 +181,101 @@ pub(crate) fn proxy_list(query: &str) -> Result<ProxyListQuery, ApiError> {
     })
 }
 
+/// The audit-event filters [`audit_list`] accepts besides [`PageParams`] (OpenAPI description
+/// only).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by the OpenAPI derive, never constructed
+pub(crate) struct AuditListParams {
+    /// Only these actions, e.g. `token.read` (repeat the key for several).
+    #[param(style = Form, explode)]
+    action: Option<Vec<String>>,
+    /// Only events naming this token, application or proxy.
+    resource_id: Option<uuid::Uuid>,
+    /// Only events by this application id, or `anonymous`.
+    actor: Option<String>,
+    /// `success` or `denied`.
+    outcome: Option<String>,
+    /// Events at or after this instant (RFC 3339).
+    from: Option<String>,
+    /// Events before this instant (RFC 3339).
+    to: Option<String>,
+}
+
+/// A parsed audit-event query.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditListQuery {
+    /// Filters.
+    pub filter: AuditFilter,
+    /// Page.
+    pub page: PageRequest,
+}
+
+/// Parses an audit-event query: `action` (repeatable), `resource_id`, `actor`, `outcome`,
+/// `from`, `to`, `page`, `size`.
+pub(crate) fn audit_list(query: &str) -> Result<AuditListQuery, ApiError> {
+    let (mut page, mut size) = (None, None);
+    let mut filter = AuditFilter::default();
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        let once = |present: bool, errors: &mut ValidationErrors| {
+            if present {
+                errors.add(key.to_string(), "may be given once");
+            }
+            !present
+        };
+        match key.as_ref() {
+            "page" | "size" => page_param(&key, &value, &mut page, &mut size),
+            "action" => match value.parse::<AuditAction>() {
+                Ok(action) => filter.actions.push(action),
+                Err(e) => errors.add("action", e.to_string()),
+            },
+            "resource_id" if once(filter.resource_id.is_some(), &mut errors) => {
+                match value.parse() {
+                    Ok(id) => filter.resource_id = Some(id),
+                    Err(_) => errors.add("resource_id", format!("`{value}` is not an id")),
+                }
+            }
+            "actor" if once(filter.actor.is_some(), &mut errors) => {
+                match Actor::parse(&value) {
+                    Some(actor) => filter.actor = Some(actor),
+                    None => errors.add(
+                        "actor",
+                        format!("`{value}` is not an application id, `anonymous` or `operator`"),
+                    ),
+                }
+            }
+            "outcome" if once(filter.outcome.is_some(), &mut errors) => {
+                match Outcome::parse(&value) {
+                    Some(outcome) => filter.outcome = Some(outcome),
+                    None => errors.add("outcome", "must be `success` or `denied`"),
+                }
+            }
+            "from" if once(filter.from.is_some(), &mut errors) => match timestamp::parse(&value) {
+                Some(at) => filter.from = Some(at),
+                None => errors.add("from", "must be an RFC 3339 date-time"),
+            },
+            "to" if once(filter.to.is_some(), &mut errors) => match timestamp::parse(&value) {
+                Some(at) => filter.to = Some(at),
+                None => errors.add("to", "must be an RFC 3339 date-time"),
+            },
+            "resource_id" | "actor" | "outcome" | "from" | "to" => {}
+            other => errors.add(other.to_string(), "is not a known query parameter"),
+        }
+    }
+    if let (Some(from), Some(to)) = (filter.from, filter.to) {
+        if from > to {
+            errors.add("from", "must not be after `to`");
+        }
+    }
+    let request = finish_page(page, size, &mut errors);
+    errors.into_result().map_err(|e| ApiError::validation(&e))?;
+    Ok(AuditListQuery {
+        filter,
+        page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +314,50 @@ mod tests {
         }
         assert!(page_only("id=1").is_err());
         assert_eq!(page_only("").expect("defaults").size(), 20);
+    }
+
+    #[test]
+    fn parses_audit_filters() {
+        let app = tessera_domain::ApplicationId::new();
+        let resource = uuid::Uuid::new_v4();
+        let q = audit_list(&format!(
+            "action=token.read&action=token.detokenized&resource_id={resource}&actor={app}\
+             &outcome=denied&from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00%2B01:00&size=5"
+        ))
+        .expect("valid");
+        assert_eq!(
+            q.filter.actions,
+            vec![AuditAction::TokenRead, AuditAction::TokenDetokenized]
+        );
+        assert_eq!(q.filter.resource_id, Some(resource));
+        assert_eq!(q.filter.actor, Some(Actor::Application(app)));
+        assert_eq!(q.filter.outcome, Some(Outcome::Denied));
+        assert!(q.filter.from.is_some() && q.filter.to.is_some());
+        assert_eq!(q.page.size(), 5);
+        assert_eq!(
+            audit_list("actor=anonymous").expect("valid").filter.actor,
+            Some(Actor::Anonymous)
+        );
+    }
+
+    #[test]
+    fn rejects_bad_audit_filters() {
+        for (bad, field) in [
+            ("action=token.stolen", "action"),
+            ("resource_id=nope", "resource_id"),
+            ("actor=someone", "actor"),
+            ("outcome=maybe", "outcome"),
+            ("from=yesterday", "from"),
+            ("to=2026-13-01T00:00:00Z", "to"),
+            ("from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z", "from"),
+            ("outcome=success&outcome=denied", "outcome"),
+            ("tenant_id=x", "tenant_id"),
+            ("size=0", "size"),
+        ] {
+            let e = audit_list(bad).expect_err(bad);
+            assert_eq!(e.status().as_u16(), 400, "{bad}");
+            let fields: Vec<&String> = e.errors().map(|m| m.keys().collect()).unwrap_or_default();
+            assert!(fields.iter().any(|f| f.as_str() == field), "{bad}: {fields:?}");
+        }
     }
 }

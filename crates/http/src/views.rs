@@ -3,6 +3,7 @@
 use serde::Serialize;
 use tessera_domain::{
     application::{Application, ApplicationType},
+    audit::{to_hex, ChainedEvent},
     proxy::Configuration,
     timestamp::serde_rfc3339,
     ApplicationId, Page, Permission, Proxy, ProxyId, Rule, Secret, TenantId,
@@ -171,6 +172,57 @@ impl<T> PageView<T> {
                 total_pages: page.total_pages(),
             },
             data: page.items.into_iter().map(f).collect(),
+        }
+    }
+}
+
+/// One audit event (issue 16), with its place in its tenant's hash chain.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct AuditEventView {
+    id: uuid::Uuid,
+    tenant_id: Option<TenantId>,
+    #[serde(with = "serde_rfc3339")]
+    occurred_at: OffsetDateTime,
+    /// `token.created`, `token.read`, … (see docs/api.md).
+    action: &'static str,
+    /// `success` or `denied`.
+    outcome: &'static str,
+    /// The application id, `anonymous` or `operator`.
+    actor: String,
+    resource_ids: Vec<uuid::Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proxy_id: Option<ProxyId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<String>,
+    /// Why a denied attempt was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Position in the tenant's chain, from 1.
+    seq: i64,
+    /// The previous event's hash, hex.
+    prev_hash: String,
+    /// SHA-256 over `prev_hash`, `seq` and the event's canonical encoding, hex.
+    hash: String,
+}
+
+impl AuditEventView {
+    /// Renders a stored event.
+    pub(crate) fn new(c: ChainedEvent) -> Self {
+        let e = c.event;
+        Self {
+            id: e.id,
+            tenant_id: e.tenant_id,
+            occurred_at: e.occurred_at,
+            action: e.action.as_str(),
+            outcome: e.outcome.as_str(),
+            actor: e.actor.to_wire(),
+            resource_ids: e.resource_ids,
+            proxy_id: e.proxy_id,
+            request_id: e.request_id,
+            reason: e.reason,
+            seq: c.seq,
+            prev_hash: to_hex(&c.prev_hash),
+            hash: to_hex(&c.hash),
         }
     }
 }

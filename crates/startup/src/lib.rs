@@ -7,6 +7,7 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod audit;
 pub mod master_key;
 pub mod secret_file;
 pub mod telemetry;
@@ -48,6 +49,14 @@ pub enum StartupError {
     /// Sealing proxies written by an earlier release failed.
     #[error("sealing the keys and code of proxies written by an earlier release: {0}")]
     Sealing(VaultError),
+    /// The audit stream file cannot be opened.
+    #[error("--audit-stream {path}: {source}")]
+    AuditStream {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// Fingerprinting tokens written by an earlier release failed.
     #[error("computing the fingerprints of tokens written by an earlier release: {0}")]
     Fingerprints(VaultError),
@@ -106,7 +115,7 @@ fn parse_sweep_interval(raw: &str) -> Result<f64, String> {
     }
 }
 
-/// Sweeps expired tokens and old idempotency keys every `interval` (see [`Vault::sweep`]),
+/// Sweeps expired tokens, old idempotency keys and audit events past retention every `interval` (see [`Vault::sweep`]),
 /// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the
 /// next round tries again. Any number of processes may sweep one database.
 pub fn spawn_sweeper(
@@ -122,10 +131,14 @@ pub fn spawn_sweeper(
         loop {
             ticks.tick().await;
             match vault.sweep().await {
-                Ok(report) if report.expired_tokens + report.idempotency_keys > 0 => {
+                Ok(report)
+                    if report.expired_tokens + report.idempotency_keys + report.audit_events
+                        > 0 =>
+                {
                     tracing::info!(
                         expired_tokens = report.expired_tokens,
                         idempotency_keys = report.idempotency_keys,
+                        audit_events = report.audit_events,
                         "sweep deleted expired rows"
                     );
                 }

@@ -84,13 +84,17 @@ pub fn state_with(db: &TestDatabase, max_body_bytes: usize, policy: DestinationP
     )
 }
 
-/// A vault over `db` (the shared test master key) with `policy`.
+/// A vault over `db` (the shared test master key) with `policy`, recording its audit trail
+/// in sync mode as a server does by default (the writer runs on the calling runtime).
 pub fn vault_with(db: &TestDatabase, policy: DestinationPolicy) -> Vault {
-    Vault::new(
+    let (vault, writer) = Vault::new(
         Arc::new(DetachedStore::new(db.db.clone())),
         crate::master_key(),
     )
     .with_destination_policy(policy)
+    .with_audit_trail(tessera_domain::audit::Durability::Sync, None);
+    tokio::spawn(writer.run());
+    vault
 }
 
 /// State whose proxies may target loopback (the tests' upstreams), with a tenant and its admin

@@ -82,17 +82,27 @@ impl AuditLog {
 
     /// Records `events`; in sync mode, returns once they are committed.
     pub async fn record(&self, events: Vec<AuditEvent>) -> Result<(), AuditError> {
+        self.submit(events).await?.committed().await
+    }
+
+    /// Hands `events` to the writer and returns at once (unless the queue is full); in sync
+    /// mode, [`Pending::committed`] then waits for their commit. The gateway submits a
+    /// request's events as soon as it has them and waits just before answering, so the
+    /// commit overlaps the destination's round trip.
+    pub async fn submit(&self, events: Vec<AuditEvent>) -> Result<Pending, AuditError> {
         let Some((tx, durability)) = &self.inner else {
-            return Ok(());
+            return Ok(Pending(None));
         };
         if events.is_empty() {
-            return Ok(());
+            return Ok(Pending(None));
         }
         match durability {
-            Durability::Async => tx
-                .send(Message::Events { events, done: None })
-                .await
-                .map_err(|_| AuditError::Stopped),
+            Durability::Async => {
+                tx.send(Message::Events { events, done: None })
+                    .await
+                    .map_err(|_| AuditError::Stopped)?;
+                Ok(Pending(None))
+            }
             Durability::Sync => {
                 let (done, committed) = oneshot::channel();
                 tx.send(Message::Events {
@@ -101,15 +111,7 @@ impl AuditLog {
                 })
                 .await
                 .map_err(|_| AuditError::Stopped)?;
-                match tokio::time::timeout(SYNC_WAIT, committed).await {
-                    Ok(Ok(Ok(()))) => Ok(()),
-                    Ok(Ok(Err(e))) => Err(AuditError::Unavailable(e)),
-                    Ok(Err(_)) => Err(AuditError::Stopped),
-                    Err(_) => Err(AuditError::Unavailable(format!(
-                        "not committed within {} s",
-                        SYNC_WAIT.as_secs()
-                    ))),
-                }
+                Ok(Pending(Some(committed)))
             }
         }
     }
@@ -122,6 +124,35 @@ impl AuditLog {
             if tx.send(Message::Flush(done)).await.is_ok() {
                 let _ = flushed.await;
             }
+        }
+    }
+}
+
+/// Events handed to the writer; in sync mode, their commit can be awaited.
+#[derive(Debug)]
+#[must_use = "in sync mode the events are not known to be committed until `committed` returns"]
+pub struct Pending(Option<oneshot::Receiver<Result<(), String>>>);
+
+impl Pending {
+    /// Nothing to wait for.
+    pub fn none() -> Self {
+        Pending(None)
+    }
+
+    /// Returns once the events are committed (at once in async mode, or when there were
+    /// none).
+    pub async fn committed(self) -> Result<(), AuditError> {
+        let Some(committed) = self.0 else {
+            return Ok(());
+        };
+        match tokio::time::timeout(SYNC_WAIT, committed).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(AuditError::Unavailable(e)),
+            Ok(Err(_)) => Err(AuditError::Stopped),
+            Err(_) => Err(AuditError::Unavailable(format!(
+                "not committed within {} s",
+                SYNC_WAIT.as_secs()
+            ))),
         }
     }
 }

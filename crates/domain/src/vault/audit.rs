@@ -1,12 +1,17 @@
 //! The audit trail's use-cases: recording (through the vault's [`AuditLog`]), reading one's
 //! own tenant's events, verifying the chains and applying retention.
 
+use std::{io::Write, sync::Arc};
+
 use time::{Duration, OffsetDateTime};
 
 use super::Vault;
 use crate::{
     access::Principal,
-    audit::{self, AuditError, AuditEvent, AuditFilter, AuditLog, ChainedEvent, VerifyReport},
+    audit::{
+        self, AuditError, AuditEvent, AuditFilter, AuditLog, AuditWriter, ChainedEvent,
+        Durability, VerifyReport,
+    },
     error::VaultError,
     ids::TenantId,
     pagination::{Page, PageRequest},
@@ -17,6 +22,25 @@ impl Vault {
     /// Records audit events with `log` (default: [`AuditLog::off`]).
     pub fn with_audit(mut self, log: AuditLog) -> Self {
         self.audit = log;
+        self
+    }
+
+    /// Records audit events in this vault's own store with `durability`, also writing each
+    /// committed event as a JSON line to `stream`. The returned writer must be spawned
+    /// (`tokio::spawn(writer.run())`) for events to be committed.
+    pub fn with_audit_trail(
+        self,
+        durability: Durability,
+        stream: Option<Box<dyn Write + Send>>,
+    ) -> (Self, AuditWriter) {
+        let store: Arc<dyn crate::store::AuditStore> = self.store.clone();
+        let (log, writer) = AuditLog::new(store, durability, stream);
+        (self.with_audit(log), writer)
+    }
+
+    /// Keeps audit events for `retention`: [`Vault::sweep`] removes older ones.
+    pub fn with_audit_retention(mut self, retention: Duration) -> Self {
+        self.audit_retention = Some(retention);
         self
     }
 

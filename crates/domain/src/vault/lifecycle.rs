@@ -44,6 +44,8 @@ pub struct SweepReport {
     pub expired_tokens: u64,
     /// `Idempotency-Key`s older than the window deleted.
     pub idempotency_keys: u64,
+    /// Audit events older than the retention removed.
+    pub audit_events: u64,
 }
 
 impl Vault {
@@ -241,6 +243,9 @@ impl Vault {
             .store
             .delete_idempotency_keys_before(now - IDEMPOTENCY_WINDOW)
             .await?;
+        if let Some(retention) = self.audit_retention {
+            report.audit_events = self.prune_audit_at(retention, now).await?;
+        }
         Ok(report)
     }
 

@@ -62,6 +62,8 @@ pub struct Vault {
     applications: Arc<TtlCache<(TenantId, ApplicationId), Principal>>,
     /// Where the edges record audit events (off unless [`Vault::with_audit`]).
     audit: crate::audit::AuditLog,
+    /// How long audit events are kept ([`Vault::sweep`] removes older ones); `None`: forever.
+    audit_retention: Option<time::Duration>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -93,6 +95,7 @@ impl Vault {
             token_rows: Arc::new(TtlCache::new(DEFAULT_TTL)),
             applications: Arc::new(TtlCache::new(DEFAULT_TTL)),
             audit: crate::audit::AuditLog::off(),
+            audit_retention: None,
         }
     }
 

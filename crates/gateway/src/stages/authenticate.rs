@@ -5,7 +5,7 @@
 //! authentication on `require_auth` proxies, so that the proxy key alone (a mere selector
 //! there) cannot use up the legitimate callers' allowance.
 
-use tessera_domain::{proxy::Proxy, Permission, Principal};
+use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal};
 
 use super::Halt;
 use crate::{context::RequestContext, headers::API_KEY_HEADER, Gateway};
@@ -30,6 +30,7 @@ impl Gateway {
             .vault
             .authenticate_in(proxy.tenant_id, presented)
             .await?;
+        ctx.audit.actor = Some(Actor::Application(caller.application_id()));
         caller.require_somewhere(Permission::TokenUse)?;
         self.within_rate_limit(proxy)?;
         Ok(Some(caller))

@@ -46,9 +46,17 @@ impl Gateway {
             ctx.processed = true;
             return Ok(Outgoing { headers, body });
         }
+        if ctx.audit.on {
+            ctx.audit.requested = uuids(template.token_ids());
+        }
         let values = self.resolve(caller, &template, body.len()).await?;
         let rendered = template.render(&values)?;
         ctx.detokenized = values.len();
+        if ctx.audit.on {
+            let ids = std::mem::take(&mut ctx.audit.requested);
+            self.audit_detokenized(&mut ctx.audit, ctx.proxy_id, ctx.request_id, ids)
+                .await?;
+        }
         ctx.processed = true;
         Ok(Outgoing {
             body: rendered.body.map(Bytes::from).unwrap_or(body),
@@ -102,6 +110,10 @@ impl Gateway {
             })
             .collect())
     }
+}
+
+fn uuids(ids: &std::collections::BTreeSet<TokenId>) -> Vec<uuid::Uuid> {
+    ids.iter().map(|id| *id.as_uuid()).collect()
 }
 
 /// `headers` with the values at the rendered positions replaced (positions count the values

@@ -29,6 +29,7 @@ impl Gateway {
             GatewayError::new(ErrorKind::Unauthenticated, "the proxy key is unknown")
         })?;
         ctx.proxy_id = Some(proxy.id);
+        ctx.audit.tenant = Some(proxy.tenant_id);
         Ok(proxy)
     }
 

@@ -13,7 +13,10 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 use tessera_detokenize::BodyKind;
 use tessera_domain::{
-    proxy::Proxy, token::TokenView, NewToken, Principal, TokenId, Vault, VaultError,
+    audit::{Actor, AuditAction},
+    proxy::Proxy,
+    token::TokenView,
+    NewToken, Principal, TokenId, Vault, VaultError,
 };
 use tessera_service::{mount::ResponseBody, problem::class_status};
 use tessera_transform_runtime::{
@@ -22,6 +25,7 @@ use tessera_transform_runtime::{
 
 use super::{respond::relay, Halt, Outgoing};
 use crate::{
+    audit::SvcAudit,
     context::RequestContext,
     destination,
     error::{ErrorKind, GatewayError},
@@ -70,7 +74,7 @@ impl Gateway {
             query: Some(query),
             status: None,
         };
-        let outcome = self.run_transform(proxy, code.expose(), args).await;
+        let outcome = self.run_transform(ctx, proxy, code.expose(), args).await;
         let (new_body, new_headers) = settle(outcome)?;
         let mut headers = replace_headers(new_headers, outgoing.headers)
             .map_err(|e| failed(format!("transform failed: {e}")))?;
@@ -109,7 +113,7 @@ impl Gateway {
             query: None,
             status: Some(parts.status.as_u16()),
         };
-        let outcome = self.run_transform(proxy, code.expose(), args).await;
+        let outcome = self.run_transform(ctx, proxy, code.expose(), args).await;
         let (new_body, new_headers) = settle(outcome)?;
         let mut headers = replace_headers(new_headers, parts.headers)
             .map_err(|e| failed(format!("transform failed: {e}")))?;
@@ -126,6 +130,7 @@ impl Gateway {
     /// timeout puts the proxy in quarantine.
     async fn run_transform(
         &self,
+        ctx: &mut RequestContext<'_>,
         proxy: &Proxy,
         code: &str,
         args: Args,
@@ -135,7 +140,20 @@ impl Gateway {
                 "this gateway runs without a transform engine".into(),
             ));
         };
-        let outcome = run(engine, &self.vault, proxy, code, args).await;
+        // `req.svc` acts as the proxy's application: its calls are recorded under it.
+        let svc_audit = match (ctx.audit.on, proxy.application_id) {
+            (true, Some(app)) => Some(SvcAudit::new(
+                proxy.tenant_id,
+                Actor::Application(app),
+                proxy.id,
+                ctx.request_id,
+            )),
+            _ => None,
+        };
+        let outcome = run(engine, &self.vault, proxy, code, args, svc_audit.as_ref()).await;
+        if let Some(svc_audit) = svc_audit {
+            ctx.audit.events.extend(svc_audit.into_events());
+        }
         if outcome == Err(TransformError::TimedOut) {
             let backoff = self.quarantine.timed_out(proxy.id);
             tracing::warn!(proxy = %proxy.id, tenant = %proxy.tenant_id, backoff_s = backoff.as_secs(), "transform timed out: proxy quarantined");
@@ -284,9 +302,39 @@ fn host_error(e: VaultError) -> HostError {
 async fn host_call(
     vault: &Vault,
     principal: &Principal,
+    audit: Option<&SvcAudit>,
     op: HostOp,
     payload: Value,
 ) -> Result<Value, HostError> {
+    let answer = svc_call(vault, principal, audit, op, &payload).await;
+    if let (Some(audit), Err(e)) = (audit, &answer) {
+        let (action, ids) = match op {
+            HostOp::Tokenize | HostOp::Create => (AuditAction::TokenCreatedByTransform, vec![]),
+            HostOp::Retrieve => (AuditAction::TokenReadByTransform, payload_id(&payload)),
+            HostOp::Delete => (AuditAction::TokenDeleted, payload_id(&payload)),
+        };
+        audit.refused(action, ids, e.status, &e.message);
+    }
+    answer
+}
+
+fn payload_id(payload: &Value) -> Vec<uuid::Uuid> {
+    payload
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .into_iter()
+        .collect()
+}
+
+/// [`host_call`] without the refusal's audit event.
+async fn svc_call(
+    vault: &Vault,
+    principal: &Principal,
+    audit: Option<&SvcAudit>,
+    op: HostOp,
+    payload: &Value,
+) -> Result<Value, HostError> {
+    let payload = payload.clone();
     let bad = |m: String| HostError {
         status: 400,
         message: m,
@@ -298,7 +346,10 @@ async fn host_call(
             .create_token(principal, input)
             .await
             .map_err(host_error)?;
-        serde_json::to_value(TokenView::without_data(token)).map_err(|e| bad(e.to_string()))
+        let id = *token.id.as_uuid();
+        serde_json::to_value(TokenView::without_data(token))
+            .map(|view| (view, id))
+            .map_err(|e| bad(e.to_string()))
     };
     let id = |payload: &Value| {
         payload
@@ -310,29 +361,57 @@ async fn host_call(
             })
     };
     match op {
-        HostOp::Tokenize => match payload {
-            Value::Array(requests) => {
-                let mut out = Vec::with_capacity(requests.len());
-                for request in requests {
-                    out.push(create(request).await?);
+        HostOp::Tokenize | HostOp::Create => {
+            // One event per call, listing what it created (an array may fail part-way: the
+            // tokens created before the failure are recorded).
+            let mut created = Vec::new();
+            let answer = match payload {
+                Value::Array(requests) if op == HostOp::Tokenize => {
+                    let mut out = Vec::with_capacity(requests.len());
+                    let mut failed = None;
+                    for request in requests {
+                        match create(request).await {
+                            Ok((view, id)) => {
+                                out.push(view);
+                                created.push(id);
+                            }
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    failed.map_or(Ok(Value::Array(out)), Err)
                 }
-                Ok(Value::Array(out))
+                request => create(request).await.map(|(view, id)| {
+                    created.push(id);
+                    view
+                }),
+            };
+            if let Some(audit) = audit {
+                audit.success(AuditAction::TokenCreatedByTransform, created);
             }
-            request => create(request).await,
-        },
-        HostOp::Create => create(payload).await,
+            answer
+        }
         HostOp::Retrieve => {
             let token = vault
                 .get_token(principal, id(&payload)?)
                 .await
                 .map_err(host_error)?;
+            if let Some(audit) = audit {
+                audit.success(AuditAction::TokenReadByTransform, vec![*token.id.as_uuid()]);
+            }
             serde_json::to_value(TokenView::with_data(token)).map_err(|e| bad(e.to_string()))
         }
         HostOp::Delete => {
+            let token = id(&payload)?;
             vault
-                .delete_token(principal, id(&payload)?)
+                .delete_token(principal, token)
                 .await
                 .map_err(host_error)?;
+            if let Some(audit) = audit {
+                audit.success(AuditAction::TokenDeleted, vec![*token.as_uuid()]);
+            }
             Ok(json!({}))
         }
     }
@@ -346,6 +425,7 @@ async fn run(
     proxy: &Proxy,
     code: &str,
     args: Args,
+    audit: Option<&SvcAudit>,
 ) -> Result<Outcome, TransformError> {
     let program = engine
         .compile(code)
@@ -381,7 +461,7 @@ async fn run(
     };
     let host = principal
         .as_ref()
-        .map(|p| move |op: HostOp, payload: Value| host_call(vault, p, op, payload));
+        .map(|p| move |op: HostOp, payload: Value| host_call(vault, p, audit, op, payload));
     engine
         .run(program, &proxy_id, (&tenant, &proxy_id), input, host)
         .await

@@ -1,6 +1,7 @@
 //! The gateway's tests, one binary: a real gateway on a socket in front of an echo upstream,
 //! on both storage backends; one module per stage, one behaviour per test.
 
+mod audit;
 mod authenticate;
 mod body;
 mod caching;

@@ -1,12 +1,13 @@
 //! `/applications`: CRUD and key regeneration (SUPPLEMENT §2.2).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{ApplicationId, ApplicationInput};
+use tessera_domain::{audit::AuditAction, ApplicationId, ApplicationInput};
 
 use crate::problem::Problem;
 
 use super::parse_id;
 use crate::{
+    audit::mark,
     auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
@@ -52,10 +53,15 @@ async fn create(
     JsonBody(input): JsonBody<ApplicationInput>,
 ) -> Result<HttpResponse, ApiError> {
     let issued = state.vault.create_application(&caller, input).await?;
-    Ok(HttpResponse::Created().json(ApplicationView::with_key(
-        issued.application,
-        issued.api_key.expose(),
-    )))
+    let id = *issued.application.id.as_uuid();
+    Ok(mark(
+        HttpResponse::Created().json(ApplicationView::with_key(
+            issued.application,
+            issued.api_key.expose(),
+        )),
+        AuditAction::ApplicationCreated,
+        [id],
+    ))
 }
 
 /// Lists the tenant's applications, oldest first.
@@ -97,7 +103,11 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let app = state.vault.update_application(&caller, id, input).await?;
-    Ok(HttpResponse::Ok().json(ApplicationView::new(app)))
+    Ok(mark(
+        HttpResponse::Ok().json(ApplicationView::new(app)),
+        AuditAction::ApplicationUpdated,
+        [*id.as_uuid()],
+    ))
 }
 
 /// Deletes an application; its key stops working at once.
@@ -113,7 +123,11 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     state.vault.delete_application(&caller, id).await?;
-    Ok(HttpResponse::NoContent().finish())
+    Ok(mark(
+        HttpResponse::NoContent().finish(),
+        AuditAction::ApplicationDeleted,
+        [*id.as_uuid()],
+    ))
 }
 
 /// Issues a new key; the old one stops working at once.
@@ -126,8 +140,12 @@ async fn regenerate(
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let issued = state.vault.regenerate_application_key(&caller, id).await?;
-    Ok(HttpResponse::Ok().json(ApplicationView::with_key(
-        issued.application,
-        issued.api_key.expose(),
-    )))
+    Ok(mark(
+        HttpResponse::Ok().json(ApplicationView::with_key(
+            issued.application,
+            issued.api_key.expose(),
+        )),
+        AuditAction::ApplicationKeyRegenerated,
+        [*id.as_uuid()],
+    ))
 }

@@ -2,9 +2,11 @@
 //! SUPPLEMENT §4).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{NewToken, TokenId};
+use tessera_domain::{audit::AuditAction, NewToken, TokenId};
 
+use super::tokens::{ids, read_data};
 use crate::{
+    audit::mark,
     auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
@@ -53,7 +55,11 @@ async fn associate(
         token_id(&path.1, "child_id")?,
     );
     state.vault.associate(&caller, parent, child).await?;
-    Ok(HttpResponse::NoContent().finish())
+    Ok(mark(
+        HttpResponse::NoContent().finish(),
+        AuditAction::AssociationCreated,
+        [*parent.as_uuid(), *child.as_uuid()],
+    ))
 }
 
 /// Removes an association; both tokens remain. Needs `token:delete` on the parent's container.
@@ -70,7 +76,11 @@ async fn dissociate(
         token_id(&path.1, "child_id")?,
     );
     state.vault.dissociate(&caller, parent, child).await?;
-    Ok(HttpResponse::NoContent().finish())
+    Ok(mark(
+        HttpResponse::NoContent().finish(),
+        AuditAction::AssociationDeleted,
+        [*parent.as_uuid(), *child.as_uuid()],
+    ))
 }
 
 /// Creates a token and links it as a child of `parent_id`. Needs `token:read` on the parent
@@ -91,7 +101,17 @@ async fn create_child(
         .vault
         .create_child_token(&caller, parent, input)
         .await?;
-    Ok(created_or_found(token, created))
+    let child = *token.id.as_uuid();
+    let response = mark(
+        created_or_found(token, created),
+        AuditAction::TokenCreated,
+        [child],
+    );
+    Ok(mark(
+        response,
+        AuditAction::AssociationCreated,
+        [*parent.as_uuid(), child],
+    ))
 }
 
 /// Lists the children of `parent_id` that the caller may read, with data.
@@ -110,5 +130,9 @@ async fn list_children(
         .vault
         .list_children(&caller, parent, &q.filter, q.page)
         .await?;
-    Ok(HttpResponse::Ok().json(PageView::new(children, TokenView::with_data)))
+    let read = ids(&children.items);
+    Ok(read_data(
+        HttpResponse::Ok().json(PageView::new(children, TokenView::with_data)),
+        read,
+    ))
 }

@@ -1,6 +1,7 @@
 //! Route table.
 
 mod applications;
+mod audit;
 mod children;
 mod health;
 mod proxies;
@@ -17,6 +18,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     tokens::configure(cfg);
     children::configure(cfg);
     proxies::configure(cfg);
+    audit::configure(cfg);
 }
 
 /// Any unknown route.
@@ -43,6 +45,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
         tokens::Doc::openapi(),
         children::Doc::openapi(),
         proxies::Doc::openapi(),
+        audit::Doc::openapi(),
     ] {
         doc.merge(part);
     }

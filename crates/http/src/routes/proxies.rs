@@ -1,10 +1,11 @@
 //! `/proxies`: pre-configured proxy management (source §4.5–4.6, SUPPLEMENT §5).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{Permission, ProxyId, ProxyInput};
+use tessera_domain::{audit::AuditAction, Permission, ProxyId, ProxyInput};
 
 use super::parse_id;
 use crate::{
+    audit::mark,
     auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
@@ -66,7 +67,12 @@ async fn create(
     caller.require(Permission::ProxyCreate)?;
     check_transforms(&input)?;
     let proxy = state.vault.create_proxy(&caller, input).await?;
-    Ok(HttpResponse::Created().json(ProxyView::created(proxy)))
+    let id = *proxy.id.as_uuid();
+    Ok(mark(
+        HttpResponse::Created().json(ProxyView::created(proxy)),
+        AuditAction::ProxyCreated,
+        [id],
+    ))
 }
 
 /// Lists proxies, oldest first.
@@ -110,7 +116,11 @@ async fn update(
     caller.require(Permission::ProxyUpdate)?;
     check_transforms(&input)?;
     let proxy = state.vault.update_proxy(&caller, id, input).await?;
-    Ok(HttpResponse::Ok().json(ProxyView::full(proxy)))
+    Ok(mark(
+        HttpResponse::Ok().json(ProxyView::full(proxy)),
+        AuditAction::ProxyUpdated,
+        [*id.as_uuid()],
+    ))
 }
 
 /// Deletes a proxy; its key stops working.
@@ -123,5 +133,9 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: ProxyId = parse_id(&id, "proxy")?;
     state.vault.delete_proxy(&caller, id).await?;
-    Ok(HttpResponse::NoContent().finish())
+    Ok(mark(
+        HttpResponse::NoContent().finish(),
+        AuditAction::ProxyDeleted,
+        [*id.as_uuid()],
+    ))
 }

@@ -2,10 +2,13 @@
 //! and search (issue 15).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{search::TokenSearchRequest, NewToken, TokenId, TokenPatch};
+use tessera_domain::{
+    audit::AuditAction, search::TokenSearchRequest, NewToken, Token, TokenId, TokenPatch,
+};
 
 use super::parse_id;
 use crate::{
+    audit::mark,
     auth::{self, Caller},
     body::JsonBody,
     idempotency::idempotent,
@@ -63,7 +66,12 @@ async fn create(
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
     let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
-    Ok(created_or_found(token, created))
+    let id = *token.id.as_uuid();
+    Ok(mark(
+        created_or_found(token, created),
+        AuditAction::TokenCreated,
+        [id],
+    ))
 }
 
 /// Creates 1–100 tokens at once, all or none, answered in request order (without data). Needs
@@ -78,8 +86,13 @@ async fn tokenize(
     JsonBody(inputs): JsonBody<Vec<NewToken>>,
 ) -> Result<HttpResponse, ApiError> {
     let tokens = state.vault.create_tokens(&caller, inputs).await?;
+    let ids = ids(&tokens);
     let views: Vec<TokenView> = tokens.into_iter().map(TokenView::without_data).collect();
-    Ok(HttpResponse::Created().json(views))
+    Ok(mark(
+        HttpResponse::Created().json(views),
+        AuditAction::TokenCreated,
+        ids,
+    ))
 }
 
 /// Searches the tokens the caller may read, newest first: exact metadata pairs, types,
@@ -98,12 +111,15 @@ async fn search(
         .vault
         .search_tokens(&caller, &valid.search, valid.page)
         .await?;
-    let view = if valid.include_data {
-        TokenView::with_data
+    if valid.include_data {
+        let read = ids(&tokens.items);
+        Ok(read_data(
+            HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)),
+            read,
+        ))
     } else {
-        TokenView::without_data
-    };
-    Ok(HttpResponse::Ok().json(PageView::new(tokens, view)))
+        Ok(HttpResponse::Ok().json(PageView::new(tokens, TokenView::without_data)))
+    }
 }
 
 /// Updates a token with a JSON merge patch (RFC 7396; `application/merge-patch+json` or
@@ -121,7 +137,11 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.update_token(&caller, id, patch).await?;
-    Ok(HttpResponse::Ok().json(TokenView::without_data(token)))
+    Ok(mark(
+        HttpResponse::Ok().json(TokenView::without_data(token)),
+        AuditAction::TokenUpdated,
+        [*id.as_uuid()],
+    ))
 }
 
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
@@ -136,7 +156,11 @@ async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let q = query::token_list(req.query_string())?;
     let tokens = state.vault.list_tokens(&caller, &q.filter, q.page).await?;
-    Ok(HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)))
+    let read = ids(&tokens.items);
+    Ok(read_data(
+        HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)),
+        read,
+    ))
 }
 
 /// Reads a token with its data. Needs `token:read` on its container.
@@ -149,7 +173,11 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.get_token(&caller, id).await?;
-    Ok(HttpResponse::Ok().json(TokenView::with_data(token)))
+    Ok(mark(
+        HttpResponse::Ok().json(TokenView::with_data(token)),
+        AuditAction::TokenRead,
+        [*id.as_uuid()],
+    ))
 }
 
 /// Deletes a token and its associations (its children remain). Needs `token:delete`.
@@ -162,5 +190,24 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     state.vault.delete_token(&caller, id).await?;
-    Ok(HttpResponse::NoContent().finish())
+    Ok(mark(
+        HttpResponse::NoContent().finish(),
+        AuditAction::TokenDeleted,
+        [*id.as_uuid()],
+    ))
+}
+
+/// The ids of `tokens`, in order.
+pub(super) fn ids(tokens: &[Token]) -> Vec<uuid::Uuid> {
+    tokens.iter().map(|t| *t.id.as_uuid()).collect()
+}
+
+/// Marks a response that returned the data of `read` as a `token.read` (nothing when the
+/// page was empty: no data was returned).
+pub(super) fn read_data(response: HttpResponse, read: Vec<uuid::Uuid>) -> HttpResponse {
+    if read.is_empty() {
+        response
+    } else {
+        mark(response, AuditAction::TokenRead, read)
+    }
 }

@@ -45,6 +45,7 @@ fn document_covers_every_route() {
         ),
         ("/proxies", &["get", "post"]),
         ("/proxies/{id}", &["get", "put", "delete"]),
+        ("/audit-events", &["get"]),
         ("/proxy", &["get", "post", "put", "patch", "delete"]),
         ("/proxy/{path}", &["get", "post", "put", "patch", "delete"]),
         ("/healthz", &["get"]),

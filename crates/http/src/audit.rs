@@ -1,0 +1,157 @@
+//! Audit events of management calls (issue 16).
+//!
+//! The authentication middleware knows who called, which route matched and how the call
+//! ended; a handler knows what it touched. So a handler that did an audited operation marks
+//! its response with [`Audited`] (the actions and resource ids), and the middleware turns the
+//! mark — or a 401/403 on an audited route, with the problem's detail as the reason — into
+//! events, records them and, in sync mode, waits for their commit before the response leaves.
+//! A response without a mark records nothing: reads that returned no data, and replays of an
+//! idempotent request (the original call recorded its events).
+
+use actix_web::{http::Method, HttpResponse};
+use tessera_domain::{
+    audit::{Actor, AuditAction, AuditEvent},
+    Principal,
+};
+use uuid::Uuid;
+
+/// What a handler did, for the audit trail: one entry per event.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Audited(pub(crate) Vec<(AuditAction, Vec<Uuid>)>);
+
+/// The public reason of a refusal, set on 401/403 problem responses.
+#[derive(Debug, Clone)]
+pub(crate) struct DenialReason(pub(crate) String);
+
+/// Marks `response` as having done `action` on `ids`.
+pub(crate) fn mark(
+    mut response: HttpResponse,
+    action: AuditAction,
+    ids: impl IntoIterator<Item = Uuid>,
+) -> HttpResponse {
+    let ids = ids.into_iter().collect();
+    let mut extensions = response.extensions_mut();
+    match extensions.get_mut::<Audited>() {
+        Some(audited) => audited.0.push((action, ids)),
+        None => {
+            extensions.insert(Audited(vec![(action, ids)]));
+        }
+    }
+    drop(extensions);
+    response
+}
+
+/// The action a refused call on `pattern` was attempting, when the route is audited.
+pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
+    use AuditAction as A;
+    let action = match (method.as_str(), pattern) {
+        ("POST", "/tokens" | "/tokenize" | "/tokens/{parent_id}/children") => A::TokenCreated,
+        ("GET", "/tokens" | "/tokens/{id}" | "/tokens/{parent_id}/children") => A::TokenRead,
+        ("POST", "/tokens/search") => A::TokenRead,
+        ("PATCH", "/tokens/{id}") => A::TokenUpdated,
+        ("DELETE", "/tokens/{id}") => A::TokenDeleted,
+        ("POST", "/tokens/{parent_id}/children/{child_id}") => A::AssociationCreated,
+        ("DELETE", "/tokens/{parent_id}/children/{child_id}") => A::AssociationDeleted,
+        ("POST", "/applications") => A::ApplicationCreated,
+        ("PUT", "/applications/{id}") => A::ApplicationUpdated,
+        ("DELETE", "/applications/{id}") => A::ApplicationDeleted,
+        ("POST", "/applications/{id}/regenerate") => A::ApplicationKeyRegenerated,
+        ("POST", "/proxies") => A::ProxyCreated,
+        ("PUT", "/proxies/{id}") => A::ProxyUpdated,
+        ("DELETE", "/proxies/{id}") => A::ProxyDeleted,
+        _ => return None,
+    };
+    Some(action)
+}
+
+/// Who made a call and how to find it again.
+pub(crate) struct CallContext<'a> {
+    /// The authenticated caller (`None`: the key was refused).
+    pub(crate) principal: Option<&'a Principal>,
+    /// The request's id.
+    pub(crate) request_id: Option<&'a str>,
+}
+
+impl CallContext<'_> {
+    fn actor(&self) -> Actor {
+        self.principal
+            .map_or(Actor::Anonymous, |p| Actor::Application(p.application_id()))
+    }
+
+    fn finish(&self, event: AuditEvent) -> AuditEvent {
+        match self.request_id {
+            Some(id) => event.with_request_id(id),
+            None => event,
+        }
+    }
+
+    /// The events of a handler's mark.
+    pub(crate) fn successes(&self, audited: &Audited) -> Vec<AuditEvent> {
+        let Some(principal) = self.principal else {
+            return Vec::new();
+        };
+        audited
+            .0
+            .iter()
+            .map(|(action, ids)| {
+                self.finish(AuditEvent::success(
+                    principal.tenant_id(),
+                    *action,
+                    self.actor(),
+                    ids.clone(),
+                ))
+            })
+            .collect()
+    }
+
+    /// The event of a refused attempt at `action` on the resources the path names.
+    pub(crate) fn denial(
+        &self,
+        action: AuditAction,
+        path_ids: Vec<Uuid>,
+        reason: &str,
+    ) -> AuditEvent {
+        self.finish(AuditEvent::denied(
+            self.principal.map(Principal::tenant_id),
+            action,
+            self.actor(),
+            path_ids,
+            reason,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_accumulate_in_order() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let res = mark(HttpResponse::Created().finish(), AuditAction::TokenCreated, [a]);
+        let res = mark(res, AuditAction::AssociationCreated, [b, a]);
+        let audited = res.extensions().get::<Audited>().cloned().expect("marked");
+        assert_eq!(
+            audited.0,
+            vec![
+                (AuditAction::TokenCreated, vec![a]),
+                (AuditAction::AssociationCreated, vec![b, a])
+            ]
+        );
+    }
+
+    #[test]
+    fn only_audited_routes_name_an_attempt() {
+        assert_eq!(
+            attempted(&Method::GET, "/tokens/{id}"),
+            Some(AuditAction::TokenRead)
+        );
+        assert_eq!(
+            attempted(&Method::POST, "/applications/{id}/regenerate"),
+            Some(AuditAction::ApplicationKeyRegenerated)
+        );
+        assert_eq!(attempted(&Method::GET, "/applications"), None);
+        assert_eq!(attempted(&Method::GET, "/proxies/{id}"), None);
+        assert_eq!(attempted(&Method::GET, "/audit-events"), None);
+    }
+}
