@@ -16,8 +16,15 @@
 # (TESSERA_BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres: a database is
 # created there for the run and dropped after; BENCH_PG=0 skips PostgreSQL).
 #
+# Audit trail (BENCH_AUDIT=0 skips it): gateways with `--audit-durability off`, `sync` and
+# `async`, loaded back to back in paired rounds on cached detokenization (two tokens, caches
+# on) and cold (random tokens from the pool, `--token-cache-ttl 0`), on SQLite and (with the
+# cold PostgreSQL setup) PostgreSQL; the medians of sync/off and async/off are the figures.
+# Every other gateway runs with the default (`sync`).
+#
 # Environment: BENCH_SECONDS (8), BENCH_CONNS (32), BENCH_ROUNDS (5 paired rounds of
-# BENCH_ROUND_SECONDS, 5), BENCH_HOLD=1 (set up, print the keys, wait: for profiling).
+# BENCH_ROUND_SECONDS, 5), BENCH_HOLD=1 (set up, print the keys, wait: for profiling),
+# BENCH_ONLY=audit (only the audit rounds).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 peers=${BENCH_PEERS:-$root/../shared/bench-peers}
@@ -26,7 +33,8 @@ for tool in nginx wrk node; do
   command -v $tool >/dev/null || { echo "$tool is required: apt-get install -y nginx libnginx-mod-http-js wrk"; exit 1; }
 done
 D=${BENCH_SECONDS:-8}; C=${BENCH_CONNS:-32}; POOL=${BENCH_POOL:-400}
-COLD=${BENCH_COLD:-1}; PG=${BENCH_PG:-1}
+COLD=${BENCH_COLD:-1}; PG=${BENCH_PG:-1}; AUDIT=${BENCH_AUDIT:-1}; ONLY=${BENCH_ONLY:-}
+[ "$ONLY" = audit ] && AUDIT=1
 pg_admin=${TESSERA_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 work=$(mktemp -d /tmp/tessera-bench-gw.XXXXXX)
 export TESSERA_MASTER_KEY=${TESSERA_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}
@@ -102,7 +110,23 @@ if [ "$COLD" = 1 ] && [ "$PG" = 1 ]; then
   gateway 18100 "$pg_db" --token-cache-ttl 0
   healthy 18099; healthy 18100
 fi
+# Audit: off / sync / async side by side, cached (18101–18103) and cold (18104–18106) on SQLite,
+# and the same on PostgreSQL (18107–18112).
+audit_modes=(off sync async)
+audit_gateways() { # first-port database
+  local port=$1 url=$2 m
+  for m in "${audit_modes[@]}"; do gateway $port "$url" --transform-isolation inline --audit-durability $m; healthy $port; port=$((port + 1)); done
+  for m in "${audit_modes[@]}"; do gateway $port "$url" --transform-isolation inline --audit-durability $m --token-cache-ttl 0; healthy $port; port=$((port + 1)); done
+}
+if [ "$AUDIT" = 1 ]; then
+  audit_gateways 18101 "$db"
+  [ -n "${pg_detok:-}" ] && audit_gateways 18107 "$pg_db"
+fi
 body="{\"card\":{\"number\":\"{{$tok1}}\",\"cvc\":\"{{$tok2}}\"},\"amount\":1000,\"currency\":\"usd\"}"
+if [ -n "${pg_tokens:-}" ]; then
+  pg_t1=${pg_tokens%%,*}; pg_rest=${pg_tokens#*,}; pg_t2=${pg_rest%%,*}
+  pg_body="{\"card\":{\"number\":\"{{$pg_t1}}\",\"cvc\":\"{{$pg_t2}}\"},\"amount\":1000,\"currency\":\"usd\"}"
+fi
 
 # Sanity: each target answers 2xx for the benchmark request.
 for port in $gw_port $gwp_port; do
@@ -139,6 +163,7 @@ tessera=(BENCH_API_KEY="$app_key" BENCH_BODY="$body")
 sq_cold=(BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_TOKENS="$sq_tokens")
 pg_cold=(BENCH_PROXY_KEY="${pg_detok:-}" BENCH_API_KEY="${pg_app_key:-}" BENCH_TOKENS="${pg_tokens:-}")
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${D}s x ${C} connections per target; hot targets on SQLite"
+if [ "$ONLY" != audit ]; then
 load direct               http://127.0.0.1:18081/ "$post"
 load nginx-proxy          http://127.0.0.1:18082/ "$post"
 load nginx-njs            http://127.0.0.1:18083/charges "$post"
@@ -155,6 +180,7 @@ if [ "$COLD" = 1 ]; then
     load cold-postgres-keys   "http://127.0.0.1:18100/proxy/charges" "$cold" "${pg_cold[@]}"
   fi
 fi
+fi
 
 # Paired rounds: the machine drifts between loads, so each round loads a peer and the gateway
 # back to back and takes their ratio; the median over BENCH_ROUNDS rounds (default 5, 5 s each;
@@ -166,7 +192,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b + 0 == 0) print "nan"; else printf "%.3f", a / b }'; }
 record() { echo "$2" >>"$work/ratio-$1"; }
 quote() { [ -s "$work/ratio-$1" ] && median <"$work/ratio-$1" || echo "n/a"; }
-if [ "$rounds" -gt 0 ]; then
+if [ "$rounds" -gt 0 ] && [ "$ONLY" != audit ]; then
   for r in $(seq 1 "$rounds"); do
     np=$(rps http://127.0.0.1:18082/ "$post")
     tp=$(rps "http://127.0.0.1:$gw_port/proxy/charges" "$post" BENCH_PROXY_KEY="$plain")
@@ -202,4 +228,33 @@ if [ "$rounds" -gt 0 ]; then
     "$(quote xnjs)" "$(quote xnode)" "$(quote pnjs)"
   [ "$COLD" = 1 ] && printf '  cold tokens / nginx-njs: sqlite %s (keys cached %s)  postgres %s (keys cached %s)\n' \
     "$(quote csq)" "$(quote ckq)" "$(quote cpg)" "$(quote kpg)"
+fi
+
+# Audit rounds: per round and target, the gateway with the trail off, sync and async back to
+# back; the ratios sync/off and async/off (issue 16: ≥ 0.8 sync, ≥ 0.95 async).
+if [ "$AUDIT" = 1 ] && [ "$rounds" -gt 0 ]; then
+  sq_hot=(BENCH_PROXY_KEY="$detok" "${tessera[@]}")
+  pg_hot=(BENCH_PROXY_KEY="${pg_detok:-}" BENCH_API_KEY="${pg_app_key:-}" BENCH_BODY="${pg_body:-}")
+  audit_round() { # label first-port script env…
+    local label=$1 port=$2 script=$3; shift 3
+    local off sync async
+    off=$(rps "http://127.0.0.1:$port/proxy/charges" "$script" "$@")
+    sync=$(rps "http://127.0.0.1:$((port + 1))/proxy/charges" "$script" "$@")
+    async=$(rps "http://127.0.0.1:$((port + 2))/proxy/charges" "$script" "$@")
+    record "audit-$label-sync" "$(ratio "$sync" "$off")"; record "audit-$label-async" "$(ratio "$async" "$off")"
+    printf '  %-15s off %-9s sync %-9s (%s)  async %-9s (%s)\n' "$label" "$off" "$sync" "$(ratio "$sync" "$off")" "$async" "$(ratio "$async" "$off")"
+  }
+  for r in $(seq 1 "$rounds"); do
+    echo "audit round $r:"
+    audit_round sqlite-cached 18101 "$post" "${sq_hot[@]}"
+    audit_round sqlite-cold 18104 "$cold" "${sq_cold[@]}"
+    if [ -n "${pg_detok:-}" ]; then
+      audit_round postgres-cached 18107 "$post" "${pg_hot[@]}"
+      audit_round postgres-cold 18110 "$cold" "${pg_cold[@]}"
+    fi
+  done
+  printf 'audit, median of %d paired rounds (sync/off, async/off):\n' "$rounds"
+  for label in sqlite-cached sqlite-cold postgres-cached postgres-cold; do
+    [ -s "$work/ratio-audit-$label-sync" ] && printf '  %-15s sync %s  async %s\n' "$label" "$(quote "audit-$label-sync")" "$(quote "audit-$label-async")"
+  done
 fi

@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand};
-use tessera_gateway::GatewayArgs;
 use tessera_domain::TenantId;
+use tessera_gateway::GatewayArgs;
 use tessera_startup::{audit::AuditArgs, DbArgs};
 
 /// Tessera: a self-hosted tokenization vault. Without a subcommand, `serve` runs.
@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the management API (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage tenants.
     Tenants {
         /// Tenant operation.

@@ -27,8 +27,8 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
-        Command::Serve(args) => serve(args).await,
+    match cli.command.unwrap_or(Command::Serve(Box::new(cli.serve))) {
+        Command::Serve(args) => serve(*args).await,
         Command::Migrate(db) => {
             telemetry::init(db.log_format);
             open_database(&db).await?;
@@ -41,9 +41,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .await?
                 .with_audit_trail(tessera_domain::audit::Durability::Sync, None);
             tokio::spawn(writer.run());
-            let report = vault.rotate_master_key().await.context(
-                "rotating the master key (tenants already re-wrapped stay so; run again)",
-            );
+            let report = vault
+                .rotate_master_key()
+                .await
+                .context("rotating the master key (tenants already re-wrapped stay so; run again)");
             vault.audit().flush().await;
             let report = report?;
             println!(

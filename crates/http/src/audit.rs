@@ -128,7 +128,11 @@ mod tests {
     #[test]
     fn marks_accumulate_in_order() {
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        let res = mark(HttpResponse::Created().finish(), AuditAction::TokenCreated, [a]);
+        let res = mark(
+            HttpResponse::Created().finish(),
+            AuditAction::TokenCreated,
+            [a],
+        );
         let res = mark(res, AuditAction::AssociationCreated, [b, a]);
         let audited = res.extensions().get::<Audited>().cloned().expect("marked");
         assert_eq!(

@@ -7,6 +7,7 @@
 
 use std::future::{ready, Ready};
 
+use actix_web::ResponseError;
 use actix_web::{
     body::{BoxBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
@@ -14,7 +15,6 @@ use actix_web::{
     middleware::Next,
     web, Error, FromRequest, HttpMessage, HttpRequest,
 };
-use actix_web::ResponseError;
 use tessera_domain::{audit::AuditEvent, Principal};
 use uuid::Uuid;
 
@@ -86,7 +86,10 @@ pub(crate) async fn require_api_key(
     };
     let events = {
         let extensions = res.response().extensions();
-        match (extensions.get::<Audited>(), extensions.get::<DenialReason>()) {
+        match (
+            extensions.get::<Audited>(),
+            extensions.get::<DenialReason>(),
+        ) {
             (Some(audited), _) if res.status().is_success() => call.successes(audited),
             (_, Some(reason)) => attempted
                 .map(|action| vec![call.denial(action, path_ids, &reason.0)])

@@ -4,8 +4,8 @@
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditFilter, Outcome},
     proxy::name_like_pattern,
-    timestamp,
     store::{ProxyFilter, TokenFilter},
+    timestamp,
     validation::{has_nul, NUL_MESSAGE},
     PageRequest, ProxyId, TokenId, TokenType, ValidationErrors,
 };
@@ -236,15 +236,13 @@ pub(crate) fn audit_list(query: &str) -> Result<AuditListQuery, ApiError> {
                     Err(_) => errors.add("resource_id", format!("`{value}` is not an id")),
                 }
             }
-            "actor" if once(filter.actor.is_some(), &mut errors) => {
-                match Actor::parse(&value) {
-                    Some(actor) => filter.actor = Some(actor),
-                    None => errors.add(
-                        "actor",
-                        format!("`{value}` is not an application id, `anonymous` or `operator`"),
-                    ),
-                }
-            }
+            "actor" if once(filter.actor.is_some(), &mut errors) => match Actor::parse(&value) {
+                Some(actor) => filter.actor = Some(actor),
+                None => errors.add(
+                    "actor",
+                    format!("`{value}` is not an application id, `anonymous` or `operator`"),
+                ),
+            },
             "outcome" if once(filter.outcome.is_some(), &mut errors) => {
                 match Outcome::parse(&value) {
                     Some(outcome) => filter.outcome = Some(outcome),
@@ -357,7 +355,10 @@ mod tests {
             let e = audit_list(bad).expect_err(bad);
             assert_eq!(e.status().as_u16(), 400, "{bad}");
             let fields: Vec<&String> = e.errors().map(|m| m.keys().collect()).unwrap_or_default();
-            assert!(fields.iter().any(|f| f.as_str() == field), "{bad}: {fields:?}");
+            assert!(
+                fields.iter().any(|f| f.as_str() == field),
+                "{bad}: {fields:?}"
+            );
         }
     }
 }

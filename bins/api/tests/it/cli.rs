@@ -21,7 +21,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn command(dir: &Path) -> Command {
+pub(crate) fn command(dir: &Path) -> Command {
     let mut c = Command::new(BIN);
     c.current_dir(dir)
         .env_remove("TESSERA_MASTER_KEY")
@@ -34,14 +34,14 @@ fn command(dir: &Path) -> Command {
     c
 }
 
-struct Server {
-    child: Child,
-    base: String,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
     stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Server {
-    fn start(dir: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Self {
         let port = free_port();
         let mut child = command(dir)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
@@ -68,14 +68,14 @@ impl Server {
         }
     }
 
-    fn first_line(&mut self) -> String {
+    pub(crate) fn first_line(&mut self) -> String {
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("read stdout");
         line
     }
 
     /// SIGTERM, as an orchestrator sends it.
-    fn terminate(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(&mut self) -> std::process::ExitStatus {
         self.signal("-TERM")
     }
 
@@ -102,7 +102,7 @@ impl Drop for Server {
     }
 }
 
-fn post(url: &str, key: &str, body: Value) -> (u16, Value) {
+pub(crate) fn post(url: &str, key: &str, body: Value) -> (u16, Value) {
     match ureq::post(url).set("SVC-API-KEY", key).send_json(body) {
         Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
         Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
@@ -110,7 +110,7 @@ fn post(url: &str, key: &str, body: Value) -> (u16, Value) {
     }
 }
 
-fn get(url: &str, key: &str) -> (u16, Value) {
+pub(crate) fn get(url: &str, key: &str) -> (u16, Value) {
     match ureq::get(url).set("SVC-API-KEY", key).call() {
         Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
         Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
@@ -414,6 +414,16 @@ fn the_master_key_rotates() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["rewrapped"], 0, "idempotent");
     assert_eq!(report["already_current"], 2);
+    // Each re-wrap is in its tenant's audit chain (the second run re-wrapped nothing).
+    let out = run(&["audit", "verify"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verified: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(verified["events_checked"], 2, "{verified}");
+    assert_eq!(verified["chains"].as_array().map(Vec::len), Some(2));
     // Afterwards the new key alone opens the data and the old one does not.
     let out = run(
         &["tenants", "create", "--name", "c"],

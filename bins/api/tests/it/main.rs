@@ -1,3 +1,4 @@
 //! The `api` binary end to end, one test binary: its commands, flags and start-up.
 
+mod audit;
 mod cli;

@@ -9,8 +9,8 @@ use super::Vault;
 use crate::{
     access::Principal,
     audit::{
-        self, AuditError, AuditEvent, AuditFilter, AuditLog, AuditWriter, ChainedEvent,
-        Durability, VerifyReport,
+        self, AuditError, AuditEvent, AuditFilter, AuditLog, AuditWriter, ChainedEvent, Durability,
+        VerifyReport,
     },
     error::VaultError,
     ids::TenantId,

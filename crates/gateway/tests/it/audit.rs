@@ -110,7 +110,9 @@ async fn refused_invocations_are_recorded_with_their_reason(t: &TestDatabase) {
     let body = json!({"x": format!("{{{{{card}}}}}")}).to_string();
 
     // A wrong API key: anonymous, in the proxy's tenant's chain.
-    g.post_json(&pkey, Some("key_wrong"), &body).await.expect(401);
+    g.post_json(&pkey, Some("key_wrong"), &body)
+        .await
+        .expect(401);
     // A key without token:use anywhere.
     let reader = g
         .key(json!({"name": "r", "type": "private", "permissions": ["token:read"]}))
@@ -144,11 +146,10 @@ async fn refused_invocations_are_recorded_with_their_reason(t: &TestDatabase) {
 async fn an_unknown_proxy_key_is_recorded_in_the_deployment_chain(t: &TestDatabase) {
     let g = Harness::start(t).await;
     g.post_json("key_nonexistent", None, "{}").await.expect(401);
-    let deployment = t
-        .db
-        .audit_chain_page(None, 0, i64::MAX, 100)
-        .await
-        .expect("page");
+    let deployment =
+        t.db.audit_chain_page(None, 0, i64::MAX, 100)
+            .await
+            .expect("page");
     assert_eq!(deployment.len(), 1);
     let e = &deployment[0].event;
     assert_eq!(
@@ -188,8 +189,10 @@ async fn req_svc_calls_are_recorded_as_the_proxy_application(t: &TestDatabase) {
         .application
         .id;
     let (proxy, pkey) = g
-        .proxy(json!({"name": "inbound", "destination_url": g.upstream_url(), "require_auth": false,
-            "application": {"id": app.to_string()}, "response_transform": {"code": TOKENIZE_CARD}}))
+        .proxy(
+            json!({"name": "inbound", "destination_url": g.upstream_url(), "require_auth": false,
+            "application": {"id": app.to_string()}, "response_transform": {"code": TOKENIZE_CARD}}),
+        )
         .await;
     let r = g
         .call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey)], "")
@@ -216,19 +219,33 @@ async fn req_svc_calls_are_recorded_as_the_proxy_application(t: &TestDatabase) {
     assert_eq!(
         summary,
         vec![
-            (AuditAction::TokenCreatedByTransform, Outcome::Success, vec![card]),
+            (
+                AuditAction::TokenCreatedByTransform,
+                Outcome::Success,
+                vec![card]
+            ),
             (AuditAction::TokenCreatedByTransform, Outcome::Success, both),
             (AuditAction::TokenDeleted, Outcome::Denied, vec![card]),
-            (AuditAction::TokenReadByTransform, Outcome::Success, vec![card]),
+            (
+                AuditAction::TokenReadByTransform,
+                Outcome::Success,
+                vec![card]
+            ),
         ]
     );
     assert!(svc.iter().all(|e| e.actor.to_wire() == app.to_string()));
     let request_id = r.header("x-request-id").expect("request id");
-    assert!(svc.iter().all(|e| e.request_id.as_deref() == Some(request_id)));
-    assert!(svc[2]
-        .reason
-        .as_deref()
-        .is_some_and(|r| r.contains("token:delete")), "{:?}", svc[2].reason);
+    assert!(svc
+        .iter()
+        .all(|e| e.request_id.as_deref() == Some(request_id)));
+    assert!(
+        svc[2]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("token:delete")),
+        "{:?}",
+        svc[2].reason
+    );
     // An anonymous proxy substitutes nothing: no detokenization event.
     assert!(!all
         .iter()

@@ -3,6 +3,7 @@
 
 mod actix_gateway;
 mod api;
+mod audit;
 mod children;
 mod fuzz_api;
 mod lifecycle;
