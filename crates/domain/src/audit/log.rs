@@ -261,3 +261,183 @@ impl AuditWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        atomic::{AtomicUsize, Ordering},
+        Mutex,
+    };
+
+    use async_trait::async_trait;
+    use time::OffsetDateTime;
+
+    use super::*;
+    use crate::{
+        audit::{self, Actor, AuditAction, AuditFilter, ChainHead},
+        ids::TenantId,
+        pagination::{Page, PageRequest},
+    };
+
+    /// A store that keeps one chain in memory, counts transactions, and fails the first
+    /// `failures` appends.
+    #[derive(Default)]
+    struct Memory {
+        head: Mutex<Option<ChainHead>>,
+        events: Mutex<Vec<ChainedEvent>>,
+        appends: AtomicUsize,
+        failures: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl AuditStore for Memory {
+        async fn append_audit_events(
+            &self,
+            events: &[AuditEvent],
+        ) -> Result<Vec<ChainedEvent>, StoreError> {
+            if self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return Err(StoreError::Unavailable("down".into()));
+            }
+            self.appends.fetch_add(1, Ordering::SeqCst);
+            // Let submissions pile up behind a slow transaction.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let mut head = self.head.lock().expect("head");
+            let head = head.get_or_insert_with(|| ChainHead::empty(events[0].tenant_id));
+            let chained = audit::extend(head, events);
+            self.events
+                .lock()
+                .expect("events")
+                .extend(chained.iter().cloned());
+            Ok(chained)
+        }
+        async fn list_audit_events(
+            &self,
+            _: TenantId,
+            _: &AuditFilter,
+            _: PageRequest,
+        ) -> Result<Page<ChainedEvent>, StoreError> {
+            unimplemented!("not used by the writer")
+        }
+        async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {
+            Ok(self.head.lock().expect("head").iter().cloned().collect())
+        }
+        async fn audit_chain_page(
+            &self,
+            _: Option<TenantId>,
+            after: i64,
+            up_to: i64,
+            limit: u32,
+        ) -> Result<Vec<ChainedEvent>, StoreError> {
+            Ok(self
+                .events
+                .lock()
+                .expect("events")
+                .iter()
+                .filter(|e| e.seq > after && e.seq <= up_to)
+                .take(limit as usize)
+                .cloned()
+                .collect())
+        }
+        async fn prune_audit_events(&self, _: OffsetDateTime) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+    }
+
+    fn event(tenant: TenantId) -> AuditEvent {
+        AuditEvent::success(
+            tenant,
+            AuditAction::TokenRead,
+            Actor::Anonymous,
+            vec![uuid::Uuid::new_v4()],
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_requests_share_commits_and_form_one_chain() {
+        let store = Arc::new(Memory::default());
+        let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+        tokio::spawn(writer.run());
+        let tenant = TenantId::new();
+        let mut tasks = Vec::new();
+        for _ in 0..200 {
+            let log = log.clone();
+            tasks.push(tokio::spawn(async move {
+                log.record(vec![event(tenant)]).await
+            }));
+        }
+        for task in tasks {
+            task.await
+                .expect("task")
+                .expect("committed before returning");
+        }
+        assert_eq!(store.events.lock().expect("events").len(), 200);
+        let appends = store.appends.load(Ordering::SeqCst);
+        assert!(
+            appends < 200,
+            "grouped: {appends} transactions for 200 requests"
+        );
+        let report = audit::verify(store.as_ref(), Some(tenant))
+            .await
+            .expect("verify");
+        assert!(report.ok() && report.events_checked == 200, "{report:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_answers_the_waiter_and_is_retried() {
+        let store = Arc::new(Memory::default());
+        store.failures.store(1, Ordering::SeqCst);
+        let stream = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("stream").extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (log, writer) = AuditLog::new(
+            store.clone(),
+            Durability::Sync,
+            Some(Box::new(Shared(stream.clone()))),
+        );
+        tokio::spawn(writer.run());
+        let tenant = TenantId::new();
+        let refused = log.record(vec![event(tenant)]).await;
+        assert!(
+            matches!(refused, Err(AuditError::Unavailable(_))),
+            "{refused:?}"
+        );
+        // The writer kept the event and wrote it once the store recovered.
+        log.flush().await;
+        assert_eq!(store.events.lock().expect("events").len(), 1);
+        log.record(vec![event(tenant)]).await.expect("committed");
+        let lines = stream.lock().expect("stream").clone();
+        assert_eq!(lines.iter().filter(|b| **b == b'\n').count(), 2);
+    }
+
+    #[tokio::test]
+    async fn async_mode_returns_at_once_and_flush_commits() {
+        let store = Arc::new(Memory::default());
+        let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
+        let tenant = TenantId::new();
+        // The writer is not running yet: async submissions still return.
+        log.record(vec![event(tenant), event(tenant)])
+            .await
+            .expect("queued");
+        assert!(store.events.lock().expect("events").is_empty());
+        tokio::spawn(writer.run());
+        log.flush().await;
+        assert_eq!(store.events.lock().expect("events").len(), 2);
+        // Off records nothing and never fails.
+        AuditLog::off()
+            .record(vec![event(tenant)])
+            .await
+            .expect("off");
+    }
+}

@@ -98,6 +98,10 @@ fn query() -> impl Strategy<Value = String> {
             Just("type"),
             Just("name"),
             Just("metadata.k"),
+            Just("action"),
+            Just("actor"),
+            Just("from"),
+            Just("resource_id"),
             Just("x")
         ],
         prop_oneof![
@@ -181,7 +185,7 @@ fn fuzz_endpoints(rt: &tokio::runtime::Runtime, db: &TestDatabase) {
         (Method::POST, "/proxies".into()),
         (Method::PUT, format!("/proxies/{proxy_id}")),
     ];
-    let reads = ["/applications", "/tokens", "/proxies"];
+    let reads = ["/applications", "/tokens", "/proxies", "/audit-events"];
     let reads: Vec<String> = reads
         .iter()
         .map(|s| s.to_string())

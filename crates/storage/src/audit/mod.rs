@@ -1,12 +1,7 @@
-//! [`AuditStore`] for both backends.
-//!
-//! Appending takes each chain's head row with a write as the transaction's first statement
-//! (an `UPDATE` of the row onto itself): PostgreSQL then holds that row's lock, SQLite its
-//! database write lock, until commit, so two processes appending to one tenant's chain take
-//! turns instead of both chaining after the same event. Heads are taken in tenant order, so
-//! two batches spanning the same tenants cannot deadlock.
+//! [`AuditStore`] for both backends: the rows (here), appending ([`append`]), listing,
+//! walking and pruning.
 
-use std::collections::BTreeMap;
+mod append;
 
 use async_trait::async_trait;
 use diesel::{
@@ -15,10 +10,7 @@ use diesel::{
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
-    audit::{
-        self, Actor, AuditAction, AuditEvent, AuditFilter, ChainHead, ChainedEvent, Outcome,
-        GENESIS,
-    },
+    audit::{Actor, AuditAction, AuditEvent, AuditFilter, ChainHead, ChainedEvent, Outcome},
     store::{AuditStore, StoreError},
     Page, PageRequest, ProxyId, TenantId,
 };
@@ -60,6 +52,8 @@ fn uuid(what: &str, raw: &str) -> Result<Uuid, StoreError> {
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = audit_events)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+// `None` is bound as NULL, not DEFAULT: SQLite then takes many rows in one INSERT.
+#[diesel(treat_none_as_default_value = false)]
 struct EventRow {
     tenant_id: String,
     seq: i64,
@@ -271,86 +265,7 @@ impl AuditStore for Database {
         &self,
         events: &[AuditEvent],
     ) -> Result<Vec<ChainedEvent>, StoreError> {
-        let mut by_chain: BTreeMap<String, Vec<AuditEvent>> = BTreeMap::new();
-        for event in events {
-            by_chain
-                .entry(chain_key(event.tenant_id))
-                .or_default()
-                .push(event.clone());
-        }
-        let by_chain = &by_chain;
-        let chained = with_conn!(self, |conn| {
-            conn.transaction::<_, TxError, _>(async |conn| {
-                let mut out = Vec::with_capacity(events.len());
-                for (key, events) in by_chain {
-                    diesel::insert_into(audit_chains::table)
-                        .values((
-                            audit_chains::tenant_id.eq(key),
-                            audit_chains::last_seq.eq(0),
-                            audit_chains::last_hash.eq(GENESIS.as_slice()),
-                            audit_chains::pruned_seq.eq(0),
-                            audit_chains::pruned_hash.eq(GENESIS.as_slice()),
-                        ))
-                        .on_conflict_do_nothing()
-                        .execute(conn)
-                        .await?;
-                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
-                        .set(audit_chains::last_seq.eq(audit_chains::last_seq))
-                        .execute(conn)
-                        .await?;
-                    let row: HeadRow = audit_chains::table
-                        .filter(audit_chains::tenant_id.eq(key))
-                        .select(HeadRow::as_select())
-                        .get_result(conn)
-                        .await?;
-                    let mut head = ChainHead::try_from(row).map_err(TxError::Store)?;
-                    let chained = audit::extend(&mut head, events);
-                    // One INSERT per row: diesel-async's SQLite wrapper has no
-                    // multi-row VALUES, and the statements share one transaction
-                    // (and one fsync) either way.
-                    for row in chained.iter().map(EventRow::from) {
-                        diesel::insert_into(audit_events::table)
-                            .values(row)
-                            .execute(conn)
-                            .await?;
-                    }
-                    let resources: Vec<_> = chained
-                        .iter()
-                        .flat_map(|c| {
-                            let mut ids: Vec<String> =
-                                c.event.resource_ids.iter().map(Uuid::to_string).collect();
-                            ids.sort_unstable();
-                            ids.dedup();
-                            ids.into_iter().map(move |resource_id| ResourceRow {
-                                tenant_id: key.clone(),
-                                resource_id,
-                                seq: c.seq,
-                            })
-                        })
-                        .collect();
-                    for row in resources {
-                        diesel::insert_into(audit_event_resources::table)
-                            .values(row)
-                            .execute(conn)
-                            .await?;
-                    }
-                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
-                        .set((
-                            audit_chains::last_seq.eq(head.last_seq),
-                            audit_chains::last_hash.eq(head.last_hash.as_slice()),
-                            audit_chains::last_event_id
-                                .eq(head.last_event_id.map(|id| id.to_string())),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    out.extend(chained);
-                }
-                Ok(out)
-            })
-            .await
-            .map_err(StoreError::from)
-        })?;
-        Ok(chained)
+        append::append(self, events).await
     }
 
     async fn list_audit_events(
@@ -417,9 +332,25 @@ impl AuditStore for Database {
 
     async fn prune_audit_events(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
         let before = to_db_time(before);
-        let mut removed = 0;
+        // Only chains whose oldest event is past retention are locked; finding the oldest is
+        // one index probe per chain (`audit_events_time` leads with tenant and time).
+        let mut stale = Vec::new();
         for head in self.audit_chain_heads().await? {
             let key = chain_key(head.tenant_id);
+            let oldest: Option<PrimitiveDateTime> = with_conn!(self, |conn| {
+                audit_events::table
+                    .filter(audit_events::tenant_id.eq(&key))
+                    .select(diesel::dsl::min(audit_events::occurred_at))
+                    .get_result(conn)
+                    .await
+                    .db()
+            })?;
+            if oldest.is_some_and(|at| at < before) {
+                stale.push(key);
+            }
+        }
+        let mut removed = 0;
+        for key in stale {
             let key = &key;
             removed += with_conn!(self, |conn| {
                 conn.transaction::<_, TxError, _>(async |conn| {
