@@ -137,14 +137,6 @@ diesel::table! {
 }
 
 diesel::table! {
-    audit_event_resources (tenant_id, resource_id, seq) {
-        tenant_id -> Text,
-        resource_id -> Text,
-        seq -> BigInt,
-    }
-}
-
-diesel::table! {
     audit_chains (tenant_id) {
         tenant_id -> Text,
         last_seq -> BigInt,
@@ -154,5 +146,3 @@ diesel::table! {
         pruned_hash -> Binary,
     }
 }
-
-diesel::allow_tables_to_appear_in_same_query!(audit_events, audit_event_resources);

@@ -1,4 +1,3 @@
 UPDATE applications SET permissions = replace(permissions, ',"audit:read"', '');
 DROP TABLE audit_chains;
-DROP TABLE audit_event_resources;
 DROP TABLE audit_events;

@@ -215,8 +215,15 @@ impl AuditWriter {
         }
         let mut backoff = Duration::from_millis(50);
         loop {
+            let started = std::time::Instant::now();
             match self.store.append_audit_events(events).await {
                 Ok(chained) => {
+                    tracing::debug!(
+                        events = chained.len(),
+                        waiters = waiters.len(),
+                        micros = started.elapsed().as_micros() as u64,
+                        "audit batch committed"
+                    );
                     for done in waiters.drain(..) {
                         let _ = done.send(Ok(()));
                     }

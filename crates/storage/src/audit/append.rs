@@ -8,7 +8,8 @@
 //!
 //! The writer commits whatever requests queued meanwhile, so a batch holds up to thousands of
 //! events: they go in as multi-row `INSERT`s (chunks of [`ROWS_PER_INSERT`]), a handful of
-//! statements per chain whatever the batch size. One set of statements serves both backends
+//! statements per chain whatever the batch size. (One cached single-row statement per event
+//! measured no faster on SQLite.) One set of statements serves both backends
 //! (the macros below); on SQLite the whole transaction runs in one hop to the blocking pool
 //! (diesel-async's SQLite wrapper would take one hop per statement, and has no multi-row
 //! `INSERT`), on PostgreSQL as async round trips.
@@ -20,12 +21,11 @@ use tessera_domain::{
     audit::{self, AuditEvent, ChainHead, ChainedEvent, GENESIS},
     store::StoreError,
 };
-use uuid::Uuid;
 
-use super::{chain_key, EventRow, HeadRow, ResourceRow};
+use super::{chain_key, EventRow, HeadRow};
 use crate::{
     database::{checkout, Database, DbResultExt, Pools},
-    schema::{audit_chains, audit_event_resources, audit_events},
+    schema::{audit_chains, audit_events},
 };
 
 /// Rows per `INSERT` statement: 13 columns × 1000 stays under SQLite's 32,766 and
@@ -76,24 +76,8 @@ macro_rules! advance_head {
     };
 }
 
-/// The rows of `chained` (events of chain `key`): events, and one row per distinct resource
-/// id of each event for the `resource_id` filter.
-fn rows(key: &str, chained: &[ChainedEvent]) -> (Vec<EventRow>, Vec<ResourceRow>) {
-    let events = chained.iter().map(EventRow::from).collect();
-    let resources = chained
-        .iter()
-        .flat_map(|c| {
-            let mut ids: Vec<String> = c.event.resource_ids.iter().map(Uuid::to_string).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            ids.into_iter().map(move |resource_id| ResourceRow {
-                tenant_id: key.to_string(),
-                resource_id,
-                seq: c.seq,
-            })
-        })
-        .collect();
-    (events, resources)
+fn rows(chained: &[ChainedEvent]) -> Vec<EventRow> {
+    chained.iter().map(EventRow::from).collect()
 }
 
 /// A head row that does not convert (corrupt) aborts the transaction.
@@ -149,14 +133,8 @@ mod sqlite {
             lock_head!(key).execute(conn)?;
             let mut head = head(read_head!(key).get_result(conn)?)?;
             let chained = audit::extend(&mut head, events);
-            let (events, resources) = rows(key, &chained);
-            for chunk in events.chunks(ROWS_PER_INSERT) {
+            for chunk in rows(&chained).chunks(ROWS_PER_INSERT) {
                 diesel::insert_into(audit_events::table)
-                    .values(chunk)
-                    .execute(conn)?;
-            }
-            for chunk in resources.chunks(ROWS_PER_INSERT) {
-                diesel::insert_into(audit_event_resources::table)
                     .values(chunk)
                     .execute(conn)?;
             }
@@ -183,15 +161,8 @@ mod postgres {
                 lock_head!(key).execute(conn).await?;
                 let mut head = head(read_head!(key).get_result(conn).await?)?;
                 let chained = audit::extend(&mut head, events);
-                let (events, resources) = rows(key, &chained);
-                for chunk in events.chunks(ROWS_PER_INSERT) {
+                for chunk in rows(&chained).chunks(ROWS_PER_INSERT) {
                     diesel::insert_into(audit_events::table)
-                        .values(chunk)
-                        .execute(conn)
-                        .await?;
-                }
-                for chunk in resources.chunks(ROWS_PER_INSERT) {
-                    diesel::insert_into(audit_event_resources::table)
                         .values(chunk)
                         .execute(conn)
                         .await?;

@@ -5,8 +5,8 @@ mod append;
 
 use async_trait::async_trait;
 use diesel::{
-    dsl::max, ExpressionMethods, Insertable, OptionalExtension, QueryDsl, Queryable, Selectable,
-    SelectableHelper,
+    ExpressionMethods, Insertable, OptionalExtension, QueryDsl, Queryable, Selectable,
+    SelectableHelper, TextExpressionMethods,
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::{
     database::{page_of, window, with_conn, Database, DbResultExt},
     rows::to_db_time,
-    schema::{audit_chains, audit_event_resources, audit_events},
+    schema::{audit_chains, audit_events},
 };
 
 /// The chain key of refusals that name no tenant.
@@ -68,15 +68,6 @@ struct EventRow {
     reason: Option<String>,
     prev_hash: Vec<u8>,
     hash: Vec<u8>,
-}
-
-/// One (tenant, resource, event) row of the `resource_id` filter's index.
-#[derive(Insertable)]
-#[diesel(table_name = audit_event_resources)]
-struct ResourceRow {
-    tenant_id: String,
-    resource_id: String,
-    seq: i64,
 }
 
 impl From<&ChainedEvent> for EventRow {
@@ -173,31 +164,6 @@ impl TryFrom<HeadRow> for ChainHead {
     }
 }
 
-/// A transaction's failure: the database's, or a row that did not convert.
-#[derive(Debug)]
-enum TxError {
-    Db(diesel::result::Error),
-    Store(StoreError),
-}
-
-impl From<diesel::result::Error> for TxError {
-    fn from(e: diesel::result::Error) -> Self {
-        TxError::Db(e)
-    }
-}
-
-impl From<TxError> for StoreError {
-    fn from(e: TxError) -> Self {
-        match e {
-            TxError::Db(e) => Err::<(), _>(e)
-                .db()
-                .err()
-                .unwrap_or_else(|| StoreError::Backend("audit transaction failed".into())),
-            TxError::Store(e) => e,
-        }
-    }
-}
-
 /// The filter as column values.
 struct FilterParams {
     tenant: String,
@@ -214,7 +180,8 @@ impl FilterParams {
         Self {
             tenant: tenant.to_string(),
             actions: f.actions.iter().map(|a| a.as_str()).collect(),
-            resource: f.resource_id.map(|r| r.to_string()),
+            // `resource_ids` is a JSON array of lowercase UUIDs, which hold no LIKE wildcard.
+            resource: f.resource_id.map(|r| format!("%\"{r}\"%")),
             actor: f.actor.map(Actor::to_wire),
             outcome: f.outcome.map(Outcome::as_str),
             from: f.from.map(to_db_time),
@@ -233,15 +200,8 @@ macro_rules! filtered_events {
         if !p.actions.is_empty() {
             q = q.filter(audit_events::action.eq_any(&p.actions));
         }
-        if let Some(resource) = &p.resource {
-            q = q.filter(
-                audit_events::seq.eq_any(
-                    audit_event_resources::table
-                        .filter(audit_event_resources::tenant_id.eq(&p.tenant))
-                        .filter(audit_event_resources::resource_id.eq(resource))
-                        .select(audit_event_resources::seq),
-                ),
-            );
+        if let Some(pattern) = &p.resource {
+            q = q.filter(audit_events::resource_ids.like(pattern));
         }
         if let Some(actor) = &p.actor {
             q = q.filter(audit_events::actor.eq(actor));
@@ -283,7 +243,7 @@ impl AuditStore for Database {
                 .await
                 .db()?;
             let rows: Vec<EventRow> = filtered_events!(&params)
-                .order((audit_events::occurred_at.desc(), audit_events::seq.desc()))
+                .order(audit_events::seq.desc())
                 .limit(limit)
                 .offset(offset)
                 .select(EventRow::as_select())
@@ -332,78 +292,85 @@ impl AuditStore for Database {
 
     async fn prune_audit_events(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
         let before = to_db_time(before);
-        // Only chains whose oldest event is past retention are locked; finding the oldest is
-        // one index probe per chain (`audit_events_time` leads with tenant and time).
-        let mut stale = Vec::new();
+        let mut removed = 0;
         for head in self.audit_chain_heads().await? {
             let key = chain_key(head.tenant_id);
-            let oldest: Option<PrimitiveDateTime> = with_conn!(self, |conn| {
-                audit_events::table
-                    .filter(audit_events::tenant_id.eq(&key))
-                    .select(diesel::dsl::min(audit_events::occurred_at))
-                    .get_result(conn)
-                    .await
-                    .db()
-            })?;
-            if oldest.is_some_and(|at| at < before) {
-                stale.push(key);
+            loop {
+                let (pruned, more) = self.prune_chain_prefix(&key, before).await?;
+                removed += pruned;
+                if !more {
+                    break;
+                }
             }
         }
-        let mut removed = 0;
-        for key in stale {
-            let key = &key;
-            removed += with_conn!(self, |conn| {
-                conn.transaction::<_, TxError, _>(async |conn| {
-                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
-                        .set(audit_chains::last_seq.eq(audit_chains::last_seq))
-                        .execute(conn)
-                        .await?;
-                    let through: Option<i64> = audit_events::table
-                        .filter(audit_events::tenant_id.eq(key))
-                        .filter(audit_events::occurred_at.lt(before))
-                        .select(max(audit_events::seq))
-                        .get_result(conn)
-                        .await?;
-                    let Some(through) = through else {
-                        return Ok(0);
-                    };
-                    let hash: Option<Vec<u8>> = audit_events::table
-                        .filter(audit_events::tenant_id.eq(key))
-                        .filter(audit_events::seq.eq(through))
-                        .select(audit_events::hash)
-                        .get_result(conn)
-                        .await
-                        .optional()?;
-                    let hash = hash.ok_or_else(|| {
-                        TxError::Store(StoreError::Conflict("audit event vanished".into()))
-                    })?;
-                    let deleted = diesel::delete(
-                        audit_events::table
-                            .filter(audit_events::tenant_id.eq(key))
-                            .filter(audit_events::seq.le(through)),
-                    )
-                    .execute(conn)
-                    .await?;
-                    diesel::delete(
-                        audit_event_resources::table
-                            .filter(audit_event_resources::tenant_id.eq(key))
-                            .filter(audit_event_resources::seq.le(through)),
-                    )
-                    .execute(conn)
-                    .await?;
-                    diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
-                        .set((
-                            audit_chains::pruned_seq.eq(through),
-                            audit_chains::pruned_hash.eq(hash),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    Ok(deleted as u64)
-                })
-                .await
-                .map_err(StoreError::from)
-            })?;
-        }
         Ok(removed)
+    }
+}
+
+/// Events examined per pruning step.
+const PRUNE_STEP: i64 = 1000;
+
+impl Database {
+    /// Removes the leading run of chain `key`'s events older than `before` (at most
+    /// [`PRUNE_STEP`]), recording the last removed event in the head so verification starts
+    /// after it. Walks the primary key from the oldest event left, so a chain with nothing to
+    /// prune costs one probe. Returns what was removed and whether there may be more.
+    async fn prune_chain_prefix(
+        &self,
+        key: &str,
+        before: PrimitiveDateTime,
+    ) -> Result<(u64, bool), StoreError> {
+        let oldest: Vec<(i64, PrimitiveDateTime)> = with_conn!(self, |conn| {
+            audit_events::table
+                .filter(audit_events::tenant_id.eq(key))
+                .order(audit_events::seq)
+                .limit(PRUNE_STEP)
+                .select((audit_events::seq, audit_events::occurred_at))
+                .load(conn)
+                .await
+                .db()
+        })?;
+        let stale = oldest.iter().take_while(|(_, at)| *at < before).count();
+        let Some(&(through, _)) = stale.checked_sub(1).and_then(|i| oldest.get(i)) else {
+            return Ok((0, false));
+        };
+        let more = stale as i64 == PRUNE_STEP;
+        let removed = with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
+                    .set(audit_chains::last_seq.eq(audit_chains::last_seq))
+                    .execute(conn)
+                    .await?;
+                let hash: Option<Vec<u8>> = audit_events::table
+                    .filter(audit_events::tenant_id.eq(key))
+                    .filter(audit_events::seq.eq(through))
+                    .select(audit_events::hash)
+                    .get_result(conn)
+                    .await
+                    .optional()?;
+                // Another process pruned past it meanwhile: nothing left to do here.
+                let Some(hash) = hash else {
+                    return Ok(0);
+                };
+                let deleted = diesel::delete(
+                    audit_events::table
+                        .filter(audit_events::tenant_id.eq(key))
+                        .filter(audit_events::seq.le(through)),
+                )
+                .execute(conn)
+                .await?;
+                diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq(key)))
+                    .set((
+                        audit_chains::pruned_seq.eq(through),
+                        audit_chains::pruned_hash.eq(hash),
+                    ))
+                    .execute(conn)
+                    .await?;
+                Ok(deleted as u64)
+            })
+            .await
+            .db()
+        })?;
+        Ok((removed, more && removed > 0))
     }
 }
