@@ -7,7 +7,7 @@ use std::{net::SocketAddr, process::ExitCode};
 use anyhow::Context;
 use clap::Parser;
 use tessera_gateway::{server, GatewayArgs};
-use tessera_service::metrics::{Registry, RequestCounter};
+use tessera_service::metrics::{AuditMetrics, Registry, RequestCounter};
 use tessera_startup::{audit::AuditArgs, telemetry, DbArgs};
 
 /// Tessera proxy gateway.
@@ -52,6 +52,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let registry = Registry::new();
     let requests = std::sync::Arc::new(RequestCounter::new());
     registry.register(requests.clone());
+    if vault.audit().is_on() {
+        registry.register(std::sync::Arc::new(AuditMetrics(vault.audit().clone())));
+    }
     let gateway = args
         .gateway
         .build(args.gateway.apply_to(vault), &registry, requests)?;

@@ -72,8 +72,16 @@ impl std::fmt::Debug for ApiState {
 }
 
 impl ApiState {
-    /// State for `vault` with `config`, `metrics` and nothing at `/proxy`.
+    /// State for `vault` with `config`, `metrics` and nothing at `/proxy`. When the vault
+    /// records an audit trail, its writer's totals join `metrics` (`tessera_audit_*`).
     pub fn new(vault: Vault, config: ApiConfig, metrics: ProcessMetrics) -> Self {
+        if vault.audit().is_on() {
+            metrics
+                .registry
+                .register(Arc::new(tessera_service::metrics::AuditMetrics(
+                    vault.audit().clone(),
+                )));
+        }
         Self {
             vault,
             config,

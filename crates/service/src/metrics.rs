@@ -19,7 +19,8 @@ use std::{
 use prometheus::{
     core::{Collector, Desc},
     proto::{
-        Bucket, Counter, Histogram as HistogramProto, LabelPair, Metric, MetricFamily, MetricType,
+        Bucket, Counter, Gauge, Histogram as HistogramProto, LabelPair, Metric, MetricFamily,
+        MetricType,
     },
     Encoder, TextEncoder,
 };
@@ -435,6 +436,72 @@ impl RequestCounter {
 impl Family for RequestCounter {
     fn families(&self) -> Vec<MetricFamily> {
         self.counters.families()
+    }
+}
+
+/// The audit writer's totals, read from its [`tessera_domain::audit::AuditLog`] when scraped:
+/// `tessera_audit_events_committed_total`, `tessera_audit_batches_committed_total`,
+/// `tessera_audit_commit_failures_total`, `tessera_audit_commit_seconds_total` and the gauge
+/// `tessera_audit_queue_depth`. Nothing is rendered while the trail is off.
+#[derive(Debug)]
+pub struct AuditMetrics(pub tessera_domain::audit::AuditLog);
+
+fn single(name: &str, help: &str, kind: MetricType, value: f64) -> MetricFamily {
+    let mut family = MetricFamily::default();
+    family.set_name(name.to_string());
+    family.set_help(help.to_string());
+    family.set_field_type(kind);
+    let mut metric = Metric::default();
+    if kind == MetricType::GAUGE {
+        let mut gauge = Gauge::default();
+        gauge.set_value(value);
+        metric.set_gauge(gauge);
+    } else {
+        let mut counter = Counter::default();
+        counter.set_value(value);
+        metric.set_counter(counter);
+    }
+    family.set_metric(vec![metric]);
+    family
+}
+
+impl Family for AuditMetrics {
+    fn families(&self) -> Vec<MetricFamily> {
+        let Some(s) = self.0.stats() else {
+            return Vec::new();
+        };
+        vec![
+            single(
+                "tessera_audit_events_committed_total",
+                "Audit events committed.",
+                MetricType::COUNTER,
+                s.events_committed as f64,
+            ),
+            single(
+                "tessera_audit_batches_committed_total",
+                "Audit transactions committed (events per batch = events / batches).",
+                MetricType::COUNTER,
+                s.batches_committed as f64,
+            ),
+            single(
+                "tessera_audit_commit_failures_total",
+                "Audit commit attempts that failed and were retried; sync requests answered 503.",
+                MetricType::COUNTER,
+                s.commit_failures as f64,
+            ),
+            single(
+                "tessera_audit_commit_seconds_total",
+                "Time spent in successful audit commits.",
+                MetricType::COUNTER,
+                s.commit_micros as f64 / 1e6,
+            ),
+            single(
+                "tessera_audit_queue_depth",
+                "Audit submissions waiting for the writer.",
+                MetricType::GAUGE,
+                s.queued as f64,
+            ),
+        ]
     }
 }
 

@@ -5,7 +5,14 @@
 //! within moments (it never waits to fill a batch), so a crash loses at most what was still
 //! queued.
 
-use std::{io::Write, sync::Arc, time::Duration};
+use std::{
+    io::Write,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -51,12 +58,53 @@ enum Message {
 #[derive(Clone, Debug)]
 pub struct AuditLog {
     inner: Option<(mpsc::Sender<Message>, Durability)>,
+    stats: Arc<Counters>,
+}
+
+/// The writer's running totals, shared with every [`AuditLog`] clone.
+#[derive(Debug, Default)]
+struct Counters {
+    events: AtomicU64,
+    batches: AtomicU64,
+    failures: AtomicU64,
+    commit_micros: AtomicU64,
+}
+
+/// What the writer has done so far, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditStats {
+    /// Events committed.
+    pub events_committed: u64,
+    /// Transactions committed.
+    pub batches_committed: u64,
+    /// Commit attempts that failed (and were retried).
+    pub commit_failures: u64,
+    /// Time spent in successful commits, in microseconds.
+    pub commit_micros: u64,
+    /// Submissions waiting for the writer now.
+    pub queued: u64,
 }
 
 impl AuditLog {
     /// Records nothing (embedding programs and measurements without a trail).
     pub fn off() -> Self {
-        Self { inner: None }
+        Self {
+            inner: None,
+            stats: Arc::default(),
+        }
+    }
+
+    /// The writer's totals and queue depth (`None` when off).
+    pub fn stats(&self) -> Option<AuditStats> {
+        let (tx, _) = self.inner.as_ref()?;
+        let c = &self.stats;
+        Some(AuditStats {
+            events_committed: c.events.load(Ordering::Relaxed),
+            batches_committed: c.batches.load(Ordering::Relaxed),
+            commit_failures: c.failures.load(Ordering::Relaxed),
+            commit_micros: c.commit_micros.load(Ordering::Relaxed),
+            queued: (tx.max_capacity() - tx.capacity()) as u64,
+        })
     }
 
     /// A recorder over `store`, and the writer that must be spawned for it to make progress.
@@ -67,11 +115,18 @@ impl AuditLog {
         stream: Option<Box<dyn Write + Send>>,
     ) -> (Self, AuditWriter) {
         let (tx, rx) = mpsc::channel(QUEUE);
+        let stats = Arc::<Counters>::default();
         (
             Self {
                 inner: Some((tx, durability)),
+                stats: stats.clone(),
             },
-            AuditWriter { rx, store, stream },
+            AuditWriter {
+                rx,
+                store,
+                stream,
+                stats,
+            },
         )
     }
 
@@ -163,6 +218,7 @@ pub struct AuditWriter {
     rx: mpsc::Receiver<Message>,
     store: Arc<dyn AuditStore>,
     stream: Option<Box<dyn Write + Send>>,
+    stats: Arc<Counters>,
 }
 
 impl std::fmt::Debug for AuditWriter {
@@ -218,10 +274,18 @@ impl AuditWriter {
             let started = std::time::Instant::now();
             match self.store.append_audit_events(events).await {
                 Ok(chained) => {
+                    let micros = started.elapsed().as_micros() as u64;
+                    self.stats
+                        .events
+                        .fetch_add(chained.len() as u64, Ordering::Relaxed);
+                    self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                    self.stats
+                        .commit_micros
+                        .fetch_add(micros, Ordering::Relaxed);
                     tracing::debug!(
                         events = chained.len(),
                         waiters = waiters.len(),
-                        micros = started.elapsed().as_micros() as u64,
+                        micros,
                         "audit batch committed"
                     );
                     for done in waiters.drain(..) {
@@ -232,6 +296,7 @@ impl AuditWriter {
                     return;
                 }
                 Err(e) => {
+                    self.stats.failures.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(error = %e, events = events.len(), "cannot write audit events; retrying");
                     if let StoreError::Conflict(_) = e {
                         // An event id already stored: a commit that succeeded but reported
@@ -382,7 +447,11 @@ mod tests {
                 .expect("committed before returning");
         }
         assert_eq!(store.events.lock().expect("events").len(), 200);
+        let stats = log.stats().expect("on");
+        assert_eq!(stats.events_committed, 200);
+        assert_eq!(stats.queued, 0);
         let appends = store.appends.load(Ordering::SeqCst);
+        assert_eq!(stats.batches_committed, appends as u64);
         assert!(
             appends < 200,
             "grouped: {appends} transactions for 200 requests"
@@ -424,6 +493,7 @@ mod tests {
         log.flush().await;
         assert_eq!(store.events.lock().expect("events").len(), 1);
         log.record(vec![event(tenant)]).await.expect("committed");
+        assert_eq!(log.stats().expect("on").commit_failures, 1);
         let lines = stream.lock().expect("stream").clone();
         assert_eq!(lines.iter().filter(|b| **b == b'\n').count(), 2);
     }
@@ -446,5 +516,6 @@ mod tests {
             .record(vec![event(tenant)])
             .await
             .expect("off");
+        assert!(AuditLog::off().stats().is_none());
     }
 }

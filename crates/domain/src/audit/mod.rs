@@ -14,7 +14,7 @@ pub use chain::{extend, head_json, link_hash, to_hex, BrokenLink, ChainCheck, Ch
 pub use event::{
     Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, UnknownAction, MAX_TEXT_CHARS,
 };
-pub use log::{AuditError, AuditLog, AuditWriter, Durability, Pending};
+pub use log::{AuditError, AuditLog, AuditStats, AuditWriter, Durability, Pending};
 
 use time::OffsetDateTime;
 use uuid::Uuid;

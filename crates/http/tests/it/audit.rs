@@ -765,6 +765,15 @@ async fn the_chain_verifies_until_a_row_is_edited(db: &TestDatabase) {
     let report = vault.verify_audit(Some(t.tenant_id)).await.expect("verify");
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.events_checked, 3);
+    // The writer's totals are on /metrics.
+    let metrics =
+        test::call_and_read_body(&app, test::TestRequest::get().uri("/metrics").to_request()).await;
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.contains("tessera_audit_events_committed_total 3"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("tessera_audit_queue_depth 0"), "{metrics}");
     let events = trail(&app, k).await;
     let second = events[1]["id"].as_str().expect("id");
     // Pretend the read was someone else's.
