@@ -37,10 +37,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::RotateMasterKey(db) => {
             telemetry::init(db.log_format);
-            let (vault, writer) = open_vault(&db)
-                .await?
-                .with_audit_trail(tessera_domain::audit::Durability::Sync, None);
-            tokio::spawn(writer.run());
+            // The default trail (sync, no stream): each re-wrap is committed as it happens.
+            let vault = tessera_startup::audit::start_audit(
+                open_vault(&db).await?,
+                &tessera_startup::audit::AuditArgs::default(),
+            )?;
             let report = vault
                 .rotate_master_key()
                 .await

@@ -21,11 +21,10 @@ use crate::{
     Gateway,
 };
 
-/// What the audit trail needs to know of one invocation, filled in by the stages.
+/// What the audit trail needs to know of one invocation, filled in by the stages (only the
+/// cheap fields while the trail is off).
 #[derive(Debug, Default)]
 pub(crate) struct AuditNotes {
-    /// Whether the trail is on (nothing else is filled in otherwise).
-    pub(crate) on: bool,
     /// The proxy's tenant, once the proxy is known.
     pub(crate) tenant: Option<TenantId>,
     /// The authenticated caller, if any.
@@ -148,7 +147,7 @@ impl Gateway {
         request_id: &str,
         result: Result<T, Halt>,
     ) -> Result<T, Halt> {
-        if !notes.on {
+        if !self.vault.audit().is_on() {
             return result;
         }
         if let Err(Halt::Fail(e)) = &result {

@@ -141,7 +141,6 @@ impl Gateway {
     ) -> Response<ResponseBody> {
         let (parts, body) = req.into_parts();
         let mut ctx = RequestContext::new(parts, request_id);
-        ctx.audit.on = self.vault.audit().is_on();
         let result = self.run(&mut ctx, body).await;
         let result = self
             .audited(&mut ctx.audit, ctx.proxy_id, request_id, result)

@@ -48,24 +48,11 @@ pub(crate) async fn require_api_key(
         .headers()
         .get(API_KEY_HEADER)
         .map(|v| v.to_str().unwrap_or("\u{0}").to_string());
-    let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone());
-    let attempted = req
-        .match_pattern()
-        .and_then(|pattern| audit::attempted(req.method(), &pattern));
-    let path_ids = path_ids(&req);
     let principal = match state.vault.authenticate(presented.as_deref()).await {
         Ok(principal) => principal,
         Err(e) => {
-            let error = ApiError::from(e);
-            let call = CallContext {
-                principal: None,
-                request_id: request_id.as_deref(),
-            };
-            let events = attempted
-                .map(|action| vec![call.denial(action, path_ids, error.detail())])
-                .unwrap_or_default();
-            let res = req.error_response(error);
-            return Ok(recorded(&state, events, res).await);
+            let res = req.error_response(ApiError::from(e));
+            return Ok(audited(&state, None, res).await);
         }
     };
     if let Some(limiter) = &state.rate_limiter {
@@ -77,45 +64,57 @@ pub(crate) async fn require_api_key(
     }
     req.extensions_mut().insert(principal.clone());
     let res = next.call(req).await?.map_into_boxed_body();
-    if !state.vault.audit().is_on() {
-        return Ok(res);
-    }
+    Ok(audited(&state, Some(&principal), res).await)
+}
+
+/// The audit events of an answered call: what the handler marked on a success, or the
+/// refusal (401/403, whose problem carries its reason) of an audited route, aimed at the ids
+/// its path names. Everything is read from the answer, so nothing is computed for calls that
+/// record nothing.
+fn call_events(principal: Option<&Principal>, res: &ServiceResponse<BoxBody>) -> Vec<AuditEvent> {
+    let req = res.request();
+    let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone());
     let call = CallContext {
-        principal: Some(&principal),
+        principal,
         request_id: request_id.as_deref(),
     };
-    let events = {
-        let extensions = res.response().extensions();
-        match (
-            extensions.get::<Audited>(),
-            extensions.get::<DenialReason>(),
-        ) {
-            (Some(audited), _) if res.status().is_success() => call.successes(audited),
-            (_, Some(reason)) => attempted
-                .map(|action| vec![call.denial(action, path_ids, &reason.0)])
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    };
-    Ok(recorded(&state, events, res).await)
+    let extensions = res.response().extensions();
+    if res.status().is_success() {
+        return extensions
+            .get::<Audited>()
+            .map(|audited| call.successes(audited))
+            .unwrap_or_default();
+    }
+    let attempted = req
+        .match_pattern()
+        .and_then(|pattern| audit::attempted(req.method(), &pattern));
+    match (extensions.get::<DenialReason>(), attempted) {
+        (Some(reason), Some(action)) => vec![call.denial(action, path_ids(req), &reason.0)],
+        _ => Vec::new(),
+    }
 }
 
 /// The UUIDs among the path's parameters (what a refused call was aiming at).
-fn path_ids(req: &ServiceRequest) -> Vec<Uuid> {
+fn path_ids(req: &HttpRequest) -> Vec<Uuid> {
     req.match_info()
         .iter()
         .filter_map(|(_, value)| value.parse().ok())
         .collect()
 }
 
-/// Records `events`; when they cannot be committed (sync mode), the caller gets a 503 instead
-/// of `res`: an answer the trail does not hold would break the sync guarantee.
-async fn recorded(
+/// Records the call's events (see [`call_events`]); when they cannot be committed (sync
+/// mode), the caller gets a 503 instead of `res`: an answer the trail does not hold would break
+/// the sync guarantee.
+async fn audited(
     state: &ApiState,
-    events: Vec<AuditEvent>,
+    principal: Option<&Principal>,
     res: ServiceResponse<BoxBody>,
 ) -> ServiceResponse<BoxBody> {
-    match state.vault.record(events).await {
+    if !state.vault.audit().is_on() {
+        return res;
+    }
+    let events = call_events(principal, &res);
+    match state.vault.audit().record(events).await {
         Ok(()) => res,
         Err(e) => {
             tracing::error!(error = %e, "audit events not committed; answering 503");

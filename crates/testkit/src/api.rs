@@ -181,3 +181,18 @@ where
         .expect(201);
     r.body["key"].as_str().expect("key").to_string()
 }
+
+/// `POST path` with `body` as `key`, expecting 201: the created resource's `id`.
+pub async fn create<S, B>(app: &S, key: &str, path: &str, body: Value) -> String
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    send(app, Method::POST, path, Some(key), Some(body))
+        .await
+        .expect(201)
+        .body["id"]
+        .as_str()
+        .expect("id")
+        .to_string()
+}

@@ -8,10 +8,7 @@ use time::{Duration, OffsetDateTime};
 use super::Vault;
 use crate::{
     access::Principal,
-    audit::{
-        self, AuditError, AuditEvent, AuditFilter, AuditLog, AuditWriter, ChainedEvent, Durability,
-        VerifyReport,
-    },
+    audit::{self, AuditFilter, AuditLog, AuditWriter, ChainedEvent, Durability, VerifyReport},
     error::VaultError,
     ids::TenantId,
     pagination::{Page, PageRequest},
@@ -47,11 +44,6 @@ impl Vault {
     /// The recorder the edges (management API, gateway) hand their events to.
     pub fn audit(&self) -> &AuditLog {
         &self.audit
-    }
-
-    /// Records `events` (see [`AuditLog::record`]).
-    pub async fn record(&self, events: Vec<AuditEvent>) -> Result<(), AuditError> {
-        self.audit.record(events).await
     }
 
     /// A page of the caller's tenant's events, newest first. Needs `audit:read`.

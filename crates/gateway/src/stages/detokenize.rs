@@ -46,13 +46,14 @@ impl Gateway {
             ctx.processed = true;
             return Ok(Outgoing { headers, body });
         }
-        if ctx.audit.on {
+        let audit_on = self.vault.audit().is_on();
+        if audit_on {
             ctx.audit.requested = uuids(template.token_ids());
         }
         let values = self.resolve(caller, &template, body.len()).await?;
         let rendered = template.render(&values)?;
         ctx.detokenized = values.len();
-        if ctx.audit.on {
+        if audit_on {
             let ids = std::mem::take(&mut ctx.audit.requested);
             self.audit_detokenized(&mut ctx.audit, ctx.proxy_id, ctx.request_id, ids)
                 .await?;

@@ -141,7 +141,7 @@ impl Gateway {
             ));
         };
         // `req.svc` acts as the proxy's application: its calls are recorded under it.
-        let svc_audit = match (ctx.audit.on, proxy.application_id) {
+        let svc_audit = match (self.vault.audit().is_on(), proxy.application_id) {
             (true, Some(app)) => Some(SvcAudit::new(
                 proxy.tenant_id,
                 Actor::Application(app),
@@ -306,13 +306,14 @@ async fn host_call(
     op: HostOp,
     payload: Value,
 ) -> Result<Value, HostError> {
-    let answer = svc_call(vault, principal, audit, op, &payload).await;
-    if let (Some(audit), Err(e)) = (audit, &answer) {
-        let (action, ids) = match op {
-            HostOp::Tokenize | HostOp::Create => (AuditAction::TokenCreatedByTransform, vec![]),
-            HostOp::Retrieve => (AuditAction::TokenReadByTransform, payload_id(&payload)),
-            HostOp::Delete => (AuditAction::TokenDeleted, payload_id(&payload)),
-        };
+    // What a refusal would name, taken before the payload is consumed.
+    let attempt = audit.map(|_| match op {
+        HostOp::Tokenize | HostOp::Create => (AuditAction::TokenCreatedByTransform, vec![]),
+        HostOp::Retrieve => (AuditAction::TokenReadByTransform, payload_id(&payload)),
+        HostOp::Delete => (AuditAction::TokenDeleted, payload_id(&payload)),
+    });
+    let answer = svc_call(vault, principal, audit, op, payload).await;
+    if let (Some(audit), Some((action, ids)), Err(e)) = (audit, attempt, &answer) {
         audit.refused(action, ids, e.status, &e.message);
     }
     answer
@@ -332,9 +333,8 @@ async fn svc_call(
     principal: &Principal,
     audit: Option<&SvcAudit>,
     op: HostOp,
-    payload: &Value,
+    payload: Value,
 ) -> Result<Value, HostError> {
-    let payload = payload.clone();
     let bad = |m: String| HostError {
         status: 400,
         message: m,

@@ -19,7 +19,7 @@ use tessera_domain::{audit::Durability, store::AuditStore, Vault};
 use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
 use tessera_storage::DetachedStore;
 use tessera_testkit::{
-    api::{app_key, send, state, tenant},
+    api::{app_key, create, send, state, tenant},
     backend_tests,
     db::TestDatabase,
 };
@@ -82,20 +82,14 @@ async fn every_management_action_is_recorded_once(db: &TestDatabase) {
         .to_string();
     let app = test::init_service(tessera_http::app(st)).await;
     let k = t.admin_key.as_str();
-    let created = |body: Value| {
-        let app = &app;
-        async move {
-            send(app, Method::POST, "/tokens", Some(k), Some(body))
-                .await
-                .expect(201)
-                .body["id"]
-                .as_str()
-                .expect("id")
-                .to_string()
-        }
-    };
-    let card = created(json!({"type": "card", "data": {"number": CARD_NUMBER, "expiration_month": 12, "expiration_year": 2030}})).await;
-    let other = created(json!({"type": "token", "data": "other"})).await;
+    let card = create(&app, k, "/tokens", json!({"type": "card", "data": {"number": CARD_NUMBER, "expiration_month": 12, "expiration_year": 2030}})).await;
+    let other = create(
+        &app,
+        k,
+        "/tokens",
+        json!({"type": "token", "data": "other"}),
+    )
+    .await;
     send(&app, Method::GET, &format!("/tokens/{card}"), Some(k), None)
         .await
         .expect(200);
@@ -130,19 +124,13 @@ async fn every_management_action_is_recorded_once(db: &TestDatabase) {
     .await
     .expect(201)
     .body;
-    let child = send(
+    let child = create(
         &app,
-        Method::POST,
+        k,
         &format!("/tokens/{card}/children"),
-        Some(k),
-        Some(json!({"type": "token", "data": "child"})),
+        json!({"type": "token", "data": "child"}),
     )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    .await;
     send(
         &app,
         Method::GET,
@@ -169,19 +157,7 @@ async fn every_management_action_is_recorded_once(db: &TestDatabase) {
     .await
     .expect(204);
     let spec = json!({"name": "backend", "type": "private", "permissions": ["token:read"]});
-    let application = send(
-        &app,
-        Method::POST,
-        "/applications",
-        Some(k),
-        Some(spec.clone()),
-    )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let application = create(&app, k, "/applications", spec.clone()).await;
     let path = format!("/applications/{application}");
     send(&app, Method::PUT, &path, Some(k), Some(spec))
         .await
@@ -200,19 +176,7 @@ async fn every_management_action_is_recorded_once(db: &TestDatabase) {
         .expect(204);
     let proxy_spec = json!({"name": "p", "destination_url": "https://api.example.com",
         "configuration": {"secret": CONFIG_VALUE}});
-    let proxy = send(
-        &app,
-        Method::POST,
-        "/proxies",
-        Some(k),
-        Some(proxy_spec.clone()),
-    )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let proxy = create(&app, k, "/proxies", proxy_spec.clone()).await;
     let path = format!("/proxies/{proxy}");
     send(&app, Method::PUT, &path, Some(k), Some(proxy_spec))
         .await
@@ -291,17 +255,17 @@ async fn reads_without_data_and_replays_record_nothing(db: &TestDatabase) {
     send(&app, Method::GET, "/tokens", Some(k), None)
         .await
         .expect(200);
-    let create = || {
+    let keyed_create = || {
         test::TestRequest::post()
             .uri("/tokens")
             .insert_header(("SVC-API-KEY", k))
             .insert_header(("Idempotency-Key", "once"))
             .set_json(json!({"type": "token", "data": "x"}))
     };
-    let first = tessera_testkit::api::send_raw(&app, create())
+    let first = tessera_testkit::api::send_raw(&app, keyed_create())
         .await
         .expect(201);
-    let again = tessera_testkit::api::send_raw(&app, create())
+    let again = tessera_testkit::api::send_raw(&app, keyed_create())
         .await
         .expect(201);
     assert_eq!(first.body["id"], again.body["id"], "a replay");
@@ -332,19 +296,7 @@ async fn refusals_are_recorded_with_their_reason(db: &TestDatabase) {
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st.clone())).await;
     let k = t.admin_key.as_str();
-    let token = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(json!({"type": "token", "data": "x"})),
-    )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let token = create(&app, k, "/tokens", json!({"type": "token", "data": "x"})).await;
     let reader = app_key(
         &app,
         k,
@@ -429,19 +381,7 @@ async fn filters_and_pages_newest_first(db: &TestDatabase) {
     let k = t.admin_key.as_str();
     let mut tokens = Vec::new();
     for i in 0..5 {
-        let id = send(
-            &app,
-            Method::POST,
-            "/tokens",
-            Some(k),
-            Some(json!({"type": "token", "data": i})),
-        )
-        .await
-        .expect(201)
-        .body["id"]
-            .as_str()
-            .expect("id")
-            .to_string();
+        let id = create(&app, k, "/tokens", json!({"type": "token", "data": i})).await;
         tokens.push(id);
     }
     let reader = app_key(
@@ -526,19 +466,13 @@ async fn another_tenants_events_are_never_visible(db: &TestDatabase) {
     let st = state(db, MIB);
     let (a, b) = (tenant(&st, "a").await, tenant(&st, "b").await);
     let app = test::init_service(tessera_http::app(st)).await;
-    let token = send(
+    let token = create(
         &app,
-        Method::POST,
+        &a.admin_key,
         "/tokens",
-        Some(&a.admin_key),
-        Some(json!({"type": "token", "data": "a's"})),
+        json!({"type": "token", "data": "a's"}),
     )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    .await;
     // B probing A's token gets a 404 (for B it does not exist), which records nothing.
     send(
         &app,
@@ -660,19 +594,7 @@ async fn no_secret_reaches_the_trail_or_its_stream(db: &TestDatabase) {
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
     let k = t.admin_key.as_str();
-    let card = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(json!({"type": "card", "data": {"number": CARD_NUMBER, "expiration_month": 1, "expiration_year": 2031}})),
-    )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let card = create(&app, k, "/tokens", json!({"type": "card", "data": {"number": CARD_NUMBER, "expiration_month": 1, "expiration_year": 2031}})).await;
     send(&app, Method::GET, &format!("/tokens/{card}"), Some(k), None)
         .await
         .expect(200);

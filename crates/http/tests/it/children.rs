@@ -30,10 +30,7 @@ where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    let r = send(app, Method::POST, "/tokens", Some(key), Some(body))
-        .await
-        .expect(201);
-    r.body["id"].as_str().expect("id").to_string()
+    tessera_testkit::api::create(app, key, "/tokens", body).await
 }
 
 async fn children<S, B>(app: &S, key: &str, parent: &str, query: &str) -> Value
