@@ -27,11 +27,14 @@ pub fn format(ts: OffsetDateTime) -> String {
 }
 
 /// Parses an RFC 3339 timestamp (any offset), truncated to whole microseconds; `None` when it
-/// is not one.
+/// is not one, or when it falls outside years 1–9999 once moved to UTC
+/// (`9999-12-31T23:59:59-23:59` is a valid RFC 3339 text whose UTC instant is in year 10000).
 pub fn parse(raw: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .map(|ts| truncate_to_micros(ts.to_offset(time::UtcOffset::UTC)))
+    let ts = OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339).ok()?;
+    let utc = ts.checked_to_offset(time::UtcOffset::UTC)?;
+    (1..=9999)
+        .contains(&utc.year())
+        .then(|| truncate_to_micros(utc))
 }
 
 /// Serde adapter that writes [`format`]'s representation.
@@ -74,6 +77,16 @@ mod tests {
             format(truncate_to_micros(ts)),
             "2026-11-21T23:49:22.123456+00:00"
         );
+    }
+
+    #[test]
+    fn instants_outside_years_1_to_9999_in_utc_are_not_timestamps() {
+        // Attack finding 10: these used to panic in `to_offset`.
+        assert_eq!(parse("9999-12-31T23:59:59-23:59"), None);
+        assert_eq!(parse("0000-01-01T00:00:00+23:59"), None);
+        assert_eq!(parse("0001-01-01T00:00:00+00:01"), None);
+        assert!(parse("9999-12-31T23:59:59+00:00").is_some());
+        assert!(parse("9999-12-31T23:59:59+01:00").is_some());
     }
 
     #[test]

@@ -541,8 +541,10 @@ pub struct TokenView {
     #[serde(with = "crate::timestamp::serde_rfc3339")]
     modified_at: OffsetDateTime,
     /// HMAC-SHA-256 of the data under a per-tenant key, hex: equal data, equal fingerprint,
-    /// within one tenant only.
-    fingerprint: String,
+    /// within one tenant only. Shown only to callers who may read the token (SUPPLEMENT §9):
+    /// to anyone else it would tell which of their guesses equals a stored value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<String>,
     /// When the token expires; `null`: never.
     #[serde(with = "crate::timestamp::serde_rfc3339::option")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
@@ -550,7 +552,7 @@ pub struct TokenView {
 }
 
 impl TokenView {
-    fn build(t: Token, with_data: bool) -> Self {
+    fn build(t: Token, with_data: bool, with_fingerprint: bool) -> Self {
         Self {
             id: t.id,
             tenant_id: t.tenant_id,
@@ -562,19 +564,22 @@ impl TokenView {
             created_at: t.created_at,
             modified_by: t.modified_by,
             modified_at: t.modified_at,
-            fingerprint: t.fingerprint,
+            fingerprint: with_fingerprint.then_some(t.fingerprint),
             expires_at: t.expires_at,
         }
     }
 
-    /// Including the sensitive data (read and list responses).
+    /// Including the sensitive data and the fingerprint (read, list and search responses: the
+    /// caller holds `token:read` on the token).
     pub fn with_data(t: Token) -> Self {
-        Self::build(t, true)
+        Self::build(t, true, true)
     }
 
-    /// Without the sensitive data (create responses).
-    pub fn without_data(t: Token) -> Self {
-        Self::build(t, false)
+    /// Without the sensitive data (create and update responses, search without data); the
+    /// fingerprint only when `viewer` may read the token.
+    pub fn without_data(t: Token, viewer: &crate::access::Principal) -> Self {
+        let readable = viewer.may_on(crate::permission::Permission::TokenRead, &t.container);
+        Self::build(t, false, readable)
     }
 
     /// The view as a JSON value (for `token:` expressions and `req.svc`), held as a secret

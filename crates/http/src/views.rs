@@ -17,13 +17,14 @@ pub(crate) use tessera_domain::token::TokenView;
 pub(crate) fn created_or_found(
     token: tessera_domain::Token,
     created: bool,
+    viewer: &tessera_domain::Principal,
 ) -> actix_web::HttpResponse {
     let mut response = if created {
         actix_web::HttpResponse::Created()
     } else {
         actix_web::HttpResponse::Ok()
     };
-    response.json(TokenView::without_data(token))
+    response.json(TokenView::without_data(token, viewer))
 }
 
 /// An application. `key` appears only on create and regenerate.

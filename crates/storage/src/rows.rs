@@ -15,7 +15,10 @@ use crate::schema::{applications, proxies, tenants, token_associations, token_me
 
 /// Stores a UTC instant as a naive `TIMESTAMP`.
 pub(crate) fn to_db_time(ts: OffsetDateTime) -> PrimitiveDateTime {
-    let utc = ts.to_offset(UtcOffset::UTC);
+    // Every instant the domain makes is UTC already (and `timestamp::parse` refuses the ones
+    // that would leave years 1–9999 in UTC), so the fallback is never taken; it only keeps
+    // this conversion from panicking.
+    let utc = ts.checked_to_offset(UtcOffset::UTC).unwrap_or(ts);
     PrimitiveDateTime::new(utc.date(), utc.time())
 }
 

@@ -13,7 +13,10 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{tokens::seal_new_token, Vault};
+use super::{
+    tokens::{require_dedup_read, seal_new_token},
+    Vault,
+};
 
 fn link(parent: &StoredToken, child: &StoredToken) -> NewAssociation {
     link_to(parent, child.id, child.created_at, child.token_type)
@@ -98,6 +101,7 @@ impl Vault {
         let now = crate::timestamp::now();
         let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        require_dedup_read(caller, &valid)?;
         let (key, fingerprint, duplicate) = self.prepare_create(caller, &valid, now).await?;
         if let Some(found) = duplicate {
             if found.id != parent.id {

@@ -20,7 +20,7 @@ use crate::{
 };
 
 use super::{
-    tokens::{decrypt_with, fingerprint_of, scope_among, seal_new_token},
+    tokens::{decrypt_with, fingerprint_of, require_dedup_read, scope_among, seal_new_token},
     Vault,
 };
 
@@ -36,6 +36,18 @@ const SWEEP_BATCH: u32 = 500;
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_WINDOW: time::Duration = time::Duration::hours(24);
+
+/// Whether moving a token's expiry from `current` to `next` brings its deletion forward: an
+/// expiry set where there was none, or an earlier one. An expiry is a scheduled delete, so this
+/// needs `token:delete` as well as `token:update` (attack finding 9; SUPPLEMENT §9); keeping,
+/// postponing or clearing it does not.
+fn schedules_deletion(current: Option<OffsetDateTime>, next: Option<OffsetDateTime>) -> bool {
+    match (current, next) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(current), Some(next)) => next < current,
+    }
+}
 
 /// What one sweep removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,6 +84,9 @@ impl Vault {
                 current.expires_at,
                 now,
             )?;
+            if schedules_deletion(current.expires_at, changes.expires_at) {
+                caller.require_on(Permission::TokenDelete, &current.container)?;
+            }
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
             let (ciphertext, fingerprint) = match &changes.data {
                 Some(data) => {
@@ -152,6 +167,7 @@ impl Vault {
         errors.into_result()?;
         for v in &valid {
             caller.require_on(Permission::TokenCreate, &v.container)?;
+            require_dedup_read(caller, v)?;
         }
         let key = self
             .keys

@@ -46,6 +46,7 @@ impl Vault {
         let now = timestamp::now();
         let valid = input.validate_at(now)?;
         caller.require_on(Permission::TokenCreate, &valid.container)?;
+        require_dedup_read(caller, &valid)?;
         let (key, fingerprint, duplicate) = self.prepare_create(caller, &valid, now).await?;
         if let Some(found) = duplicate {
             return Ok((found, false));
@@ -79,7 +80,9 @@ impl Vault {
     }
 
     /// The live token of the caller's tenant that `valid` (whose fingerprint under the
-    /// tenant's `key` is `fingerprint`) duplicates, if any, decrypted.
+    /// tenant's `key` is `fingerprint`) duplicates, if any, decrypted. Refused (before any
+    /// lookup) to a caller without `token:read` on the container searched; see
+    /// [`require_dedup_read`].
     pub(super) async fn find_duplicate(
         &self,
         caller: &Principal,
@@ -88,6 +91,7 @@ impl Vault {
         fingerprint: &str,
         now: OffsetDateTime,
     ) -> Result<Option<Token>, VaultError> {
+        require_dedup_read(caller, valid)?;
         match self
             .store
             .find_duplicate_token(
@@ -195,6 +199,18 @@ impl Vault {
             .await?;
         decrypt_with(&key, stored)
     }
+}
+
+/// Deduplication answers whether an equal token exists in the target container, and which:
+/// an oracle on token data unless the caller may read that container's tokens anyway. So a
+/// caller asking to deduplicate needs `token:read` there as well as `token:create`, whatever
+/// exists (attack finding 1; SUPPLEMENT §9). Checked before anything is looked up, so the
+/// answer cannot depend on the store.
+pub(super) fn require_dedup_read(caller: &Principal, valid: &ValidToken) -> Result<(), VaultError> {
+    if valid.deduplicate {
+        caller.require_on(Permission::TokenRead, &valid.container)?;
+    }
+    Ok(())
 }
 
 pub(super) fn decrypt_with(

@@ -347,7 +347,7 @@ async fn svc_call(
             .await
             .map_err(host_error)?;
         let id = *token.id.as_uuid();
-        serde_json::to_value(TokenView::without_data(token))
+        serde_json::to_value(TokenView::without_data(token, principal))
             .map(|view| (view, id))
             .map_err(|e| bad(e.to_string()))
     };

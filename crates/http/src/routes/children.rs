@@ -103,7 +103,7 @@ async fn create_child(
         .await?;
     let child = *token.id.as_uuid();
     let response = mark(
-        created_or_found(token, created),
+        created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
         [child],
     );

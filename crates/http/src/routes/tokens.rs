@@ -68,7 +68,7 @@ async fn create(
     let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
     let id = *token.id.as_uuid();
     Ok(mark(
-        created_or_found(token, created),
+        created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
         [id],
     ))
@@ -87,7 +87,10 @@ async fn tokenize(
 ) -> Result<HttpResponse, ApiError> {
     let tokens = state.vault.create_tokens(&caller, inputs).await?;
     let ids = ids(&tokens);
-    let views: Vec<TokenView> = tokens.into_iter().map(TokenView::without_data).collect();
+    let views: Vec<TokenView> = tokens
+        .into_iter()
+        .map(|t| TokenView::without_data(t, &caller))
+        .collect();
     Ok(mark(
         HttpResponse::Created().json(views),
         AuditAction::TokenCreated,
@@ -118,7 +121,9 @@ async fn search(
             read,
         ))
     } else {
-        Ok(HttpResponse::Ok().json(PageView::new(tokens, TokenView::without_data)))
+        Ok(HttpResponse::Ok().json(PageView::new(tokens, |t| {
+            TokenView::without_data(t, &caller)
+        })))
     }
 }
 
@@ -138,7 +143,7 @@ async fn update(
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.update_token(&caller, id, patch).await?;
     Ok(mark(
-        HttpResponse::Ok().json(TokenView::without_data(token)),
+        HttpResponse::Ok().json(TokenView::without_data(token, &caller)),
         AuditAction::TokenUpdated,
         [*id.as_uuid()],
     ))

@@ -11,3 +11,4 @@ mod openapi;
 mod proxies;
 mod rate_limit;
 mod readiness;
+mod token_oracles;
