@@ -118,6 +118,93 @@ impl Principal {
     }
 }
 
+/// A set of grants another caller asks to hand out: an application's tenant-wide
+/// `permissions` and its container `rules`, evaluated exactly as a [`Principal`]'s are.
+#[derive(Debug, Clone, Copy)]
+pub struct Grants<'a> {
+    /// Tenant-wide permissions (`token:*` among them act as a last rule on `/`).
+    pub permissions: &'a [Permission],
+    /// Container rules, in any order (priority decides).
+    pub rules: &'a [Rule],
+}
+
+impl<'a> Grants<'a> {
+    /// An application's grants.
+    pub fn of(app: &'a Application) -> Self {
+        Self {
+            permissions: &app.permissions,
+            rules: &app.rules,
+        }
+    }
+
+    /// Whether these grants allow `permission` on `container` (first rule by priority that
+    /// covers it, else the tenant-wide permissions).
+    fn allow(&self, permission: Permission, container: &Container) -> bool {
+        match self
+            .rules
+            .iter()
+            .filter(|r| r.container.contains(container))
+            .min_by_key(|r| r.priority)
+        {
+            Some(rule) => rule.permissions.contains(&permission),
+            None => self.permissions.contains(&permission),
+        }
+    }
+}
+
+impl Principal {
+    /// `Ok` when the caller holds everything `grants` allow, so that it may create an
+    /// application with them, give them to one, or issue a key for one (SUPPLEMENT §9: no
+    /// caller can grant, or obtain a key for, permissions it does not hold itself). Else 403
+    /// naming the first permission (and container) the caller lacks.
+    ///
+    /// Token permissions depend on the container, but only through which rules cover it: every
+    /// container is decided, on both sides, like the deepest rule container of either side that
+    /// covers it, or like a container no rule covers. Checking those finitely many
+    /// representatives checks every container.
+    pub fn require_covers(&self, grants: Grants<'_>) -> Result<(), VaultError> {
+        let escalation = |permission, container| VaultError::Escalation {
+            permission,
+            container,
+        };
+        for &p in grants.permissions.iter().filter(|p| !p.is_token()) {
+            if !self.permissions.contains(&p) {
+                return Err(escalation(p, None));
+            }
+        }
+        let mut representatives: BTreeSet<Container> = grants
+            .rules
+            .iter()
+            .chain(&self.rules)
+            .map(|r| r.container.clone())
+            .collect();
+        representatives.insert(outside(&representatives));
+        for container in &representatives {
+            for &p in Permission::ALL.iter().filter(|p| p.is_token()) {
+                if grants.allow(p, container) && !self.may_on(p, container) {
+                    return Err(escalation(p, Some(container.clone())));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A container that none of `rule_containers` covers except the root: one whose first segment
+/// is no rule's first segment.
+fn outside(rule_containers: &BTreeSet<Container>) -> Container {
+    let firsts: BTreeSet<&str> = rule_containers
+        .iter()
+        .filter_map(|c| c.as_str().split('/').nth(1).filter(|s| !s.is_empty()))
+        .collect();
+    let mut name = String::from("-");
+    while firsts.contains(name.as_str()) {
+        name.push('-');
+    }
+    // Hyphens are a valid segment, so this always parses.
+    Container::parse(&format!("/{name}/")).unwrap_or_else(|_| Container::root())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +280,81 @@ mod tests {
         );
         assert!(p.may_somewhere(TokenUse));
         assert!(!p.may_somewhere(TokenDelete));
+    }
+
+    fn rule(priority: i32, c: &str, permissions: Vec<Permission>) -> Rule {
+        Rule {
+            description: None,
+            priority,
+            container: Container::parse(c).expect("container"),
+            permissions,
+        }
+    }
+
+    fn covers(caller: &Principal, permissions: &[Permission], rules: &[Rule]) -> bool {
+        caller.require_covers(Grants { permissions, rules }).is_ok()
+    }
+
+    #[test]
+    fn management_permissions_are_granted_only_by_holders() {
+        let caller = principal(vec![ApplicationCreate, ProxyRead], vec![]);
+        assert!(covers(&caller, &[ProxyRead], &[]));
+        assert!(covers(&caller, &[ApplicationCreate], &[]));
+        match caller.require_covers(Grants {
+            permissions: &[ProxyRead, ApplicationUpdate],
+            rules: &[],
+        }) {
+            Err(VaultError::Escalation {
+                permission,
+                container,
+            }) => assert_eq!((permission, container), (ApplicationUpdate, None)),
+            other => panic!("expected an escalation, got {other:?}"),
+        }
+        assert!(!covers(&caller, &[TokenCreate], &[]), "no token grants");
+    }
+
+    #[test]
+    fn token_grants_are_compared_container_by_container() {
+        let pci_reader = principal(vec![], vec![(1, "/pci/", vec![TokenRead, TokenUse])]);
+        assert!(covers(
+            &pci_reader,
+            &[],
+            &[rule(1, "/pci/high/", vec![TokenRead])]
+        ));
+        assert!(!covers(
+            &pci_reader,
+            &[],
+            &[rule(1, "/bank/", vec![TokenRead])]
+        ));
+        assert!(!covers(&pci_reader, &[TokenRead], &[]), "everywhere");
+        // Narrowed by the grantee's own higher-priority rule: only /pci/ remains.
+        assert!(covers(
+            &pci_reader,
+            &[TokenRead],
+            &[rule(1, "/", vec![]), rule(0, "/pci/", vec![TokenRead])]
+        ));
+        assert!(!covers(
+            &pci_reader,
+            &[],
+            &[rule(1, "/pci/", vec![TokenDelete])]
+        ));
+    }
+
+    #[test]
+    fn a_callers_rule_shadowing_its_permissions_is_respected() {
+        // Reads everywhere except under /pci/, where a rule grants only use.
+        let caller = principal(vec![TokenRead], vec![(1, "/pci/", vec![TokenUse])]);
+        assert!(!covers(&caller, &[TokenRead], &[]), "not on /pci/");
+        assert!(covers(&caller, &[], &[rule(1, "/bank/", vec![TokenRead])]));
+        assert!(!covers(
+            &caller,
+            &[],
+            &[rule(1, "/pci/x/", vec![TokenRead])]
+        ));
+        // A root rule covers every container, permissions or not.
+        let root = principal(vec![], vec![(1, "/", vec![TokenRead, TokenCreate])]);
+        assert!(covers(&root, &[TokenRead, TokenCreate], &[]));
+        assert!(!covers(&root, &[TokenUse], &[]));
     }
 
     #[test]

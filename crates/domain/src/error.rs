@@ -52,6 +52,15 @@ pub enum VaultError {
         /// Where it was needed, for container-scoped token permissions.
         container: Option<Container>,
     },
+    /// The caller asked to grant, or to obtain a key for, a permission it does not hold
+    /// itself (403; SUPPLEMENT §9).
+    #[error("the API key cannot grant `{permission}`{} because it does not hold it itself", .container.as_ref().map(|c| format!(" on container {c}")).unwrap_or_default())]
+    Escalation {
+        /// The permission the caller lacks.
+        permission: Permission,
+        /// Where, for container-scoped token permissions.
+        container: Option<Container>,
+    },
     /// Absent, or owned by another tenant (404): the two are deliberately indistinguishable.
     #[error("{0} not found")]
     NotFound(Resource),
@@ -98,7 +107,7 @@ impl VaultError {
         match self {
             VaultError::Validation(_) => ErrorClass::Invalid,
             VaultError::Unauthenticated(_) => ErrorClass::Unauthenticated,
-            VaultError::Forbidden { .. } => ErrorClass::Forbidden,
+            VaultError::Forbidden { .. } | VaultError::Escalation { .. } => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,
             VaultError::Conflict(_) => ErrorClass::Conflict,
             VaultError::Store(StoreError::Unavailable(_)) => ErrorClass::Unavailable,

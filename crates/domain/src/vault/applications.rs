@@ -1,7 +1,7 @@
 //! Application use-cases: CRUD and key regeneration.
 
 use crate::{
-    access::Principal,
+    access::{Grants, Principal},
     api_key::ApiKey,
     application::{Application, ApplicationInput, ApplicationType},
     error::{Resource, VaultError},
@@ -32,6 +32,10 @@ impl Vault {
     ) -> Result<IssuedKey, VaultError> {
         caller.require(Permission::ApplicationCreate)?;
         let valid = input.validate()?;
+        caller.require_covers(Grants {
+            permissions: &valid.permissions,
+            rules: &valid.rules,
+        })?;
         let now = timestamp::now();
         let application = Application {
             id: ApplicationId::new(),
@@ -84,7 +88,9 @@ impl Vault {
             .await?)
     }
 
-    /// Replaces an application's name, type, permissions and rules; its key is unchanged.
+    /// Replaces an application's name, type, permissions and rules; its key is unchanged. The
+    /// caller must hold every grant the application has now and every grant it is given
+    /// (see [`Vault::managed_application`]).
     pub async fn update_application(
         &self,
         caller: &Principal,
@@ -93,6 +99,11 @@ impl Vault {
     ) -> Result<Application, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
         let valid = input.validate()?;
+        let mut application = self.managed_application(caller, id).await?;
+        caller.require_covers(Grants {
+            permissions: &valid.permissions,
+            rules: &valid.rules,
+        })?;
         if valid.app_type == ApplicationType::Management {
             // Proxies may only use public or private applications for `req.svc`.
             let users = self
@@ -103,11 +114,6 @@ impl Vault {
                 return Err(in_use(&users));
             }
         }
-        let mut application = self
-            .store
-            .get_application(caller.tenant_id(), id)
-            .await?
-            .ok_or(VaultError::NotFound(Resource::Application))?;
         application.name = valid.name;
         application.app_type = valid.app_type;
         application.permissions = valid.permissions;
@@ -121,13 +127,15 @@ impl Vault {
         Ok(application)
     }
 
-    /// Issues a new key; the old one stops working at once.
+    /// Issues a new key; the old one stops working at once. The caller must hold every grant
+    /// of the application: a key is worth what it may do.
     pub async fn regenerate_application_key(
         &self,
         caller: &Principal,
         id: ApplicationId,
     ) -> Result<IssuedKey, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
+        self.managed_application(caller, id).await?;
         let api_key = ApiKey::generate();
         let now = timestamp::now();
         let tenant = caller.tenant_id();
@@ -158,6 +166,7 @@ impl Vault {
         id: ApplicationId,
     ) -> Result<(), VaultError> {
         caller.require(Permission::ApplicationDelete)?;
+        self.managed_application(caller, id).await?;
         let tenant = caller.tenant_id();
         let users = self.store.proxies_using_application(tenant, id, 11).await?;
         if !users.is_empty() {
@@ -175,6 +184,26 @@ impl Vault {
             )),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+impl Vault {
+    /// The application `id` of the caller's tenant, if the caller may manage it: change it,
+    /// re-key it or delete it. That takes holding every grant it has, so that no caller can
+    /// obtain a key for, or take over or take away, more than it holds itself (attack finding
+    /// 5: a key with only `application:update` re-keyed the bootstrap admin).
+    async fn managed_application(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<Application, VaultError> {
+        let application = self
+            .store
+            .get_application(caller.tenant_id(), id)
+            .await?
+            .ok_or(VaultError::NotFound(Resource::Application))?;
+        caller.require_covers(Grants::of(&application))?;
+        Ok(application)
     }
 }
 

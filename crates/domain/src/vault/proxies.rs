@@ -6,7 +6,7 @@ use std::sync::Arc;
 use zeroize::Zeroizing;
 
 use crate::{
-    access::Principal,
+    access::{Grants, Principal},
     application::ApplicationType,
     crypto::DataKey,
     error::{Resource, VaultError},
@@ -166,7 +166,8 @@ impl Vault {
     }
 
     /// Field rules, then the application: it must exist in the caller's tenant and be `public`
-    /// or `private` (another tenant's application is indistinguishable from a missing one).
+    /// or `private` (another tenant's application is indistinguishable from a missing one), and
+    /// the caller must hold every grant it has (SUPPLEMENT §9).
     async fn validate_proxy(
         &self,
         caller: &Principal,
@@ -193,7 +194,9 @@ impl Vault {
                     )
                     .into());
                 }
-                Some(_) => {}
+                // The proxy's transforms act with this application's key, and whoever writes
+                // the proxy writes the transforms: binding it is obtaining its key.
+                Some(app) => caller.require_covers(Grants::of(&app))?,
             }
         }
         Ok(valid)

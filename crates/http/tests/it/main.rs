@@ -5,6 +5,7 @@ mod actix_gateway;
 mod api;
 mod audit;
 mod children;
+mod escalation;
 mod fuzz_api;
 mod lifecycle;
 mod openapi;
