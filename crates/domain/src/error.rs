@@ -110,7 +110,9 @@ impl VaultError {
             VaultError::Forbidden { .. } | VaultError::Escalation { .. } => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,
             VaultError::Conflict(_) => ErrorClass::Conflict,
-            VaultError::Store(StoreError::Unavailable(_)) => ErrorClass::Unavailable,
+            VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_)) => {
+                ErrorClass::Unavailable
+            }
             VaultError::Store(_) | VaultError::Crypto(_) => ErrorClass::Internal,
         }
     }
@@ -119,6 +121,9 @@ impl VaultError {
     /// generic sentence for the service's (whose messages may name internals).
     pub fn public_message(&self) -> String {
         match self.class() {
+            ErrorClass::Unavailable if matches!(self, VaultError::Store(StoreError::Timeout(_))) => {
+                "the query took longer than the server allows; narrow it or retry later".to_string()
+            }
             ErrorClass::Unavailable => "the database is unavailable; retry later".to_string(),
             ErrorClass::Internal => "an internal error occurred; the X-Request-Id of this response identifies it in the server log".to_string(),
             _ => self.to_string(),

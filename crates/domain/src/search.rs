@@ -95,20 +95,23 @@ impl TokenSearchRequest {
         };
         let created_after = time("created_after", self.created_after);
         let created_before = time("created_before", self.created_before);
-        if let Some(fp) = &self.fingerprint {
-            if fp.is_empty() || fp.len() > 128 {
-                errors.add("fingerprint", "must be 1 to 128 characters");
-            }
+        let fingerprint = self.fingerprint.map(|fp| fp.to_ascii_lowercase());
+        if fingerprint
+            .as_deref()
+            .is_some_and(|fp| fp.len() != 64 || !fp.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            errors.add("fingerprint", "must be 64 hexadecimal digits");
         }
         let metadata = self.metadata.unwrap_or_default();
         crate::metadata::validate(&metadata, &mut errors);
+        crate::metadata::bound_filter(metadata.len(), "metadata", &mut errors);
         errors.into_result()?;
         Ok(ValidSearch {
             search: TokenSearch {
                 live_at: None,
                 metadata: metadata.into_iter().collect(),
                 types: self.types.unwrap_or_default(),
-                fingerprint: self.fingerprint,
+                fingerprint,
                 container_prefix,
                 created_after,
                 created_before,

@@ -30,6 +30,9 @@ pub enum StoreError {
     /// A uniqueness or foreign-key constraint refused the write.
     #[error("conflicting write: {0}")]
     Conflict(String),
+    /// A statement ran past the configured time limit (`--query-timeout`) and was stopped.
+    #[error("the query ran past the time limit: {0}")]
+    Timeout(String),
     /// A stored row could not be understood.
     #[error("corrupt row: {0}")]
     Corrupt(String),

@@ -13,7 +13,7 @@ use actix_web::{
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
-use crate::{problem::ApiError, state::ApiState};
+use crate::{problem::ApiError, state::ApiState, strict_json::Strict};
 
 /// A deserialised JSON body.
 pub(crate) struct JsonBody<T>(pub T);
@@ -68,10 +68,11 @@ pub(crate) fn is_json(req: &HttpRequest) -> bool {
     })
 }
 
-/// Parses `bytes` as `T`, reporting the path of the first problem.
+/// Parses `bytes` as `T`, reporting the path of the first problem. Structs are read only from
+/// JSON objects (see [`Strict`]).
 pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(Strict(&mut de)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let mut field = if path == "." || path.is_empty() {

@@ -23,6 +23,7 @@ mod query;
 mod request_id;
 mod routes;
 mod state;
+mod strict_json;
 mod views;
 
 use actix_web::{

@@ -137,6 +137,7 @@ pub(crate) fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
             },
         }
     }
+    tessera_domain::metadata::bound_filter(filter.metadata.len(), "metadata", &mut errors);
     let request = finish_page(page, size, &mut errors);
     errors.into_result().map_err(|e| ApiError::validation(&e))?;
     Ok(TokenListQuery {

@@ -146,6 +146,10 @@ mod tests {
                 503,
             ),
             (
+                VaultError::Store(StoreError::Timeout("pool timed out".into())),
+                503,
+            ),
+            (
                 VaultError::Store(StoreError::Backend("relation x does not exist".into())),
                 500,
             ),

@@ -72,7 +72,9 @@ pub enum LogFormat {
 }
 
 /// Where the data is and how it is protected.
-#[derive(Debug, Clone, Args)]
+///
+/// `Debug` is written by hand: the database URL may hold a password (attack finding 18).
+#[derive(Clone, Args)]
 pub struct DbArgs {
     /// `sqlite://PATH` (embedded, the default) or `postgres://USER@HOST:PORT/DB`.
     #[arg(
@@ -102,6 +104,36 @@ pub struct DbArgs {
     /// (another process on the same database must then sweep).
     #[arg(long, env = "TESSERA_SWEEP_INTERVAL", default_value_t = 30.0, value_parser = parse_sweep_interval)]
     pub sweep_interval: f64,
+    /// Longest one SQL statement may run, in seconds (fractions allowed); a request whose
+    /// query runs longer gets 503. `0` turns the limit off. PostgreSQL: `statement_timeout`;
+    /// SQLite: a progress handler.
+    #[arg(long, env = "TESSERA_QUERY_TIMEOUT", default_value_t = tessera_storage::DEFAULT_QUERY_TIMEOUT.as_secs_f64(), value_parser = parse_query_timeout)]
+    pub query_timeout: f64,
+}
+
+impl std::fmt::Debug for DbArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbArgs")
+            .field("database_url", &self.database_url_display())
+            .field("data_dir", &self.data_dir)
+            .field("master_key_file", &self.master_key_file)
+            .field("previous_master_key_file", &self.previous_master_key_file)
+            .field("log_format", &self.log_format)
+            .field("sweep_interval", &self.sweep_interval)
+            .field("query_timeout", &self.query_timeout)
+            .finish()
+    }
+}
+
+fn parse_query_timeout(raw: &str) -> Result<f64, String> {
+    let secs: f64 = raw
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a number of seconds"))?;
+    if secs.is_finite() && (0.0..=3600.0).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err("must be from 0 to 3600 seconds".to_string())
+    }
 }
 
 fn parse_sweep_interval(raw: &str) -> Result<f64, String> {
@@ -162,6 +194,15 @@ impl DbArgs {
         std::time::Duration::from_secs_f64(self.sweep_interval)
     }
 
+    /// The pool options these flags ask for.
+    pub fn pool_options(&self, url: &DatabaseUrl) -> PoolOptions {
+        let timeout = std::time::Duration::from_secs_f64(self.query_timeout);
+        PoolOptions {
+            query_timeout: (!timeout.is_zero()).then_some(timeout),
+            ..PoolOptions::default_for(url)
+        }
+    }
+
     fn url(&self) -> Result<DatabaseUrl, StartupError> {
         self.database_url
             .parse()
@@ -174,7 +215,7 @@ impl DbArgs {
 /// Opens the pool and applies pending migrations.
 pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), StartupError> {
     let url = db.url()?;
-    let database = Database::connect(&url, PoolOptions::default_for(&url))
+    let database = Database::connect(&url, db.pool_options(&url))
         .await
         .map_err(|source| StartupError::Open {
             url: url.to_string(),

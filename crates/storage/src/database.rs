@@ -77,21 +77,32 @@ pub enum Backend {
     Postgres,
 }
 
-/// Pool sizing.
+/// The default limit on one statement's running time (`--query-timeout`).
+pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Pool sizing and per-connection limits.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolOptions {
     /// Largest number of open connections.
     pub max_connections: usize,
+    /// Longest any one statement may run before it is stopped (`None`: no limit). See
+    /// [`crate::query_timeout`].
+    pub query_timeout: Option<Duration>,
 }
 
 impl PoolOptions {
     /// Sensible defaults per backend: SQLite has one writer at a time, so a small pool; on
     /// PostgreSQL enough connections to keep both cores busy while requests wait on I/O.
     pub fn default_for(url: &DatabaseUrl) -> Self {
+        let query_timeout = Some(DEFAULT_QUERY_TIMEOUT);
         match url {
-            DatabaseUrl::Sqlite { .. } => Self { max_connections: 4 },
+            DatabaseUrl::Sqlite { .. } => Self {
+                max_connections: 4,
+                query_timeout,
+            },
             DatabaseUrl::Postgres { .. } => Self {
                 max_connections: 16,
+                query_timeout,
             },
         }
     }
@@ -125,6 +136,7 @@ pub(crate) enum Pools {
 /// PostgreSQL pools, one per thread that reads, created on first use.
 pub(crate) struct PerThreadPools {
     url: String,
+    query_timeout: Option<Duration>,
     pools: ThreadLocal<Pool<AsyncPgConnection>>,
 }
 
@@ -132,7 +144,7 @@ impl PerThreadPools {
     /// This thread's pool.
     pub(crate) fn local(&self) -> Result<&Pool<AsyncPgConnection>, StoreError> {
         self.pools.get_or_try(|| {
-            Pool::builder(postgres_manager(&self.url))
+            Pool::builder(postgres_manager(&self.url, self.query_timeout))
                 .max_size(POSTGRES_READS_PER_THREAD)
                 .build()
                 .map_err(|e| StoreError::Unavailable(e.to_string()))
@@ -143,9 +155,25 @@ impl PerThreadPools {
 /// A PostgreSQL connection manager. Connections are not pinged at checkout (a `SELECT 1` round
 /// trip before every query): a connection whose socket closed is known to be broken and is
 /// replaced, and a query on one that broke in between fails like any other database error.
-fn postgres_manager(url: &str) -> AsyncDieselConnectionManager<AsyncPgConnection> {
+/// Each new connection gets the statement time limit.
+fn postgres_manager(
+    url: &str,
+    query_timeout: Option<Duration>,
+) -> AsyncDieselConnectionManager<AsyncPgConnection> {
     let mut config = ManagerConfig::<AsyncPgConnection>::default();
     config.recycling_method = RecyclingMethod::Fast;
+    let setup = crate::query_timeout::postgres_setup(query_timeout);
+    config.custom_setup = Box::new(move |url| {
+        let setup = setup.clone();
+        async move {
+            let mut conn = AsyncPgConnection::establish(url).await?;
+            conn.batch_execute(&setup)
+                .await
+                .map_err(ConnectionError::CouldntSetupConfiguration)?;
+            Ok(conn)
+        }
+        .boxed()
+    });
     AsyncDieselConnectionManager::new_with_config(url, config)
 }
 
@@ -177,6 +205,7 @@ impl Database {
                     })?;
                 }
                 create_private_file(path)?;
+                crate::query_timeout::limit_sqlite(path, options.query_timeout);
                 // Connections are not pinged at checkout: nothing breaks an open SQLite file.
                 let mut config = ManagerConfig::<SqliteConn>::default();
                 config.custom_setup = Box::new(|url| establish_sqlite(url.to_string()).boxed());
@@ -204,7 +233,7 @@ impl Database {
                 Pools::Sqlite { pool, reads }
             }
             DatabaseUrl::Postgres { url } => {
-                let pool = Pool::builder(postgres_manager(url.as_str()))
+                let pool = Pool::builder(postgres_manager(url.as_str(), options.query_timeout))
                     .max_size(options.max_connections)
                     .build()
                     .map_err(|e| StoreError::Unavailable(e.to_string()))?;
@@ -213,6 +242,7 @@ impl Database {
                     pool,
                     reads: Arc::new(PerThreadPools {
                         url: url.as_str().to_string(),
+                        query_timeout: options.query_timeout,
                         pools: ThreadLocal::new(),
                     }),
                 }
@@ -442,6 +472,9 @@ impl<T> DbResultExt<T> for Result<T, diesel::result::Error> {
             }
             Error::DatabaseError(Kind::ClosedConnection | Kind::UnableToSendCommand, info) => {
                 StoreError::Unavailable(info.message().to_string())
+            }
+            Error::DatabaseError(_, info) if crate::query_timeout::is_timeout(info.message()) => {
+                StoreError::Timeout(info.message().to_string())
             }
             other => StoreError::Backend(other.to_string()),
         })

@@ -18,12 +18,14 @@ mod detached;
 mod health;
 mod idempotency;
 mod proxies;
+mod query_timeout;
 mod rows;
+mod scan;
 mod schema;
 mod tenants;
 mod tokens;
 mod url;
 
-pub use database::{Backend, Database, PoolOptions};
+pub use database::{Backend, Database, PoolOptions, DEFAULT_QUERY_TIMEOUT};
 pub use detached::DetachedStore;
 pub use url::{DatabaseUrl, DatabaseUrlError};

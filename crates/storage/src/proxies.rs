@@ -273,14 +273,23 @@ impl ProxyStore for Database {
                         "sessions holding old snapshots kept running: the clear copies of sealed proxy secrets may survive in dead rows until `VACUUM FULL proxies, proxies_unsealed` is run"
                     );
                 }
-                for table in ["proxies_unsealed", "proxies"] {
-                    conn.batch_execute(&format!("VACUUM FULL {table}"))
-                        .await
-                        .map_err(failed)?;
+                // A rewrite of a large table may outlast the per-statement limit of request
+                // traffic; this connection lifts it and is then closed instead of pooled.
+                // One statement each: VACUUM refuses to run inside a multi-statement string.
+                let mut done = Ok(());
+                for sql in [
+                    "SET statement_timeout = 0",
+                    "VACUUM FULL proxies_unsealed",
+                    "VACUUM FULL proxies",
+                    "DROP TABLE IF EXISTS tessera_purge_cutoff",
+                ] {
+                    done = conn.batch_execute(sql).await.map_err(failed);
+                    if done.is_err() {
+                        break;
+                    }
                 }
-                conn.batch_execute("DROP TABLE IF EXISTS tessera_purge_cutoff")
-                    .await
-                    .map_err(failed)
+                drop(deadpool::managed::Object::take(conn));
+                done
             }
             // SQLite zeroes freed pages itself (secure_delete); what the WAL still holds goes
             // with a truncating checkpoint.

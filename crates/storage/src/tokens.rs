@@ -21,6 +21,7 @@ use crate::{
         Pools,
     },
     rows::{to_db_time, AssociationRow, TokenMetadataRow, TokenRow},
+    scan::with_scan_conn,
     schema::{token_associations, token_metadata, tokens},
 };
 
@@ -75,15 +76,16 @@ macro_rules! filtered_tokens {
         if !p.types.is_empty() {
             q = q.filter(tokens::token_type.eq_any(&p.types));
         }
+        // One primary-key probe per row and pair (see `with_token_criteria!`).
         for (key, value) in &p.metadata {
             q = q.filter(
-                tokens::id.eq_any(
-                    token_metadata::table
-                        .filter(token_metadata::tenant_id.eq(&p.tenant))
-                        .filter(token_metadata::key.eq(key))
-                        .filter(token_metadata::value.eq(value))
-                        .select(token_metadata::token_id),
-                ),
+                token_metadata::table
+                    .filter(token_metadata::tenant_id.eq(tokens::tenant_id))
+                    .filter(token_metadata::token_id.eq(tokens::id))
+                    .filter(token_metadata::key.eq(key))
+                    .select(token_metadata::value)
+                    .single_value()
+                    .eq(value),
             );
         }
         if let Some(containers) = &p.containers {
@@ -122,15 +124,16 @@ macro_rules! filtered_children {
         if !p.types.is_empty() {
             q = q.filter(token_associations::child_type.eq_any(&p.types));
         }
+        // One primary-key probe per link and pair (see `with_token_criteria!`).
         for (key, value) in &p.metadata {
             q = q.filter(
-                token_associations::child_id.eq_any(
-                    token_metadata::table
-                        .filter(token_metadata::tenant_id.eq(&p.tenant))
-                        .filter(token_metadata::key.eq(key))
-                        .filter(token_metadata::value.eq(value))
-                        .select(token_metadata::token_id),
-                ),
+                token_metadata::table
+                    .filter(token_metadata::tenant_id.eq(token_associations::tenant_id))
+                    .filter(token_metadata::token_id.eq(token_associations::child_id))
+                    .filter(token_metadata::key.eq(key))
+                    .select(token_metadata::value)
+                    .single_value()
+                    .eq(value),
             );
         }
         if let Some(containers) = &p.containers {
@@ -211,15 +214,21 @@ macro_rules! with_token_criteria {
         if !p.types.is_empty() {
             q = q.filter(tokens::token_type.eq_any(&p.types));
         }
+        // Each further pair is a scalar subquery on (tenant, token, key): one index probe per
+        // candidate row, whatever the planner believes about the pairs' sizes. PostgreSQL
+        // never turns a scalar subquery into a join, as it does `IN` and `EXISTS` — with
+        // stale statistics (a tenant that just imported its tokens) those joins became nested
+        // loops over whole pairs and ran for minutes (attack finding 7). The covering index
+        // `token_metadata_lookup` (migration 000007) makes the probe index-only.
         for (key, value) in $pairs {
             q = q.filter(
-                tokens::id.eq_any(
-                    token_metadata::table
-                        .filter(token_metadata::tenant_id.eq(&p.tenant))
-                        .filter(token_metadata::key.eq(key))
-                        .filter(token_metadata::value.eq(value))
-                        .select(token_metadata::token_id),
-                ),
+                token_metadata::table
+                    .filter(token_metadata::tenant_id.eq(tokens::tenant_id))
+                    .filter(token_metadata::token_id.eq(tokens::id))
+                    .filter(token_metadata::key.eq(key))
+                    .select(token_metadata::value)
+                    .single_value()
+                    .eq(value),
             );
         }
         if let Some(like) = &p.container_like {
@@ -291,6 +300,50 @@ macro_rules! searched_by_pair {
             p.metadata.iter().skip(1)
         )
     }};
+}
+
+/// Rows of one metadata pair counted, at most, when choosing the pair that drives a search.
+const PAIR_SAMPLE: i64 = 1_000;
+
+impl Database {
+    /// Puts the search's rarest metadata pair first, so that it drives the search (its rows
+    /// are read in page order and the other pairs only filter them): the search then costs
+    /// what its most selective pair matches, however common the others are. Each pair's rows
+    /// are counted up to [`PAIR_SAMPLE`] from the pair index. Returns `false` when a pair
+    /// matches nothing (the search is empty). Nothing to do for fewer than two pairs.
+    async fn rarest_pair_first(&self, params: &mut SearchParams) -> Result<bool, StoreError> {
+        if params.metadata.len() < 2 {
+            return Ok(true);
+        }
+        let tenant = params.tenant.clone();
+        let pairs = params.metadata.clone();
+        let counts: Vec<usize> = with_scan_conn!(self, |conn| {
+            let mut counts = Vec::with_capacity(pairs.len());
+            for (key, value) in &pairs {
+                let ids: Vec<String> = token_metadata::table
+                    .filter(token_metadata::tenant_id.eq(&tenant))
+                    .filter(token_metadata::key.eq(key))
+                    .filter(token_metadata::value.eq(value))
+                    .select(token_metadata::token_id)
+                    .limit(PAIR_SAMPLE)
+                    .load(conn)
+                    .await
+                    .db()?;
+                if ids.is_empty() {
+                    break;
+                }
+                counts.push(ids.len());
+            }
+            Ok::<_, StoreError>(counts)
+        })?;
+        if counts.len() < pairs.len() {
+            return Ok(false);
+        }
+        let mut ranked: Vec<(usize, (String, String))> = counts.into_iter().zip(pairs).collect();
+        ranked.sort_by_key(|(count, _)| *count);
+        params.metadata = ranked.into_iter().map(|(_, pair)| pair).collect();
+        Ok(true)
+    }
 }
 
 /// Inserts one token row and its metadata rows on `conn`, inside the caller's transaction
@@ -394,7 +447,7 @@ impl Database {
         page: PageRequest,
     ) -> Result<(i64, Vec<TokenRow>), StoreError> {
         let (limit, offset) = window(page);
-        with_conn!(self, |conn| {
+        with_scan_conn!(self, |conn| {
             let total: i64 = filtered_children!(p, parent)
                 .count()
                 .get_result(conn)
@@ -513,7 +566,7 @@ impl TokenStore for Database {
         filter: &TokenFilter,
     ) -> Result<Vec<Container>, StoreError> {
         let params = FilterParams::new(tenant, filter, &ContainerScope::All);
-        let raw: Vec<String> = with_conn!(self, |conn| {
+        let raw: Vec<String> = with_scan_conn!(self, |conn| {
             match &params.parent {
                 Some(parent) => tokens::table
                     .filter(tokens::tenant_id.eq(&params.tenant))
@@ -551,7 +604,7 @@ impl TokenStore for Database {
             self.list_children(&params, parent, page).await?
         } else {
             let (limit, offset) = window(page);
-            with_conn!(self, |conn| {
+            with_scan_conn!(self, |conn| {
                 let total: i64 = filtered_tokens!(&params)
                     .count()
                     .get_result(conn)
@@ -707,8 +760,11 @@ impl TokenStore for Database {
         tenant: TenantId,
         search: &TokenSearch,
     ) -> Result<Vec<Container>, StoreError> {
-        let params = SearchParams::new(tenant, search, &ContainerScope::All);
-        let raw: Vec<String> = with_conn!(self, |conn| {
+        let mut params = SearchParams::new(tenant, search, &ContainerScope::All);
+        if !self.rarest_pair_first(&mut params).await? {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<String> = with_scan_conn!(self, |conn| {
             match <[_]>::first(&params.metadata) {
                 Some(first) => searched_by_pair!(&params, first)
                     .select(tokens::container)
@@ -737,9 +793,12 @@ impl TokenStore for Database {
         if let Some(empty) = empty_page(scope, page) {
             return Ok(empty);
         }
-        let params = SearchParams::new(tenant, search, scope);
+        let mut params = SearchParams::new(tenant, search, scope);
+        if !self.rarest_pair_first(&mut params).await? {
+            return page_of(Vec::<TokenRow>::new(), 0, page, StoredToken::try_from);
+        }
         let (limit, offset) = window(page);
-        let (total, rows) = with_conn!(self, |conn| {
+        let (total, rows) = with_scan_conn!(self, |conn| {
             let (total, rows): (i64, Vec<TokenRow>) = match <[_]>::first(&params.metadata) {
                 Some(first) => (
                     searched_by_pair!(&params, first)

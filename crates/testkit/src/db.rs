@@ -98,9 +98,15 @@ impl TestDatabase {
     }
 
     async fn open(url: &DatabaseUrl, last: Option<&str>) -> Database {
-        let db = Database::connect(url, PoolOptions { max_connections: 4 })
-            .await
-            .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+        let db = Database::connect(
+            url,
+            PoolOptions {
+                max_connections: 4,
+                ..PoolOptions::default_for(url)
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
         db.migrate_through(last)
             .await
             .unwrap_or_else(|e| panic!("migrating {url}: {e}"));

@@ -150,7 +150,10 @@ fn verify_passes_then_names_the_edited_event() {
     runtime.block_on(async {
         let db = tessera_storage::Database::connect(
             &url,
-            tessera_storage::PoolOptions { max_connections: 1 },
+            tessera_storage::PoolOptions {
+                max_connections: 1,
+                ..tessera_storage::PoolOptions::default_for(&url)
+            },
         )
         .await
         .expect("open");

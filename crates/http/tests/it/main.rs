@@ -7,6 +7,7 @@ mod audit;
 mod children;
 mod escalation;
 mod fuzz_api;
+mod hostile_inputs;
 mod lifecycle;
 mod openapi;
 mod proxies;

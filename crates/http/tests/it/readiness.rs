@@ -50,9 +50,15 @@ mod postgres {
         let mut url = url::Url::parse(&admin_url).expect("admin URL");
         url.set_username(&role).expect("role in URL");
         let url: DatabaseUrl = url.as_str().parse().expect("database URL");
-        let db = Database::connect(&url, PoolOptions { max_connections: 2 })
-            .await
-            .expect("the new role connects (trust authentication)");
+        let db = Database::connect(
+            &url,
+            PoolOptions {
+                max_connections: 2,
+                ..PoolOptions::default_for(&url)
+            },
+        )
+        .await
+        .expect("the new role connects (trust authentication)");
         let vault = Vault::new(Arc::new(DetachedStore::new(db)), MasterKey::generate());
         let state = ApiState::new(
             vault,

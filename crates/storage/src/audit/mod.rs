@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::{
     database::{page_of, window, with_conn, Database, DbResultExt},
     rows::to_db_time,
+    scan::with_scan_conn,
     schema::{audit_chains, audit_events},
 };
 
@@ -236,7 +237,7 @@ impl AuditStore for Database {
     ) -> Result<Page<ChainedEvent>, StoreError> {
         let params = FilterParams::new(tenant, filter);
         let (limit, offset) = window(page);
-        let (total, rows) = with_conn!(self, |conn| {
+        let (total, rows) = with_scan_conn!(self, |conn| {
             let total: i64 = filtered_events!(&params)
                 .count()
                 .get_result(conn)

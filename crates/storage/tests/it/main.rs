@@ -7,4 +7,5 @@ mod lifecycle;
 mod read_path;
 mod rotation;
 mod sealed_proxies;
+mod search_limits;
 mod store_suite;

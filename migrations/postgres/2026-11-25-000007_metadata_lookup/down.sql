@@ -1,0 +1,1 @@
+DROP INDEX token_metadata_lookup;
