@@ -1,6 +1,11 @@
 //! Permission evaluation: who may do what, and on which containers.
 
-use std::collections::BTreeSet;
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Mutex},
+};
+
+use serde::{Deserialize, Serialize};
 
 use crate::{
     application::{Application, ApplicationType, Rule},
@@ -19,6 +24,41 @@ pub struct Principal {
     permissions: BTreeSet<Permission>,
     /// Sorted by priority, lowest first.
     rules: Vec<Rule>,
+    /// Where the checks this caller passes are written down, when asked (see
+    /// [`Principal::recording`]); `None` on every hot path.
+    log: Option<Arc<Mutex<Vec<GrantCheck>>>>,
+}
+
+/// A permission check a call passed. An idempotent request's checks are kept with its answer,
+/// so that a replay is answered only to a caller that would pass them again today (attack
+/// finding 14: a replay returned a minted key after the permission to mint it was revoked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "check", rename_all = "snake_case")]
+pub enum GrantCheck {
+    /// A tenant-wide permission ([`Principal::require`]).
+    Tenant {
+        /// The permission.
+        permission: Permission,
+    },
+    /// A permission on some container ([`Principal::require_somewhere`]).
+    Somewhere {
+        /// The permission.
+        permission: Permission,
+    },
+    /// A permission on one container ([`Principal::require_on`], or a fingerprint shown).
+    On {
+        /// The permission.
+        permission: Permission,
+        /// The container.
+        container: Container,
+    },
+    /// Holding every grant of an application ([`Principal::require_covers`]).
+    Covers {
+        /// Its tenant-wide permissions.
+        permissions: Vec<Permission>,
+        /// Its rules.
+        rules: Vec<Rule>,
+    },
 }
 
 impl Principal {
@@ -32,7 +72,61 @@ impl Principal {
             app_type: app.app_type,
             permissions: app.permissions.iter().copied().collect(),
             rules,
+            log: None,
         }
+    }
+
+    /// This caller, writing down every check it passes from now on (the returned principal
+    /// and its clones share one list; `self` is unaffected).
+    pub fn recording(&self) -> Self {
+        Self {
+            log: Some(Arc::default()),
+            ..self.clone()
+        }
+    }
+
+    /// The checks passed since [`Principal::recording`], in order.
+    pub fn checks_passed(&self) -> Vec<GrantCheck> {
+        self.log
+            .as_ref()
+            .and_then(|log| log.lock().ok().map(|l| l.clone()))
+            .unwrap_or_default()
+    }
+
+    fn passed(&self, check: impl FnOnce() -> GrantCheck) {
+        if let Some(log) = &self.log {
+            if let Ok(mut log) = log.lock() {
+                log.push(check());
+            }
+        }
+    }
+
+    /// Passes `check` again: `Ok` when this caller would pass it today.
+    pub fn require_again(&self, check: &GrantCheck) -> Result<(), VaultError> {
+        match check {
+            GrantCheck::Tenant { permission } => self.require(*permission),
+            GrantCheck::Somewhere { permission } => self.require_somewhere(*permission),
+            GrantCheck::On {
+                permission,
+                container,
+            } => self.require_on(*permission, container),
+            GrantCheck::Covers { permissions, rules } => {
+                self.require_covers(Grants { permissions, rules })
+            }
+        }
+    }
+
+    /// Whether the caller may be shown what only holders of `permission` on `container` see
+    /// (a token's fingerprint): [`Principal::may_on`], written down when it is shown.
+    pub fn may_see(&self, permission: Permission, container: &Container) -> bool {
+        let may = self.may_on(permission, container);
+        if may {
+            self.passed(|| GrantCheck::On {
+                permission,
+                container: container.clone(),
+            });
+        }
+        may
     }
 
     /// The caller's tenant; every operation is confined to it.
@@ -79,6 +173,7 @@ impl Principal {
     /// `Ok` when the caller holds the tenant-wide `permission`, else 403.
     pub fn require(&self, permission: Permission) -> Result<(), VaultError> {
         if self.permissions.contains(&permission) {
+            self.passed(|| GrantCheck::Tenant { permission });
             Ok(())
         } else {
             Err(VaultError::Forbidden {
@@ -92,6 +187,7 @@ impl Principal {
     /// looking anything up), else 403.
     pub fn require_somewhere(&self, permission: Permission) -> Result<(), VaultError> {
         if self.may_somewhere(permission) {
+            self.passed(|| GrantCheck::Somewhere { permission });
             Ok(())
         } else {
             Err(VaultError::Forbidden {
@@ -108,6 +204,10 @@ impl Principal {
         container: &Container,
     ) -> Result<(), VaultError> {
         if self.may_on(permission, container) {
+            self.passed(|| GrantCheck::On {
+                permission,
+                container: container.clone(),
+            });
             Ok(())
         } else {
             Err(VaultError::Forbidden {
@@ -186,6 +286,10 @@ impl Principal {
                 }
             }
         }
+        self.passed(|| GrantCheck::Covers {
+            permissions: grants.permissions.to_vec(),
+            rules: grants.rules.to_vec(),
+        });
         Ok(())
     }
 }
@@ -355,6 +459,35 @@ mod tests {
         let root = principal(vec![], vec![(1, "/", vec![TokenRead, TokenCreate])]);
         assert!(covers(&root, &[TokenRead, TokenCreate], &[]));
         assert!(!covers(&root, &[TokenUse], &[]));
+    }
+
+    #[test]
+    fn a_recording_caller_lists_the_checks_it_passed_and_they_can_be_run_again() {
+        let app = principal(
+            vec![ApplicationCreate],
+            vec![(1, "/pci/", vec![TokenCreate])],
+        );
+        let recording = app.recording();
+        let clone = recording.clone();
+        clone.require(ApplicationCreate).expect("held");
+        clone.require_on(TokenCreate, &c("/pci/x/")).expect("held");
+        assert!(clone.require_on(TokenRead, &c("/pci/x/")).is_err());
+        assert!(clone.may_see(TokenCreate, &c("/pci/")));
+        let passed = recording.checks_passed();
+        assert_eq!(passed.len(), 3, "refusals are not listed: {passed:?}");
+        assert!(
+            app.checks_passed().is_empty(),
+            "the original does not record"
+        );
+        let json = serde_json::to_string(&passed).expect("serialise");
+        let back: Vec<GrantCheck> = serde_json::from_str(&json).expect("parse");
+        assert_eq!(back, passed);
+        for check in &back {
+            app.require_again(check).expect("still held");
+        }
+        let narrower = principal(vec![], vec![(1, "/pci/", vec![TokenCreate])]);
+        assert!(narrower.require_again(&back[0]).is_err());
+        assert!(narrower.require_again(&back[1]).is_ok());
     }
 
     #[test]

@@ -170,23 +170,43 @@ pub struct DataKey {
     /// key, so a fingerprint reveals nothing about the encryption key, and one per tenant
     /// (equal data in two tenants never fingerprints alike).
     fingerprint: Hmac<Sha256>,
+    /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`REQUEST_INFO`]), for the hash of
+    /// an idempotent request kept beside its answer: unkeyed, a database copy alone recovered
+    /// a card number from it by guessing (attack finding 4).
+    request: Hmac<Sha256>,
 }
 
 /// HKDF `info` of the fingerprint key: names its purpose so no other derivation collides.
 const FINGERPRINT_INFO: &[u8] = b"tessera token fingerprint v1";
+/// HKDF `info` of the idempotent-request key.
+const REQUEST_INFO: &[u8] = b"tessera idempotent request v1";
 
 impl DataKey {
     fn from_bytes(plain: &[u8]) -> Result<Self, CryptoError> {
-        let mut derived = Zeroizing::new([0u8; KEY_LEN]);
-        Hkdf::<Sha256>::new(None, plain)
-            .expand(FINGERPRINT_INFO, derived.as_mut())
-            .map_err(|_| CryptoError::InvalidKey)?;
-        let fingerprint = <Hmac<Sha256> as Mac>::new_from_slice(derived.as_ref())
-            .map_err(|_| CryptoError::InvalidKey)?;
+        let hkdf = Hkdf::<Sha256>::new(None, plain);
+        let mac = |info: &[u8]| {
+            let mut derived = Zeroizing::new([0u8; KEY_LEN]);
+            hkdf.expand(info, derived.as_mut())
+                .map_err(|_| CryptoError::InvalidKey)?;
+            <Hmac<Sha256> as Mac>::new_from_slice(derived.as_ref())
+                .map_err(|_| CryptoError::InvalidKey)
+        };
         Ok(DataKey {
             cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(plain)),
-            fingerprint,
+            fingerprint: mac(FINGERPRINT_INFO)?,
+            request: mac(REQUEST_INFO)?,
         })
+    }
+
+    /// HMAC-SHA-256, under this tenant's idempotent-request key, of `parts`, each prefixed
+    /// with its length so that no two different sequences hash alike.
+    pub fn request_hash(&self, parts: &[&[u8]]) -> [u8; 32] {
+        let mut mac = self.request.clone();
+        for part in parts {
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
     }
 
     /// HMAC-SHA-256 of `input` under this tenant's fingerprint key, as 64 lowercase hex digits.
@@ -334,6 +354,7 @@ fn open(cipher: &Aes256Gcm, aad: &[u8], blob: &[u8]) -> Result<Zeroizing<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::Digest;
 
     #[test]
     fn round_trips_and_never_stores_plaintext() {
@@ -442,6 +463,32 @@ mod tests {
             Some(CryptoError::InvalidKey)
         );
         assert_eq!(format!("{k:?}"), "MasterKey(***)");
+    }
+
+    #[test]
+    fn request_hashes_are_keyed_per_tenant_and_unambiguous() {
+        let master = MasterKey::generate();
+        let key = |tenant| {
+            master
+                .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
+                .expect("unwrap")
+        };
+        let (a, b) = (key(TenantId::new()), key(TenantId::new()));
+        let parts: [&[u8]; 2] = [b"POST", br#"{"number":"4242424242424242"}"#];
+        assert_eq!(a.request_hash(&parts), a.request_hash(&parts));
+        assert_ne!(a.request_hash(&parts), b.request_hash(&parts), "per tenant");
+        let mut plain = Sha256::new();
+        for part in parts {
+            plain.update((part.len() as u64).to_be_bytes());
+            plain.update(part);
+        }
+        let unkeyed: [u8; 32] = plain.finalize().into();
+        assert_ne!(a.request_hash(&parts), unkeyed, "not guessable from a copy");
+        assert_ne!(
+            a.request_hash(&[b"ab", b"c"]),
+            a.request_hash(&[b"a", b"bc"]),
+            "length-prefixed"
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub mod token;
 pub mod validation;
 pub mod vault;
 
-pub use access::Principal;
+pub use access::{GrantCheck, Principal};
 pub use api_key::{ApiKey, ApiKeyHash};
 pub use application::{Application, ApplicationInput, ApplicationType, Rule};
 pub use container::Container;

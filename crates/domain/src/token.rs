@@ -578,7 +578,7 @@ impl TokenView {
     /// Without the sensitive data (create and update responses, search without data); the
     /// fingerprint only when `viewer` may read the token.
     pub fn without_data(t: Token, viewer: &crate::access::Principal) -> Self {
-        let readable = viewer.may_on(crate::permission::Permission::TokenRead, &t.container);
+        let readable = viewer.may_see(crate::permission::Permission::TokenRead, &t.container);
         Self::build(t, false, readable)
     }
 

@@ -1,11 +1,16 @@
 //! `Idempotency-Key` on the POSTs that create (issue 15), as middleware inside authentication.
 //!
-//! A request carrying the header is hashed (SHA-256 over method, path, query and body) and
-//! claimed for its application ([`Vault::claim_idempotency`]): the first runs, and its
+//! A request carrying the header is claimed for its application ([`Vault::claim_idempotency`],
+//! which keeps a keyed hash of method, path, query and body): the first runs, and its
 //! successful answer is stored sealed and replayed — status and body, with
 //! `Idempotent-Replayed: true` — to every retry within 24 hours; a retry with another request
 //! gets 422; a retry while the first still runs waits for it (up to [`WAIT_FOR_FIRST`]), then
 //! gets 409. A failed first request (any status outside 2xx) is not remembered: a retry runs.
+//!
+//! A replay is not a free pass: the first request runs with a recording caller, its answer is
+//! kept with the permission checks it passed, and a retry is answered only if its (freshly
+//! authenticated) caller passes them all again — else 403, recorded as a denial. A replay is
+//! recorded as `request.replayed` (attack finding 14).
 //!
 //! [`Vault::claim_idempotency`]: tessera_domain::Vault::claim_idempotency
 
@@ -18,13 +23,14 @@ use actix_web::{
     middleware::Next,
     web, Error, HttpMessage, HttpResponse,
 };
-use sha2::{Digest, Sha256};
 use tessera_domain::{
-    vault::{validate_idempotency_key, IdempotencyClaim, ReplayedResponse},
+    audit::AuditAction,
+    vault::{validate_idempotency_key, IdempotencyClaim, IdempotentRequest, ReplayedResponse},
     Principal,
 };
 
 use crate::{
+    audit::{mark, Audited},
     body::{body_limit, is_json, read_limited},
     problem::ApiError,
     state::ApiState,
@@ -81,32 +87,25 @@ pub(crate) async fn idempotent(
         Ok(body) => body,
         Err(e) => return Ok(req.error_response(e)),
     };
-    let mut hasher = Sha256::new();
-    for part in [
-        req.method().as_str().as_bytes(),
-        req.path().as_bytes(),
-        req.query_string().as_bytes(),
-    ] {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part);
-    }
-    hasher.update(&body);
-    let request_hash: [u8; 32] = hasher.finalize().into();
-
     let deadline = tokio::time::Instant::now() + WAIT_FOR_FIRST;
     let ticket = loop {
-        let claim = match state
-            .vault
-            .claim_idempotency(&caller, &key, request_hash)
-            .await
-        {
+        let request = IdempotentRequest {
+            method: req.method().as_str(),
+            path: req.path(),
+            query: req.query_string(),
+            body: &body,
+        };
+        let claim = match state.vault.claim_idempotency(&caller, &key, request).await {
             Ok(claim) => claim,
             Err(e) => return Ok(req.error_response(ApiError::from(e))),
         };
         match claim {
             IdempotencyClaim::Run(ticket) => break ticket,
             IdempotencyClaim::Replay(answer) => {
-                return Ok(req.into_response(replay(&answer)).map_into_boxed_body())
+                if let Err(e) = state.vault.authorize_replay(&caller, &answer) {
+                    return Ok(req.error_response(ApiError::from(e)));
+                }
+                return Ok(req.into_response(replay(answer)).map_into_boxed_body());
             }
             IdempotencyClaim::Mismatch => {
                 return Ok(req.error_response(ApiError::new(
@@ -127,6 +126,9 @@ pub(crate) async fn idempotent(
     };
 
     req.set_payload(actix_web::dev::Payload::from(body));
+    // The handler acts as a caller that writes down the checks it passes.
+    let recording = caller.recording();
+    req.extensions_mut().insert(recording.clone());
     let response = next.call(req).await?;
     let status = response.status();
     if !status.is_success() {
@@ -136,10 +138,19 @@ pub(crate) async fn idempotent(
         return Ok(response.map_into_boxed_body());
     }
     let (request, response) = response.into_parts();
+    let resources: Vec<uuid::Uuid> = response
+        .extensions()
+        .get::<Audited>()
+        .map(|audited| audited.0.iter().flat_map(|(_, ids)| ids.clone()).collect())
+        .unwrap_or_default();
     let (head, body) = response.into_parts();
-    let bytes = match actix_web::body::to_bytes(body).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
+    let text = match actix_web::body::to_bytes(body).await {
+        Ok(bytes) => String::from_utf8(bytes.to_vec()).ok(),
+        Err(_) => None,
+    };
+    let text = match text {
+        Some(text) => text,
+        None => {
             let _ = state.vault.release_idempotency(ticket).await;
             return Ok(ServiceResponse::new(
                 request,
@@ -152,7 +163,9 @@ pub(crate) async fn idempotent(
     };
     let answer = ReplayedResponse {
         status: status.as_u16(),
-        body: bytes.to_vec(),
+        body: text,
+        checks: recording.checks_passed(),
+        resources,
     };
     // The resource exists now, so its answer is sent whatever happens to the record; if the
     // record could not be written, retries see the key in flight (409) until the claim goes
@@ -162,15 +175,16 @@ pub(crate) async fn idempotent(
     }
     Ok(ServiceResponse::new(
         request,
-        head.set_body(bytes).map_into_boxed_body(),
+        head.set_body(answer.body).map_into_boxed_body(),
     ))
 }
 
-/// The stored answer, as it was first sent, marked as a replay.
-fn replay(answer: &ReplayedResponse) -> HttpResponse {
+/// The stored answer, as it was first sent, marked as a replay (header and audit event).
+fn replay(answer: ReplayedResponse) -> HttpResponse {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
-    HttpResponse::build(status)
+    let response = HttpResponse::build(status)
         .insert_header((header::CONTENT_TYPE, "application/json"))
         .insert_header((REPLAYED, "true"))
-        .body(answer.body.clone())
+        .body(answer.body);
+    mark(response, AuditAction::RequestReplayed, answer.resources)
 }

@@ -72,6 +72,9 @@ actions! {
     ProxyDeleted => "proxy.deleted",
     /// A tenant's data key was re-wrapped under a new master key.
     TenantKeyRewrapped => "tenant.key_rewrapped",
+    /// A retry with an `Idempotency-Key` was answered with the stored answer of the first
+    /// request (naming what that request created), after its checks passed again.
+    RequestReplayed => "request.replayed",
 }
 
 impl fmt::Display for AuditAction {

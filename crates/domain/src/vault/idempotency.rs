@@ -2,15 +2,21 @@
 //! 24 hours and replayed to retries with the same key from the same application; the same key
 //! with another request is refused.
 //!
-//! The boundary (HTTP) hashes the request and drives the protocol: [`Vault::claim_idempotency`]
-//! before running the request, then [`Vault::complete_idempotency`] with a successful answer or
+//! The boundary (HTTP) drives the protocol: [`Vault::claim_idempotency`] before running the
+//! request, then [`Vault::complete_idempotency`] with a successful answer or
 //! [`Vault::release_idempotency`] otherwise (a failed request is not remembered, so a retry
-//! runs again).
+//! runs again). A replay is authorised again first ([`Vault::authorize_replay`]).
+//!
+//! The request is kept only as an HMAC under a per-tenant key (a plain hash of a body holding
+//! a card number gave the number back to anyone with a copy of the database), and the answer
+//! is sealed with the tenant's data key: it may hold a new API or proxy key.
 
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::{
-    access::Principal,
+    access::{GrantCheck, Principal},
     error::VaultError,
     store::{IdempotencyScope, StoreError},
     timestamp,
@@ -29,13 +35,40 @@ const STALE_CLAIM: time::Duration = time::Duration::seconds(120);
 /// Seal purpose of stored answers (bound, with the application and key, into the AAD).
 const PURPOSE: &str = "idempotency-response";
 
-/// A stored answer, replayed as it was first given.
-#[derive(Clone, PartialEq, Eq)]
+/// A stored answer, replayed as it was first given, with what it took to give it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayedResponse {
     /// HTTP status.
     pub status: u16,
     /// JSON body (may hold a new API or proxy key: `Debug` prints only its length).
-    pub body: Vec<u8>,
+    pub body: String,
+    /// The permission checks the first request passed; a replay needs them all again.
+    pub checks: Vec<GrantCheck>,
+    /// The resources the first request created, named by the replay's audit event.
+    pub resources: Vec<Uuid>,
+}
+
+/// The parts of a request that must match for a retry to be a replay.
+#[derive(Clone, Copy)]
+pub struct IdempotentRequest<'a> {
+    /// `POST`.
+    pub method: &'a str,
+    /// The path.
+    pub path: &'a str,
+    /// The query string.
+    pub query: &'a str,
+    /// The body's bytes.
+    pub body: &'a [u8],
+}
+
+impl std::fmt::Debug for IdempotentRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdempotentRequest")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("body_len", &self.body.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for ReplayedResponse {
@@ -43,7 +76,8 @@ impl std::fmt::Debug for ReplayedResponse {
         f.debug_struct("ReplayedResponse")
             .field("status", &self.status)
             .field("body_len", &self.body.len())
-            .finish()
+            .field("checks", &self.checks.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -80,15 +114,24 @@ pub fn validate_key(key: &str) -> Result<(), ValidationErrors> {
 }
 
 impl Vault {
-    /// Claims `key` for the caller's request hashing to `request_hash` (SHA-256 over its
-    /// method, path and body), or says why not.
+    /// Claims `key` for the caller's `request`, or says why not.
     pub async fn claim_idempotency(
         &self,
         caller: &Principal,
         key: &str,
-        request_hash: [u8; 32],
+        request: IdempotentRequest<'_>,
     ) -> Result<IdempotencyClaim, VaultError> {
         validate_key(key)?;
+        let request_hash = self
+            .keys
+            .data_key(self.store.as_ref(), caller.tenant_id())
+            .await?
+            .request_hash(&[
+                request.method.as_bytes(),
+                request.path.as_bytes(),
+                request.query.as_bytes(),
+                request.body,
+            ]);
         let scope = IdempotencyScope {
             tenant_id: caller.tenant_id(),
             application_id: caller.application_id(),
@@ -140,9 +183,8 @@ impl Vault {
             .keys
             .data_key(self.store.as_ref(), scope.tenant_id)
             .await?;
-        let mut plain = Vec::with_capacity(2 + response.body.len());
-        plain.extend_from_slice(&response.status.to_be_bytes());
-        plain.extend_from_slice(&response.body);
+        let plain = serde_json::to_vec(response)
+            .map_err(|e| StoreError::Backend(format!("encoding an idempotent answer: {e}")))?;
         let sealed = key.seal_record(scope.tenant_id, PURPOSE, &record_id(scope), &plain)?;
         self.store
             .complete_idempotency_key(scope, &sealed)
@@ -168,13 +210,21 @@ impl Vault {
             .data_key(self.store.as_ref(), scope.tenant_id)
             .await?;
         let plain = key.open_record(scope.tenant_id, PURPOSE, &record_id(scope), sealed)?;
-        let (status, body) = plain
-            .split_first_chunk::<2>()
-            .ok_or_else(|| StoreError::Corrupt("stored idempotent response is truncated".into()))?;
-        Ok(ReplayedResponse {
-            status: u16::from_be_bytes(*status),
-            body: body.to_vec(),
-        })
+        serde_json::from_slice(&plain)
+            .map_err(|e| StoreError::Corrupt(format!("stored idempotent answer: {e}")).into())
+    }
+
+    /// `Ok` when `caller` passes today every check the first request passed, so the stored
+    /// answer may be replayed to it; else the refusal of the first check that fails.
+    pub fn authorize_replay(
+        &self,
+        caller: &Principal,
+        answer: &ReplayedResponse,
+    ) -> Result<(), VaultError> {
+        answer
+            .checks
+            .iter()
+            .try_for_each(|check| caller.require_again(check))
     }
 }
 
@@ -195,7 +245,9 @@ mod tests {
     fn a_stored_answer_does_not_print_its_body() {
         let answer = super::ReplayedResponse {
             status: 201,
-            body: br#"{"key":"key_SECRETSECRET"}"#.to_vec(),
+            body: r#"{"key":"key_SECRETSECRET"}"#.to_string(),
+            checks: Vec::new(),
+            resources: Vec::new(),
         };
         let printed = format!(
             "{answer:?} {:?}",

@@ -18,7 +18,7 @@ pub use applications::IssuedKey;
 pub use gateway::{SealedTokens, TokenSize};
 pub use idempotency::{
     validate_key as validate_idempotency_key, IdempotencyClaim, IdempotencyTicket,
-    ReplayedResponse, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
+    IdempotentRequest, ReplayedResponse, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
 };
 pub use lifecycle::{SweepReport, IDEMPOTENCY_WINDOW, MAX_BULK};
 pub use tenants::CreatedTenant;

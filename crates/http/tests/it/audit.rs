@@ -26,7 +26,7 @@ use tessera_testkit::{
 
 backend_tests!(
     every_management_action_is_recorded_once,
-    reads_without_data_and_replays_record_nothing,
+    reads_without_data_record_nothing_and_replays_a_replay,
     refusals_are_recorded_with_their_reason,
     filters_and_pages_newest_first,
     another_tenants_events_are_never_visible,
@@ -246,7 +246,7 @@ async fn every_management_action_is_recorded_once(db: &TestDatabase) {
     }
 }
 
-async fn reads_without_data_and_replays_record_nothing(db: &TestDatabase) {
+async fn reads_without_data_record_nothing_and_replays_a_replay(db: &TestDatabase) {
     let st = state(db, MIB);
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
@@ -288,7 +288,10 @@ async fn reads_without_data_and_replays_record_nothing(db: &TestDatabase) {
     )
     .await
     .expect(404);
-    assert_eq!(actions(&trail(&app, k).await), vec!["token.created"]);
+    // A replay is recorded as such (attack finding 14), naming what the first request made.
+    let events = trail(&app, k).await;
+    assert_eq!(actions(&events), vec!["token.created", "request.replayed"]);
+    assert_eq!(events[1]["resource_ids"], json!([first.body["id"]]));
 }
 
 async fn refusals_are_recorded_with_their_reason(db: &TestDatabase) {

@@ -8,6 +8,7 @@ mod children;
 mod escalation;
 mod fuzz_api;
 mod hostile_inputs;
+mod idempotent_replays;
 mod lifecycle;
 mod openapi;
 mod proxies;
