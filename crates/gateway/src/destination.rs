@@ -58,22 +58,33 @@ pub fn destination_uri(
     Uri::try_from(out).map_err(|e| format!("cannot build the destination URI: {e}"))
 }
 
-/// Refuses a sub-path holding a dot segment (`.` or `..`), raw or percent-encoded, with `/`,
-/// `\\` or their encodings as separators: joined onto the destination URL it would climb out
-/// of the destination's path (`/proxy/../../admin` → `/admin`).
+/// How many layers of percent-encoding a sub-path may carry before it is refused outright.
+const MAX_ENCODING_LAYERS: usize = 4;
+
+/// Refuses a sub-path holding a dot segment (`.` or `..`): raw, percent-encoded at any depth
+/// (`%2e`, `%252e`, …), with `/`, `\` or their encodings as separators, and with or without
+/// `;` parameters (`..;` is `..` to Tomcat and others). Joined onto the destination URL such a
+/// segment would climb out of the destination's path (`/proxy/../../admin` → `/admin`), here
+/// or in whatever decodes the path once more behind the destination (attack finding 11). A
+/// sub-path still encoded after [`MAX_ENCODING_LAYERS`] decodings is refused as well.
 pub fn check_sub_path(suffix: &str) -> Result<(), &'static str> {
     let is_separator = |c: char| c == '/' || c == '\\';
-    let dotted = suffix.split(is_separator).any(|raw| {
-        let decoded = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
-        decoded
-            .split(is_separator)
-            .any(|segment| segment == "." || segment == "..")
-    });
-    if dotted {
-        Err("the path after /proxy must not contain a dot segment (`.` or `..`, raw or percent-encoded)")
-    } else {
-        Ok(())
+    let is_dot_segment = |segment: &str| {
+        let name = segment.split(';').next().unwrap_or(segment);
+        name == "." || name == ".."
+    };
+    let mut layer = std::borrow::Cow::Borrowed(suffix);
+    for _ in 0..=MAX_ENCODING_LAYERS {
+        if layer.split(is_separator).any(is_dot_segment) {
+            return Err("the path after /proxy must not contain a dot segment (`.` or `..`, raw or percent-encoded, with or without `;` parameters)");
+        }
+        let decoded = percent_encoding::percent_decode_str(&layer).decode_utf8_lossy();
+        if decoded == layer {
+            return Ok(());
+        }
+        layer = std::borrow::Cow::Owned(decoded.into_owned());
     }
+    Err("the path after /proxy is percent-encoded too many times")
 }
 
 /// The raw query without any `svc-proxy-key` pair; other pairs keep their exact encoding.
@@ -171,6 +182,16 @@ mod tests {
             "/a/..%2fb",
             "\\..\\x",
             "/x/..%5c",
+            // Attack finding 11: parameters and double encoding.
+            "/proxy/a/..;/b",
+            "/a/..;jsessionid=1/b",
+            "/.;/x",
+            "/%252e%252e/x",
+            "/%25252e%25252e/x",
+            "/a%252f..%252fb",
+            "/%2e%2e%3b/x",
+            "/%25%32%65%25%32%65/x",
+            "/%2525252525252e",
         ] {
             assert!(check_sub_path(bad).is_err(), "{bad}");
         }
@@ -182,6 +203,10 @@ mod tests {
             "/.well-known/x",
             "/...",
             "/%2e%2e%2e",
+            "/a;b/c",
+            "/..a;/b",
+            "/%25",
+            "/100%25/x",
         ] {
             assert!(check_sub_path(ok).is_ok(), "{ok}");
         }

@@ -11,6 +11,7 @@ backend_tests!(
     every_method_is_forwarded,
     dot_segments_in_the_sub_path_are_refused,
     dots_inside_names_are_forwarded,
+    informational_and_out_of_range_statuses_are_not_relayed,
 );
 
 async fn the_sub_path_and_query_are_appended_to_the_destination(db: &TestDatabase) {
@@ -72,6 +73,11 @@ async fn dot_segments_in_the_sub_path_are_refused(db: &TestDatabase) {
         "/proxy/a/..%2f..%2fadmin",
         "/proxy/a/..%5c..%5cadmin",
         "/proxy/..",
+        // Attack finding 11: `;` parameters and double encoding.
+        "/proxy/a/..;/b",
+        "/proxy/..;jsessionid=x/admin",
+        "/proxy/%252e%252e/admin",
+        "/proxy/a%252f..%252f..%252fadmin",
     ] {
         let r = g.call(Method::GET, path, &h, "").await.proxy_error(400);
         assert!(r.detail().contains("dot segment"), "{path}: {}", r.body);
@@ -95,4 +101,36 @@ async fn dots_inside_names_are_forwarded(db: &TestDatabase) {
         r.echoed()["path"],
         json!("/base/v1.2/file..txt/.well-known")
     );
+}
+
+/// Attack finding 6: a destination's `101 Switching Protocols`, or a status above 599, is a
+/// 502 `proxy_error`, never relayed.
+async fn informational_and_out_of_range_statuses_are_not_relayed(db: &TestDatabase) {
+    let g = Harness::start(db).await;
+    let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
+    for status in ["101", "600"] {
+        let r = g
+            .call(
+                Method::GET,
+                "/proxy",
+                &[
+                    ("svc-proxy-key", &pkey),
+                    ("svc-api-key", &key),
+                    ("x-echo-status", status),
+                ],
+                "",
+            )
+            .await
+            .proxy_error(502);
+        assert!(r.detail().contains(status), "{}", r.body);
+    }
+    // The gateway still serves on.
+    g.call(
+        Method::GET,
+        "/proxy",
+        &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
+        "",
+    )
+    .await
+    .expect(200);
 }

@@ -18,7 +18,10 @@ use tessera_testkit::{
     upstream::Upstream,
 };
 
-backend_tests!(buffered_answers_carry_their_length);
+backend_tests!(
+    buffered_answers_carry_their_length,
+    a_destinations_101_is_a_502_in_api_too
+);
 
 async fn buffered_answers_carry_their_length(db: &TestDatabase) {
     let (st, _, admin) = private_state(db).await;
@@ -61,4 +64,32 @@ async fn buffered_answers_carry_their_length(db: &TestDatabase) {
     let body = test::read_body(res).await;
     assert_eq!(&body[..], br#"{"reshaped":true}"#);
     assert_eq!(size, BodySize::Sized(body.len() as u64));
+}
+
+/// Attack finding 6 in `api`: a destination's `101` (or `600`) is a 502 `proxy_error`.
+async fn a_destinations_101_is_a_502_in_api_too(db: &TestDatabase) {
+    let (st, _, admin) = private_state(db).await;
+    let upstream = Upstream::start(None).await;
+    let input: ProxyInput = serde_json::from_value(json!({"name": "p",
+        "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
+        "require_auth": false}))
+    .expect("input");
+    let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
+    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
+    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
+    for status in ["101", "600"] {
+        let res = test::call_service(
+            &app,
+            test::TestRequest::get()
+                .uri("/proxy")
+                .insert_header(("svc-proxy-key", proxy.key.expose().as_str()))
+                .insert_header(("x-echo-status", status))
+                .to_request(),
+        )
+        .await;
+        assert_eq!(res.status(), 502, "{status}");
+        assert!(!res.headers().contains_key("upgrade"));
+        let body = test::read_body(res).await;
+        assert!(body.starts_with(br#"{"proxy_error""#));
+    }
 }
