@@ -66,11 +66,27 @@ enum Shape {
     Text(String, Vec<Expression>),
 }
 
-/// A prepared body: parsed once, with the token ids it references.
-#[derive(Debug, Clone)]
+/// A prepared body: parsed once, with the token ids it references. It holds the caller's
+/// body, which may carry secrets of its own: `Debug` shows its kind and the ids only.
+#[derive(Clone)]
 pub struct Template {
     shape: Shape,
     ids: BTreeSet<TokenId>,
+}
+
+impl std::fmt::Debug for Template {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.shape {
+            Shape::Untouched => "untouched",
+            Shape::Json(..) => "json",
+            Shape::Form(_) => "form",
+            Shape::Text(..) => "text",
+        };
+        f.debug_struct("Template")
+            .field("kind", &kind)
+            .field("ids", &self.ids)
+            .finish()
+    }
 }
 
 impl Template {

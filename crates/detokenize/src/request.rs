@@ -22,11 +22,23 @@ struct HeaderTemplate {
 }
 
 /// A request's body and header values, parsed once, with the token ids they reference.
-#[derive(Debug, Clone)]
+/// `Debug` shows the body's kind, how many header values hold expressions, and the ids: never
+/// the raw body or header text.
+#[derive(Clone)]
 pub struct RequestTemplate {
     body: Template,
     headers: Vec<HeaderTemplate>,
     ids: BTreeSet<TokenId>,
+}
+
+impl std::fmt::Debug for RequestTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestTemplate")
+            .field("body", &self.body)
+            .field("headers", &self.headers.len())
+            .field("ids", &self.ids)
+            .finish()
+    }
 }
 
 /// What rendering produced: the new body (`None`: the original bytes stand) and the new header
@@ -163,6 +175,26 @@ mod tests {
 
     fn id() -> TokenId {
         A.parse().expect("id")
+    }
+
+    #[test]
+    fn debug_shows_neither_body_nor_header_text() {
+        let body = format!(r#"{{"card":"{{{{{A}}}}}","password":"hunter2"}}"#);
+        let t = RequestTemplate::prepare(
+            Some("application/json"),
+            [(
+                "authorization",
+                format!("Bearer sk_live_x {{{{{A}}}}}").as_bytes(),
+            )],
+            body.as_bytes(),
+        )
+        .expect("prepare");
+        let printed = format!("{t:?}");
+        assert!(
+            !printed.contains("hunter2") && !printed.contains("sk_live"),
+            "{printed}"
+        );
+        assert!(printed.contains("json") && printed.contains(A), "{printed}");
     }
 
     fn values(data: Value) -> Values {

@@ -76,8 +76,8 @@ impl Wipe for serde_json::Value {
 ///   formatted with `{:?}` never leaks.
 /// * Dropping it wipes the value ([`Wipe`]).
 /// * Reading the value is an explicit [`Secret::expose`] call, which makes every place that
-///   handles plaintext easy to find. It serializes as the value it holds (response views are
-///   built from secrets; nothing logs through serde).
+///   handles plaintext easy to find. It does not implement `Serialize`: a response view
+///   that sends one opts in with [`exposed`].
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct Secret<T: Wipe + Default>(T);
 
@@ -140,9 +140,29 @@ impl<'de, T: Wipe + Default + serde::Deserialize<'de>> serde::Deserialize<'de> f
     }
 }
 
-impl<T: Wipe + Default + serde::Serialize> serde::Serialize for Secret<T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+/// Serializing a [`Secret`] is an explicit choice made field by field, at the few places
+/// that must send a value (response views, the gateway's substitutions):
+/// `#[serde(serialize_with = "tessera_domain::secret::exposed")]`. `Secret` itself does not
+/// implement `Serialize`, so a secret inside a struct that something serializes for a log or
+/// an error never goes out by accident (attack finding 18).
+pub fn exposed<T, S>(secret: &Secret<T>, s: S) -> Result<S::Ok, S::Error>
+where
+    T: Wipe + Default + serde::Serialize,
+    S: serde::Serializer,
+{
+    secret.0.serialize(s)
+}
+
+/// [`exposed`] for an optional secret (`None` as `null`; pair it with
+/// `skip_serializing_if = "Option::is_none"` to leave the field out).
+pub fn exposed_option<T, S>(secret: &Option<Secret<T>>, s: S) -> Result<S::Ok, S::Error>
+where
+    T: Wipe + Default + serde::Serialize,
+    S: serde::Serializer,
+{
+    match secret {
+        Some(secret) => s.serialize_some(&secret.0),
+        None => s.serialize_none(),
     }
 }
 

@@ -525,7 +525,10 @@ pub struct TokenView {
     #[serde(rename = "type")]
     token_type: TokenType,
     /// The sensitive value, on reads and lists only.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::secret::exposed_option"
+    )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
     data: Option<Secret<Value>>,
     containers: Vec<String>,

@@ -6,8 +6,8 @@ use tessera_domain::ProxyId;
 
 use crate::audit::AuditNotes;
 
-/// The per-request context the stages read and fill in.
-#[derive(Debug)]
+/// The per-request context the stages read and fill in. The caller's headers hold its
+/// `SVC-API-KEY` and `SVC-PROXY-KEY`: `Debug` shows method, path and header names only.
 pub(crate) struct RequestContext<'a> {
     /// Method, URI, headers and version of the caller's request. Stages take what they need
     /// (the headers are moved out to become the forwarded ones).
@@ -29,6 +29,18 @@ pub(crate) struct RequestContext<'a> {
     pub(crate) audit: AuditNotes,
 }
 
+impl std::fmt::Debug for RequestContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("method", &self.parts.method)
+            .field("path", &self.parts.uri.path())
+            .field("headers", &self.parts.headers.keys().collect::<Vec<_>>())
+            .field("request_id", &self.request_id)
+            .field("proxy_id", &self.proxy_id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> RequestContext<'a> {
     pub(crate) fn new(parts: http::request::Parts, request_id: &'a str) -> Self {
         Self {
@@ -46,5 +58,24 @@ impl<'a> RequestContext<'a> {
     /// The path after `/proxy` (`""` for `/proxy` itself).
     pub(crate) fn suffix(&self) -> &str {
         self.parts.uri.path().strip_prefix("/proxy").unwrap_or("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn debug_names_headers_without_their_values() {
+        let (parts, ()) = http::Request::post("/proxy/x?svc-proxy-key=pk_query_secret")
+            .header("svc-api-key", "key_api_secret")
+            .header("svc-proxy-key", "pk_header_secret")
+            .body(())
+            .expect("request")
+            .into_parts();
+        let printed = format!("{:?}", super::RequestContext::new(parts, "req-1"));
+        assert!(!printed.contains("secret"), "{printed}");
+        assert!(
+            printed.contains("svc-api-key") && printed.contains("/proxy/x"),
+            "{printed}"
+        );
     }
 }

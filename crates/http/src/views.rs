@@ -43,7 +43,10 @@ pub(crate) struct ApplicationView {
     modified_by: ApplicationId,
     #[serde(with = "serde_rfc3339")]
     modified_at: OffsetDateTime,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "tessera_domain::secret::exposed_option"
+    )]
     #[schema(value_type = Option<String>)]
     key: Option<Secret<String>>,
 }
@@ -78,6 +81,7 @@ impl ApplicationView {
 /// A transform in a proxy response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct TransformView {
+    #[serde(serialize_with = "tessera_domain::secret::exposed")]
     #[schema(value_type = String)]
     code: Secret<String>,
 }
@@ -86,6 +90,7 @@ pub(crate) struct TransformView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct ProxyView {
     id: ProxyId,
+    #[serde(serialize_with = "tessera_domain::secret::exposed")]
     #[schema(value_type = String)]
     key: Secret<String>,
     name: String,
@@ -100,7 +105,10 @@ pub(crate) struct ProxyView {
     application_id: Option<ApplicationId>,
     /// Returned as stored: it is the tenant's own configuration, shown to holders of
     /// `proxy:read`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "tessera_domain::secret::exposed_option"
+    )]
     #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
     configuration: Option<Secret<Configuration>>,
     created_by: ApplicationId,

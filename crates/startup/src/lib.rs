@@ -354,3 +354,26 @@ pub fn parse_args<P: clap::Parser>() -> P {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        db: super::DbArgs,
+    }
+
+    #[test]
+    fn db_args_debug_hides_the_database_password() {
+        let cli = Cli::parse_from([
+            "x",
+            "--database-url",
+            "postgres://tessera:s3cr3t-pw@db.internal:5432/tessera",
+        ]);
+        let printed = format!("{:?}", cli.db);
+        assert!(!printed.contains("s3cr3t-pw"), "{printed}");
+        assert!(printed.contains("db.internal"), "{printed}");
+    }
+}

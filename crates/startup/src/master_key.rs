@@ -3,6 +3,7 @@
 
 use tessera_domain::MasterKey;
 use tessera_storage::DatabaseUrl;
+use zeroize::Zeroizing;
 
 use crate::{secret_file, DbArgs, StartupError};
 
@@ -18,7 +19,7 @@ fn key_error(message: String) -> StartupError {
 
 /// Resolves the master key for `url`.
 pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
-    if let Some(encoded) = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()) {
+    if let Some(encoded) = env_key(ENV) {
         return MasterKey::from_base64(&encoded).map_err(|e| key_error(format!("{ENV}: {e}")));
     }
     if let Some(path) = &db.master_key_file {
@@ -31,7 +32,8 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
                 return read_key_file(&path);
             }
             let key = MasterKey::generate();
-            secret_file::write_new(&path, format!("{}\n", key.to_base64().expose()).as_bytes())
+            let line = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
+            secret_file::write_new(&path, line.as_bytes())
                 .map_err(|e| {
                     key_error(format!(
                         "writing the generated master key to {}: {e}",
@@ -52,10 +54,7 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
 
 /// The previous master key, when a rotation is under way (none otherwise).
 pub fn load_previous(db: &DbArgs) -> Result<Vec<MasterKey>, StartupError> {
-    if let Some(encoded) = std::env::var(PREVIOUS_ENV)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
+    if let Some(encoded) = env_key(PREVIOUS_ENV) {
         return MasterKey::from_base64(&encoded)
             .map(|k| vec![k])
             .map_err(|e| key_error(format!("{PREVIOUS_ENV}: {e}")));
@@ -66,14 +65,26 @@ pub fn load_previous(db: &DbArgs) -> Result<Vec<MasterKey>, StartupError> {
     }
 }
 
-/// Reads and decodes a base64 key file (trailing whitespace allowed).
+/// The base64 key in the environment variable `name`, if set and not blank; the copy is
+/// wiped when dropped (the process environment itself keeps the original).
+fn env_key(name: &str) -> Option<Zeroizing<String>> {
+    std::env::var(name)
+        .ok()
+        .map(Zeroizing::new)
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// Reads and decodes a base64 key file (trailing whitespace allowed); the text read is wiped
+/// once decoded.
 fn read_key_file(path: &std::path::Path) -> Result<MasterKey, StartupError> {
-    let encoded = std::fs::read_to_string(path).map_err(|e| {
-        key_error(format!(
-            "reading the master key file {}: {e}",
-            path.display()
-        ))
-    })?;
+    let encoded = std::fs::read_to_string(path)
+        .map(Zeroizing::new)
+        .map_err(|e| {
+            key_error(format!(
+                "reading the master key file {}: {e}",
+                path.display()
+            ))
+        })?;
     MasterKey::from_base64(&encoded)
         .map_err(|e| key_error(format!("master key file {}: {e}", path.display())))
 }

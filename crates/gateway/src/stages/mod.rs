@@ -46,9 +46,39 @@ impl From<DetokenizeError> for Halt {
 }
 
 /// What will be sent to the destination: headers (already stripped of what must not cross)
-/// and body.
-#[derive(Debug)]
+/// and body. Both hold detokenized plaintext: `Debug` shows header names and the body's size.
 pub(crate) struct Outgoing {
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outgoing")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("body_bytes", &self.body.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn outgoing_debug_shows_sizes_not_plaintext() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            "authorization",
+            "Bearer sk_live_secret".parse().expect("value"),
+        );
+        let out = super::Outgoing {
+            headers,
+            body: bytes::Bytes::from_static(b"{\"number\":\"4242424242424242\"}"),
+        };
+        let printed = format!("{out:?}");
+        assert!(
+            !printed.contains("secret") && !printed.contains("4242"),
+            "{printed}"
+        );
+        assert!(printed.contains("authorization"), "{printed}");
+    }
 }
