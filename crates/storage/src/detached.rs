@@ -69,6 +69,28 @@ impl DetachedStore {
             .await
             .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
     }
+
+    /// As [`DetachedStore::run`], for a read-only scan whose cost the caller chose (lists,
+    /// searches, the audit listing): when the caller drops it — the client went away — the
+    /// task is aborted too, so the statement stops on PostgreSQL (see `scan::ScanGuard`)
+    /// instead of holding a connection for nobody (attack finding 7). Aborting is safe here:
+    /// the task runs on the multi-threaded runtime, and a read leaves nothing half-done.
+    async fn run_scan<T, Fut>(&self, op: impl FnOnce(Database) -> Fut) -> Result<T, StoreError>
+    where
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        struct AbortOnDrop(tokio::task::AbortHandle);
+        impl Drop for AbortOnDrop {
+            fn drop(&mut self) {
+                self.0.abort();
+            }
+        }
+        let task = self.runtime.spawn(op(self.db.clone()));
+        let _abort = AbortOnDrop(task.abort_handle());
+        task.await
+            .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+    }
 }
 
 #[async_trait]
@@ -222,7 +244,7 @@ impl TokenStore for DetachedStore {
         filter: &TokenFilter,
     ) -> Result<Vec<Container>, StoreError> {
         let filter = filter.clone();
-        self.run(|db| async move { db.token_containers(tenant, &filter).await })
+        self.run_scan(|db| async move { db.token_containers(tenant, &filter).await })
             .await
     }
 
@@ -234,7 +256,7 @@ impl TokenStore for DetachedStore {
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
         let (filter, scope) = (filter.clone(), scope.clone());
-        self.run(|db| async move { db.list_tokens(tenant, &filter, &scope, page).await })
+        self.run_scan(|db| async move { db.list_tokens(tenant, &filter, &scope, page).await })
             .await
     }
 
@@ -277,7 +299,7 @@ impl TokenStore for DetachedStore {
         search: &TokenSearch,
     ) -> Result<Vec<Container>, StoreError> {
         let search = search.clone();
-        self.run(|db| async move { db.search_containers(tenant, &search).await })
+        self.run_scan(|db| async move { db.search_containers(tenant, &search).await })
             .await
     }
 
@@ -289,7 +311,7 @@ impl TokenStore for DetachedStore {
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
         let (search, scope) = (search.clone(), scope.clone());
-        self.run(|db| async move { db.search_tokens(tenant, &search, &scope, page).await })
+        self.run_scan(|db| async move { db.search_tokens(tenant, &search, &scope, page).await })
             .await
     }
 
@@ -337,7 +359,7 @@ impl AuditStore for DetachedStore {
         page: PageRequest,
     ) -> Result<Page<ChainedEvent>, StoreError> {
         let filter = filter.clone();
-        self.run(|db| async move { db.list_audit_events(tenant, &filter, page).await })
+        self.run_scan(|db| async move { db.list_audit_events(tenant, &filter, page).await })
             .await
     }
 
