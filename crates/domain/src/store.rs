@@ -11,7 +11,6 @@ use time::OffsetDateTime;
 use crate::{
     api_key::ApiKeyHash,
     application::Application,
-    audit::{AuditEvent, AuditFilter, ChainHead, ChainedEvent},
     container::Container,
     ids::{ApplicationId, ProxyId, TenantId, TokenId},
     metadata::Metadata,
@@ -551,38 +550,7 @@ pub trait ProxyStore: Send + Sync {
     ) -> Result<Vec<(ProxyId, String)>, StoreError>;
 }
 
-/// The audit trail's chains (see [`crate::audit`]).
-#[async_trait]
-pub trait AuditStore: Send + Sync {
-    /// Appends `events` to their tenants' chains in one transaction: each chain's head is
-    /// locked, the events are hashed after it ([`crate::audit::extend`]) and stored, and the
-    /// head advanced, so concurrent writers (other processes) never fork a chain. Returns
-    /// the events as stored.
-    async fn append_audit_events(
-        &self,
-        events: &[AuditEvent],
-    ) -> Result<Vec<ChainedEvent>, StoreError>;
-    /// A page of `tenant`'s events matching `filter`, newest first (`occurred_at`, then `seq`).
-    async fn list_audit_events(
-        &self,
-        tenant: TenantId,
-        filter: &AuditFilter,
-        page: PageRequest,
-    ) -> Result<Page<ChainedEvent>, StoreError>;
-    /// Every chain's head (deployment-wide: for verification).
-    async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError>;
-    /// Up to `limit` events of one chain with `after < seq <= up_to`, in `seq` order.
-    async fn audit_chain_page(
-        &self,
-        tenant: Option<TenantId>,
-        after: i64,
-        up_to: i64,
-        limit: u32,
-    ) -> Result<Vec<ChainedEvent>, StoreError>;
-    /// Removes events that occurred before `before` from the start of every chain, recording in
-    /// each head the last removed event's position and hash; returns how many.
-    async fn prune_audit_events(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
-}
+pub use crate::audit::{AuditStore, BlockSpan, ChainAppend};
 
 /// Liveness of the backing database.
 #[async_trait]

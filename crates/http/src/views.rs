@@ -206,12 +206,28 @@ pub(crate) struct AuditEventView {
     /// Why a denied attempt was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// How many identical refusals this event stands for, when a flood of them was folded
+    /// into one event (absent: one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u32>,
+    /// On `audit.pruned`: the last position retention removed, and its event's hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pruned: Option<PrunedView>,
     /// Position in the tenant's chain, from 1.
     seq: i64,
     /// The previous event's hash, hex.
     prev_hash: String,
     /// SHA-256 over `prev_hash`, `seq` and the event's canonical encoding, hex.
     hash: String,
+}
+
+/// What retention removed (on an `audit.pruned` event).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct PrunedView {
+    /// Events up to this position were removed.
+    through_seq: i64,
+    /// The hash of the last removed event (what the first remaining event links to).
+    last_hash: String,
 }
 
 impl AuditEventView {
@@ -229,6 +245,11 @@ impl AuditEventView {
             proxy_id: e.proxy_id,
             request_id: e.request_id,
             reason: e.reason,
+            count: e.count,
+            pruned: e.pruned.map(|p| PrunedView {
+                through_seq: p.through_seq,
+                last_hash: to_hex(&p.last_hash),
+            }),
             seq: c.seq,
             prev_hash: to_hex(&c.prev_hash),
             hash: to_hex(&c.hash),

@@ -441,8 +441,10 @@ impl Family for RequestCounter {
 
 /// The audit writer's totals, read from its [`tessera_domain::audit::AuditLog`] when scraped:
 /// `tessera_audit_events_committed_total`, `tessera_audit_batches_committed_total`,
-/// `tessera_audit_commit_failures_total`, `tessera_audit_commit_seconds_total` and the gauge
-/// `tessera_audit_queue_depth`. Nothing is rendered while the trail is off.
+/// `tessera_audit_commit_failures_total`, `tessera_audit_commit_seconds_total`,
+/// `tessera_audit_chain_conflicts_total`, `tessera_audit_events_dropped_total`,
+/// `tessera_audit_denials_folded_total` and the gauges `tessera_audit_queue_depth` and
+/// `tessera_audit_events_held`. Nothing is rendered while the trail is off.
 #[derive(Debug)]
 pub struct AuditMetrics(pub tessera_domain::audit::AuditLog);
 
@@ -500,6 +502,30 @@ impl Family for AuditMetrics {
                 "Audit submissions waiting for the writer.",
                 MetricType::GAUGE,
                 s.queued as f64,
+            ),
+            single(
+                "tessera_audit_chain_conflicts_total",
+                "Chain appends refused because a record already held the chain's next position (tampering or a failed write): alert on any.",
+                MetricType::COUNTER,
+                s.chain_conflicts as f64,
+            ),
+            single(
+                "tessera_audit_events_held",
+                "Events of chains that could not be written, held and retried.",
+                MetricType::GAUGE,
+                s.events_held as f64,
+            ),
+            single(
+                "tessera_audit_events_dropped_total",
+                "Held events dropped because too many were held.",
+                MetricType::COUNTER,
+                s.events_dropped as f64,
+            ),
+            single(
+                "tessera_audit_denials_folded_total",
+                "Identical refusals folded into aggregate events (count field).",
+                MetricType::COUNTER,
+                s.denials_folded as f64,
             ),
         ]
     }

@@ -228,6 +228,19 @@ pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), Start
             url: url.to_string(),
             source,
         })?;
+    let moved = database
+        .move_legacy_audit_events()
+        .await
+        .map_err(|source| StartupError::Migrate {
+            url: url.to_string(),
+            source,
+        })?;
+    if moved > 0 {
+        tracing::info!(
+            moved,
+            "moved the audit events of an earlier release into blocks"
+        );
+    }
     Ok((database, url))
 }
 

@@ -20,7 +20,7 @@ use std::future::Future;
 use async_trait::async_trait;
 use tessera_domain::{
     application::Application,
-    audit::{AuditEvent, AuditFilter, ChainHead, ChainedEvent},
+    audit::{AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead},
     store::{
         ApplicationStore, AssociationStore, AuditStore, ContainerScope, HealthStore,
         IdempotencyRecord, IdempotencyScope, IdempotencyStore, NewAssociation, ProxyFilter,
@@ -346,20 +346,9 @@ impl AuditStore for DetachedStore {
     async fn append_audit_events(
         &self,
         events: &[AuditEvent],
-    ) -> Result<Vec<ChainedEvent>, StoreError> {
+    ) -> Result<Vec<ChainAppend>, StoreError> {
         let events = events.to_vec();
         self.run(|db| async move { db.append_audit_events(&events).await })
-            .await
-    }
-
-    async fn list_audit_events(
-        &self,
-        tenant: TenantId,
-        filter: &AuditFilter,
-        page: PageRequest,
-    ) -> Result<Page<ChainedEvent>, StoreError> {
-        let filter = filter.clone();
-        self.run_scan(|db| async move { db.list_audit_events(tenant, &filter, page).await })
             .await
     }
 
@@ -368,14 +357,32 @@ impl AuditStore for DetachedStore {
             .await
     }
 
-    async fn audit_chain_page(
+    async fn audit_chain_head(
         &self,
-        tenant: Option<TenantId>,
-        after: i64,
-        up_to: i64,
+        chain: Option<TenantId>,
+    ) -> Result<Option<ChainHead>, StoreError> {
+        self.run(|db| async move { db.audit_chain_head(chain).await })
+            .await
+    }
+
+    async fn audit_blocks(
+        &self,
+        chain: Option<TenantId>,
+        after_first_seq: i64,
         limit: u32,
-    ) -> Result<Vec<ChainedEvent>, StoreError> {
-        self.run(|db| async move { db.audit_chain_page(tenant, after, up_to, limit).await })
+    ) -> Result<Vec<AuditBlock>, StoreError> {
+        self.run_scan(|db| async move { db.audit_blocks(chain, after_first_seq, limit).await })
+            .await
+    }
+
+    async fn audit_blocks_desc(
+        &self,
+        chain: Option<TenantId>,
+        span: &BlockSpan,
+        limit: u32,
+    ) -> Result<Vec<AuditBlock>, StoreError> {
+        let span = *span;
+        self.run_scan(|db| async move { db.audit_blocks_desc(chain, &span, limit).await })
             .await
     }
 

@@ -137,6 +137,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    audit_blocks (tenant_id, first_seq) {
+        tenant_id -> Text,
+        first_seq -> BigInt,
+        last_seq -> BigInt,
+        earliest_at -> Timestamp,
+        latest_at -> Timestamp,
+        prev_hash -> Binary,
+        hashes -> Binary,
+        events -> Binary,
+    }
+}
+
+diesel::table! {
     audit_chains (tenant_id) {
         tenant_id -> Text,
         last_seq -> BigInt,

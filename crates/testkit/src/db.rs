@@ -113,6 +113,45 @@ impl TestDatabase {
         db
     }
 
+    /// Every event of one audit chain (`None`: the deployment's), in chain order, read from
+    /// its blocks.
+    ///
+    /// # Panics
+    /// When the blocks cannot be read or decoded.
+    pub async fn audit_chain(
+        &self,
+        chain: Option<tessera_domain::TenantId>,
+    ) -> Vec<tessera_domain::audit::ChainedEvent> {
+        use tessera_domain::audit::AuditStore;
+        self.db
+            .audit_blocks(chain, i64::MIN, u32::MAX)
+            .await
+            .expect("audit blocks")
+            .iter()
+            .flat_map(|b| b.events().expect("decode block"))
+            .collect()
+    }
+
+    /// Replaces `from` with `to` in the stored text of `chain`'s audit blocks (`None`: the
+    /// deployment's), as someone with write access to the database would.
+    pub async fn edit_audit_text(
+        &self,
+        chain: Option<tessera_domain::TenantId>,
+        from: &str,
+        to: &str,
+    ) {
+        let key = chain.map_or_else(|| uuid::Uuid::nil().to_string(), |t| t.to_string());
+        let sql = match self.db.backend() {
+            tessera_storage::Backend::Sqlite => format!(
+                "UPDATE audit_blocks SET events = CAST(replace(CAST(events AS TEXT), '{from}', '{to}') AS BLOB) WHERE tenant_id = '{key}'"
+            ),
+            tessera_storage::Backend::Postgres => format!(
+                "UPDATE audit_blocks SET events = convert_to(replace(convert_from(events, 'UTF8'), '{from}', '{to}'), 'UTF8') WHERE tenant_id = '{key}'"
+            ),
+        };
+        self.execute(&sql).await;
+    }
+
     /// Runs raw SQL on this database (to write rows as an older release would).
     ///
     /// # Panics

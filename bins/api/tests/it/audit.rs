@@ -123,6 +123,10 @@ fn verify_passes_then_names_the_edited_event() {
     }
     let listed = events(&server.base, &admin, "");
     let target = listed[2]["id"].as_str().expect("id").to_string(); // the second event
+    let token = listed[2]["resource_ids"][0]
+        .as_str()
+        .expect("token")
+        .to_string();
     assert!(server.terminate().success());
 
     let verify = || {
@@ -157,8 +161,10 @@ fn verify_passes_then_names_the_edited_event() {
         )
         .await
         .expect("open");
+        // Name another token in the stored text of that event.
         db.batch_execute(&format!(
-            "UPDATE audit_events SET resource_ids = '[]' WHERE event_id = '{target}'"
+            "UPDATE audit_blocks SET events = CAST(replace(CAST(events AS TEXT), '{token}', '{}') AS BLOB)",
+            "00000000-0000-4000-8000-00000000beef"
         ))
         .await
         .expect("edit");

@@ -1,70 +1,26 @@
 //! The hash chain that makes a tenant's trail tamper-evident.
 //!
-//! Each event's hash is `SHA-256("tessera-audit-v1\n" ‖ prev_hash ‖ canonical(event))`, where
-//! `canonical` is the event's fields (with its `seq`) as JSON with keys in byte order and no
-//! whitespace, timestamps as RFC 3339 with six fractional digits. The first event's
-//! `prev_hash` is all zeros, or — once retention has removed older events — the hash of the
-//! last removed one, which the chain's head keeps. Altering an event changes its hash;
-//! deleting one breaks the next event's link or the head; re-hashing everything after an edit
-//! still disagrees with the head unless that is forged too, which is why operators should
-//! copy the heads `api audit verify` prints somewhere the database's writers cannot reach.
+//! Each event's hash is `SHA-256("tessera-audit-v1\n" ‖ prev_hash ‖ canonical(event))` (see
+//! [`super::canonical`]). The first event's `prev_hash` is all zeros, or — once retention has
+//! removed older events — the hash of the last removed one, which the chain's head keeps and
+//! an `audit.pruned` event in the chain repeats. Altering an event changes its hash; deleting
+//! one breaks the next event's link or the head; re-hashing everything after an edit still
+//! disagrees with the head unless that is forged too, which is why operators should copy the
+//! heads `api audit verify` prints somewhere the database's writers cannot reach. A removal
+//! of the oldest events is either recorded in the chain (and so changes the head) or caught.
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::event::{AuditEvent, ChainedEvent};
-use crate::{ids::TenantId, timestamp};
+use super::{
+    block::AuditBlock,
+    canonical,
+    event::{AuditAction, Pruned},
+};
+use crate::ids::TenantId;
 
 /// The `prev_hash` of a chain's first event.
 pub const GENESIS: [u8; 32] = [0; 32];
-
-const DOMAIN: &[u8] = b"tessera-audit-v1\n";
-
-/// The canonical form of an event: its fields in byte order of their names, so that serde's
-/// compact output is exactly the canonical JSON (sorted keys, no whitespace) without building
-/// a JSON tree per event on the hot path.
-#[derive(serde::Serialize)]
-struct Canonical<'a> {
-    action: &'static str,
-    actor: String,
-    id: Uuid,
-    occurred_at: String,
-    outcome: &'static str,
-    proxy_id: Option<Uuid>,
-    reason: Option<&'a str>,
-    request_id: Option<&'a str>,
-    resource_ids: &'a [Uuid],
-    seq: i64,
-    tenant_id: Option<Uuid>,
-}
-
-fn canonical(seq: i64, event: &AuditEvent) -> Vec<u8> {
-    let fields = Canonical {
-        action: event.action.as_str(),
-        actor: event.actor.to_wire(),
-        id: event.id,
-        occurred_at: timestamp::format(event.occurred_at),
-        outcome: event.outcome.as_str(),
-        proxy_id: event.proxy_id.map(|p| *p.as_uuid()),
-        reason: event.reason.as_deref(),
-        request_id: event.request_id.as_deref(),
-        resource_ids: &event.resource_ids,
-        seq,
-        tenant_id: event.tenant_id.map(|t| *t.as_uuid()),
-    };
-    // Strings, numbers, arrays and nulls always serialise.
-    serde_json::to_vec(&fields).unwrap_or_default()
-}
-
-/// The hash of `event` at position `seq` after an event hashing to `prev`.
-pub fn link_hash(prev: &[u8; 32], seq: i64, event: &AuditEvent) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(DOMAIN);
-    hasher.update(prev);
-    hasher.update(canonical(seq, event));
-    hasher.finalize().into()
-}
 
 /// Lowercase hex of a hash.
 pub fn to_hex(bytes: &[u8; 32]) -> String {
@@ -73,27 +29,6 @@ pub fn to_hex(bytes: &[u8; 32]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
-}
-
-/// Chains `events` after `head`, advancing it: the events as they are to be stored.
-pub fn extend(head: &mut ChainHead, events: &[AuditEvent]) -> Vec<ChainedEvent> {
-    events
-        .iter()
-        .map(|event| {
-            let seq = head.last_seq + 1;
-            let hash = link_hash(&head.last_hash, seq, event);
-            let chained = ChainedEvent {
-                event: event.clone(),
-                seq,
-                prev_hash: head.last_hash,
-                hash,
-            };
-            head.last_seq = seq;
-            head.last_hash = hash;
-            head.last_event_id = Some(event.id);
-            chained
-        })
-        .collect()
 }
 
 /// Where one tenant's chain stands: its last event, and what retention removed before its
@@ -141,13 +76,16 @@ pub struct BrokenLink {
     pub problem: String,
 }
 
-/// Re-walks one chain: feed its stored events in `seq` order, then [`ChainCheck::finish`].
+/// Re-walks one chain: feed it every stored block of the chain in `first_seq` order (all of
+/// them: also those outside the range the head vouches for), then [`ChainCheck::finish`].
 #[derive(Debug)]
 pub struct ChainCheck {
     head: ChainHead,
     next_seq: i64,
     prev_hash: [u8; 32],
     checked: u64,
+    /// The last `audit.pruned` event seen.
+    last_pruning: Option<Pruned>,
 }
 
 impl ChainCheck {
@@ -158,12 +96,8 @@ impl ChainCheck {
             prev_hash: head.pruned_hash,
             head,
             checked: 0,
+            last_pruning: None,
         }
-    }
-
-    /// The position of the first event the walk expects (the one after the pruned ones).
-    pub fn start_seq(&self) -> i64 {
-        self.head.pruned_seq + 1
     }
 
     /// How many events held so far.
@@ -180,42 +114,102 @@ impl ChainCheck {
         }
     }
 
-    /// Checks the next stored event.
-    pub fn check(&mut self, stored: &ChainedEvent) -> Result<(), BrokenLink> {
-        let id = Some(stored.event.id);
-        if stored.seq != self.next_seq {
-            let problem = if stored.seq > self.next_seq {
+    /// The id of the first event a block claims to hold, when it can be read.
+    fn first_id(block: &AuditBlock) -> Option<Uuid> {
+        let (line, _) = block.entries().next()?;
+        canonical::decode(line).ok().map(|(_, e)| e.id)
+    }
+
+    /// Checks the next stored block.
+    pub fn check_block(&mut self, block: &AuditBlock) -> Result<(), BrokenLink> {
+        let (first, last) = (block.first_seq, block.last_seq);
+        if first <= self.head.pruned_seq {
+            return Err(self.broken(
+                first,
+                Self::first_id(block),
+                format!(
+                    "a record of positions {first} to {last} lies at or before what retention removed (position {}): planted, or left by a removal that was not recorded",
+                    self.head.pruned_seq
+                ),
+            ));
+        }
+        if first > self.head.last_seq {
+            return Err(self.broken(
+                first,
+                Self::first_id(block),
+                format!(
+                    "a record of positions {first} to {last} lies after the chain's head (position {}): planted, or left by a write that failed; its events are not part of the chain",
+                    self.head.last_seq
+                ),
+            ));
+        }
+        if first != self.next_seq {
+            let problem = if first > self.next_seq {
                 format!(
                     "events {} to {} are missing before this one",
                     self.next_seq,
-                    stored.seq - 1
+                    first - 1
                 )
             } else {
                 format!("out of order: expected position {}", self.next_seq)
             };
-            return Err(self.broken(stored.seq, id, problem));
+            return Err(self.broken(first, Self::first_id(block), problem));
         }
-        if stored.prev_hash != self.prev_hash {
+        if block.prev_hash != self.prev_hash {
             return Err(self.broken(
-                stored.seq,
-                id,
+                first,
+                Self::first_id(block),
                 "its prev_hash is not the previous event's hash (the previous event was altered or replaced)".into(),
             ));
         }
-        if link_hash(&stored.prev_hash, stored.seq, &stored.event) != stored.hash {
+        for (line, stored) in block.entries() {
+            self.check_event(line, stored)?;
+        }
+        if last != self.next_seq - 1 {
             return Err(self.broken(
-                stored.seq,
+                first,
+                Self::first_id(block),
+                format!(
+                    "the record says it holds positions {first} to {last} but holds {} to {}",
+                    first,
+                    self.next_seq - 1
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_event(&mut self, line: &[u8], stored: Option<[u8; 32]>) -> Result<(), BrokenLink> {
+        let seq = self.next_seq;
+        let (at, event) = canonical::decode(line)
+            .map_err(|e| self.broken(seq, None, format!("the event cannot be read: {e}")))?;
+        let id = Some(event.id);
+        if at != seq {
+            return Err(self.broken(
+                seq,
+                id,
+                format!("the event says it is at position {at}, not {seq} (moved or reordered)"),
+            ));
+        }
+        let hash = canonical::link_hash(&self.prev_hash, line);
+        if stored != Some(hash) {
+            return Err(self.broken(
+                seq,
                 id,
                 "its contents do not match its hash (the event was altered)".into(),
             ));
         }
+        if event.action == AuditAction::AuditPruned {
+            self.last_pruning = event.pruned;
+        }
         self.next_seq += 1;
-        self.prev_hash = stored.hash;
+        self.prev_hash = hash;
         self.checked += 1;
         Ok(())
     }
 
-    /// Checks that the walk reached the head: no event after the last one seen was removed.
+    /// Checks that the walk reached the head (no event after the last one seen was removed)
+    /// and that what retention removed is recorded in the chain.
     pub fn finish(self) -> Result<u64, BrokenLink> {
         let last_seen = self.next_seq - 1;
         if last_seen != self.head.last_seq {
@@ -235,6 +229,20 @@ impl ChainCheck {
                 "the last event's hash is not the one the chain's head records (the end of the chain was rewritten)".into(),
             ));
         }
+        let anchor = Pruned {
+            through_seq: self.head.pruned_seq,
+            last_hash: self.head.pruned_hash,
+        };
+        if self.head.pruned_seq != 0 && self.last_pruning != Some(anchor) {
+            return Err(self.broken(
+                self.head.pruned_seq + 1,
+                None,
+                format!(
+                    "events up to position {} were removed, but no audit.pruned event in the chain records that removal",
+                    self.head.pruned_seq
+                ),
+            ));
+        }
         Ok(self.checked)
     }
 }
@@ -250,47 +258,8 @@ pub fn head_json(head: &ChainHead) -> Value {
 
 #[cfg(test)]
 mod tests {
-    /// The fast encoding is byte for byte the canonical JSON of the event's fields.
-    #[test]
-    fn the_encoding_is_canonical_json() {
-        let tenant = TenantId::new();
-        let mut event = AuditEvent::denied(
-            Some(tenant),
-            AuditAction::TokenDetokenized,
-            Actor::Anonymous,
-            vec![Uuid::new_v4(), Uuid::new_v4()],
-            "a \"quoted\" reason \u{e9}\n",
-        )
-        .with_request_id("req-1");
-        event.proxy_id = Some(crate::ProxyId::new());
-        let tree = json!({
-            "id": event.id.to_string(),
-            "tenant_id": event.tenant_id.map(|t| t.to_string()),
-            "seq": 7,
-            "occurred_at": timestamp::format(event.occurred_at),
-            "action": event.action.as_str(),
-            "outcome": event.outcome.as_str(),
-            "actor": event.actor.to_wire(),
-            "resource_ids": event.resource_ids.iter().map(Uuid::to_string).collect::<Vec<_>>(),
-            "proxy_id": event.proxy_id.map(|p| p.to_string()),
-            "request_id": event.request_id,
-            "reason": event.reason,
-        });
-        let mut expected = Vec::new();
-        crate::token::canonical_json(&tree, &mut expected);
-        assert_eq!(
-            String::from_utf8(canonical(7, &event)).expect("utf-8"),
-            String::from_utf8(expected).expect("utf-8")
-        );
-        let mut none = event.clone();
-        (none.proxy_id, none.reason, none.request_id, none.tenant_id) = (None, None, None, None);
-        assert!(String::from_utf8(canonical(1, &none))
-            .expect("utf-8")
-            .contains(r#""proxy_id":null,"reason":null,"request_id":null"#));
-    }
-
     use super::*;
-    use crate::audit::{Actor, AuditAction};
+    use crate::audit::{block::seal, Actor, AuditEvent};
 
     fn events(n: usize, tenant: TenantId) -> Vec<AuditEvent> {
         (0..n)
@@ -305,63 +274,138 @@ mod tests {
             .collect()
     }
 
-    fn walk(head: &ChainHead, stored: &[ChainedEvent]) -> Result<u64, BrokenLink> {
+    fn walk(head: &ChainHead, blocks: &[AuditBlock]) -> Result<u64, BrokenLink> {
         let mut check = ChainCheck::new(head.clone());
-        for e in stored {
-            check.check(e)?;
+        for b in blocks {
+            check.check_block(b)?;
         }
         check.finish()
     }
 
+    /// Three blocks of 2, 3 and 1 events.
+    fn chain(tenant: TenantId) -> (ChainHead, Vec<AuditBlock>) {
+        let mut head = ChainHead::empty(Some(tenant));
+        let blocks = [2, 3, 1]
+            .iter()
+            .map(|n| seal(&mut head, &events(*n, tenant)).0)
+            .collect();
+        (head, blocks)
+    }
+
+    fn id_at(blocks: &[AuditBlock], seq: i64) -> Uuid {
+        blocks
+            .iter()
+            .flat_map(|b| b.events().expect("decode"))
+            .find(|e| e.seq == seq)
+            .expect("event")
+            .event
+            .id
+    }
+
     #[test]
     fn an_intact_chain_verifies() {
-        let tenant = TenantId::new();
-        let mut head = ChainHead::empty(Some(tenant));
-        let mut stored = extend(&mut head, &events(3, tenant));
-        stored.extend(extend(&mut head, &events(2, tenant)));
-        assert_eq!(
-            stored.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            [1, 2, 3, 4, 5]
-        );
-        assert_eq!(walk(&head, &stored), Ok(5));
+        let (head, blocks) = chain(TenantId::new());
+        assert_eq!(walk(&head, &blocks), Ok(6));
     }
 
     #[test]
-    fn edits_deletions_and_truncation_are_named() {
-        let tenant = TenantId::new();
-        let mut head = ChainHead::empty(Some(tenant));
-        let stored = extend(&mut head, &events(4, tenant));
-
-        let mut edited = stored.clone();
-        edited[1].event.actor = Actor::Operator;
+    fn an_edit_inside_a_block_names_the_event() {
+        let (head, blocks) = chain(TenantId::new());
+        let mut edited = blocks.clone();
+        let text = String::from_utf8(edited[1].lines.clone()).expect("utf-8");
+        let target = id_at(&blocks, 4).to_string();
+        edited[1].lines = text.replace(&target, &target.to_uppercase()).into_bytes();
         let broken = walk(&head, &edited).expect_err("edit");
-        assert_eq!((broken.seq, broken.event_id), (2, Some(stored[1].event.id)));
-
-        let mut rehashed = edited.clone();
-        rehashed[1].hash = link_hash(&rehashed[1].prev_hash, 2, &rehashed[1].event);
+        assert_eq!(broken.seq, 4, "{broken:?}");
+        // Re-hashing the edited event's stored hash moves the break to the next event.
+        let mut rehashed = blocks.clone();
+        let line = {
+            let mut lines = rehashed[1].lines.split(|b| *b == b'\n');
+            lines.next();
+            lines.next().expect("line").to_vec()
+        };
+        let forged = String::from_utf8(line.clone())
+            .expect("utf-8")
+            .replace("token.read", "token.created");
+        let prev: [u8; 32] = rehashed[1].hashes[0..32].try_into().expect("hash");
+        let rehash = canonical::link_hash(&prev, forged.as_bytes());
+        let text = String::from_utf8(rehashed[1].lines.clone())
+            .expect("utf-8")
+            .replace(&String::from_utf8(line).expect("utf-8"), &forged);
+        rehashed[1].lines = text.into_bytes();
+        rehashed[1].hashes[32..64].copy_from_slice(&rehash);
         let broken = walk(&head, &rehashed).expect_err("re-hashed edit");
-        assert_eq!((broken.seq, broken.event_id), (3, Some(stored[2].event.id)));
-
-        let mut deleted = stored.clone();
-        deleted.remove(2);
-        let broken = walk(&head, &deleted).expect_err("deletion");
-        assert_eq!((broken.seq, broken.event_id), (4, Some(stored[3].event.id)));
-        assert!(broken.problem.contains("3 to 3"), "{}", broken.problem);
-
-        let truncated = &stored[..3];
-        let broken = walk(&head, truncated).expect_err("truncation");
-        assert_eq!((broken.seq, broken.event_id), (4, Some(stored[3].event.id)));
+        assert_eq!((broken.seq, broken.event_id), (5, Some(id_at(&blocks, 5))));
     }
 
     #[test]
-    fn a_pruned_chain_starts_from_its_anchor() {
+    fn deletions_reorders_and_cut_ends_are_named() {
+        let (head, blocks) = chain(TenantId::new());
+        let deleted = [blocks[0].clone(), blocks[2].clone()];
+        let broken = walk(&head, &deleted).expect_err("deletion");
+        assert_eq!((broken.seq, broken.event_id), (6, Some(id_at(&blocks, 6))));
+        assert!(broken.problem.contains("3 to 5"), "{}", broken.problem);
+        let cut = walk(&head, &blocks[..2]).expect_err("cut");
+        assert_eq!(cut.seq, 6);
+        let mut swapped = blocks.clone();
+        let (a, b) = (swapped[1].lines.clone(), swapped[1].hashes.clone());
+        let mut lines: Vec<&[u8]> = a.split(|b| *b == b'\n').filter(|l| !l.is_empty()).collect();
+        lines.swap(0, 1);
+        swapped[1].lines = lines.join(&b'\n');
+        swapped[1].lines.push(b'\n');
+        let mut hashes = b.clone();
+        hashes[..32].copy_from_slice(&b[32..64]);
+        hashes[32..64].copy_from_slice(&b[..32]);
+        swapped[1].hashes = hashes;
+        assert_eq!(walk(&head, &swapped).expect_err("reorder").seq, 3);
+    }
+
+    /// Attack finding 3: records outside the head's range are walked and reported.
+    #[test]
+    fn records_outside_the_heads_range_are_reported() {
         let tenant = TenantId::new();
-        let mut head = ChainHead::empty(Some(tenant));
-        let stored = extend(&mut head, &events(5, tenant));
+        let (head, mut blocks) = chain(tenant);
+        let mut ahead = head.clone();
+        let planted = seal(&mut ahead, &events(1, tenant)).0;
+        blocks.push(planted);
+        let broken = walk(&head, &blocks).expect_err("planted");
+        assert_eq!(broken.seq, 7);
+        assert!(
+            broken.problem.contains("after the chain's head"),
+            "{}",
+            broken.problem
+        );
+        let mut negative = ChainHead::empty(Some(tenant));
+        negative.last_seq = -3;
+        let mut early = seal(&mut negative, &events(1, tenant)).0;
+        early.first_seq = -2;
+        let (head, blocks) = chain(tenant);
+        let mut with_early = vec![early];
+        with_early.extend(blocks);
+        assert!(walk(&head, &with_early).is_err());
+    }
+
+    /// Attack finding 3: a deleted prefix with a forged anchor is caught unless an
+    /// `audit.pruned` event records exactly that removal.
+    #[test]
+    fn a_removal_must_be_recorded_in_the_chain() {
+        let tenant = TenantId::new();
+        let (mut head, blocks) = chain(tenant);
+        let mut forged = head.clone();
+        forged.pruned_seq = 2;
+        forged.pruned_hash = blocks[0].last_hash();
+        let broken = walk(&forged, &blocks[1..]).expect_err("unrecorded removal");
+        assert!(
+            broken.problem.contains("audit.pruned"),
+            "{}",
+            broken.problem
+        );
+        let pruning = AuditEvent::pruning(Some(tenant), 2, blocks[0].last_hash(), 2);
+        let (record, _) = seal(&mut head, &[pruning]);
         head.pruned_seq = 2;
-        head.pruned_hash = stored[1].hash;
-        assert_eq!(walk(&head, &stored[2..]), Ok(3));
-        // Removing more than retention recorded is a break.
-        assert!(walk(&head, &stored[3..]).is_err());
+        head.pruned_hash = blocks[0].last_hash();
+        let mut kept = blocks[1..].to_vec();
+        kept.push(record);
+        assert_eq!(walk(&head, &kept), Ok(5));
     }
 }

@@ -75,6 +75,9 @@ actions! {
     /// A retry with an `Idempotency-Key` was answered with the stored answer of the first
     /// request (naming what that request created), after its checks passed again.
     RequestReplayed => "request.replayed",
+    /// Retention removed the oldest events of this chain (the event says up to which
+    /// position, and that event's hash, so a removal without one is caught by verification).
+    AuditPruned => "audit.pruned",
 }
 
 impl fmt::Display for AuditAction {
@@ -149,6 +152,8 @@ pub enum Actor {
     Anonymous,
     /// The operator, through the command line (`api rotate-master-key`).
     Operator,
+    /// The service itself (retention).
+    System,
 }
 
 impl Actor {
@@ -158,6 +163,7 @@ impl Actor {
             Actor::Application(id) => id.to_string(),
             Actor::Anonymous => "anonymous".into(),
             Actor::Operator => "operator".into(),
+            Actor::System => "system".into(),
         }
     }
 
@@ -166,6 +172,7 @@ impl Actor {
         match s {
             "anonymous" => Some(Actor::Anonymous),
             "operator" => Some(Actor::Operator),
+            "system" => Some(Actor::System),
             other => other.parse().ok().map(Actor::Application),
         }
     }
@@ -213,6 +220,24 @@ pub struct AuditEvent {
     pub request_id: Option<String>,
     /// Why a denied attempt was refused.
     pub reason: Option<String>,
+    /// How many identical refusals this event stands for, when refusals were folded into one
+    /// (a flood of unknown keys; see the writer's aggregation). `None`: one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// On an `audit.pruned` event: what retention removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<Pruned>,
+}
+
+/// What one pruning removed: every event up to `through_seq`, the last of which hashed to
+/// `last_hash` (the anchor the chain's remaining first event links to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Pruned {
+    /// The last removed position.
+    pub through_seq: i64,
+    /// The last removed event's hash.
+    #[serde(serialize_with = "hex")]
+    pub last_hash: [u8; 32],
 }
 
 impl AuditEvent {
@@ -234,6 +259,8 @@ impl AuditEvent {
             proxy_id: None,
             request_id: None,
             reason: None,
+            count: None,
+            pruned: None,
         }
     }
 
@@ -256,6 +283,37 @@ impl AuditEvent {
             proxy_id: None,
             request_id: None,
             reason: Some(clip(reason)),
+            count: None,
+            pruned: None,
+        }
+    }
+
+    /// The event retention appends to `tenant_id`'s chain after removing its events up to
+    /// `through_seq`, the last of which hashed to `last_hash`; `removed` of them.
+    pub fn pruning(
+        tenant_id: Option<TenantId>,
+        through_seq: i64,
+        last_hash: [u8; 32],
+        removed: u64,
+    ) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            tenant_id,
+            occurred_at: timestamp::now(),
+            action: AuditAction::AuditPruned,
+            outcome: Outcome::Success,
+            actor: Actor::System,
+            resource_ids: Vec::new(),
+            proxy_id: None,
+            request_id: None,
+            reason: Some(format!(
+                "retention removed {removed} events up to position {through_seq}"
+            )),
+            count: None,
+            pruned: Some(Pruned {
+                through_seq,
+                last_hash,
+            }),
         }
     }
 
@@ -309,14 +367,19 @@ mod tests {
                 format!("\"{}\"", a.as_str())
             );
         }
-        assert_eq!(AuditAction::ALL.len(), 17);
+        assert_eq!(AuditAction::ALL.len(), 19);
         assert!("token.stolen".parse::<AuditAction>().is_err());
     }
 
     #[test]
     fn actors_round_trip() {
         let app = ApplicationId::new();
-        for actor in [Actor::Application(app), Actor::Anonymous, Actor::Operator] {
+        for actor in [
+            Actor::Application(app),
+            Actor::Anonymous,
+            Actor::Operator,
+            Actor::System,
+        ] {
             assert_eq!(Actor::parse(&actor.to_wire()), Some(actor));
         }
         assert_eq!(Actor::parse("someone"), None);

@@ -1,11 +1,19 @@
 //! The recorder: requests hand their events to one writer task per process, which commits
-//! whatever has accumulated in one transaction (group commit), then writes the committed events
-//! to the optional stream. In [`Durability::Sync`] a request waits for the commit of its
-//! events before it answers; in [`Durability::Async`] it does not, and the writer commits
-//! within moments (it never waits to fill a batch), so a crash loses at most what was still
-//! queued.
+//! whatever has accumulated in one transaction (group commit), one block per chain, then
+//! writes the committed events to the optional stream. In [`Durability::Sync`] a request
+//! waits for the commit of its events before it answers; in [`Durability::Async`] it does not,
+//! and the writer commits within moments (it never waits to fill a batch), so a crash loses at
+//! most what was still queued.
+//!
+//! An event is acknowledged only once its own chain's block is written. A chain that cannot be
+//! extended (a record already at its next position: planted, or left by a failure) fails
+//! alone: its waiting requests are answered 503, its events are held and retried, a metric
+//! and a loud log line say so — and the other chains of the batch commit (attack finding 2:
+//! one planted row used to make the writer drop every tenant's batch and report success).
+//! Floods of identical refusals are folded ([`super::denials`]).
 
 use std::{
+    collections::HashSet,
     io::Write,
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -14,10 +22,17 @@ use std::{
     time::Duration,
 };
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::{
+    sync::{mpsc, oneshot},
+    time::Instant,
+};
 
-use super::event::{AuditEvent, ChainedEvent};
-use crate::store::{AuditStore, StoreError};
+use super::{
+    denials::Denials,
+    event::{AuditEvent, ChainedEvent},
+    store::{AuditStore, ChainAppend},
+};
+use crate::{ids::TenantId, store::StoreError};
 
 /// Most events committed in one transaction.
 const MAX_BATCH: usize = 2048;
@@ -25,6 +40,14 @@ const MAX_BATCH: usize = 2048;
 const QUEUE: usize = 16 * 1024;
 /// A waiting request gives up after this long (the writer keeps its events and retries).
 const SYNC_WAIT: Duration = Duration::from_secs(5);
+/// Most events held for chains that could not be written; beyond, the oldest are dropped
+/// (counted, and logged as errors).
+const MAX_HELD: usize = 100_000;
+/// First and longest pause before retrying held events.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+const RETRY_MAX: Duration = Duration::from_secs(1);
+/// Attempts made at held events once every recorder is gone (shutdown), before giving up.
+const RETRIES_AT_SHUTDOWN: u32 = 5;
 
 /// When a request's events must be committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +91,10 @@ struct Counters {
     batches: AtomicU64,
     failures: AtomicU64,
     commit_micros: AtomicU64,
+    conflicts: AtomicU64,
+    held: AtomicU64,
+    dropped: AtomicU64,
+    folded: AtomicU64,
 }
 
 /// What the writer has done so far, for metrics.
@@ -77,12 +104,21 @@ pub struct AuditStats {
     pub events_committed: u64,
     /// Transactions committed.
     pub batches_committed: u64,
-    /// Commit attempts that failed (and were retried).
+    /// Chain appends that failed (and were retried).
     pub commit_failures: u64,
     /// Time spent in successful commits, in microseconds.
     pub commit_micros: u64,
     /// Submissions waiting for the writer now.
     pub queued: u64,
+    /// Chain appends refused because a record already held the chain's next position — a
+    /// sign of tampering or of a failed write: alert on any.
+    pub chain_conflicts: u64,
+    /// Events of chains that could not be written, held for retry, now.
+    pub events_held: u64,
+    /// Held events dropped because too many were held.
+    pub events_dropped: u64,
+    /// Refusals folded into aggregate events.
+    pub denials_folded: u64,
 }
 
 impl AuditLog {
@@ -98,12 +134,17 @@ impl AuditLog {
     pub fn stats(&self) -> Option<AuditStats> {
         let (tx, _) = self.inner.as_ref()?;
         let c = &self.stats;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Some(AuditStats {
-            events_committed: c.events.load(Ordering::Relaxed),
-            batches_committed: c.batches.load(Ordering::Relaxed),
-            commit_failures: c.failures.load(Ordering::Relaxed),
-            commit_micros: c.commit_micros.load(Ordering::Relaxed),
+            events_committed: load(&c.events),
+            batches_committed: load(&c.batches),
+            commit_failures: load(&c.failures),
+            commit_micros: load(&c.commit_micros),
             queued: (tx.max_capacity() - tx.capacity()) as u64,
+            chain_conflicts: load(&c.conflicts),
+            events_held: load(&c.held),
+            events_dropped: load(&c.dropped),
+            denials_folded: load(&c.folded),
         })
     }
 
@@ -126,6 +167,8 @@ impl AuditLog {
                 store,
                 stream,
                 stats,
+                held: Vec::new(),
+                denials: Denials::default(),
             },
         )
     }
@@ -171,8 +214,8 @@ impl AuditLog {
         }
     }
 
-    /// Returns once every event submitted before the call is committed (graceful shutdown,
-    /// and the end of a command-line run).
+    /// Returns once every event submitted before the call is committed, or the writer gave
+    /// up on the chains it could not write (graceful shutdown, the end of a command-line run).
     pub async fn flush(&self) {
         if let Some((tx, _)) = &self.inner {
             let (done, flushed) = oneshot::channel();
@@ -195,7 +238,7 @@ impl Pending {
     }
 
     /// Returns once the events are committed (at once in async mode, or when there were
-    /// none).
+    /// none, or when they were folded into an aggregate refusal).
     pub async fn committed(self) -> Result<(), AuditError> {
         let Some(committed) = self.0 else {
             return Ok(());
@@ -212,6 +255,48 @@ impl Pending {
     }
 }
 
+/// A request's events in a batch: the chains they go to, and who waits.
+struct Waiter {
+    chains: Vec<Option<TenantId>>,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+/// What one turn of the writer commits.
+#[derive(Default)]
+struct Batch {
+    events: Vec<AuditEvent>,
+    waiters: Vec<Waiter>,
+    flushes: Vec<oneshot::Sender<()>>,
+}
+
+impl Batch {
+    fn add(&mut self, message: Message, denials: &mut Denials, stats: &Counters) {
+        match message {
+            Message::Events { events, done } => {
+                let now = Instant::now();
+                let mut kept = Vec::with_capacity(events.len());
+                let mut folded = 0;
+                for event in events {
+                    folded += u64::from(denials.take(event, now, &mut kept));
+                }
+                stats.folded.fetch_add(folded, Ordering::Relaxed);
+                if let Some(done) = done {
+                    if kept.is_empty() {
+                        // Folded into a refusal aggregate: nothing to wait for.
+                        let _ = done.send(Ok(()));
+                    } else {
+                        let mut chains: Vec<_> = kept.iter().map(|e| e.tenant_id).collect();
+                        chains.dedup();
+                        self.waiters.push(Waiter { chains, done });
+                    }
+                }
+                self.events.extend(kept);
+            }
+            Message::Flush(done) => self.flushes.push(done),
+        }
+    }
+}
+
 /// The task that commits events; run it with `tokio::spawn(writer.run())`. It ends when every
 /// [`AuditLog`] clone is dropped, after committing what was queued.
 pub struct AuditWriter {
@@ -219,109 +304,207 @@ pub struct AuditWriter {
     store: Arc<dyn AuditStore>,
     stream: Option<Box<dyn Write + Send>>,
     stats: Arc<Counters>,
+    /// Events of chains whose last append failed, oldest first: written before new ones.
+    held: Vec<AuditEvent>,
+    denials: Denials,
 }
 
 impl std::fmt::Debug for AuditWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuditWriter")
             .field("stream", &self.stream.is_some())
+            .field("held", &self.held.len())
             .finish_non_exhaustive()
     }
 }
 
+/// What the writer waits for next.
+enum Wake {
+    Message(Message),
+    Closed,
+    Timer,
+}
+
 impl AuditWriter {
-    /// Commits batches until the channel closes.
+    /// Commits batches until every recorder is gone and nothing is left to write.
     pub async fn run(mut self) {
-        let mut events = Vec::new();
-        let mut waiters = Vec::new();
-        let mut flushes = Vec::new();
-        while let Some(first) = self.rx.recv().await {
-            let mut next = Some(first);
-            while let Some(message) = next.take() {
-                match message {
-                    Message::Events {
-                        events: mut e,
-                        done,
-                    } => {
-                        events.append(&mut e);
-                        waiters.extend(done);
-                    }
-                    Message::Flush(done) => flushes.push(done),
-                }
-                if events.len() < MAX_BATCH {
-                    next = self.rx.try_recv().ok();
+        let mut open = true;
+        let mut retry = RETRY_FIRST;
+        let mut attempts_after_close = 0;
+        loop {
+            let wake = self.next(open, retry).await;
+            let mut batch = Batch::default();
+            match wake {
+                Wake::Message(message) => batch.add(message, &mut self.denials, &self.stats),
+                Wake::Closed => open = false,
+                Wake::Timer => {}
+            }
+            while open && batch.events.len() < MAX_BATCH {
+                match self.rx.try_recv() {
+                    Ok(message) => batch.add(message, &mut self.denials, &self.stats),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => open = false,
                 }
             }
-            self.commit(&mut events, &mut waiters).await;
-            for done in flushes.drain(..) {
+            let closing = !open || !batch.flushes.is_empty();
+            batch
+                .events
+                .extend(self.denials.close(Instant::now(), closing));
+            self.commit(batch.events, batch.waiters).await;
+            retry = if self.held.is_empty() {
+                RETRY_FIRST
+            } else {
+                (retry * 2).min(RETRY_MAX)
+            };
+            for done in batch.flushes {
                 let _ = done.send(());
+            }
+            if !open {
+                attempts_after_close += 1;
+                if self.held.is_empty() || attempts_after_close > RETRIES_AT_SHUTDOWN {
+                    if !self.held.is_empty() {
+                        tracing::error!(
+                            events = self.held.len(),
+                            "the audit writer stops with events it could not write"
+                        );
+                    }
+                    return;
+                }
             }
         }
     }
 
-    /// Commits `events`, retrying until it succeeds; waiters learn of the first failure (their
-    /// requests answer 503) but the events are kept and written once the store recovers.
-    async fn commit(
-        &mut self,
-        events: &mut Vec<AuditEvent>,
-        waiters: &mut Vec<oneshot::Sender<Result<(), String>>>,
-    ) {
-        if events.is_empty() {
+    /// The next message, or the moment to retry held events or to close a refusal window.
+    async fn next(&mut self, open: bool, retry: Duration) -> Wake {
+        let retry_at = (!self.held.is_empty()).then(|| Instant::now() + retry);
+        let at = match (retry_at, self.denials.next_close()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if !open {
+            if let Some(at) = at {
+                tokio::time::sleep_until(at).await;
+            }
+            return Wake::Timer;
+        }
+        let received = match at {
+            None => self.rx.recv().await,
+            Some(at) => match tokio::time::timeout_at(at, self.rx.recv()).await {
+                Ok(received) => received,
+                Err(_) => return Wake::Timer,
+            },
+        };
+        received.map_or(Wake::Closed, Wake::Message)
+    }
+
+    /// Writes the held events and `events`; acknowledges each waiter once every chain its
+    /// events go to is written, or with the failure of the first that is not. The events of
+    /// chains that failed are held for the next attempt.
+    async fn commit(&mut self, events: Vec<AuditEvent>, waiters: Vec<Waiter>) {
+        let mut all = std::mem::take(&mut self.held);
+        all.extend(events);
+        if all.is_empty() {
+            for w in waiters {
+                let _ = w.done.send(Ok(()));
+            }
             return;
         }
-        let mut backoff = Duration::from_millis(50);
-        loop {
-            let started = std::time::Instant::now();
-            match self.store.append_audit_events(events).await {
-                Ok(chained) => {
-                    let micros = started.elapsed().as_micros() as u64;
-                    self.stats
-                        .events
-                        .fetch_add(chained.len() as u64, Ordering::Relaxed);
-                    self.stats.batches.fetch_add(1, Ordering::Relaxed);
-                    self.stats
-                        .commit_micros
-                        .fetch_add(micros, Ordering::Relaxed);
-                    tracing::debug!(
-                        events = chained.len(),
-                        waiters = waiters.len(),
-                        micros,
-                        "audit batch committed"
-                    );
-                    for done in waiters.drain(..) {
-                        let _ = done.send(Ok(()));
-                    }
-                    events.clear();
-                    self.stream(&chained);
-                    return;
+        let started = Instant::now();
+        let outcomes = match self.store.append_audit_events(&all).await {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(error = %e, events = all.len(), "cannot write audit events; retrying");
+                for w in waiters {
+                    let _ = w.done.send(Err(e.to_string()));
                 }
+                self.hold(all);
+                return;
+            }
+        };
+        let micros = started.elapsed().as_micros() as u64;
+        self.stats.batches.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .commit_micros
+            .fetch_add(micros, Ordering::Relaxed);
+        let mut failed: Vec<(Option<TenantId>, String)> = Vec::new();
+        let mut written = Vec::new();
+        for ChainAppend { tenant_id, result } in outcomes {
+            match result {
+                Ok(chained) => written.extend(chained),
                 Err(e) => {
-                    self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(error = %e, events = events.len(), "cannot write audit events; retrying");
-                    if let StoreError::Conflict(_) = e {
-                        // An event id already stored: a commit that succeeded but reported
-                        // failure. Nothing in this batch can be written again as it is.
-                        tracing::error!("dropping an audit batch whose events are already stored");
-                        events.clear();
-                        for done in waiters.drain(..) {
-                            let _ = done.send(Ok(()));
-                        }
-                        return;
-                    }
-                    for done in waiters.drain(..) {
-                        let _ = done.send(Err(e.to_string()));
-                    }
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    self.failed_chain(tenant_id, &e);
+                    failed.push((tenant_id, e.to_string()));
                 }
             }
         }
+        self.stats
+            .events
+            .fetch_add(written.len() as u64, Ordering::Relaxed);
+        tracing::debug!(
+            events = written.len(),
+            waiters = waiters.len(),
+            micros,
+            "audit batch committed"
+        );
+        for w in waiters {
+            let outcome = w
+                .chains
+                .iter()
+                .find_map(|c| failed.iter().find(|(f, _)| f == c))
+                .map_or(Ok(()), |(_, e)| Err(e.clone()));
+            let _ = w.done.send(outcome);
+        }
+        self.stream(&written);
+        let failed: HashSet<Option<TenantId>> = failed.into_iter().map(|(c, _)| c).collect();
+        self.hold(
+            all.into_iter()
+                .filter(|e| failed.contains(&e.tenant_id))
+                .collect(),
+        );
+    }
+
+    fn failed_chain(&self, tenant: Option<TenantId>, e: &StoreError) {
+        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+        let chain = tenant.map_or_else(|| "deployment".to_string(), |t| t.to_string());
+        if let StoreError::Conflict(_) = e {
+            self.stats.conflicts.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                chain,
+                error = %e,
+                "AUDIT CHAIN CONFLICT: a record already holds this chain's next position (planted, or left by a failed write). Its events are held and retried and its requests in sync mode answer 503; other chains are unaffected. Run `api audit verify` and remove the record it names."
+            );
+        } else {
+            tracing::error!(chain, error = %e, "cannot write this audit chain's events; retrying");
+        }
+    }
+
+    /// Keeps `events` for the next attempt, dropping the oldest beyond [`MAX_HELD`].
+    fn hold(&mut self, mut events: Vec<AuditEvent>) {
+        if events.len() > MAX_HELD {
+            let dropped = events.len() - MAX_HELD;
+            events.drain(..dropped);
+            self.stats
+                .dropped
+                .fetch_add(dropped as u64, Ordering::Relaxed);
+            tracing::error!(
+                dropped,
+                "too many audit events held for chains that cannot be written: the oldest were dropped"
+            );
+        }
+        self.stats
+            .held
+            .store(events.len() as u64, Ordering::Relaxed);
+        self.held = events;
     }
 
     fn stream(&mut self, chained: &[ChainedEvent]) {
         let Some(out) = self.stream.as_mut() else {
             return;
         };
+        if chained.is_empty() {
+            return;
+        }
         let mut buf = Vec::with_capacity(chained.len() * 400);
         for event in chained {
             if serde_json::to_writer(&mut buf, event).is_ok() {
@@ -336,29 +519,44 @@ impl AuditWriter {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{
-        atomic::{AtomicUsize, Ordering},
-        Mutex,
+    use std::{
+        collections::{BTreeMap, HashSet},
+        sync::{
+            atomic::{AtomicUsize, Ordering},
+            Mutex,
+        },
     };
 
     use async_trait::async_trait;
     use time::OffsetDateTime;
 
     use super::*;
-    use crate::{
-        audit::{self, Actor, AuditAction, AuditFilter, ChainHead},
-        ids::TenantId,
-        pagination::{Page, PageRequest},
+    use crate::audit::{
+        self, seal, Actor, AuditAction, AuditBlock, BlockSpan, ChainHead, ChainedEvent,
     };
 
-    /// A store that keeps one chain in memory, counts transactions, and fails the first
-    /// `failures` appends.
+    /// A store that keeps chains in memory, counts transactions, fails the first `failures`
+    /// appends, and refuses to extend the chains in `planted` (as a record at their next
+    /// position would).
     #[derive(Default)]
     struct Memory {
-        head: Mutex<Option<ChainHead>>,
-        events: Mutex<Vec<ChainedEvent>>,
+        heads: Mutex<BTreeMap<Option<TenantId>, ChainHead>>,
+        blocks: Mutex<Vec<AuditBlock>>,
         appends: AtomicUsize,
         failures: AtomicUsize,
+        planted: Mutex<HashSet<Option<TenantId>>>,
+    }
+
+    impl Memory {
+        fn events(&self, chain: Option<TenantId>) -> Vec<ChainedEvent> {
+            self.blocks
+                .lock()
+                .expect("blocks")
+                .iter()
+                .filter(|b| b.tenant_id == chain)
+                .flat_map(|b| b.events().expect("decode"))
+                .collect()
+        }
     }
 
     #[async_trait]
@@ -366,7 +564,7 @@ mod tests {
         async fn append_audit_events(
             &self,
             events: &[AuditEvent],
-        ) -> Result<Vec<ChainedEvent>, StoreError> {
+        ) -> Result<Vec<ChainAppend>, StoreError> {
             if self
                 .failures
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -377,42 +575,72 @@ mod tests {
             self.appends.fetch_add(1, Ordering::SeqCst);
             // Let submissions pile up behind a slow transaction.
             tokio::time::sleep(Duration::from_millis(5)).await;
-            let mut head = self.head.lock().expect("head");
-            let head = head.get_or_insert_with(|| ChainHead::empty(events[0].tenant_id));
-            let chained = audit::extend(head, events);
-            self.events
-                .lock()
-                .expect("events")
-                .extend(chained.iter().cloned());
-            Ok(chained)
-        }
-        async fn list_audit_events(
-            &self,
-            _: TenantId,
-            _: &AuditFilter,
-            _: PageRequest,
-        ) -> Result<Page<ChainedEvent>, StoreError> {
-            unimplemented!("not used by the writer")
+            let mut by_chain: BTreeMap<Option<TenantId>, Vec<AuditEvent>> = BTreeMap::new();
+            for e in events {
+                by_chain.entry(e.tenant_id).or_default().push(e.clone());
+            }
+            let planted = self.planted.lock().expect("planted").clone();
+            let mut heads = self.heads.lock().expect("heads");
+            Ok(by_chain
+                .into_iter()
+                .map(|(chain, events)| {
+                    let result = if planted.contains(&chain) {
+                        Err(StoreError::Conflict("duplicate key".into()))
+                    } else {
+                        let head = heads
+                            .entry(chain)
+                            .or_insert_with(|| ChainHead::empty(chain));
+                        let (block, chained) = seal(head, &events);
+                        self.blocks.lock().expect("blocks").push(block);
+                        Ok(chained)
+                    };
+                    ChainAppend {
+                        tenant_id: chain,
+                        result,
+                    }
+                })
+                .collect())
         }
         async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {
-            Ok(self.head.lock().expect("head").iter().cloned().collect())
-        }
-        async fn audit_chain_page(
-            &self,
-            _: Option<TenantId>,
-            after: i64,
-            up_to: i64,
-            limit: u32,
-        ) -> Result<Vec<ChainedEvent>, StoreError> {
             Ok(self
-                .events
+                .heads
                 .lock()
-                .expect("events")
-                .iter()
-                .filter(|e| e.seq > after && e.seq <= up_to)
-                .take(limit as usize)
+                .expect("heads")
+                .values()
                 .cloned()
                 .collect())
+        }
+        async fn audit_chain_head(
+            &self,
+            chain: Option<TenantId>,
+        ) -> Result<Option<ChainHead>, StoreError> {
+            Ok(self.heads.lock().expect("heads").get(&chain).cloned())
+        }
+        async fn audit_blocks(
+            &self,
+            chain: Option<TenantId>,
+            after: i64,
+            limit: u32,
+        ) -> Result<Vec<AuditBlock>, StoreError> {
+            let mut blocks: Vec<AuditBlock> = self
+                .blocks
+                .lock()
+                .expect("blocks")
+                .iter()
+                .filter(|b| b.tenant_id == chain && b.first_seq > after)
+                .cloned()
+                .collect();
+            blocks.sort_by_key(|b| b.first_seq);
+            blocks.truncate(limit as usize);
+            Ok(blocks)
+        }
+        async fn audit_blocks_desc(
+            &self,
+            _: Option<TenantId>,
+            _: &BlockSpan,
+            _: u32,
+        ) -> Result<Vec<AuditBlock>, StoreError> {
+            unimplemented!("not used by the writer")
         }
         async fn prune_audit_events(&self, _: OffsetDateTime) -> Result<u64, StoreError> {
             Ok(0)
@@ -446,7 +674,7 @@ mod tests {
                 .expect("task")
                 .expect("committed before returning");
         }
-        assert_eq!(store.events.lock().expect("events").len(), 200);
+        assert_eq!(store.events(Some(tenant)).len(), 200);
         let stats = log.stats().expect("on");
         assert_eq!(stats.events_committed, 200);
         assert_eq!(stats.queued, 0);
@@ -490,9 +718,8 @@ mod tests {
             "{refused:?}"
         );
         // The writer kept the event and wrote it once the store recovered.
-        log.flush().await;
-        assert_eq!(store.events.lock().expect("events").len(), 1);
         log.record(vec![event(tenant)]).await.expect("committed");
+        assert_eq!(store.events(Some(tenant)).len(), 2);
         assert_eq!(log.stats().expect("on").commit_failures, 1);
         let lines = stream.lock().expect("stream").clone();
         assert_eq!(lines.iter().filter(|b| **b == b'\n').count(), 2);
@@ -507,15 +734,77 @@ mod tests {
         log.record(vec![event(tenant), event(tenant)])
             .await
             .expect("queued");
-        assert!(store.events.lock().expect("events").is_empty());
+        assert!(store.events(Some(tenant)).is_empty());
         tokio::spawn(writer.run());
         log.flush().await;
-        assert_eq!(store.events.lock().expect("events").len(), 2);
+        assert_eq!(store.events(Some(tenant)).len(), 2);
         // Off records nothing and never fails.
         AuditLog::off()
             .record(vec![event(tenant)])
             .await
             .expect("off");
         assert!(AuditLog::off().stats().is_none());
+    }
+
+    /// Attack finding 2: a chain that cannot be extended fails alone. Its requests are told
+    /// (503), its events are held, counted and written once the chain is repaired; the other
+    /// tenants' events commit meanwhile.
+    #[tokio::test]
+    async fn a_chain_that_cannot_be_extended_fails_alone_and_loses_nothing() {
+        let store = Arc::new(Memory::default());
+        let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+        tokio::spawn(writer.run());
+        let (victim, other) = (TenantId::new(), TenantId::new());
+        store.planted.lock().expect("planted").insert(Some(victim));
+        let (a, b) = tokio::join!(
+            log.record(vec![event(victim)]),
+            log.record(vec![event(other)])
+        );
+        assert!(matches!(a, Err(AuditError::Unavailable(_))), "{a:?}");
+        b.expect("the other tenant's event commits");
+        for _ in 0..20 {
+            log.record(vec![event(other)]).await.expect("other");
+        }
+        assert_eq!(store.events(Some(other)).len(), 21);
+        assert!(store.events(Some(victim)).is_empty());
+        let stats = log.stats().expect("on");
+        assert!(stats.chain_conflicts >= 1, "{stats:?}");
+        assert_eq!(stats.events_held, 1);
+        // Repaired: the held event is written, before the next one.
+        store.planted.lock().expect("planted").clear();
+        log.record(vec![event(victim)]).await.expect("repaired");
+        let written = store.events(Some(victim));
+        assert_eq!(written.len(), 2, "nothing acknowledged or held was lost");
+        assert_eq!(log.stats().expect("on").events_held, 0);
+    }
+
+    /// Attack finding 17: a flood of identical refusals costs one event now and one
+    /// aggregate when its window closes.
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_refusals_is_folded() {
+        let store = Arc::new(Memory::default());
+        let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+        tokio::spawn(writer.run());
+        let refusal = || {
+            AuditEvent::denied(
+                None,
+                AuditAction::TokenRead,
+                Actor::Anonymous,
+                vec![],
+                "the API key is unknown or has been revoked",
+            )
+        };
+        for _ in 0..500 {
+            log.record(vec![refusal()])
+                .await
+                .expect("recorded or folded");
+        }
+        assert_eq!(store.events(None).len(), 1, "the first at once");
+        tokio::time::sleep(crate::audit::denials::WINDOW + Duration::from_secs(1)).await;
+        log.flush().await;
+        let events = store.events(None);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].event.count, Some(499));
+        assert_eq!(log.stats().expect("on").denials_folded, 499);
     }
 }

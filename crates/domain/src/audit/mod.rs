@@ -6,23 +6,31 @@
 //! gateway: caller, request id, proxy, outcome) and handed to an [`AuditLog`], which commits
 //! them in groups.
 
+mod block;
+mod canonical;
 mod chain;
+mod denials;
 mod event;
+mod list;
 mod log;
+mod store;
 
-pub use chain::{extend, head_json, link_hash, to_hex, BrokenLink, ChainCheck, ChainHead, GENESIS};
-pub use event::{
-    Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, UnknownAction, MAX_TEXT_CHARS,
+pub use block::{seal, AuditBlock};
+pub use canonical::{
+    decode, encode, encode_legacy, from_hex, link_hash, DecodeError, LegacyColumns,
 };
+pub use chain::{head_json, to_hex, BrokenLink, ChainCheck, ChainHead, GENESIS};
+pub use event::{
+    Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, Pruned, UnknownAction, MAX_TEXT_CHARS,
+};
+pub use list::list;
 pub use log::{AuditError, AuditLog, AuditStats, AuditWriter, Durability, Pending};
+pub use store::{AuditStore, BlockSpan, ChainAppend};
 
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{
-    ids::TenantId,
-    store::{AuditStore, StoreError},
-};
+use crate::{ids::TenantId, store::StoreError};
 
 /// What `GET /audit-events` narrows by; every given filter must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,8 +49,27 @@ pub struct AuditFilter {
     pub to: Option<OffsetDateTime>,
 }
 
-/// Events read per query while verifying.
-const VERIFY_PAGE: u32 = 1000;
+impl AuditFilter {
+    /// Whether nothing narrows the list.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether `event` passes every given filter.
+    pub fn matches(&self, event: &AuditEvent) -> bool {
+        (self.actions.is_empty() || self.actions.contains(&event.action))
+            && self
+                .resource_id
+                .is_none_or(|id| event.resource_ids.contains(&id))
+            && self.actor.is_none_or(|a| a == event.actor)
+            && self.outcome.is_none_or(|o| o == event.outcome)
+            && self.from.is_none_or(|from| event.occurred_at >= from)
+            && self.to.is_none_or(|to| event.occurred_at < to)
+    }
+}
+
+/// Blocks read per query while verifying.
+const VERIFY_BLOCKS: u32 = 64;
 
 /// One chain's verdict.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -75,8 +102,10 @@ impl VerifyReport {
     }
 }
 
-/// Re-walks the chains (all, or `tenant`'s only) from what retention left to their heads.
-/// Events appended while it runs are past the heads it read and are not checked.
+/// Re-walks the chains (all, or `tenant`'s only): every stored block of each, also those
+/// outside what its head vouches for, from what retention left to the head. Events appended
+/// while it runs are past the heads it read and are reported as outside them only if their
+/// block was stored before the heads were read; run it again to be sure of such a report.
 pub async fn verify(
     store: &dyn AuditStore,
     tenant: Option<TenantId>,
@@ -91,19 +120,17 @@ pub async fn verify(
             continue;
         }
         let anchor = head_json(&head);
-        let (chain, last) = (head.tenant_id, head.last_seq);
+        let chain = head.tenant_id;
         let mut check = ChainCheck::new(head);
-        let mut after = check.start_seq() - 1;
+        let mut after = i64::MIN;
         let mut broken = None;
         'walk: loop {
-            let page = store
-                .audit_chain_page(chain, after, last, VERIFY_PAGE)
-                .await?;
-            let Some(end) = page.last().map(|e| e.seq) else {
+            let blocks = store.audit_blocks(chain, after, VERIFY_BLOCKS).await?;
+            let Some(end) = blocks.last().map(|b| b.first_seq) else {
                 break;
             };
-            for event in &page {
-                if let Err(b) = check.check(event) {
+            for block in &blocks {
+                if let Err(b) = check.check_block(block) {
                     broken = Some(b);
                     break 'walk;
                 }

@@ -54,10 +54,7 @@ impl Vault {
         page: PageRequest,
     ) -> Result<Page<ChainedEvent>, VaultError> {
         caller.require(Permission::AuditRead)?;
-        Ok(self
-            .store
-            .list_audit_events(caller.tenant_id(), filter, page)
-            .await?)
+        Ok(audit::list(self.store.as_ref(), caller.tenant_id(), filter, page).await?)
     }
 
     /// Re-walks every chain, or `tenant`'s (see [`audit::verify`]).

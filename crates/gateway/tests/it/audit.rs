@@ -7,7 +7,6 @@ use http::Method;
 use serde_json::json;
 use tessera_domain::{
     audit::{AuditAction, AuditFilter, ChainedEvent, Outcome},
-    store::AuditStore,
     ApplicationInput, PageRequest,
 };
 use tessera_testkit::{backend_tests, db::TestDatabase, gateway::Harness};
@@ -146,10 +145,7 @@ async fn refused_invocations_are_recorded_with_their_reason(t: &TestDatabase) {
 async fn an_unknown_proxy_key_is_recorded_in_the_deployment_chain(t: &TestDatabase) {
     let g = Harness::start(t).await;
     g.post_json("key_nonexistent", None, "{}").await.expect(401);
-    let deployment =
-        t.db.audit_chain_page(None, 0, i64::MAX, 100)
-            .await
-            .expect("page");
+    let deployment = t.audit_chain(None).await;
     assert_eq!(deployment.len(), 1);
     let e = &deployment[0].event;
     assert_eq!(

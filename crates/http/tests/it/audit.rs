@@ -15,7 +15,7 @@ use actix_web::{
     test, Error,
 };
 use serde_json::{json, Value};
-use tessera_domain::{audit::Durability, store::AuditStore, Vault};
+use tessera_domain::{audit::Durability, Vault};
 use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
 use tessera_storage::DetachedStore;
 use tessera_testkit::{
@@ -361,11 +361,7 @@ async fn refusals_are_recorded_with_their_reason(db: &TestDatabase) {
             "{e}"
         );
     }
-    let deployment = db
-        .db
-        .audit_chain_page(None, 0, i64::MAX, 100)
-        .await
-        .expect("deployment chain");
+    let deployment = db.audit_chain(None).await;
     assert_eq!(deployment.len(), 1);
     let e = &deployment[0].event;
     assert_eq!(e.action.as_str(), "token.read");
@@ -701,11 +697,10 @@ async fn the_chain_verifies_until_a_row_is_edited(db: &TestDatabase) {
     assert!(metrics.contains("tessera_audit_queue_depth 0"), "{metrics}");
     let events = trail(&app, k).await;
     let second = events[1]["id"].as_str().expect("id");
-    // Pretend the read was someone else's.
-    db.execute(&format!(
-        "UPDATE audit_events SET actor = 'anonymous' WHERE event_id = '{second}'"
-    ))
-    .await;
+    // Pretend the read came with another request.
+    let request = events[1]["request_id"].as_str().expect("request id");
+    db.edit_audit_text(Some(t.tenant_id), request, "forged-request")
+        .await;
     let report = vault.verify_audit(Some(t.tenant_id)).await.expect("verify");
     let broken = report.broken.expect("detected");
     assert_eq!(

@@ -1,14 +1,20 @@
-//! The audit trail's storage on both backends: chains per tenant, listing with every filter
-//! newest first, concurrent appends that never fork a chain, verification that catches rows
-//! altered or deleted directly in the database, and retention that leaves a verifiable chain.
+//! The audit trail's storage on both backends: chains per tenant stored as blocks, listing
+//! with every filter newest first, concurrent appends that never fork a chain, verification
+//! that catches records altered, deleted, recased, planted or pruned directly in the database
+//! (inside a block and across blocks), a chain that cannot be extended failing alone, retention
+//! recorded in the chain, and the move of the first release's per-event rows into blocks.
 
 use std::sync::Arc;
 
 use tessera_domain::{
-    audit::{self, Actor, AuditAction, AuditEvent, AuditFilter, Outcome},
-    store::AuditStore,
-    ApplicationId, PageRequest, TenantId,
+    audit::{
+        self, Actor, AuditAction, AuditEvent, AuditFilter, AuditStore, BrokenLink, ChainedEvent,
+        Outcome,
+    },
+    store::StoreError,
+    ApplicationId, Page, PageRequest, TenantId,
 };
+use tessera_storage::Backend;
 use tessera_testkit::{backend_tests, db::TestDatabase};
 use time::Duration;
 use uuid::Uuid;
@@ -19,7 +25,11 @@ backend_tests!(
     concurrent_appends_never_fork_a_chain,
     verification_names_an_altered_event,
     verification_names_a_deleted_event_and_a_cut_end,
-    retention_keeps_the_rest_verifiable,
+    tampering_inside_a_block_and_across_blocks_is_named,
+    a_planted_record_fails_its_chain_alone_and_is_reported,
+    records_before_the_anchor_are_reported,
+    a_deleted_prefix_needs_a_recorded_pruning,
+    retention_is_recorded_in_the_chain_and_keeps_it_verifiable,
 );
 
 fn page(n: i64, size: i64) -> PageRequest {
@@ -35,6 +45,49 @@ fn created(tenant: TenantId, actor: ApplicationId, token: Uuid) -> AuditEvent {
     )
 }
 
+/// Appends `events`, every chain of which must be written; the events as stored.
+async fn append(t: &TestDatabase, events: &[AuditEvent]) -> Vec<ChainedEvent> {
+    t.db.append_audit_events(events)
+        .await
+        .expect("append")
+        .into_iter()
+        .flat_map(|c| c.result.expect("chain written"))
+        .collect()
+}
+
+async fn list(
+    t: &TestDatabase,
+    tenant: TenantId,
+    filter: &AuditFilter,
+    page: PageRequest,
+) -> Page<ChainedEvent> {
+    audit::list(&t.db, tenant, filter, page)
+        .await
+        .expect("list")
+}
+
+async fn broken(t: &TestDatabase, tenant: TenantId) -> BrokenLink {
+    audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify")
+        .broken
+        .expect("the tampering is detected")
+}
+
+/// Replaces `from` with `to` in the stored text of `tenant`'s blocks, as someone with write
+/// access to the database would.
+async fn edit_events(t: &TestDatabase, tenant: TenantId, from: &str, to: &str) {
+    let sql = match t.db.backend() {
+        Backend::Sqlite => format!(
+            "UPDATE audit_blocks SET events = CAST(replace(CAST(events AS TEXT), '{from}', '{to}') AS BLOB) WHERE tenant_id = '{tenant}'"
+        ),
+        Backend::Postgres => format!(
+            "UPDATE audit_blocks SET events = convert_to(replace(convert_from(events, 'UTF8'), '{from}', '{to}'), 'UTF8') WHERE tenant_id = '{tenant}'"
+        ),
+    };
+    t.execute(&sql).await;
+}
+
 async fn chains_are_per_tenant_and_listed_newest_first(t: &TestDatabase) {
     let (a, b) = (TenantId::new(), TenantId::new());
     let app = ApplicationId::new();
@@ -44,7 +97,7 @@ async fn chains_are_per_tenant_and_listed_newest_first(t: &TestDatabase) {
         ids.push(token);
         let mut events = vec![created(a, app, token).with_request_id(&format!("req-{i}"))];
         events.push(created(b, app, Uuid::new_v4()));
-        t.db.append_audit_events(&events).await.expect("append");
+        append(t, &events).await;
     }
     let refusal = AuditEvent::denied(
         None,
@@ -53,27 +106,23 @@ async fn chains_are_per_tenant_and_listed_newest_first(t: &TestDatabase) {
         vec![],
         "unknown API key",
     );
-    let stored = t.db.append_audit_events(&[refusal]).await.expect("append");
+    let stored = append(t, &[refusal]).await;
     assert_eq!(stored[0].seq, 1, "the deployment chain starts at 1");
 
-    let listed =
-        t.db.list_audit_events(a, &AuditFilter::default(), page(1, 3))
-            .await
-            .expect("list");
+    let listed = list(t, a, &AuditFilter::default(), page(1, 3)).await;
     assert_eq!(listed.total_items, 5, "only tenant a's events");
     let seqs: Vec<i64> = listed.items.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![5, 4, 3], "newest first");
     assert!(listed.items.iter().all(|e| e.event.tenant_id == Some(a)));
     assert_eq!(listed.items[0].event.resource_ids, vec![ids[4]]);
     assert_eq!(listed.items[0].event.request_id.as_deref(), Some("req-4"));
-    let second =
-        t.db.list_audit_events(a, &AuditFilter::default(), page(2, 3))
-            .await
-            .expect("list");
+    let second = list(t, a, &AuditFilter::default(), page(2, 3)).await;
     let seqs: Vec<i64> = second.items.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![2, 1]);
     assert_eq!(second.items[1].prev_hash, audit::GENESIS);
     assert_eq!(second.items[0].prev_hash, second.items[1].hash, "linked");
+    let past = list(t, a, &AuditFilter::default(), page(3, 3)).await;
+    assert!(past.items.is_empty() && past.total_items == 5);
 
     let report = audit::verify(&t.db, None).await.expect("verify");
     assert!(report.ok(), "{report:?}");
@@ -88,9 +137,7 @@ async fn every_filter_narrows_the_list(t: &TestDatabase) {
     let (alice, bob) = (ApplicationId::new(), ApplicationId::new());
     let token = Uuid::new_v4();
     let first = created(tenant, alice, token);
-    t.db.append_audit_events(std::slice::from_ref(&first))
-        .await
-        .expect("append");
+    append(t, std::slice::from_ref(&first)).await;
     let read = AuditEvent::success(
         tenant,
         AuditAction::TokenRead,
@@ -105,107 +152,71 @@ async fn every_filter_narrows_the_list(t: &TestDatabase) {
         "missing permission token:delete",
     );
     let other = created(tenant, alice, Uuid::new_v4());
-    t.db.append_audit_events(&[read.clone(), denied.clone(), other.clone()])
-        .await
-        .expect("append");
+    append(t, &[read.clone(), denied.clone(), other.clone()]).await;
 
     let ids = |filter: AuditFilter| async move {
-        t.db.list_audit_events(tenant, &filter, page(1, 100))
+        list(t, tenant, &filter, page(1, 100))
             .await
-            .expect("list")
             .items
             .into_iter()
             .map(|e| e.event.id)
             .collect::<Vec<_>>()
     };
+    let only = |f: fn(&mut AuditFilter)| {
+        let mut filter = AuditFilter::default();
+        f(&mut filter);
+        filter
+    };
     assert_eq!(
-        ids(AuditFilter {
-            actions: vec![AuditAction::TokenRead, AuditAction::TokenDeleted],
-            ..AuditFilter::default()
-        })
+        ids(only(
+            |f| f.actions = vec![AuditAction::TokenRead, AuditAction::TokenDeleted]
+        ))
         .await,
         vec![denied.id, read.id]
     );
+    let by_resource = AuditFilter {
+        resource_id: Some(token),
+        ..AuditFilter::default()
+    };
     assert_eq!(
-        ids(AuditFilter {
-            resource_id: Some(token),
-            ..AuditFilter::default()
-        })
-        .await,
+        ids(by_resource.clone()).await,
         vec![denied.id, read.id, first.id]
     );
+    let by_actor = AuditFilter {
+        actor: Some(Actor::Application(alice)),
+        ..AuditFilter::default()
+    };
+    assert_eq!(ids(by_actor).await, vec![other.id, first.id]);
     assert_eq!(
-        ids(AuditFilter {
-            actor: Some(Actor::Application(alice)),
-            ..AuditFilter::default()
-        })
-        .await,
-        vec![other.id, first.id]
-    );
-    assert_eq!(
-        ids(AuditFilter {
-            outcome: Some(Outcome::Denied),
-            ..AuditFilter::default()
-        })
-        .await,
+        ids(only(|f| f.outcome = Some(Outcome::Denied))).await,
         vec![denied.id]
     );
-    let stored =
-        t.db.list_audit_events(tenant, &AuditFilter::default(), page(1, 100))
-            .await
-            .expect("list");
+    let stored = list(t, tenant, &AuditFilter::default(), page(1, 100)).await;
     assert_eq!(
         stored.items[1].event.reason.as_deref(),
         Some("missing permission token:delete")
     );
     let at = first.occurred_at;
+    let until = |to| AuditFilter {
+        to: Some(to),
+        ..AuditFilter::default()
+    };
     assert_eq!(
-        ids(AuditFilter {
-            to: Some(at + Duration::microseconds(1)),
-            ..AuditFilter::default()
-        })
-        .await
-        .last(),
+        ids(until(at + Duration::microseconds(1))).await.last(),
         Some(&first.id),
         "`to` includes what came before it"
     );
-    assert!(
-        ids(AuditFilter {
-            to: Some(at),
-            ..AuditFilter::default()
-        })
-        .await
-        .is_empty(),
-        "`to` is exclusive"
-    );
-    assert!(ids(AuditFilter {
-        from: Some(other.occurred_at + Duration::seconds(1)),
+    assert!(ids(until(at)).await.is_empty(), "`to` is exclusive");
+    let since = |from| AuditFilter {
+        from: Some(from),
         ..AuditFilter::default()
-    })
-    .await
-    .is_empty());
-    assert_eq!(
-        ids(AuditFilter {
-            from: Some(at),
-            ..AuditFilter::default()
-        })
+    };
+    assert!(ids(since(other.occurred_at + Duration::seconds(1)))
         .await
-        .len(),
-        4,
-        "`from` is inclusive"
-    );
+        .is_empty());
+    assert_eq!(ids(since(at)).await.len(), 4, "`from` is inclusive");
     // Another tenant sees none of it, whatever the filter.
-    let stranger =
-        t.db.list_audit_events(
-            TenantId::new(),
-            &AuditFilter {
-                resource_id: Some(token),
-                ..AuditFilter::default()
-            },
-            page(1, 100),
-        )
-        .await
-        .expect("list");
+    let stranger = list(t, TenantId::new(), &by_resource, page(1, 100)).await;
     assert_eq!(stranger.total_items, 0);
 }
 
@@ -222,7 +233,8 @@ async fn concurrent_appends_never_fork_a_chain(t: &TestDatabase) {
                     created(tenant, app, Uuid::new_v4()),
                     created(tenant, app, Uuid::new_v4()),
                 ];
-                db.append_audit_events(&events).await.expect("append");
+                let outcome = db.append_audit_events(&events).await.expect("append");
+                assert!(outcome.iter().all(|c| c.result.is_ok()));
             }
         }));
     }
@@ -234,13 +246,13 @@ async fn concurrent_appends_never_fork_a_chain(t: &TestDatabase) {
     assert_eq!(report.events_checked, 160);
 }
 
-/// Stores three events for one tenant and returns their ids in chain order.
+/// Stores three events for one tenant, in one block, and returns their ids in chain order.
 async fn three(t: &TestDatabase, tenant: TenantId) -> Vec<Uuid> {
     let app = ApplicationId::new();
     let events: Vec<AuditEvent> = (0..3)
         .map(|_| created(tenant, app, Uuid::new_v4()))
         .collect();
-    t.db.append_audit_events(&events).await.expect("append");
+    append(t, &events).await;
     assert!(audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
@@ -251,11 +263,13 @@ async fn three(t: &TestDatabase, tenant: TenantId) -> Vec<Uuid> {
 async fn verification_names_an_altered_event(t: &TestDatabase) {
     let tenant = TenantId::new();
     let ids = three(t, tenant).await;
-    t.execute(&format!(
-        "UPDATE audit_events SET actor = 'anonymous' WHERE event_id = '{}'",
-        ids[1]
-    ))
-    .await;
+    let middle = list(t, tenant, &AuditFilter::default(), page(1, 10))
+        .await
+        .items[1]
+        .event
+        .resource_ids[0]
+        .to_string();
+    edit_events(t, tenant, &middle, &Uuid::new_v4().to_string()).await;
     let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
     let broken = report.broken.expect("the edit is detected");
     assert_eq!(broken.event_id, Some(ids[1]));
@@ -266,46 +280,153 @@ async fn verification_names_an_altered_event(t: &TestDatabase) {
 
 async fn verification_names_a_deleted_event_and_a_cut_end(t: &TestDatabase) {
     let tenant = TenantId::new();
-    let ids = three(t, tenant).await;
+    let ids: Vec<Uuid> = [
+        three(t, tenant).await,
+        three(t, tenant).await,
+        three(t, tenant).await,
+    ]
+    .concat();
     t.execute(&format!(
-        "DELETE FROM audit_events WHERE event_id = '{}'",
-        ids[1]
+        "DELETE FROM audit_blocks WHERE tenant_id = '{tenant}' AND first_seq = 4"
     ))
     .await;
-    let broken = audit::verify(&t.db, Some(tenant))
-        .await
-        .expect("verify")
-        .broken
-        .expect("the deletion is detected");
-    assert_eq!(broken.event_id, Some(ids[2]), "the event after the gap");
+    let b = broken(t, tenant).await;
+    assert_eq!(b.event_id, Some(ids[6]), "the event after the gap");
     assert!(
-        broken.problem.contains("events 2 to 2 are missing"),
+        b.problem.contains("events 4 to 6 are missing"),
         "{}",
-        broken.problem
+        b.problem
     );
 
     // Cutting the end of a chain is caught by its head.
     let other = TenantId::new();
-    let ids = three(t, other).await;
+    let ids = [three(t, other).await, three(t, other).await].concat();
     t.execute(&format!(
-        "DELETE FROM audit_events WHERE event_id = '{}'",
-        ids[2]
+        "DELETE FROM audit_blocks WHERE tenant_id = '{other}' AND first_seq = 4"
     ))
     .await;
-    let broken = audit::verify(&t.db, Some(other))
+    let b = broken(t, other).await;
+    assert_eq!(b.seq, 4);
+    assert_eq!(b.event_id, Some(ids[5]), "the head names the last event");
+}
+
+/// Issue 24: an edit inside a block names the event; a block moved, or one whose link to the
+/// previous block was rewritten, is named at the boundary.
+async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    let ids = [three(t, tenant).await, three(t, tenant).await].concat();
+    // Attack finding 3: recasing the stored text changes what is hashed.
+    let target = ids[4].to_string();
+    edit_events(t, tenant, &target, &target.to_uppercase()).await;
+    let b = broken(t, tenant).await;
+    assert_eq!((b.seq, b.event_id), (5, None), "{b:?}");
+    assert!(b.problem.contains("cannot be read"), "{}", b.problem);
+    edit_events(t, tenant, &target.to_uppercase(), &target).await;
+    assert!(audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
-        .broken
-        .expect("the cut is detected");
-    assert_eq!(broken.seq, 3);
+        .ok());
+
+    // Across blocks: the second block's link rewritten.
+    let own_first_hash = match t.db.backend() {
+        Backend::Sqlite => "substr(hashes, 1, 32)",
+        Backend::Postgres => "substring(hashes from 1 for 32)",
+    };
+    t.execute(&format!(
+        "UPDATE audit_blocks SET prev_hash = {own_first_hash} WHERE tenant_id = '{tenant}' AND first_seq = 4"
+    ))
+    .await;
+    let b = broken(t, tenant).await;
+    assert_eq!((b.seq, b.event_id), (4, Some(ids[3])));
+    assert!(b.problem.contains("prev_hash"), "{}", b.problem);
+}
+
+/// Attack finding 2: a record planted at a chain's next position makes that chain's appends
+/// fail — alone — and verification reports the record; nothing is listed from it.
+async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase) {
+    let (victim, bystander) = (TenantId::new(), TenantId::new());
+    three(t, victim).await;
+    t.execute(&format!(
+        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events) \
+         SELECT tenant_id, 4, 6, earliest_at, latest_at, prev_hash, hashes, events FROM audit_blocks \
+         WHERE tenant_id = '{victim}' AND first_seq = 1"
+    ))
+    .await;
+    let app = ApplicationId::new();
+    let outcomes =
+        t.db.append_audit_events(&[
+            created(victim, app, Uuid::new_v4()),
+            created(bystander, app, Uuid::new_v4()),
+        ])
+        .await
+        .expect("the transaction commits");
+    for outcome in &outcomes {
+        match outcome.tenant_id {
+            Some(t) if t == victim => {
+                assert!(matches!(outcome.result, Err(StoreError::Conflict(_))));
+            }
+            _ => assert_eq!(outcome.result.as_ref().map(Vec::len).ok(), Some(1)),
+        }
+    }
+    let listed = list(t, victim, &AuditFilter::default(), page(1, 10)).await;
+    assert_eq!(listed.total_items, 3, "only what the head vouches for");
+    assert!(listed.items.iter().all(|e| e.seq <= 3));
+    let b = broken(t, victim).await;
+    assert_eq!(b.seq, 4);
+    assert!(
+        b.problem.contains("after the chain's head"),
+        "{}",
+        b.problem
+    );
+    assert!(audit::verify(&t.db, Some(bystander))
+        .await
+        .expect("verify")
+        .ok());
+}
+
+/// Attack finding 3: records below what retention left (or at negative positions) are walked
+/// and reported, not skipped.
+async fn records_before_the_anchor_are_reported(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    three(t, tenant).await;
+    t.execute(&format!(
+        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events) \
+         SELECT tenant_id, -5, -3, earliest_at, latest_at, prev_hash, hashes, events FROM audit_blocks \
+         WHERE tenant_id = '{tenant}' AND first_seq = 1"
+    ))
+    .await;
+    let b = broken(t, tenant).await;
+    assert_eq!(b.seq, -5);
+    assert!(b.problem.contains("at or before"), "{}", b.problem);
     assert_eq!(
-        broken.event_id,
-        Some(ids[2]),
-        "the head names the last event"
+        list(t, tenant, &AuditFilter::default(), page(1, 10))
+            .await
+            .total_items,
+        3
     );
 }
 
-async fn retention_keeps_the_rest_verifiable(t: &TestDatabase) {
+/// Attack finding 3: deleting the oldest events and setting the head's anchor by hand is
+/// caught: a real removal appends an `audit.pruned` event naming it.
+async fn a_deleted_prefix_needs_a_recorded_pruning(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    three(t, tenant).await;
+    three(t, tenant).await;
+    let hashes_of_first = match t.db.backend() {
+        Backend::Sqlite => "substr(hashes, 65, 32)",
+        Backend::Postgres => "substring(hashes from 65 for 32)",
+    };
+    t.execute(&format!(
+        "UPDATE audit_chains SET pruned_seq = 3, pruned_hash = (SELECT {hashes_of_first} FROM audit_blocks \
+         WHERE tenant_id = '{tenant}' AND first_seq = 1) WHERE tenant_id = '{tenant}'; \
+         DELETE FROM audit_blocks WHERE tenant_id = '{tenant}' AND first_seq = 1"
+    ))
+    .await;
+    let b = broken(t, tenant).await;
+    assert!(b.problem.contains("audit.pruned"), "{}", b.problem);
+}
+
+async fn retention_is_recorded_in_the_chain_and_keeps_it_verifiable(t: &TestDatabase) {
     let tenant = TenantId::new();
     let app = ApplicationId::new();
     let mut old = created(tenant, app, Uuid::new_v4());
@@ -313,36 +434,44 @@ async fn retention_keeps_the_rest_verifiable(t: &TestDatabase) {
     let mut older = created(tenant, app, Uuid::new_v4());
     older.occurred_at -= Duration::days(500);
     let recent = created(tenant, app, Uuid::new_v4());
-    t.db.append_audit_events(&[older, old, recent.clone()])
-        .await
-        .expect("append");
-    let removed =
-        t.db.prune_audit_events(tessera_domain::timestamp::now() - Duration::days(365))
+    // Retention removes whole blocks: the old events are one block, the recent one another.
+    append(t, &[older, old]).await;
+    append(t, std::slice::from_ref(&recent)).await;
+    let head_before =
+        t.db.audit_chain_head(Some(tenant))
             .await
-            .expect("prune");
-    assert_eq!(removed, 2);
-    let left =
-        t.db.list_audit_events(tenant, &AuditFilter::default(), page(1, 10))
+            .expect("head")
+            .expect("chain");
+    let cutoff = tessera_domain::timestamp::now() - Duration::days(365);
+    assert_eq!(t.db.prune_audit_events(cutoff).await.expect("prune"), 2);
+    let left = list(t, tenant, &AuditFilter::default(), page(1, 10)).await;
+    let actions: Vec<_> = left.items.iter().map(|e| e.event.action).collect();
+    assert_eq!(
+        actions,
+        [AuditAction::AuditPruned, AuditAction::TokenCreated]
+    );
+    assert_eq!(left.items[1].event.id, recent.id);
+    let pruned = left.items[0].event.pruned.expect("what was removed");
+    assert_eq!(pruned.through_seq, 2);
+    let head =
+        t.db.audit_chain_head(Some(tenant))
             .await
-            .expect("list");
-    assert_eq!(left.items.len(), 1);
-    assert_eq!(left.items[0].event.id, recent.id);
+            .expect("head")
+            .expect("chain");
+    assert_ne!(
+        head.last_hash, head_before.last_hash,
+        "the removal changes the head"
+    );
+    assert_eq!((head.pruned_seq, head.pruned_hash), (2, pruned.last_hash));
     let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
     assert!(report.ok(), "{report:?}");
-    assert_eq!(report.events_checked, 1);
+    assert_eq!(report.events_checked, 2, "the recent event and the pruning");
     // Appending after a prune continues the chain.
-    t.db.append_audit_events(&[created(tenant, app, Uuid::new_v4())])
-        .await
-        .expect("append");
+    append(t, &[created(tenant, app, Uuid::new_v4())]).await;
     assert!(audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
         .ok());
     // A second sweep with nothing old is a no-op.
-    assert_eq!(
-        t.db.prune_audit_events(tessera_domain::timestamp::now() - Duration::days(365))
-            .await
-            .expect("prune"),
-        0
-    );
+    assert_eq!(t.db.prune_audit_events(cutoff).await.expect("prune"), 0);
 }

@@ -2,6 +2,7 @@
 //! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
 mod audit;
+mod audit_legacy;
 mod embed_example;
 mod lifecycle;
 mod read_path;

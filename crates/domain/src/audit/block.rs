@@ -1,0 +1,169 @@
+//! Blocks: how the trail is stored. The writer commits whatever requests queued meanwhile in
+//! one transaction; each chain's share of that batch becomes one block, one row, holding the
+//! events' canonical encodings (one per line) and their hashes, each event still chained to
+//! the one before it. Per event, what remains on the hot path is one encoding and one SHA-256;
+//! the database does one insert per chain per batch instead of one per event (issue 24).
+
+use time::OffsetDateTime;
+
+use super::{
+    canonical::{self, DecodeError},
+    chain::ChainHead,
+    event::{AuditEvent, ChainedEvent},
+};
+use crate::ids::TenantId;
+
+/// One chain's events of one committed batch, as stored.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuditBlock {
+    /// The chain (`None`: the deployment's chain of refusals naming no tenant).
+    pub tenant_id: Option<TenantId>,
+    /// The first event's position.
+    pub first_seq: i64,
+    /// The last event's position.
+    pub last_seq: i64,
+    /// When the earliest of its events occurred (events are in chain order, which is not
+    /// strictly the order of their times).
+    pub earliest_at: OffsetDateTime,
+    /// When the latest of its events occurred.
+    pub latest_at: OffsetDateTime,
+    /// The hash the first event links to (the previous block's last, or the pruned anchor).
+    pub prev_hash: [u8; 32],
+    /// Each event's hash, 32 bytes apiece, in order.
+    pub hashes: Vec<u8>,
+    /// Each event's canonical encoding, one per line (`\n` never occurs inside one: JSON
+    /// escapes it).
+    pub lines: Vec<u8>,
+}
+
+impl std::fmt::Debug for AuditBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditBlock")
+            .field("tenant_id", &self.tenant_id)
+            .field("first_seq", &self.first_seq)
+            .field("last_seq", &self.last_seq)
+            .field("events", &(self.hashes.len() / 32))
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditBlock {
+    /// The last event's hash (the block's own `prev_hash` when it holds no hash at all, which
+    /// only a tampered row does).
+    pub fn last_hash(&self) -> [u8; 32] {
+        self.hashes
+            .rchunks_exact(32)
+            .next()
+            .and_then(|h| h.try_into().ok())
+            .unwrap_or(self.prev_hash)
+    }
+
+    /// The stored events, in order: each line with its stored hash (`None` when the hashes
+    /// run out before the lines: a tampered row).
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], Option<[u8; 32]>)> + '_ {
+        let mut hashes = self.hashes.chunks_exact(32);
+        self.lines
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(move |line| (line, hashes.next().and_then(|h| h.try_into().ok())))
+    }
+
+    /// The events as stored, decoded, with their positions and hashes as the block states
+    /// them (for listing and streaming; [`super::ChainCheck`] is what checks them).
+    pub fn events(&self) -> Result<Vec<ChainedEvent>, DecodeError> {
+        let mut prev = self.prev_hash;
+        self.entries()
+            .map(|(line, hash)| {
+                let (seq, event) = canonical::decode(line)?;
+                let hash = hash.ok_or_else(|| DecodeError("a hash is missing".into()))?;
+                let chained = ChainedEvent {
+                    event,
+                    seq,
+                    prev_hash: prev,
+                    hash,
+                };
+                prev = hash;
+                Ok(chained)
+            })
+            .collect()
+    }
+}
+
+/// Chains `events` (all of `head`'s chain, in order; at least one) after `head`, advancing it:
+/// the block to store, and the events as stored.
+pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<ChainedEvent>) {
+    let prev_hash = head.last_hash;
+    let first_seq = head.last_seq + 1;
+    let mut lines = Vec::with_capacity(events.len() * 360);
+    let mut hashes = Vec::with_capacity(events.len() * 32);
+    let mut chained = Vec::with_capacity(events.len());
+    let (mut earliest, mut latest) = (None::<OffsetDateTime>, None::<OffsetDateTime>);
+    for event in events {
+        let seq = head.last_seq + 1;
+        let start = lines.len();
+        lines.extend_from_slice(&canonical::encode(seq, event));
+        let hash = canonical::link_hash(&head.last_hash, &lines[start..]);
+        lines.push(b'\n');
+        hashes.extend_from_slice(&hash);
+        chained.push(ChainedEvent {
+            event: event.clone(),
+            seq,
+            prev_hash: head.last_hash,
+            hash,
+        });
+        let at = event.occurred_at;
+        earliest = Some(earliest.map_or(at, |e| e.min(at)));
+        latest = Some(latest.map_or(at, |l| l.max(at)));
+        head.last_seq = seq;
+        head.last_hash = hash;
+        head.last_event_id = Some(event.id);
+    }
+    let now = crate::timestamp::now();
+    let block = AuditBlock {
+        tenant_id: head.tenant_id,
+        first_seq,
+        last_seq: head.last_seq,
+        earliest_at: earliest.unwrap_or(now),
+        latest_at: latest.unwrap_or(now),
+        prev_hash,
+        hashes,
+        lines,
+    };
+    (block, chained)
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::audit::{Actor, AuditAction};
+
+    fn events(n: usize, tenant: TenantId) -> Vec<AuditEvent> {
+        (0..n)
+            .map(|_| {
+                AuditEvent::success(
+                    tenant,
+                    AuditAction::TokenRead,
+                    Actor::Anonymous,
+                    vec![Uuid::new_v4()],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sealed_block_reads_back_as_the_events_it_holds() {
+        let tenant = TenantId::new();
+        let mut head = ChainHead::empty(Some(tenant));
+        let (first, chained) = seal(&mut head, &events(3, tenant));
+        assert_eq!((first.first_seq, first.last_seq), (1, 3));
+        assert_eq!(first.events().expect("decode"), chained);
+        assert_eq!(first.last_hash(), head.last_hash);
+        let (second, more) = seal(&mut head, &events(2, tenant));
+        assert_eq!((second.first_seq, second.last_seq), (4, 5));
+        assert_eq!(second.prev_hash, first.last_hash());
+        assert_eq!(more[0].prev_hash, chained[2].hash);
+        assert!(!format!("{second:?}").contains("token.read"));
+    }
+}

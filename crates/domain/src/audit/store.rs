@@ -1,0 +1,71 @@
+//! What the audit trail needs from storage: blocks per chain, and each chain's head.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use super::{AuditBlock, AuditEvent, ChainHead, ChainedEvent};
+use crate::{ids::TenantId, store::StoreError};
+
+/// What one chain's share of an append came to.
+#[derive(Debug)]
+pub struct ChainAppend {
+    /// The chain.
+    pub tenant_id: Option<TenantId>,
+    /// Its events as stored, or why they were not: then nothing of this chain was written,
+    /// and the other chains of the append are not affected.
+    pub result: Result<Vec<ChainedEvent>, StoreError>,
+}
+
+/// Which blocks of a chain a listing reads, newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockSpan {
+    /// Blocks whose first position is below this one.
+    pub below_first_seq: i64,
+    /// …and at or above this one.
+    pub min_first_seq: i64,
+    /// Blocks holding an event at or after this instant (by their latest time), if given.
+    pub from: Option<OffsetDateTime>,
+    /// Blocks holding an event before this instant (by their earliest time), if given.
+    pub to: Option<OffsetDateTime>,
+}
+
+/// The audit trail's chains (see [`crate::audit`]).
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Appends `events` to their chains in one transaction, one block per chain: each chain's
+    /// head is locked, its events sealed after it ([`super::seal`]) and stored, and the head
+    /// advanced, so concurrent writers (other processes) never fork a chain. A chain whose
+    /// block cannot be written (a record already at its next position: planted, or left by an
+    /// earlier failure) fails alone, reported in its [`ChainAppend`]; the others commit. The
+    /// outer `Err` is for the transaction as a whole (the database is unreachable).
+    async fn append_audit_events(
+        &self,
+        events: &[AuditEvent],
+    ) -> Result<Vec<ChainAppend>, StoreError>;
+    /// Every chain's head (deployment-wide: for verification).
+    async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError>;
+    /// One chain's head, if it has one.
+    async fn audit_chain_head(
+        &self,
+        chain: Option<TenantId>,
+    ) -> Result<Option<ChainHead>, StoreError>;
+    /// Up to `limit` blocks of one chain with a first position above `after_first_seq`, in
+    /// order: every stored block, whatever its position (verification walks them all).
+    async fn audit_blocks(
+        &self,
+        chain: Option<TenantId>,
+        after_first_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<AuditBlock>, StoreError>;
+    /// Up to `limit` blocks of one chain within `span`, newest first.
+    async fn audit_blocks_desc(
+        &self,
+        chain: Option<TenantId>,
+        span: &BlockSpan,
+        limit: u32,
+    ) -> Result<Vec<AuditBlock>, StoreError>;
+    /// Removes the blocks all of whose events occurred before `before` from the start of every
+    /// chain, recording each removal in its chain ([`AuditEvent::pruning`]) and in its head
+    /// (the last removed position and hash); returns how many events were removed.
+    async fn prune_audit_events(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+}
