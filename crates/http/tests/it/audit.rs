@@ -33,6 +33,7 @@ backend_tests!(
     audit_read_is_required_and_filters_are_validated,
     no_secret_reaches_the_trail_or_its_stream,
     the_chain_verifies_until_a_row_is_edited,
+    a_planted_record_gets_503s_and_loses_no_event,
 );
 
 const MIB: usize = 1024 * 1024;
@@ -708,4 +709,75 @@ async fn the_chain_verifies_until_a_row_is_edited(db: &TestDatabase) {
         Some(second)
     );
     assert_eq!(broken.seq, 2);
+}
+
+/// Attack finding 2 end to end: with a record planted at the tenant's next position, card
+/// calls answer 503 in sync mode instead of succeeding unrecorded; another tenant is served
+/// and recorded meanwhile; once the record is removed, the held events are written and the
+/// chain verifies.
+async fn a_planted_record_gets_503s_and_loses_no_event(db: &TestDatabase) {
+    let st = state(db, MIB);
+    let (victim, other) = (tenant(&st, "victim").await, tenant(&st, "other").await);
+    let vault = st.vault.clone();
+    let app = test::init_service(tessera_http::app(st)).await;
+    let card = json!({"type": "card", "data": {"number": CARD_NUMBER}});
+    send(
+        &app,
+        Method::POST,
+        "/tokens",
+        Some(&victim.admin_key),
+        Some(card.clone()),
+    )
+    .await
+    .expect(201);
+    let head = db.audit_chain(Some(victim.tenant_id)).await.len();
+    db.execute(&format!(
+        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events) \
+         SELECT tenant_id, {next}, {next}, earliest_at, latest_at, prev_hash, hashes, events FROM audit_blocks \
+         WHERE tenant_id = '{}' AND first_seq = 1",
+        victim.tenant_id,
+        next = head + 1
+    ))
+    .await;
+    let refused = send(
+        &app,
+        Method::POST,
+        "/tokens",
+        Some(&victim.admin_key),
+        Some(card.clone()),
+    )
+    .await
+    .expect(503);
+    assert!(refused.body["detail"].as_str().is_some());
+    send(
+        &app,
+        Method::POST,
+        "/tokens",
+        Some(&other.admin_key),
+        Some(card),
+    )
+    .await
+    .expect(201);
+    assert_eq!(db.audit_chain(Some(other.tenant_id)).await.len(), 1);
+    let report = vault
+        .verify_audit(Some(victim.tenant_id))
+        .await
+        .expect("verify");
+    assert!(report.broken.is_some(), "verify reports the planted record");
+
+    db.execute(&format!(
+        "DELETE FROM audit_blocks WHERE tenant_id = '{}' AND first_seq = {}",
+        victim.tenant_id,
+        head + 1
+    ))
+    .await;
+    vault.audit().flush().await;
+    let events = db.audit_chain(Some(victim.tenant_id)).await;
+    assert_eq!(events.len(), head + 1, "the held event was written");
+    assert_eq!(events[head].event.action.as_str(), "token.created");
+    assert!(vault
+        .verify_audit(Some(victim.tenant_id))
+        .await
+        .expect("verify")
+        .ok());
 }
