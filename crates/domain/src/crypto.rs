@@ -222,24 +222,29 @@ impl DataKey {
         out
     }
 
-    /// Encrypts token data, bound to its tenant and id.
+    /// Encrypts token data, bound to its tenant and id, and to its destination `binding`
+    /// (the patterns, see [`crate::binding::Destinations::sealed_form`]; empty: unbound), so
+    /// that a binding widened directly in the database no longer opens the data.
     pub fn seal_token(
         &self,
         tenant: TenantId,
         token: TokenId,
+        binding: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
-        seal(&self.cipher, &token_aad(tenant, token), plaintext)
+        seal(&self.cipher, &token_aad(tenant, token, binding), plaintext)
     }
 
-    /// Decrypts token data; fails if the ciphertext belongs to another tenant or token.
+    /// Decrypts token data; fails if the ciphertext belongs to another tenant or token, or
+    /// was sealed with another binding.
     pub fn open_token(
         &self,
         tenant: TenantId,
         token: TokenId,
+        binding: &[u8],
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(&self.cipher, &token_aad(tenant, token), ciphertext)
+        open(&self.cipher, &token_aad(tenant, token, binding), ciphertext)
     }
 
     /// Encrypts any other tenant secret, bound to the tenant and a caller-chosen `purpose`
@@ -298,10 +303,16 @@ fn vault_key_aad(name: &str) -> Vec<u8> {
     aad
 }
 
-fn token_aad(tenant: TenantId, token: TokenId) -> Vec<u8> {
+/// The additional data of a token's ciphertext. An unbound token's is what it was before
+/// bindings existed, so its ciphertext still opens.
+fn token_aad(tenant: TenantId, token: TokenId, binding: &[u8]) -> Vec<u8> {
     let mut aad = b"tessera/token/v1\0".to_vec();
     aad.extend_from_slice(tenant.as_uuid().as_bytes());
     aad.extend_from_slice(token.as_uuid().as_bytes());
+    if !binding.is_empty() {
+        aad.extend_from_slice(b"\0bound\0");
+        aad.extend_from_slice(binding);
+    }
     aad
 }
 
@@ -364,15 +375,20 @@ mod tests {
         let wrapped = master.new_wrapped_data_key(tenant).expect("wrap");
         let key = master.unwrap_data_key(tenant, &wrapped).expect("unwrap");
         let plaintext = br#"{"number":"4242424242424242"}"#;
-        let ct = key.seal_token(tenant, token, plaintext).expect("seal");
+        let ct = key.seal_token(tenant, token, b"", plaintext).expect("seal");
         assert!(!ct.windows(16).any(|w| w == b"4242424242424242"));
         assert_eq!(
-            key.open_token(tenant, token, &ct).expect("open").as_slice(),
+            key.open_token(tenant, token, b"", &ct)
+                .expect("open")
+                .as_slice(),
             plaintext
         );
         assert_eq!(plaintext_len(ct.len()), plaintext.len());
         // Fresh nonce each time: same plaintext, different ciphertext.
-        assert_ne!(ct, key.seal_token(tenant, token, plaintext).expect("seal"));
+        assert_ne!(
+            ct,
+            key.seal_token(tenant, token, b"", plaintext).expect("seal")
+        );
     }
 
     #[test]
@@ -383,13 +399,18 @@ mod tests {
             .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
             .expect("unwrap");
         let token = TokenId::new();
-        let ct = key.seal_token(tenant, token, b"secret").expect("seal");
+        let ct = key.seal_token(tenant, token, b"", b"secret").expect("seal");
         assert_eq!(
-            key.open_token(tenant, TokenId::new(), &ct),
+            key.open_token(tenant, TokenId::new(), b"", &ct),
             Err(CryptoError::Authentication)
         );
         assert_eq!(
-            key.open_token(TenantId::new(), token, &ct),
+            key.open_token(tenant, token, b"evil.example", &ct),
+            Err(CryptoError::Authentication),
+            "bound to its destinations: a widened binding does not open it"
+        );
+        assert_eq!(
+            key.open_token(TenantId::new(), token, b"", &ct),
             Err(CryptoError::Authentication)
         );
         let mut tampered = ct.clone();
@@ -397,11 +418,11 @@ mod tests {
             *last ^= 1;
         }
         assert_eq!(
-            key.open_token(tenant, token, &tampered),
+            key.open_token(tenant, token, b"", &tampered),
             Err(CryptoError::Authentication)
         );
         assert_eq!(
-            key.open_token(tenant, token, &ct[..5]),
+            key.open_token(tenant, token, b"", &ct[..5]),
             Err(CryptoError::Malformed)
         );
     }
@@ -415,7 +436,7 @@ mod tests {
         let sealed = old
             .unwrap_data_key(tenant, &wrapped)
             .expect("unwrap")
-            .seal_token(tenant, token, b"4242")
+            .seal_token(tenant, token, b"", b"4242")
             .expect("seal");
         let rewrapped = old.rewrap_data_key(tenant, &wrapped, &new).expect("rewrap");
         assert!(old.unwrap_data_key(tenant, &rewrapped).is_err());
@@ -423,7 +444,7 @@ mod tests {
             .unwrap_data_key(tenant, &rewrapped)
             .expect("new master opens it");
         assert_eq!(
-            &key.open_token(tenant, token, &sealed).expect("open")[..],
+            &key.open_token(tenant, token, b"", &sealed).expect("open")[..],
             b"4242"
         );
         assert!(

@@ -61,6 +61,10 @@ pub enum VaultError {
         /// Where, for container-scoped token permissions.
         container: Option<Container>,
     },
+    /// A token may not go where the request goes (403): its destination binding does not
+    /// allow the host, or an ephemeral proxy was asked to carry an unbound token.
+    #[error("{0}")]
+    DestinationRefused(String),
     /// Absent, or owned by another tenant (404): the two are deliberately indistinguishable.
     #[error("{0} not found")]
     NotFound(Resource),
@@ -107,7 +111,9 @@ impl VaultError {
         match self {
             VaultError::Validation(_) => ErrorClass::Invalid,
             VaultError::Unauthenticated(_) => ErrorClass::Unauthenticated,
-            VaultError::Forbidden { .. } | VaultError::Escalation { .. } => ErrorClass::Forbidden,
+            VaultError::Forbidden { .. }
+            | VaultError::Escalation { .. }
+            | VaultError::DestinationRefused(_) => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,
             VaultError::Conflict(_) => ErrorClass::Conflict,
             VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_)) => {

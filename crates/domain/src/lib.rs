@@ -17,6 +17,7 @@ pub mod access;
 pub mod api_key;
 pub mod application;
 pub mod audit;
+pub mod binding;
 pub mod cache;
 pub mod checksum;
 pub mod container;

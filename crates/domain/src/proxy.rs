@@ -321,6 +321,33 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// The proxy an ephemeral invocation (issue 27) stands for: `caller`'s, to `url`, with no
+    /// key, transforms, application or configuration, always authenticated. Its id is the
+    /// caller's application id, so that ephemeral invocations share that application's
+    /// rate-limit allowance; it is never stored.
+    pub fn ephemeral(caller: &crate::access::Principal, url: url::Url) -> Self {
+        let now = crate::timestamp::now();
+        Self {
+            id: ProxyId::from_uuid(*caller.application_id().as_uuid()),
+            tenant_id: caller.tenant_id(),
+            name: "ephemeral".to_string(),
+            key: Secret::new(String::new()),
+            destination_url: url.to_string(),
+            parsed_destination: Some(url),
+            request_transform: None,
+            response_transform: None,
+            application_id: None,
+            configuration: None,
+            require_auth: true,
+            created_by: caller.application_id(),
+            created_at: now,
+            modified_by: caller.application_id(),
+            modified_at: now,
+        }
+    }
+}
+
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Proxy")

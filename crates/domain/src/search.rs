@@ -43,6 +43,10 @@ pub struct TokenSearchRequest {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(format = DateTime))]
     pub created_before: Option<String>,
+    /// Destination patterns (as they were given to tokens, e.g. `*.openai.com`), every one
+    /// of which a token's binding must hold.
+    #[serde(default)]
+    pub destinations: Option<Vec<String>>,
     /// Page number, ≥ 1 (default 1).
     #[serde(default)]
     pub page: Option<i64>,
@@ -102,6 +106,14 @@ impl TokenSearchRequest {
         {
             errors.add("fingerprint", "must be 64 hexadecimal digits");
         }
+        let destinations = self
+            .destinations
+            .as_deref()
+            .and_then(|raw| {
+                crate::binding::Destinations::validate(raw, "destinations", &mut errors)
+            })
+            .map(|d| d.patterns().map(str::to_string).collect())
+            .unwrap_or_default();
         let metadata = self.metadata.unwrap_or_default();
         crate::metadata::validate(&metadata, &mut errors);
         crate::metadata::bound_filter(metadata.len(), "metadata", &mut errors);
@@ -115,6 +127,7 @@ impl TokenSearchRequest {
                 container_prefix,
                 created_after,
                 created_before,
+                destinations,
             },
             page: page.unwrap_or_default(),
             include_data: self.include_data,

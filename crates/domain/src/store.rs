@@ -86,6 +86,8 @@ pub struct StoredToken {
     pub fingerprint: String,
     /// Expiry, if any.
     pub expires_at: Option<OffsetDateTime>,
+    /// Where the data may be sent, if bound (not secret: stored in clear).
+    pub destinations: Option<crate::binding::Destinations>,
 }
 
 impl StoredToken {
@@ -127,6 +129,8 @@ pub struct TokenSearch {
     pub created_after: Option<OffsetDateTime>,
     /// Only tokens created strictly before this time.
     pub created_before: Option<OffsetDateTime>,
+    /// Only tokens bound with every one of these patterns (lower-cased, as stored).
+    pub destinations: Vec<String>,
 }
 
 /// A token's new state, written by [`TokenStore::update_token`].
@@ -151,6 +155,8 @@ pub struct TokenUpdate {
     pub fingerprint: Option<String>,
     /// New expiry.
     pub expires_at: Option<OffsetDateTime>,
+    /// New binding, when it changed (`Some(None)`: unbound).
+    pub destinations: Option<Option<crate::binding::Destinations>>,
     /// Modifying application.
     pub modified_by: ApplicationId,
     /// Modification time.

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use crate::{
+    binding::Destinations,
     checksum::{aba_valid, luhn_valid},
     container::Container,
     ids::{ApplicationId, TenantId, TokenId},
@@ -100,6 +101,10 @@ pub struct NewToken {
     /// returned (200) instead of creating a new one (201).
     #[serde(default)]
     pub deduplicate_token: bool,
+    /// The hosts the data may be sent to through the gateway: 1–20 patterns (`api.stripe.com`,
+    /// `*.openai.com`, an IP literal, each optionally with `:port`). Unbound when absent.
+    #[serde(default)]
+    pub destinations: Option<Vec<String>>,
 }
 
 /// A [`NewToken`] that passed validation.
@@ -117,6 +122,8 @@ pub struct ValidToken {
     pub expires_at: Option<OffsetDateTime>,
     /// Whether an existing equal token should be answered instead.
     pub deduplicate: bool,
+    /// Where the data may be sent, if bound.
+    pub destinations: Option<Destinations>,
 }
 
 impl NewToken {
@@ -129,6 +136,7 @@ impl NewToken {
             containers: None,
             expires_at: None,
             deduplicate_token: false,
+            destinations: None,
         }
     }
 
@@ -157,6 +165,10 @@ impl NewToken {
         }
         let metadata = self.metadata.unwrap_or_default();
         metadata::validate(&metadata, &mut errors);
+        let destinations = self
+            .destinations
+            .as_deref()
+            .and_then(|raw| Destinations::validate(raw, "destinations", &mut errors));
         let container = match self.containers.as_deref() {
             None | Some([]) => Some(self.token_type.default_container()),
             Some([one]) => match Container::parse_for_token(one) {
@@ -180,6 +192,7 @@ impl NewToken {
                 container,
                 expires_at,
                 deduplicate: self.deduplicate_token,
+                destinations,
             }),
             _ => Err(ValidationErrors::single("data", "is required")),
         }
@@ -307,6 +320,10 @@ pub struct TokenPatch {
     #[serde(default, deserialize_with = "present")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub expires_at: Option<Option<String>>,
+    /// New destination patterns (replacing the old), or `null` to unbind the token.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    pub destinations: Option<Option<Vec<String>>>,
     /// Immutable: present at all, a 400.
     #[serde(rename = "type", default, deserialize_with = "present")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
@@ -330,6 +347,8 @@ pub struct TokenChanges {
     pub metadata: Metadata,
     /// The new expiry (`None` inside: never).
     pub expires_at: Option<OffsetDateTime>,
+    /// The new binding, when the patch changes it (`Some(None)`: unbound).
+    pub destinations: Option<Option<Destinations>>,
 }
 
 impl TokenPatch {
@@ -390,11 +409,15 @@ impl TokenPatch {
             Some(None) => None,
             Some(Some(raw)) => future_timestamp(&raw, now, &mut errors),
         };
+        let destinations = self
+            .destinations
+            .map(|d| d.and_then(|raw| Destinations::validate(&raw, "destinations", &mut errors)));
         errors.into_result()?;
         Ok(TokenChanges {
             data,
             metadata: merged,
             expires_at,
+            destinations,
         })
     }
 }
@@ -512,6 +535,8 @@ pub struct Token {
     pub fingerprint: String,
     /// Expiry, if any.
     pub expires_at: Option<OffsetDateTime>,
+    /// Where the data may be sent, if bound.
+    pub destinations: Option<Destinations>,
 }
 
 // One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
@@ -552,6 +577,9 @@ pub struct TokenView {
     #[serde(with = "crate::timestamp::serde_rfc3339::option")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     expires_at: Option<OffsetDateTime>,
+    /// The hosts the data may be sent to through the gateway; `null`: unbound.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    destinations: Option<Destinations>,
 }
 
 impl TokenView {
@@ -569,6 +597,7 @@ impl TokenView {
             modified_at: t.modified_at,
             fingerprint: with_fingerprint.then_some(t.fingerprint),
             expires_at: t.expires_at,
+            destinations: t.destinations,
         }
     }
 

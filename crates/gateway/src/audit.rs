@@ -35,6 +35,10 @@ pub(crate) struct AuditNotes {
     pub(crate) events: Vec<AuditEvent>,
     /// Events submitted whose commit is still to be awaited.
     pub(crate) pending: Vec<Pending>,
+    /// The destination's `host:port`, once known.
+    pub(crate) destination: Option<String>,
+    /// An ephemeral proxy's request.
+    pub(crate) ephemeral: bool,
 }
 
 impl AuditNotes {
@@ -100,9 +104,16 @@ impl SvcAudit {
     }
 }
 
-/// An event of this invocation, with its request id and proxy.
-fn invocation_event(proxy: Option<ProxyId>, request_id: &str, event: AuditEvent) -> AuditEvent {
-    let event = event.with_request_id(request_id);
+/// An event of this invocation, with its request id, proxy and destination.
+fn invocation_event(
+    notes: &AuditNotes,
+    proxy: Option<ProxyId>,
+    request_id: &str,
+    event: AuditEvent,
+) -> AuditEvent {
+    let event = event
+        .with_request_id(request_id)
+        .with_destination(notes.destination.as_deref(), notes.ephemeral);
     match proxy {
         Some(p) => event.with_proxy(p),
         None => event,
@@ -123,6 +134,7 @@ impl Gateway {
             return Ok(());
         };
         let event = invocation_event(
+            notes,
             proxy,
             request_id,
             AuditEvent::success(tenant, AuditAction::TokenDetokenized, notes.actor(), ids),
@@ -159,7 +171,7 @@ impl Gateway {
                     std::mem::take(&mut notes.requested),
                     e.detail(),
                 );
-                let event = invocation_event(proxy, request_id, event);
+                let event = invocation_event(notes, proxy, request_id, event);
                 notes.events.push(event);
             }
         }

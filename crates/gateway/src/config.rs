@@ -30,6 +30,10 @@ pub struct GatewayConfig {
     pub body_timeout: Duration,
     /// Outbound client settings.
     pub client: ClientConfig,
+    /// Whether `/proxy` with `SVC-PROXY-URL` (an ephemeral proxy) is served.
+    pub ephemeral_proxy: bool,
+    /// Whether an ephemeral proxy may detokenize tokens without a destination binding.
+    pub ephemeral_unbound_tokens: bool,
 }
 
 impl Default for GatewayConfig {
@@ -40,6 +44,8 @@ impl Default for GatewayConfig {
             max_rendered_bytes: DEFAULT_MAX_RENDERED_BYTES,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             client: ClientConfig::default(),
+            ephemeral_proxy: true,
+            ephemeral_unbound_tokens: false,
         }
     }
 }
@@ -85,6 +91,13 @@ pub struct GatewayArgs {
     /// ranges (tests and internal deployments only).
     #[arg(long, env = "TESSERA_ALLOW_PRIVATE_DESTINATIONS")]
     pub allow_private_destinations: bool,
+    /// Do not serve ephemeral proxies (`/proxy` with `SVC-PROXY-URL`): such requests get 400.
+    #[arg(long, env = "TESSERA_NO_EPHEMERAL_PROXY")]
+    pub no_ephemeral_proxy: bool,
+    /// UNSAFE: let ephemeral proxies detokenize tokens that carry no destination binding, so
+    /// that any key with `token:use` on them can send their data to any host it names.
+    #[arg(long, env = "TESSERA_EPHEMERAL_UNBOUND_TOKENS")]
+    pub ephemeral_unbound_tokens: bool,
     /// Seconds to wait for a destination's response headers, from the start of the connect
     /// (504 after).
     #[arg(long, env = "TESSERA_DESTINATION_TIMEOUT", default_value_t = 25.0)]
@@ -200,6 +213,8 @@ impl GatewayArgs {
                 destination_timeout: Duration::from_secs_f64(self.destination_timeout),
                 ..ClientConfig::default()
             },
+            ephemeral_proxy: !self.no_ephemeral_proxy,
+            ephemeral_unbound_tokens: self.ephemeral_unbound_tokens,
         }
     }
 

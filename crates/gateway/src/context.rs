@@ -27,6 +27,11 @@ pub(crate) struct RequestContext<'a> {
     pub(crate) detokenized: usize,
     /// What the audit trail records of the request.
     pub(crate) audit: AuditNotes,
+    /// An ephemeral proxy's request (issue 27).
+    pub(crate) ephemeral: bool,
+    /// Where the request goes, once known: what tokens' destination bindings are checked
+    /// against.
+    pub(crate) target: Option<tessera_domain::binding::Target>,
 }
 
 impl std::fmt::Debug for RequestContext<'_> {
@@ -52,6 +57,8 @@ impl<'a> RequestContext<'a> {
             destination_wait: Duration::ZERO,
             detokenized: 0,
             audit: AuditNotes::default(),
+            ephemeral: false,
+            target: None,
         }
     }
 

@@ -9,6 +9,8 @@ use http::{header, HeaderMap, HeaderName};
 pub const PROXY_KEY_HEADER: &str = "svc-proxy-key";
 /// Header carrying the caller's API key.
 pub const API_KEY_HEADER: &str = "svc-api-key";
+/// The destination of an ephemeral proxy (issue 27).
+pub const PROXY_URL_HEADER: &str = "svc-proxy-url";
 /// Response header with the destination's status.
 pub const DESTINATION_STATUS_HEADER: &str = "svc-proxy-destination-status";
 

@@ -9,13 +9,16 @@
 //! pingora's `ProxyHttp` phases; [`Gateway::handle`] reads top to bottom:
 //!
 //! ```text
+//!  ephemeral_url       SVC-PROXY-URL instead of a proxy key: an ephemeral proxy ...... 400
+//!   └ authenticate_ephemeral  SVC-API-KEY of any tenant, token:use somewhere ......... 401 / 403
 //!  select_proxy        proxy by key (header, else query) ............................ 401
 //!  authenticate        require_auth: SVC-API-KEY of the proxy's tenant, token:use ... 401 / 403
 //!  not_quarantined     its transform timed out recently: back off ................... 503
 //!  destination         destination URL + sub-path (no dot segments) + query ........ 400
 //!  read_body           at most --max-body-bytes, within --body-timeout ............. 413 / 408
 //!  detokenize          body and header values: parse once, fetch the listed tokens
-//!                      (still encrypted), bound the rendering, decrypt, render ..... 400 / 403 / 413
+//!                      (still encrypted), check each may go to the destination
+//!                      (its binding), bound the rendering, decrypt, render ......... 400 / 403 / 413
 //!  transform_request   the proxy's request transform, if any ....................... 500 / class / custom
 //!  forward             to the destination through the SSRF-guarded client .......... 502 / 504
 //!  transform_response  on a 2xx, the proxy's response transform, if any ........... 500 / class / custom
@@ -154,8 +157,17 @@ impl Gateway {
         ctx: &mut RequestContext<'_>,
         body: LocalBody,
     ) -> Result<Response<ResponseBody>, Halt> {
-        let proxy = self.select_proxy(ctx).await?;
-        let caller = self.authenticate(ctx, &proxy).await?;
+        let (proxy, caller) = match self.ephemeral_url(ctx)? {
+            Some(url) => {
+                let (proxy, caller) = self.authenticate_ephemeral(ctx, url).await?;
+                (proxy, Some(caller))
+            }
+            None => {
+                let proxy = self.select_proxy(ctx).await?;
+                let caller = self.authenticate(ctx, &proxy).await?;
+                (proxy, caller)
+            }
+        };
         self.not_quarantined(&proxy)?;
         let destination = self.destination(ctx, &proxy)?;
         let body = self.read_body(ctx, body).await?;

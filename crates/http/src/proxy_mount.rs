@@ -34,21 +34,22 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
 #[openapi(paths(invoke_root, invoke_path))]
 pub(crate) struct Doc;
 
-/// Invokes a pre-configured proxy: `{{token_id}}` expressions in the body and headers are
+/// Invokes a pre-configured proxy (or, with `SVC-PROXY-URL`, an ephemeral one): `{{token_id}}` expressions in the body and headers are
 /// replaced by token data, the request transform runs, and the request goes to the proxy's
 /// `destination_url`. The destination's answer comes back as it is (any status, any content
 /// type) with `SVC-PROXY-DESTINATION-STATUS`, after the response transform on a 2xx. Only the
 /// proxy's own failures are `{"proxy_error": …}`.
 #[utoipa::path(method(get, post, put, patch, delete), path = "/proxy", tag = "proxy invocation",
+    params(("SVC-PROXY-URL" = Option<String>, Header, description = "An ephemeral proxy: the absolute destination URL, instead of a proxy key (with `SVC-API-KEY`). Only destination-bound tokens are detokenized, each only for a host its binding allows.")),
     security(("proxy_key" = [], "api_key" = []), ("proxy_key_query" = [], "api_key" = []),
-        ("proxy_key" = []), ("proxy_key_query" = [])),
+        ("proxy_key" = []), ("proxy_key_query" = []), ("api_key" = [])),
     request_body(description = "Any body. JSON, form-urlencoded and text bodies are detokenized; others pass through.",
         content((Object = "application/json"), (Object = "application/x-www-form-urlencoded"), (String = "text/plain"))),
     responses(
         (status = "default", description = "The destination's response, passed through."),
-        (status = 400, description = "Bad expression (including a JSONPath calling `match` or `search`), unknown token, or a dot segment in the path.", body = ProxyErrorBody),
+        (status = 400, description = "Bad expression (including a JSONPath calling `match` or `search`), unknown token, a dot segment in the path; or `SVC-PROXY-URL` with a proxy key, malformed, not an allowed destination, or with ephemeral proxies disabled.", body = ProxyErrorBody),
         (status = 401, description = "Missing or unknown proxy key; or `require_auth` and no valid `SVC-API-KEY` of the proxy's tenant.", body = ProxyErrorBody),
-        (status = 403, description = "The key lacks `token:use` on a token's container.", body = ProxyErrorBody),
+        (status = 403, description = "The key lacks `token:use` on a token's container; a token's destination binding does not allow the destination; or an ephemeral proxy was asked to detokenize an unbound token.", body = ProxyErrorBody),
         (status = 408, description = "The body did not arrive within `--body-timeout` of the start of the request.", body = ProxyErrorBody),
         (status = 413, description = "The body is above `--max-body-bytes`, or detokenization could expand the request past `--max-rendered-bytes`.", body = ProxyErrorBody),
         (status = 429, description = "The proxy is over the rate limit configured with `--rate-limit`; `Retry-After` says when to retry.", body = ProxyErrorBody),
@@ -66,9 +67,10 @@ async fn invoke_root(
 
 /// As `/proxy`, with `/{path}` appended to the destination URL.
 #[utoipa::path(method(get, post, put, patch, delete), path = "/proxy/{path}", tag = "proxy invocation",
-    params(("path" = String, Path, description = "Appended to the destination URL after exactly one `/`.")),
+    params(("path" = String, Path, description = "Appended to the destination URL after exactly one `/`."),
+        ("SVC-PROXY-URL" = Option<String>, Header, description = "As for `/proxy`.")),
     security(("proxy_key" = [], "api_key" = []), ("proxy_key_query" = [], "api_key" = []),
-        ("proxy_key" = []), ("proxy_key_query" = [])),
+        ("proxy_key" = []), ("proxy_key_query" = []), ("api_key" = [])),
     request_body(description = "As for `/proxy`.",
         content((Object = "application/json"), (Object = "application/x-www-form-urlencoded"), (String = "text/plain"))),
     responses(

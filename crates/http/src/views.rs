@@ -213,6 +213,12 @@ pub(crate) struct AuditEventView {
     /// On `audit.pruned`: the last position retention removed, and its event's hash.
     #[serde(skip_serializing_if = "Option::is_none")]
     pruned: Option<PrunedView>,
+    /// On gateway events: the destination's `host:port`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destination: Option<String>,
+    /// On gateway events of an ephemeral proxy: `true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ephemeral: bool,
     /// Position in the tenant's chain, from 1.
     seq: i64,
     /// The previous event's hash, hex.
@@ -246,6 +252,8 @@ impl AuditEventView {
             request_id: e.request_id,
             reason: e.reason,
             count: e.count,
+            destination: e.destination,
+            ephemeral: e.ephemeral,
             pruned: e.pruned.map(|p| PrunedView {
                 through_seq: p.through_seq,
                 last_hash: to_hex(&p.last_hash),

@@ -39,6 +39,7 @@ async fn fixture(db: TestDatabase) -> Fixture {
         containers: None,
         expires_at: None,
         deduplicate_token: false,
+        destinations: None,
     };
     let parent = vault
         .create_token(&admin, token(TokenType::Token, json!("parent")))

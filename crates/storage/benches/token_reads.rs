@@ -46,6 +46,7 @@ fn fixture(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Fixture {
                 containers: None,
                 expires_at: None,
                 deduplicate_token: false,
+                destinations: None,
             };
             ids.push(vault.create_token(&admin, token).await.expect("token").id);
         }

@@ -99,6 +99,7 @@ fn fixture(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Fixture {
                         modified_at: at,
                         fingerprint: format!("{:064x}", i % DISTINCT),
                         expires_at: None,
+                        destinations: None,
                     }
                 })
                 .collect();

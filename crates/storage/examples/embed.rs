@@ -37,6 +37,7 @@ pub async fn run(path: &Path) -> Result<Value, Box<dyn Error>> {
                 containers: None,
                 expires_at: None,
                 deduplicate_token: false,
+                destinations: None,
             },
         )
         .await?;

@@ -161,6 +161,7 @@ pub(crate) struct TokenRow {
     pub modified_at: PrimitiveDateTime,
     pub expires_at: Option<PrimitiveDateTime>,
     pub fingerprint: String,
+    pub destinations: Option<String>,
 }
 
 impl From<&StoredToken> for TokenRow {
@@ -178,6 +179,7 @@ impl From<&StoredToken> for TokenRow {
             modified_at: to_db_time(t.modified_at),
             expires_at: t.expires_at.map(to_db_time),
             fingerprint: t.fingerprint.clone(),
+            destinations: t.destinations.as_ref().map(|d| d.to_json()),
         }
     }
 }
@@ -202,6 +204,11 @@ impl TryFrom<TokenRow> for StoredToken {
             modified_at: from_db_time(r.modified_at),
             expires_at: r.expires_at.map(from_db_time),
             fingerprint: r.fingerprint,
+            destinations: r
+                .destinations
+                .as_deref()
+                .map(|d| json::<tessera_domain::binding::Destinations>("destinations", d))
+                .transpose()?,
         })
     }
 }

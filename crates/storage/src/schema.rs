@@ -39,6 +39,7 @@ diesel::table! {
         modified_at -> Timestamp,
         expires_at -> Nullable<Timestamp>,
         fingerprint -> Text,
+        destinations -> Nullable<Text>,
     }
 }
 

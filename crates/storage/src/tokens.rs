@@ -162,6 +162,9 @@ struct SearchParams {
     created_after: Option<PrimitiveDateTime>,
     created_before: Option<PrimitiveDateTime>,
     containers: Option<Vec<String>>,
+    /// `LIKE` patterns, one per destination pattern the binding must hold (patterns hold no
+    /// `LIKE` wildcard: `%` and `_` are not valid in them).
+    destinations: Vec<String>,
 }
 
 impl SearchParams {
@@ -189,6 +192,11 @@ impl SearchParams {
             }),
             created_after: search.created_after.map(to_db_time),
             created_before: search.created_before.map(to_db_time),
+            destinations: search
+                .destinations
+                .iter()
+                .map(|p| format!("%\"{p}\"%"))
+                .collect(),
             containers: match scope {
                 ContainerScope::All => None,
                 ContainerScope::Only(cs) => {
@@ -239,6 +247,9 @@ macro_rules! with_token_criteria {
         }
         if let Some(before) = p.created_before {
             q = q.filter(tokens::created_at.lt(before));
+        }
+        for pattern in &p.destinations {
+            q = q.filter(tokens::destinations.like(pattern));
         }
         if let Some(containers) = &p.containers {
             q = q.filter(tokens::container.eq_any(containers));
@@ -372,6 +383,7 @@ struct TokenChangeset {
     data_ciphertext: Option<Vec<u8>>,
     fingerprint: Option<String>,
     expires_at: Option<Option<PrimitiveDateTime>>,
+    destinations: Option<Option<String>>,
     modified_by: String,
     modified_at: PrimitiveDateTime,
 }
@@ -675,6 +687,10 @@ impl TokenStore for Database {
             data_ciphertext: update.ciphertext.clone(),
             fingerprint: update.fingerprint.clone(),
             expires_at: Some(update.expires_at.map(to_db_time)),
+            destinations: update
+                .destinations
+                .as_ref()
+                .map(|d| d.as_ref().map(|d| d.to_json())),
             modified_by: update.modified_by.to_string(),
             modified_at: to_db_time(update.modified_at),
         };

@@ -234,6 +234,16 @@ impl Harness {
 
     /// Creates a `token` token holding `data` (in `container`, else the default): its id.
     pub async fn token(&self, data: Value, container: Option<&str>) -> String {
+        self.bound_token(data, container, None).await
+    }
+
+    /// As [`Harness::token`], bound to `destinations` when given.
+    pub async fn bound_token(
+        &self,
+        data: Value,
+        container: Option<&str>,
+        destinations: Option<&[&str]>,
+    ) -> String {
         let t = NewToken {
             token_type: TokenType::Token,
             data: Some(Secret::new(data)),
@@ -241,6 +251,7 @@ impl Harness {
             containers: container.map(|c| vec![c.to_string()]),
             expires_at: None,
             deduplicate_token: false,
+            destinations: destinations.map(|d| d.iter().map(|p| p.to_string()).collect()),
         };
         self.vault
             .create_token(&self.admin, t)

@@ -26,6 +26,10 @@ struct Fields<'a> {
     actor: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destination: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ephemeral: bool,
     id: Uuid,
     occurred_at: String,
     outcome: &'a str,
@@ -52,6 +56,8 @@ pub fn encode(seq: i64, event: &AuditEvent) -> Vec<u8> {
         action: event.action.as_str(),
         actor: event.actor.to_wire(),
         count: event.count,
+        destination: event.destination.as_deref(),
+        ephemeral: event.ephemeral,
         id: event.id,
         occurred_at: timestamp::format(event.occurred_at),
         outcome: event.outcome.as_str(),
@@ -149,6 +155,10 @@ struct Stored {
     actor: String,
     #[serde(default)]
     count: Option<u32>,
+    #[serde(default)]
+    destination: Option<String>,
+    #[serde(default)]
+    ephemeral: bool,
     id: String,
     occurred_at: String,
     outcome: String,
@@ -214,6 +224,8 @@ pub fn decode(line: &[u8]) -> Result<(i64, AuditEvent), DecodeError> {
         request_id: s.request_id,
         reason: s.reason,
         count: s.count,
+        destination: s.destination,
+        ephemeral: s.ephemeral,
         pruned: s
             .pruned
             .map(|p| {
@@ -296,6 +308,12 @@ mod tests {
         let mut folded = event.clone();
         folded.count = Some(41);
         assert_eq!(decode(&encode(2, &folded)), Ok((2, folded)));
+        let brokered = event
+            .clone()
+            .with_destination(Some("api.stripe.com:443"), true);
+        let line = String::from_utf8(encode(4, &brokered)).expect("utf-8");
+        assert!(line.contains(r#""destination":"api.stripe.com:443","ephemeral":true,"id""#));
+        assert_eq!(decode(line.as_bytes()), Ok((4, brokered)));
         let pruning = AuditEvent::pruning(None, 120, [7; 32], 120);
         let line = encode(121, &pruning);
         assert!(String::from_utf8_lossy(&line).contains(r#""pruned":{"hash":"0707"#));

@@ -151,6 +151,8 @@ fn aggregate(kind: &Kind, window: Window) -> Option<AuditEvent> {
         reason: kind.reason.clone(),
         count: Some(window.folded),
         pruned: None,
+        destination: None,
+        ephemeral: false,
     })
 }
 

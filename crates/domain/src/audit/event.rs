@@ -227,6 +227,12 @@ pub struct AuditEvent {
     /// On an `audit.pruned` event: what retention removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned: Option<Pruned>,
+    /// On gateway events: the destination's `host:port`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// On gateway events: the proxy was ephemeral (named by the caller's `SVC-PROXY-URL`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ephemeral: bool,
 }
 
 /// What one pruning removed: every event up to `through_seq`, the last of which hashed to
@@ -261,6 +267,8 @@ impl AuditEvent {
             reason: None,
             count: None,
             pruned: None,
+            destination: None,
+            ephemeral: false,
         }
     }
 
@@ -285,6 +293,8 @@ impl AuditEvent {
             reason: Some(clip(reason)),
             count: None,
             pruned: None,
+            destination: None,
+            ephemeral: false,
         }
     }
 
@@ -314,6 +324,8 @@ impl AuditEvent {
                 through_seq,
                 last_hash,
             }),
+            destination: None,
+            ephemeral: false,
         }
     }
 
@@ -326,6 +338,14 @@ impl AuditEvent {
     /// Sets the proxy.
     pub fn with_proxy(mut self, proxy_id: ProxyId) -> Self {
         self.proxy_id = Some(proxy_id);
+        self
+    }
+
+    /// Sets where a gateway request went (`host:port`, clipped to [`MAX_TEXT_CHARS`]) and
+    /// whether its proxy was ephemeral.
+    pub fn with_destination(mut self, destination: Option<&str>, ephemeral: bool) -> Self {
+        self.destination = destination.map(clip);
+        self.ephemeral = ephemeral;
         self
     }
 }

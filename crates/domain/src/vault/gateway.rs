@@ -145,6 +145,18 @@ impl SealedTokens {
         self.rows.is_empty()
     }
 
+    /// `Ok` when every token may be sent to `target` (see [`crate::binding::check`]): checked
+    /// before anything is decrypted, so a refused request carries nothing anywhere.
+    pub fn check_target(
+        &self,
+        target: &crate::binding::Target,
+        allow_unbound: bool,
+    ) -> Result<(), VaultError> {
+        self.rows.iter().try_for_each(|row| {
+            crate::binding::check(row.id, row.destinations.as_ref(), target, allow_unbound)
+        })
+    }
+
     /// Decrypts every token.
     pub fn open(self) -> Result<Vec<Token>, VaultError> {
         let key = self.key;

@@ -87,7 +87,22 @@ impl Vault {
             if schedules_deletion(current.expires_at, changes.expires_at) {
                 caller.require_on(Permission::TokenDelete, &current.container)?;
             }
+            if changes.destinations.is_some() {
+                // Choosing where the data may go is for those who may read it: otherwise a
+                // `token:update` key with `token:use` could bind a token to its own host and
+                // send it there through an ephemeral proxy.
+                caller.require_on(Permission::TokenRead, &current.container)?;
+            }
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+            // The ciphertext is bound to the destinations too: sealed again when either the
+            // data or the binding changes.
+            let binding = crate::binding::sealed_form(
+                changes
+                    .destinations
+                    .as_ref()
+                    .unwrap_or(&current.destinations)
+                    .as_ref(),
+            );
             let (ciphertext, fingerprint) = match &changes.data {
                 Some(data) => {
                     let plaintext =
@@ -95,10 +110,18 @@ impl Vault {
                             StoreError::Backend(format!("serialising token data: {e}"))
                         })?);
                     (
-                        Some(key.seal_token(tenant, id, plaintext.expose())?),
+                        Some(key.seal_token(tenant, id, &binding, plaintext.expose())?),
                         Some(
                             key.fingerprint(&fingerprint_input(current.token_type, data.expose())),
                         ),
+                    )
+                }
+                None if changes.destinations.is_some() => {
+                    let old = crate::binding::sealed_form(current.destinations.as_ref());
+                    let plaintext = key.open_token(tenant, id, &old, &current.ciphertext)?;
+                    (
+                        Some(key.seal_token(tenant, id, &binding, &plaintext)?),
+                        None,
                     )
                 }
                 None => (None, None),
@@ -116,6 +139,7 @@ impl Vault {
                 ciphertext: ciphertext.clone(),
                 fingerprint: fingerprint.clone(),
                 expires_at: changes.expires_at,
+                destinations: changes.destinations.clone(),
                 modified_by: caller.application_id(),
                 modified_at,
             };
@@ -126,6 +150,7 @@ impl Vault {
                     ciphertext: ciphertext.unwrap_or(current.ciphertext),
                     fingerprint: fingerprint.unwrap_or(current.fingerprint),
                     expires_at: changes.expires_at,
+                    destinations: changes.destinations.unwrap_or(current.destinations.clone()),
                     modified_by: caller.application_id(),
                     modified_at,
                     ..current

@@ -217,7 +217,12 @@ pub(super) fn decrypt_with(
     key: &crate::crypto::DataKey,
     stored: StoredToken,
 ) -> Result<Token, VaultError> {
-    let plaintext = key.open_token(stored.tenant_id, stored.id, &stored.ciphertext)?;
+    let plaintext = key.open_token(
+        stored.tenant_id,
+        stored.id,
+        &crate::binding::sealed_form(stored.destinations.as_ref()),
+        &stored.ciphertext,
+    )?;
     let data: Value = serde_json::from_slice(&plaintext)
         .map_err(|_| StoreError::Corrupt(format!("token {} data is not JSON", stored.id)))?;
     // A row from before fingerprints that start-up has not reached yet: computed here.
@@ -239,6 +244,7 @@ pub(super) fn decrypt_with(
         modified_at: stored.modified_at,
         fingerprint,
         expires_at: stored.expires_at,
+        destinations: stored.destinations,
     })
 }
 
@@ -261,7 +267,12 @@ pub(super) fn seal_new_token(
         serde_json::to_vec(valid.data.expose())
             .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
     );
-    let ciphertext = key.seal_token(tenant, id, plaintext.expose())?;
+    let ciphertext = key.seal_token(
+        tenant,
+        id,
+        &crate::binding::sealed_form(valid.destinations.as_ref()),
+        plaintext.expose(),
+    )?;
     let now = timestamp::now();
     let stored = StoredToken {
         id,
@@ -276,6 +287,7 @@ pub(super) fn seal_new_token(
         modified_at: now,
         fingerprint,
         expires_at: valid.expires_at,
+        destinations: valid.destinations,
     };
     let token = Token {
         id,
@@ -290,6 +302,7 @@ pub(super) fn seal_new_token(
         modified_at: stored.modified_at,
         fingerprint: stored.fingerprint.clone(),
         expires_at: stored.expires_at,
+        destinations: stored.destinations.clone(),
     };
     Ok((stored, token))
 }

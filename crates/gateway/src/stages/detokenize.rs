@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue};
 use tessera_detokenize::{DetokenizeError, RequestTemplate, ResolvedToken, SourceSize, Values};
-use tessera_domain::{token::TokenView, Principal, TokenId};
+use tessera_domain::{binding::Target, token::TokenView, Principal, TokenId};
 
 use super::{Halt, Outgoing};
 use crate::{
@@ -50,7 +50,9 @@ impl Gateway {
         if audit_on {
             ctx.audit.requested = uuids(template.token_ids());
         }
-        let values = self.resolve(caller, &template, body.len()).await?;
+        let values = self
+            .resolve(caller, &template, body.len(), ctx.target.as_ref())
+            .await?;
         let rendered = template.render(&values)?;
         ctx.detokenized = values.len();
         if audit_on {
@@ -66,18 +68,27 @@ impl Gateway {
     }
 
     /// Fetches every referenced token in one call (the caller needs `token:use` on each),
-    /// refuses a request whose rendering could exceed `--max-rendered-bytes` before anything
-    /// is decrypted, then decrypts each token once into what rendering needs.
+    /// refuses a request with a token whose destination binding does not allow `target`
+    /// (issue 27) and one whose rendering could exceed `--max-rendered-bytes`, both before
+    /// anything is decrypted, then decrypts each token once into what rendering needs.
     async fn resolve(
         &self,
         caller: &Principal,
         template: &RequestTemplate,
         body_len: usize,
+        target: Option<&Target>,
     ) -> Result<Values, Halt> {
         let sealed = self
             .vault
             .tokens_for_use(caller, template.token_ids())
             .await?;
+        let target = target.ok_or_else(|| {
+            GatewayError::new(
+                ErrorKind::Internal,
+                "no destination known before detokenizing",
+            )
+        })?;
+        sealed.check_target(target, self.config.ephemeral_unbound_tokens)?;
         let sizes: HashMap<TokenId, SourceSize> = sealed
             .sizes()
             .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))

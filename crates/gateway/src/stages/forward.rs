@@ -20,7 +20,11 @@ use crate::{
 };
 
 impl Gateway {
-    pub(crate) fn destination(&self, ctx: &RequestContext<'_>, proxy: &Proxy) -> Result<Uri, Halt> {
+    pub(crate) fn destination(
+        &self,
+        ctx: &mut RequestContext<'_>,
+        proxy: &Proxy,
+    ) -> Result<Uri, Halt> {
         let suffix = ctx.suffix();
         destination::check_sub_path(suffix)
             .map_err(|e| GatewayError::new(ErrorKind::BadRequest, e))?;
@@ -30,6 +34,12 @@ impl Gateway {
                 "the proxy's destination URL is invalid",
             )
         })?;
+        // The host and port the request goes to are the destination URL's: the sub-path and
+        // query are appended to its path and cannot change them.
+        ctx.target = tessera_domain::binding::Target::of(parsed, ctx.ephemeral);
+        ctx.audit.destination = ctx.target.as_ref().map(|t| t.display());
+        ctx.audit.ephemeral = ctx.ephemeral;
+        let suffix = ctx.suffix();
         destination::destination_uri(parsed, suffix, ctx.parts.uri.query())
             .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e).into())
     }

@@ -4,6 +4,7 @@
 mod authenticate;
 mod body;
 mod detokenize;
+mod ephemeral;
 mod forward;
 pub(crate) mod respond;
 mod select;

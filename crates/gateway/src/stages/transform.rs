@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use tessera_detokenize::BodyKind;
 use tessera_domain::{
     audit::{Actor, AuditAction},
+    binding::Target,
     proxy::Proxy,
     token::TokenView,
     NewToken, Principal, TokenId, Vault, VaultError,
@@ -302,6 +303,7 @@ fn host_error(e: VaultError) -> HostError {
 async fn host_call(
     vault: &Vault,
     principal: &Principal,
+    target: Option<&Target>,
     audit: Option<&SvcAudit>,
     op: HostOp,
     payload: Value,
@@ -312,7 +314,7 @@ async fn host_call(
         HostOp::Retrieve => (AuditAction::TokenReadByTransform, payload_id(&payload)),
         HostOp::Delete => (AuditAction::TokenDeleted, payload_id(&payload)),
     });
-    let answer = svc_call(vault, principal, audit, op, payload).await;
+    let answer = svc_call(vault, principal, target, audit, op, payload).await;
     if let (Some(audit), Some((action, ids)), Err(e)) = (audit, attempt, &answer) {
         audit.refused(action, ids, e.status, &e.message);
     }
@@ -327,10 +329,13 @@ fn payload_id(payload: &Value) -> Vec<uuid::Uuid> {
         .collect()
 }
 
-/// [`host_call`] without the refusal's audit event.
+/// [`host_call`] without the refusal's audit event. `target` is where the proxy sends its
+/// requests: a token bound to other destinations is not handed to its transform (issue 27),
+/// which could otherwise send it there itself.
 async fn svc_call(
     vault: &Vault,
     principal: &Principal,
+    target: Option<&Target>,
     audit: Option<&SvcAudit>,
     op: HostOp,
     payload: Value,
@@ -398,6 +403,15 @@ async fn svc_call(
                 .get_token(principal, id(&payload)?)
                 .await
                 .map_err(host_error)?;
+            if let Some(bound) = &token.destinations {
+                let allowed = target.is_some_and(|t| bound.allows(&t.host, t.port));
+                if !allowed {
+                    return Err(host_error(VaultError::DestinationRefused(format!(
+                        "token {} may not be read by this proxy's transform: its destination is not allowed for it",
+                        token.id
+                    ))));
+                }
+            }
             if let Some(audit) = audit {
                 audit.success(AuditAction::TokenReadByTransform, vec![*token.id.as_uuid()]);
             }
@@ -459,9 +473,14 @@ async fn run(
         ),
         None => None,
     };
+    let target = proxy
+        .parsed_destination
+        .as_ref()
+        .and_then(|url| Target::of(url, false));
+    let target = target.as_ref();
     let host = principal
         .as_ref()
-        .map(|p| move |op: HostOp, payload: Value| host_call(vault, p, audit, op, payload));
+        .map(|p| move |op: HostOp, payload: Value| host_call(vault, p, target, audit, op, payload));
     engine
         .run(program, &proxy_id, (&tenant, &proxy_id), input, host)
         .await

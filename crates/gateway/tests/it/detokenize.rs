@@ -422,6 +422,7 @@ async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase
                 containers: None,
                 expires_at: None,
                 deduplicate_token: false,
+                destinations: None,
             },
         )
         .await

@@ -3,6 +3,7 @@
 
 mod audit;
 mod authenticate;
+mod binding;
 mod body;
 mod caching;
 mod destination;

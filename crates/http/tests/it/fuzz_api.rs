@@ -44,6 +44,8 @@ fn json_value() -> impl Strategy<Value = Value> {
             Just("token:read"),
             Just("4242424242424242"),
             Just("https://api.example.com"),
+            Just("*.example.com:443"),
+            Just("[::1]:8443"),
             Just("{{ x }}")
         ]
         .prop_map(Value::from),
@@ -70,6 +72,7 @@ fn json_value() -> impl Strategy<Value = Value> {
                     Just("priority".to_string()),
                     Just("container".to_string()),
                     Just("number".to_string()),
+                    Just("destinations".to_string()),
                     "[a-z_]{1,8}",
                 ],
                 inner,

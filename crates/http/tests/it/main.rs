@@ -4,6 +4,7 @@
 mod actix_gateway;
 mod api;
 mod audit;
+mod binding;
 mod children;
 mod escalation;
 mod fuzz_api;

@@ -36,6 +36,7 @@ async fn tenant_with_token(vault: &Vault) -> (Principal, tessera_domain::TokenId
                 containers: None,
                 expires_at: None,
                 deduplicate_token: false,
+                destinations: None,
             },
         )
         .await

@@ -115,6 +115,7 @@ fn token(
         modified_at: now,
         fingerprint: format!("fp-{container}"),
         expires_at: None,
+        destinations: None,
     }
 }
 
