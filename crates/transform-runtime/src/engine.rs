@@ -1,13 +1,7 @@
 //! The engine: compiles transforms and runs them, inline on the calling thread or in sandbox
 //! processes, answering `req.svc` calls through the caller's host function.
 
-use std::{
-    ffi::OsString,
-    future::Future,
-    path::PathBuf,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{ffi::OsString, future::Future, path::PathBuf, sync::Arc, time::Duration};
 
 use serde_json::Value;
 
@@ -70,8 +64,12 @@ pub struct EngineConfig {
     pub processes_per_thread: usize,
     /// Memory one invocation may allocate.
     pub memory_limit: usize,
-    /// Wall-clock time one invocation may take, `req.svc` calls included.
+    /// Wall-clock time one invocation may take, `req.svc` calls included, counted from its
+    /// start (not from when it began waiting for a sandbox slot).
     pub time_limit: Duration,
+    /// How long an invocation may wait for a sandbox slot before it fails with
+    /// [`TransformError::Busy`] (process isolation).
+    pub queue_timeout: Duration,
     /// After the time limit, how long a sandbox process gets before it is killed.
     pub grace: Duration,
     /// JavaScript stack size.
@@ -88,6 +86,7 @@ impl Default for EngineConfig {
             processes_per_thread: 4,
             memory_limit: 32 * 1024 * 1024,
             time_limit: Duration::from_secs(2),
+            queue_timeout: Duration::from_secs(2),
             grace: Duration::from_millis(500),
             stack_bytes: 1024 * 1024,
             max_contexts: 256,
@@ -180,13 +179,11 @@ impl TransformEngine {
             tenant: tenant.to_string(),
             proxy: proxy.to_string(),
         };
-        let deadline = Instant::now() + self.inner.config.time_limit;
+        // Each mode starts the clock when the invocation starts, not when it was asked for.
         match self.inner.config.isolation {
-            Isolation::Inline => {
-                inline::run(&self.inner, &program, scope, tags, input, host, deadline).await
-            }
+            Isolation::Inline => inline::run(&self.inner, &program, scope, tags, input, host).await,
             Isolation::Process => {
-                process::run(&self.inner, &program, scope, tags, input, host, deadline).await
+                process::run(&self.inner, &program, scope, tags, input, host).await
             }
         }
     }

@@ -49,12 +49,12 @@ pub(crate) async fn run<H, F>(
     tags: Tags,
     input: Input,
     host: Option<H>,
-    deadline: Instant,
 ) -> Result<Outcome, TransformError>
 where
     H: Fn(HostOp, Value) -> F,
     F: Future<Output = Result<Value, HostError>>,
 {
+    let deadline = Instant::now() + inner.config.time_limit;
     let rt = runtime(inner)?;
     let job = Job {
         program,

@@ -7,6 +7,11 @@
 //! * A process serves **one tenant** for its whole life: a transform that subverted the engine
 //!   of its process finds there only its own tenant's later requests, never another's. When
 //!   the pool is full, an idle process of another tenant is stopped to make room.
+//! * Slots are shared fairly between tenants (`slots.rs`): one tenant holds at most all but one
+//!   of a thread's processes, and a freed slot goes to the waiting tenant holding the fewest.
+//!   The time limit runs from the job's start, never from when it began waiting; a job that
+//!   waits longer than the queue timeout fails with [`TransformError::Busy`] (a 503 that does
+//!   not quarantine the proxy).
 //! * A process that outlives a transform's time limit plus the grace is killed, which ends
 //!   whatever CPU that invocation burns; one that dies takes only its own invocation down (a
 //!   500), and the pool starts another on demand.
@@ -17,17 +22,17 @@
 mod child;
 pub(crate) mod protocol;
 mod sandbox;
+mod slots;
 
 use std::{
     cell::RefCell, collections::HashSet, future::Future, os::fd::OwnedFd, process::Stdio, rc::Rc,
-    sync::Arc, time::Instant,
+    time::Instant,
 };
 
 use serde_json::Value;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt, BufReader},
     net::UnixStream,
-    sync::Semaphore,
 };
 
 pub use child::sandbox_main;
@@ -55,7 +60,7 @@ struct Sandbox {
 /// This thread's sandboxes.
 struct Pool {
     idle: RefCell<Vec<Sandbox>>,
-    permits: Arc<Semaphore>,
+    slots: Rc<slots::Slots>,
 }
 
 thread_local! {
@@ -68,14 +73,14 @@ fn died(e: impl std::fmt::Display) -> TransformError {
 
 impl Pool {
     /// An idle process of `tenant`, if any. Otherwise, when the pool holds `max` processes,
-    /// stops an idle one of another tenant to make room (the caller holds a permit, so at most
-    /// `max - 1` are busy and one is idle).
+    /// stops an idle one of another tenant to make room (the caller holds a slot, so at most
+    /// `max - 1` others are busy and one is idle).
     fn take(&self, tenant: &str, max: usize) -> Option<Sandbox> {
         let mut idle = self.idle.borrow_mut();
         if let Some(i) = idle.iter().rposition(|s| s.tenant == tenant) {
             return Some(idle.swap_remove(i));
         }
-        let busy = max.saturating_sub(self.permits.available_permits() + 1);
+        let busy = self.slots.busy().saturating_sub(1);
         if busy + idle.len() >= max && !idle.is_empty() {
             // Dropping it kills it.
             drop(idle.remove(0));
@@ -90,7 +95,7 @@ fn pool(inner: &Inner) -> Rc<Pool> {
             .get_or_insert_with(|| {
                 Rc::new(Pool {
                     idle: RefCell::new(Vec::new()),
-                    permits: Arc::new(Semaphore::new(inner.config.processes_per_thread.max(1))),
+                    slots: slots::Slots::new(inner.config.processes_per_thread),
                 })
             })
             .clone()
@@ -203,7 +208,6 @@ pub(crate) async fn run<H, F>(
     tags: Tags,
     input: Input,
     host: Option<H>,
-    deadline: Instant,
 ) -> Result<Outcome, TransformError>
 where
     H: Fn(HostOp, Value) -> F,
@@ -213,18 +217,21 @@ where
         return Err(TransformError::Engine("no sandbox command".into()));
     };
     let pool = pool(inner);
-    let hard_stop = tokio::time::Instant::from_std(deadline + inner.config.grace);
-    let permit = tokio::time::timeout_at(hard_stop, pool.permits.clone().acquire_owned())
+    // Waiting for a slot is not running: it has its own bound, and running out of it is not
+    // the transform's fault (no quarantine).
+    let slot = tokio::time::timeout(inner.config.queue_timeout, pool.slots.acquire(&tags.tenant))
         .await
-        .map_err(|_| TransformError::TimedOut)?
-        .map_err(died)?;
+        .map_err(|_| TransformError::Busy)?;
     let mut sandbox = match pool.take(&tags.tenant, inner.config.processes_per_thread) {
         Some(s) => s,
         None => Sandbox::spawn(inner, command, &tags.tenant).await?,
     };
+    // The clock starts now: the job is handed to its process.
+    let deadline = Instant::now() + inner.config.time_limit;
+    let hard_stop = tokio::time::Instant::from_std(deadline + inner.config.grace);
     let job = sandbox.next_job;
     sandbox.next_job += 1;
-    let time_left = deadline.saturating_duration_since(Instant::now());
+    let time_left = inner.config.time_limit;
     let message = ToChild::Run {
         job,
         program: *program.hash(),
@@ -255,6 +262,6 @@ where
             result
         }
     };
-    drop(permit);
+    drop(slot);
     result
 }
