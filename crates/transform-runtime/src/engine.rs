@@ -76,6 +76,9 @@ pub struct EngineConfig {
     pub stack_bytes: usize,
     /// Warm contexts kept per runtime.
     pub max_contexts: usize,
+    /// The uid and gid sandbox processes switch to when the gateway runs as root (process
+    /// isolation; default 65534:65534, `nobody`/`nogroup`). Neither may be 0.
+    pub sandbox_user: (u32, u32),
 }
 
 impl Default for EngineConfig {
@@ -90,6 +93,7 @@ impl Default for EngineConfig {
             grace: Duration::from_millis(500),
             stack_bytes: 1024 * 1024,
             max_contexts: 256,
+            sandbox_user: (65534, 65534),
         }
     }
 }

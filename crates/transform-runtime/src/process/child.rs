@@ -7,7 +7,10 @@ use std::{
     cell::RefCell,
     collections::HashMap,
     io::{Read, Write},
-    os::{fd::FromRawFd, unix::net::UnixStream},
+    os::{
+        fd::{AsRawFd, FromRawFd},
+        unix::net::UnixStream,
+    },
     rc::Rc,
     time::{Duration, Instant},
 };
@@ -42,15 +45,31 @@ fn write_frame(stream: &RefCell<UnixStream>, message: &FromChild) -> bool {
     }
 }
 
+/// The argument that names the uid and gid (`UID:GID`) a sandbox started as root switches to
+/// (default 65534:65534).
+pub(crate) const USER_ARG: &str = "--sandbox-user";
+
+/// `USER_ARG`'s value, or the default.
+fn user(args: &[String]) -> (u32, u32) {
+    args.iter()
+        .position(|a| a == USER_ARG)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.split_once(':'))
+        .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
+        .unwrap_or(sandbox::UNPRIVILEGED)
+}
+
 /// `main` of a sandbox process (a Tessera binary started with
-/// [`crate::engine::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down and
-/// reports, as one JSON line on standard output, what opening `PATH` and a socket gave (for
-/// tests of the lock-down).
+/// [`crate::engine::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down
+/// (standard output being its own descriptor) and reports, as one JSON line there, what opening
+/// `PATH`, a socket, writing to another descriptor and signalling its parent gave (for tests of
+/// the lock-down).
 pub fn sandbox_main() -> ! {
     let args: Vec<String> = std::env::args().collect();
+    let user = user(&args);
     if let Some(i) = args.iter().position(|a| a == "--probe") {
         let path = args.get(i + 1).cloned().unwrap_or_default();
-        std::process::exit(probe(&path));
+        std::process::exit(probe(&path, user));
     }
     // Safety: the parent gives this process its end of a fresh socket pair as standard input,
     // and nothing else in this process uses descriptor 0.
@@ -58,7 +77,8 @@ pub fn sandbox_main() -> ! {
     let Ok(writer) = reader.try_clone() else {
         std::process::exit(71)
     };
-    if let Err(e) = sandbox::enter() {
+    let own = [0, writer.as_raw_fd()];
+    if let Err(e) = sandbox::enter(&own, user) {
         let _ = writeln!(
             std::io::stderr(),
             "transform sandbox: cannot lock down: {e}"
@@ -72,8 +92,10 @@ pub fn sandbox_main() -> ! {
     std::process::exit(0)
 }
 
-fn probe(path: &str) -> i32 {
-    if let Err(e) = sandbox::enter() {
+fn probe(path: &str, user: (u32, u32)) -> i32 {
+    // Made before the lock-down, like a descriptor the process might have inherited.
+    let pipe = rustix::pipe::pipe().ok();
+    if let Err(e) = sandbox::enter(&[1], user) {
         println!("{{\"error\":{:?}}}", e.to_string());
         return 70;
     }
@@ -86,7 +108,27 @@ fn probe(path: &str) -> i32 {
         Err(e) => e.to_string(),
     };
     let env: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
-    println!("{{\"open\":{open:?},\"socket\":{socket:?},\"env\":{env:?}}}");
+    let errno = |r: isize| {
+        if r < 0 {
+            std::io::Error::last_os_error().to_string()
+        } else {
+            "done".to_string()
+        }
+    };
+    // Safety (all four): plain system calls on integers and a static buffer.
+    let stderr = errno(unsafe { libc::write(2, b"forged log line\n".as_ptr().cast(), 16) });
+    let other_fd = match &pipe {
+        Some((_, w)) => errno(unsafe { libc::write(w.as_raw_fd(), b"x".as_ptr().cast(), 1) }),
+        None => "no pipe".to_string(),
+    };
+    let parent = unsafe { libc::getppid() };
+    let kill = errno(unsafe { libc::kill(parent, 0) } as isize);
+    let tgkill = errno(unsafe { libc::syscall(libc::SYS_tgkill, parent, parent, 0) } as isize);
+    let me = std::process::id() as i32;
+    let own_tgkill = errno(unsafe { libc::syscall(libc::SYS_tgkill, me, me, 0) } as isize);
+    println!(
+        "{{\"open\":{open:?},\"socket\":{socket:?},\"env\":{env:?},\"write_stderr\":{stderr:?},\"write_other_fd\":{other_fd:?},\"kill_parent\":{kill:?},\"tgkill_parent\":{tgkill:?},\"tgkill_self\":{own_tgkill:?}}}"
+    );
     0
 }
 

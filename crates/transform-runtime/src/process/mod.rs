@@ -110,8 +110,14 @@ impl Sandbox {
     ) -> Result<Self, TransformError> {
         let (parent, child_end) = std::os::unix::net::UnixStream::pair().map_err(died)?;
         parent.set_nonblocking(true).map_err(died)?;
-        let child = tokio::process::Command::new(&command.program)
-            .args(&command.args)
+        let mut cmd = tokio::process::Command::new(&command.program);
+        cmd.args(&command.args);
+        #[cfg(target_os = "linux")]
+        if rustix::process::geteuid().is_root() {
+            let (uid, gid) = inner.config.sandbox_user;
+            cmd.arg(child::USER_ARG).arg(format!("{uid}:{gid}"));
+        }
+        let child = cmd
             .env_clear()
             .current_dir("/")
             .stdin(Stdio::from(OwnedFd::from(child_end)))

@@ -187,13 +187,70 @@ async fn a_sandbox_holds_no_secrets_and_cannot_open_files_or_sockets() {
             String::from_utf8_lossy(&probe.stderr)
         )
     });
-    for what in ["open", "socket"] {
+    // Attack finding 22.16: writes go only to the sandbox's own descriptors (not the gateway's
+    // log on standard error, not another inherited descriptor), and no signal reaches another
+    // process (its parent, the gateway, here).
+    for what in [
+        "open",
+        "socket",
+        "write_stderr",
+        "write_other_fd",
+        "kill_parent",
+        "tgkill_parent",
+    ] {
         let outcome = report[what].as_str().unwrap_or_default();
         assert!(
             outcome.contains("Operation not permitted"),
             "{what} must be refused with EPERM: {report}"
         );
     }
+    assert_eq!(
+        report["tgkill_self"], "done",
+        "signals to itself (abort) still work"
+    );
+    assert!(
+        !String::from_utf8_lossy(&probe.stderr).contains("forged"),
+        "nothing reached standard error"
+    );
+}
+
+/// Attack finding 22.16: a sandbox started by a root gateway runs as `nobody` (65534), with no
+/// supplementary group and no capability in any set, the bounding set included; started by
+/// another user it keeps that user and holds no capability either.
+#[tokio::test]
+async fn a_sandbox_runs_without_privileges() {
+    let marker = "--test-privileges";
+    let e = engine(marker, Duration::from_secs(2));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let [pid] = children(marker)[..] else {
+        panic!("one sandbox: {:?}", children(marker))
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let field = |name: &str| -> String {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} in {status}"))
+            .trim()
+            .to_string()
+    };
+    // Safety: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    let uid = if me == 0 { 65534 } else { me };
+    assert_eq!(
+        field("Uid"),
+        format!("{uid}\t{uid}\t{uid}\t{uid}"),
+        "{status}"
+    );
+    for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+        assert_eq!(field(set), "0000000000000000", "{set}: {status}");
+    }
+    if me == 0 {
+        assert_eq!(field("Gid"), "65534\t65534\t65534\t65534", "{status}");
+        assert_eq!(field("Groups"), "", "{status}");
+        assert_eq!(field("CapBnd"), "0000000000000000", "{status}");
+    }
+    assert!(echoed(run(&e, "tenant", ECHO).await), "and it still serves");
 }
 
 /// A transform stuck in native code the interrupt handler cannot reach (a long literal
