@@ -10,9 +10,9 @@
 //! give up, and the caller runs the original `JSON.stringify` instead. (A getter on a returned
 //! object then runs twice; its result is the same unless it counts its calls.)
 
-use std::{collections::HashMap, fmt::Write as _, time::Instant};
+use std::{collections::HashMap, fmt::Write as _, ops::Range, rc::Rc, time::Instant};
 
-use rquickjs::{Array, Atom, Object, Type, Value};
+use rquickjs::{Array, Atom, Function, Object, Type, Value};
 
 /// Nesting the encoder follows before leaving the value to `JSON.stringify`.
 const MAX_DEPTH: usize = 128;
@@ -45,9 +45,21 @@ pub(crate) struct Protos<'js> {
     pub(crate) array: Object<'js>,
 }
 
+/// A JSON body given to the transform member by member (`runtime/input.rs`): members that
+/// are still untouched are written as their original text when it is canonical.
+pub(crate) struct LazyView<'js> {
+    pub(crate) object: Object<'js>,
+    pub(crate) text: Rc<str>,
+    /// Key, range of the value in `text`, and the getter the prelude installed.
+    pub(crate) members: Vec<(Atom<'js>, Range<usize>, Function<'js>)>,
+    /// The prelude's `untouched(object, key, getter)`.
+    pub(crate) untouched: Function<'js>,
+}
+
 /// The encoder of one value.
 pub(crate) struct Encoder<'a, 'js> {
     protos: &'a Protos<'js>,
+    lazy: Option<&'a LazyView<'js>>,
     /// `toJSON`, as an atom (looked up on every object).
     to_json: Atom<'js>,
     /// Keys already quoted: the same few keys repeat through arrays of records.
@@ -63,6 +75,7 @@ impl<'a, 'js> Encoder<'a, 'js> {
     /// why the encoder cannot tell.
     pub(crate) fn encode(
         protos: &'a Protos<'js>,
+        lazy: Option<&'a LazyView<'js>>,
         value: &Value<'js>,
         limit: usize,
         deadline: Instant,
@@ -74,6 +87,7 @@ impl<'a, 'js> Encoder<'a, 'js> {
         let to_json = Atom::from_str(protos.object.ctx().clone(), "toJSON")?;
         let mut encoder = Self {
             protos,
+            lazy,
             to_json,
             keys: HashMap::default(),
             out: String::with_capacity(256),
@@ -171,6 +185,11 @@ impl<'a, 'js> Encoder<'a, 'js> {
     }
 
     fn object(&mut self, object: &Object<'js>, depth: usize) -> Result<(), Stop> {
+        if let Some(lazy) = self.lazy {
+            if lazy.object.as_value() == object.as_value() {
+                return self.lazy_object(object, lazy, depth);
+            }
+        }
         self.plain(object, &self.protos.object.clone(), depth)?;
         self.out.push('{');
         let mut first = true;
@@ -180,19 +199,7 @@ impl<'a, 'js> Encoder<'a, 'js> {
             if !first {
                 self.out.push(',');
             }
-            match self.keys.get(&key) {
-                Some(quoted) => self.out.push_str(quoted),
-                None => {
-                    let mut quoted = String::new();
-                    quote(
-                        &key.to_string().map_err(|_| Stop::Unsupported)?,
-                        &mut quoted,
-                    );
-                    self.out.push_str(&quoted);
-                    self.keys.insert(key, quoted);
-                }
-            }
-            self.out.push(':');
+            self.key(key)?;
             if self.value(&item, depth + 1)? {
                 first = false;
             } else {
@@ -200,6 +207,76 @@ impl<'a, 'js> Encoder<'a, 'js> {
             }
         }
         self.out.push('}');
+        Ok(())
+    }
+
+    /// The body object given member by member: an untouched member whose text is canonical
+    /// is copied from the text (what `JSON.stringify(JSON.parse(text))` gives), any other is
+    /// read (which parses an untouched one) and encoded.
+    fn lazy_object(
+        &mut self,
+        object: &Object<'js>,
+        lazy: &LazyView<'js>,
+        depth: usize,
+    ) -> Result<(), Stop> {
+        self.plain(object, &self.protos.object.clone(), depth)?;
+        self.out.push('{');
+        let mut first = true;
+        for key in object.keys::<Atom>() {
+            let key = key?;
+            let mark = self.out.len();
+            if !first {
+                self.out.push(',');
+            }
+            self.key(key.clone())?;
+            let raw = match lazy.members.iter().find(|(k, _, _)| *k == key) {
+                Some((_, range, getter))
+                    if lazy.untouched.call::<_, bool>((
+                        object.clone(),
+                        key.to_value()?,
+                        getter.clone(),
+                    ))? =>
+                {
+                    Some(&lazy.text[range.clone()]).filter(|raw| crate::raw_json::is_canonical(raw))
+                }
+                _ => None,
+            };
+            let written = match raw {
+                Some(raw) => {
+                    self.out.push_str(raw);
+                    self.tick()?;
+                    true
+                }
+                None => {
+                    let item: Value = object.get(key)?;
+                    self.value(&item, depth + 1)?
+                }
+            };
+            if written {
+                first = false;
+            } else {
+                self.out.truncate(mark);
+            }
+        }
+        self.out.push('}');
+        Ok(())
+    }
+
+    /// `"key":`, quoted once per atom.
+    fn key(&mut self, key: Atom<'js>) -> Result<(), Stop> {
+        match self.keys.get(&key) {
+            Some(quoted) => self.out.push_str(quoted),
+            None => {
+                let mut quoted = String::new();
+                quote(
+                    &key.to_string().map_err(|_| Stop::Unsupported)?,
+                    &mut quoted,
+                );
+                self.out.push_str(&quoted);
+                self.keys.insert(key, quoted);
+            }
+        }
+        self.out.push(':');
         Ok(())
     }
 }
@@ -237,7 +314,7 @@ fn quote(text: &str, out: &mut String) {
 /// ECMAScript's `Number::toString` does (ryu-js implements exactly that: the shortest digits
 /// that round-trip, the closest of them when several do, plain notation for exponents from -6
 /// to 20).
-fn number(value: f64, out: &mut String) {
+pub(crate) fn number(value: f64, out: &mut String) {
     /// Integers up to this are exact in an f64 and print as their digits.
     const EXACT: f64 = 9_007_199_254_740_992.0;
     if value.fract() == 0.0 && value.abs() < EXACT {
@@ -275,7 +352,7 @@ mod tests {
                 wrapped.set(0, value.clone()).expect("set");
                 let expected: Option<String> =
                     stringify.call((wrapped.clone(),)).expect("stringify");
-                match Encoder::encode(&protos, wrapped.as_value(), usize::MAX, far) {
+                match Encoder::encode(&protos, None, wrapped.as_value(), usize::MAX, far) {
                     Ok(got) => {
                         assert_eq!(got, expected, "{value:?}");
                         same += 1;
@@ -336,7 +413,7 @@ mod tests {
             };
             let far = Instant::now() + std::time::Duration::from_secs(60);
             assert!(matches!(
-                Encoder::encode(&protos, &value, usize::MAX, far),
+                Encoder::encode(&protos, None, &value, usize::MAX, far),
                 Err(Stop::Unsupported)
             ));
         });

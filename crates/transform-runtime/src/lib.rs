@@ -32,6 +32,7 @@ mod natives;
 mod outcome;
 mod process;
 mod program;
+mod raw_json;
 mod runtime;
 
 pub use engine::{EngineConfig, Isolation, SandboxCommand, TransformEngine, SANDBOX_ARG};

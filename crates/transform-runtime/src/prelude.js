@@ -260,6 +260,27 @@ export default function install(native) {
   // The originals, captured before any tenant code runs in this context: the host's encoding
   // must not depend on what a transform did to `JSON` or the prototypes' methods.
   const stringify = JSON.stringify, parse = JSON.parse;
+  // JSON object bodies arrive member by member (the host's `runtime/input.rs`): an object or
+  // array member is an accessor that parses its own text when first read, then becomes a plain
+  // data property; a write replaces it. The host writes a member that no one read or wrote
+  // (`untouched`) from the body's text when the body is returned.
+  const defineProperty = Object.defineProperty, describe = Object.getOwnPropertyDescriptor;
+  const touched = new WeakSet();
+  const lazy = (o, k, raw) => {
+    let value, parsed = false;
+    const settle = (v) => {
+      touched.add(get);
+      // A frozen body keeps the accessor, which keeps the value.
+      try { defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true }); } catch (_) { /* kept */ }
+    };
+    function get() {
+      if (!parsed) { value = parse(raw); parsed = true; settle(value); }
+      return value;
+    }
+    defineProperty(o, k, { get, set(v) { value = v; parsed = true; settle(v); }, enumerable: true, configurable: true });
+    return get;
+  };
+  const untouched = (o, k, g) => { const d = describe(o, k); return d !== undefined && d.get === g && !touched.has(g); };
   // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
   const formPart = (v) => encodeURIComponent(v).replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).split('%20').join('+');
   const formEncode = (o) => {
@@ -312,6 +333,8 @@ export default function install(native) {
     svc,
     // A JSON body's text → its value, or the text when it is not JSON.
     parseBody: (t) => { try { return parse(t); } catch (_) { return t; } },
+    lazy,
+    untouched,
     encodeForm: formEncode,
     // What JSON.stringify makes of `v` (undefined for what it skips), or the failure object
     // when it throws (a cycle, a BigInt, a throwing getter).
