@@ -50,8 +50,9 @@ pub(crate) struct Protos<'js> {
 pub(crate) struct LazyView<'js> {
     pub(crate) object: Object<'js>,
     pub(crate) text: Rc<str>,
-    /// Key, range of the value in `text`, and the getter the prelude installed.
-    pub(crate) members: Vec<(Atom<'js>, Range<usize>, Function<'js>)>,
+    /// Key, range of the value in `text`, whether that text is known canonical, and the
+    /// getter the prelude installed.
+    pub(crate) members: Vec<(Atom<'js>, Range<usize>, bool, Function<'js>)>,
     /// The prelude's `untouched(object, key, getter)`.
     pub(crate) untouched: Function<'js>,
 }
@@ -229,15 +230,16 @@ impl<'a, 'js> Encoder<'a, 'js> {
                 self.out.push(',');
             }
             self.key(key.clone())?;
-            let raw = match lazy.members.iter().find(|(k, _, _)| *k == key) {
-                Some((_, range, getter))
+            let raw = match lazy.members.iter().find(|(k, _, _, _)| *k == key) {
+                Some((_, range, canonical, getter))
                     if lazy.untouched.call::<_, bool>((
                         object.clone(),
                         key.to_value()?,
                         getter.clone(),
                     ))? =>
                 {
-                    Some(&lazy.text[range.clone()]).filter(|raw| crate::raw_json::is_canonical(raw))
+                    Some(&lazy.text[range.clone()])
+                        .filter(|raw| *canonical || crate::raw_json::is_canonical(raw))
                 }
                 _ => None,
             };

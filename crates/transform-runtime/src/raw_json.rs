@@ -26,10 +26,47 @@ use serde_json::value::RawValue;
 pub(crate) struct Member<'a> {
     pub(crate) key: Cow<'a, str>,
     pub(crate) value: Range<usize>,
+    /// The value's text is known to be canonical (see [`is_canonical`]); `false`: unknown.
+    pub(crate) canonical: bool,
 }
 
-/// The members of `text` when it is a JSON object the host can take member by member.
+/// The members of `text` when it is a JSON object the host can take member by member: in one
+/// pass when the whole text is canonical (the common case of compact machine-written JSON;
+/// every member is then known canonical), else through serde_json.
 pub(crate) fn members(text: &str) -> Option<Vec<Member<'_>>> {
+    canonical_members(text).or_else(|| validated_members(text))
+}
+
+/// The members of a canonical JSON object, found by the pass that checks it.
+fn canonical_members(text: &str) -> Option<Vec<Member<'_>>> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut c = Canonical {
+        b: text.as_bytes(),
+        at: 0,
+        keys: Vec::new(),
+        top: Some(Vec::new()),
+    };
+    if !(c.value(0) && c.at == text.len()) {
+        return None;
+    }
+    let found = c.top.take()?;
+    found
+        .into_iter()
+        .map(|(key, value)| {
+            let key = &text[key];
+            (key != "__proto__").then(|| Member {
+                key: Cow::Borrowed(key),
+                value,
+                canonical: true,
+            })
+        })
+        .collect()
+}
+
+/// The members of any JSON object text, validated by serde_json.
+fn validated_members(text: &str) -> Option<Vec<Member<'_>>> {
     let trimmed = text.trim_start_matches([' ', '\t', '\n', '\r']);
     if !trimmed.starts_with('{') {
         return None;
@@ -49,6 +86,7 @@ pub(crate) fn members(text: &str) -> Option<Vec<Member<'_>>> {
         out.push(Member {
             key,
             value: start..start + value.get().len(),
+            canonical: false,
         });
     }
     Some(out)
@@ -117,8 +155,14 @@ pub(crate) fn is_canonical(raw: &str) -> bool {
         b: raw.as_bytes(),
         at: 0,
         keys: Vec::new(),
+        top: None,
     };
     c.value(0) && c.at == raw.len()
+}
+
+/// [`is_array_index`] on bytes.
+fn is_index_bytes(b: &[u8]) -> bool {
+    b.first().is_some_and(u8::is_ascii_digit) && std::str::from_utf8(b).is_ok_and(is_array_index)
 }
 
 /// Nesting the check follows (serde_json's own limit is 128).
@@ -129,6 +173,8 @@ struct Canonical<'a> {
     at: usize,
     /// Ranges of the keys of the objects being checked (a stack), to find repeated keys.
     keys: Vec<Range<usize>>,
+    /// When asked for: the top-level object's members (key without quotes, value).
+    top: Option<Vec<(Range<usize>, Range<usize>)>>,
 }
 
 impl Canonical<'_> {
@@ -205,22 +251,29 @@ impl Canonical<'_> {
             let Some(key) = self.string() else {
                 return false;
             };
-            let text = &self.b[key.start + 1..key.end - 1];
+            let name = key.start + 1..key.end - 1;
+            let text = &self.b[name.clone()];
             // Escaped keys would need unescaping to compare: rare, so not canonical here.
-            if text.contains(&b'\\') {
-                return false;
-            }
-            let as_str = std::str::from_utf8(text).unwrap_or("");
-            if is_array_index(as_str)
+            if text.contains(&b'\\')
+                || is_index_bytes(text)
                 || self.keys[frame..]
                     .iter()
                     .any(|k| &self.b[k.clone()] == text)
             {
                 return false;
             }
-            self.keys.push(key.start + 1..key.end - 1);
-            if !self.eat(b':') || !self.value(depth + 1) {
+            self.keys.push(name.clone());
+            if !self.eat(b':') {
                 return false;
+            }
+            let start = self.at;
+            if !self.value(depth + 1) {
+                return false;
+            }
+            if depth == 0 {
+                if let Some(top) = &mut self.top {
+                    top.push((name, start..self.at));
+                }
             }
             if self.eat(b'}') {
                 return true;
@@ -237,35 +290,40 @@ impl Canonical<'_> {
     /// range, quotes included.
     fn string(&mut self) -> Option<Range<usize>> {
         let start = self.at;
-        self.at += 1;
+        let mut i = self.at + 1;
+        let b = self.b;
         loop {
-            let byte = self.peek()?;
-            self.at += 1;
-            match byte {
-                b'"' => return Some(start..self.at),
+            // The plain run up to the next quote, backslash or (invalid) control character.
+            while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
+                i += 1;
+            }
+            match *b.get(i)? {
+                b'"' => {
+                    self.at = i + 1;
+                    return Some(start..self.at);
+                }
                 b'\\' => {
-                    let escaped = self.peek()?;
-                    self.at += 1;
-                    match escaped {
-                        b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    match *b.get(i + 1)? {
+                        b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
                         b'u' => {
-                            let hex = self.b.get(self.at..self.at + 4)?;
-                            self.at += 4;
+                            let hex = b.get(i + 2..i + 6)?;
                             if !hex.iter().all(|h| matches!(h, b'0'..=b'9' | b'a'..=b'f')) {
                                 return None;
                             }
-                            let code =
-                                u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-                            let short = matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+                            let code = hex
+                                .iter()
+                                .fold(0u32, |n, h| n * 16 + (*h as char).to_digit(16).unwrap_or(0));
                             // Only control characters without a short form.
-                            if code >= 0x20 || short {
+                            if code >= 0x20 || matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
                                 return None;
                             }
+                            i += 6;
                         }
                         _ => return None,
                     }
                 }
-                _ => {}
+                // A raw control character: not even valid JSON.
+                _ => return None,
             }
         }
     }
@@ -313,6 +371,24 @@ mod tests {
         assert_eq!(keys, ["a", "b", "k\"q"]);
         assert_eq!(&text[m[1].value.clone()], r#"{"c":[1, 2]}"#);
         assert_eq!(&text[m[2].value.clone()], r#""x\n""#);
+    }
+
+    #[test]
+    fn a_canonical_body_is_split_in_the_pass_that_checks_it() {
+        let compact = r#"{"card":{"n":"4242"},"items":[1,{"a":null}],"s":"x\n","k":-1.5}"#;
+        let m = members(compact).expect("object");
+        assert!(m.iter().all(|m| m.canonical), "{m:?}");
+        let spaced = r#"{"card": {"n":"4242"}, "items":[1,{"a":null}], "s":"x\n", "k":-1.5}"#;
+        let n = members(spaced).expect("object");
+        assert!(n.iter().all(|m| !m.canonical));
+        let values = |text: &str, m: &[Member<'_>]| -> Vec<(String, String)> {
+            m.iter()
+                .map(|m| (m.key.to_string(), text[m.value.clone()].to_string()))
+                .collect()
+        };
+        assert_eq!(values(compact, &m), values(spaced, &n));
+        assert!(members(r#"{"__proto__":1}"#).is_none());
+        assert!(members("{\"a\":\"\u{1}\"}").is_none(), "a raw control character");
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub(crate) struct LazyBody {
 pub(crate) struct LazyMember {
     pub(crate) key: String,
     pub(crate) raw: Range<usize>,
+    /// The text is known to be what JSON.stringify would write for it.
+    pub(crate) canonical: bool,
     /// The getter the prelude installed: while the property still has it and it never ran,
     /// the member is untouched.
     pub(crate) getter: Persistent<Function<'static>>,
@@ -124,14 +126,14 @@ fn json_body<'js>(
     let Some(members) = raw_json::members(&text).map(|members| {
         members
             .into_iter()
-            .map(|m| (m.key.into_owned(), m.value))
+            .map(|m| (m.key.into_owned(), m.value, m.canonical))
             .collect::<Vec<_>>()
     }) else {
         return Ok((builders.parse_body.call((text.as_str(),))?, None));
     };
     let object = Object::new(ctx.clone())?;
     let mut lazy = Vec::new();
-    for (key, range) in members {
+    for (key, range, canonical) in members {
         let raw = &text[range.clone()];
         match scalar(ctx, raw)? {
             // Defined, not assigned: as JSON.parse creates them (no setter on a prototype
@@ -145,6 +147,7 @@ fn json_body<'js>(
                 lazy.push(LazyMember {
                     key,
                     raw: range,
+                    canonical,
                     getter: Persistent::save(ctx, getter),
                 });
             }

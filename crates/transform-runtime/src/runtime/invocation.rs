@@ -289,6 +289,7 @@ fn lazy_view<'js>(
             Ok((
                 Atom::from_str(ctx.clone(), &m.key)?,
                 m.raw.clone(),
+                m.canonical,
                 m.getter.clone().restore(ctx)?,
             ))
         })
