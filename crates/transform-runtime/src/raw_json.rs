@@ -56,7 +56,7 @@ fn canonical_members(text: &str) -> Option<Vec<Member<'_>>> {
         .into_iter()
         .map(|(key, value)| {
             let key = &text[key];
-            (key != "__proto__").then(|| Member {
+            (key != "__proto__").then_some(Member {
                 key: Cow::Borrowed(key),
                 value,
                 canonical: true,
