@@ -388,7 +388,10 @@ mod tests {
         };
         assert_eq!(values(compact, &m), values(spaced, &n));
         assert!(members(r#"{"__proto__":1}"#).is_none());
-        assert!(members("{\"a\":\"\u{1}\"}").is_none(), "a raw control character");
+        assert!(
+            members("{\"a\":\"\u{1}\"}").is_none(),
+            "a raw control character"
+        );
     }
 
     #[test]

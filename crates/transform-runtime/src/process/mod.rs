@@ -19,9 +19,12 @@
 //!   decoded by serde, its `req.svc` calls are answered as the proxy whose job it runs, and its
 //!   log lines are tagged by the parent.
 
+mod channel;
 mod child;
+mod child_channel;
 pub(crate) mod protocol;
 mod sandbox;
+mod shm;
 mod slots;
 
 use std::{
@@ -30,13 +33,11 @@ use std::{
 };
 
 use serde_json::Value;
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt, BufReader},
-    net::UnixStream,
-};
+use tokio::net::UnixStream;
 
+use channel::Channel;
 pub use child::sandbox_main;
-use protocol::{FromChild, ToChild, MAX_FRAME};
+use protocol::{FromChild, ToChild};
 
 use crate::{
     engine::{answer, Inner, SandboxCommand},
@@ -49,8 +50,8 @@ use crate::{
 struct Sandbox {
     // Killed when dropped (`kill_on_drop`).
     child: tokio::process::Child,
-    /// Buffered: a frame's length and body usually arrive in one read.
-    stream: BufReader<UnixStream>,
+    /// Frames through shared memory; the socket is only its doorbell.
+    channel: Channel,
     loaded: HashSet<[u8; 32]>,
     next_job: u64,
     /// The only tenant whose transforms this process runs.
@@ -110,6 +111,8 @@ impl Sandbox {
     ) -> Result<Self, TransformError> {
         let (parent, child_end) = std::os::unix::net::UnixStream::pair().map_err(died)?;
         parent.set_nonblocking(true).map_err(died)?;
+        // The shared rings, handed to the sandbox as its standard output.
+        let (region, memfd) = shm::Region::create().map_err(died)?;
         let mut cmd = tokio::process::Command::new(&command.program);
         cmd.args(&command.args);
         #[cfg(target_os = "linux")]
@@ -121,7 +124,7 @@ impl Sandbox {
             .env_clear()
             .current_dir("/")
             .stdin(Stdio::from(OwnedFd::from(child_end)))
-            .stdout(Stdio::null())
+            .stdout(Stdio::from(memfd))
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
@@ -133,7 +136,7 @@ impl Sandbox {
             })?;
         let mut sandbox = Self {
             child,
-            stream: BufReader::new(UnixStream::from_std(parent).map_err(died)?),
+            channel: Channel::new(region, UnixStream::from_std(parent).map_err(died)?),
             loaded: HashSet::new(),
             next_job: 1,
             tenant: tenant.to_string(),
@@ -153,20 +156,11 @@ impl Sandbox {
     }
 
     async fn send(&mut self, message: &ToChild) -> Result<(), TransformError> {
-        let frame = protocol::encode(message).map_err(died)?;
-        self.stream.write_all(&frame).await.map_err(died)
+        self.channel.send(message).await
     }
 
     async fn receive(&mut self) -> Result<FromChild, TransformError> {
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).await.map_err(died)?;
-        let len = u32::from_be_bytes(len) as usize;
-        if len > MAX_FRAME {
-            return Err(died("oversized frame"));
-        }
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).await.map_err(died)?;
-        protocol::decode(&body).map_err(died)
+        self.channel.receive().await
     }
 
     /// Runs one job to its end, answering `req.svc` calls and relaying log lines.

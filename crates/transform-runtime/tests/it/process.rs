@@ -319,3 +319,63 @@ async fn a_sandbox_serves_one_tenant() {
         .await
     );
 }
+
+/// Issue 25: a sandbox that dies mid-job, writes a malformed frame into its ring, scribbles
+/// over the ring's counters, or never answers fails only the job it was running — an engine
+/// error (the gateway's 500 `proxy_error`) or, for the one that never answers, the time limit
+/// (500, and the proxy is quarantined) — is replaced, and another tenant's jobs on the same
+/// thread are served meanwhile. (The misbehaviours are a test hook of debug builds, picked by
+/// the job's scope.)
+#[tokio::test]
+async fn a_misbehaving_sandbox_costs_only_its_own_job() {
+    let marker = "--test-misbehave";
+    let e = TransformEngine::new(EngineConfig {
+        isolation: Isolation::Process,
+        sandbox: Some(SandboxCommand {
+            program: sandbox_program(),
+            args: vec![marker.into()],
+        }),
+        processes_per_thread: 2,
+        time_limit: Duration::from_millis(500),
+        grace: Duration::from_millis(200),
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let program = e.compile(ECHO).expect("compiles");
+    let job = |tenant: &'static str, scope: &'static str| {
+        let (e, program) = (e.clone(), program.clone());
+        async move {
+            e.run::<NoHost, _>(program, scope, (tenant, "proxy"), input(), None)
+                .await
+        }
+    };
+    for (how, expected) in [
+        ("misbehave:exit", "engine"),
+        ("misbehave:garbage", "engine"),
+        ("misbehave:scribble", "engine"),
+        ("misbehave:silent", "time"),
+    ] {
+        assert!(echoed(job("evil", "warm").await), "{how}: evil starts fine");
+        let bad = job("evil", how);
+        let good = async {
+            let mut served = 0;
+            for _ in 0..5 {
+                if echoed(job("good", "proxy").await) {
+                    served += 1;
+                }
+            }
+            served
+        };
+        let (bad, served) = tokio::join!(bad, good);
+        match (expected, &bad) {
+            ("engine", Err(TransformError::Engine(_)))
+            | ("time", Err(TransformError::TimedOut)) => {}
+            _ => panic!("{how}: {bad:?}"),
+        }
+        assert_eq!(served, 5, "{how}: the other tenant was served throughout");
+        assert!(
+            echoed(job("evil", "after").await),
+            "{how}: the misbehaving process was replaced"
+        );
+    }
+}
