@@ -21,7 +21,7 @@ use super::{
 use crate::message::TransformError;
 
 /// How long a waiting side checks the ring between its other tasks before it sleeps.
-const SPIN: Duration = Duration::from_micros(100);
+const SPIN: Duration = Duration::from_micros(30);
 
 fn died(e: impl std::fmt::Display) -> TransformError {
     TransformError::Engine(format!("the transform process failed: {e}"))
@@ -121,7 +121,9 @@ impl Channel {
             if ready(self).map_err(corrupt)? {
                 return Ok(());
             }
+            // Other tasks of the thread first; then the core, in case the sandbox shares it.
             tokio::task::yield_now().await;
+            std::thread::yield_now();
         }
         loop {
             self.region.parent_waiting().store(1, Ordering::SeqCst);

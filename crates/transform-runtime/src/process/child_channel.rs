@@ -19,7 +19,7 @@ use super::{
 
 /// How long the sandbox keeps checking for work before it sleeps: long enough to take the
 /// next job of a busy thread without a wake-up.
-const SPIN: Duration = Duration::from_micros(200);
+const SPIN: Duration = Duration::from_micros(50);
 
 /// The sandbox's end.
 pub(super) struct ChildChannel {
@@ -112,10 +112,16 @@ impl ChildChannel {
                 return Ok(());
             }
             spins += 1;
-            if spins.is_multiple_of(64) && started.elapsed() >= SPIN {
+            if spins < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if started.elapsed() >= SPIN {
                 break;
             }
-            std::hint::spin_loop();
+            // Give the core away between checks: on a busy machine the gateway thread this
+            // waits for may need it.
+            std::thread::yield_now();
         }
         let sleeping = self.region.child_sleeping();
         let limit = futex::Timespec {
