@@ -38,6 +38,7 @@ both_modes!(
     quadratic_string_search_is_linear,
     huge_array_likes_are_refused,
     json_bodies_are_given_member_by_member,
+    a_backtracking_regular_expression_stops_at_its_deadline,
 );
 
 fn config(isolation: Isolation) -> EngineConfig {
@@ -636,6 +637,30 @@ async fn json_bodies_are_given_member_by_member(config: EngineConfig) {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// Issue 25: the bundled QuickJS-NG polls the interrupt handler inside regular-expression
+/// execution (`lre_poll_timeout` in libregexp.c, every 10,000 backtracking steps and loop
+/// iterations), so catastrophic backtracking — which would run for ages — ends at the time
+/// limit, inline too. (A pattern with a very long literal is another matter: see
+/// docs/operations.md.)
+async fn a_backtracking_regular_expression_stops_at_its_deadline(config: EngineConfig) {
+    let e = engine(config);
+    for code in [
+        "module.exports = async () => ({ body: String(/(a+)+$/.test('a'.repeat(40) + 'b')) });",
+        "module.exports = async () => ({ body: String(/^(a|a)*$/.exec('a'.repeat(60) + '!')) });",
+    ] {
+        let out = run(&e, "regexp", code, json!({})).await;
+        assert_eq!(out, Err(TransformError::TimedOut), "{code}");
+    }
+    let out = run(
+        &e,
+        "regexp",
+        "module.exports = async () => ({ body: 'fine' });",
+        json!({}),
+    )
+    .await;
+    assert_eq!(text(out), "fine", "the next call runs");
 }
 
 #[test]
