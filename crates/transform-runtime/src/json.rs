@@ -12,7 +12,7 @@
 
 use std::{collections::HashMap, fmt::Write as _, ops::Range, rc::Rc, time::Instant};
 
-use rquickjs::{Array, Atom, Function, Object, Type, Value};
+use rquickjs::{Array, Atom, Ctx, Function, Object, Type, Value};
 
 /// Nesting the encoder follows before leaving the value to `JSON.stringify`.
 const MAX_DEPTH: usize = 128;
@@ -49,12 +49,41 @@ pub(crate) struct Protos<'js> {
 /// are still untouched are written as their original text when it is canonical.
 pub(crate) struct LazyView<'js> {
     pub(crate) object: Object<'js>,
+    /// The member texts the accessors parse (a text is replaced once parsed or written).
+    pub(crate) texts: Object<'js>,
     pub(crate) text: Rc<str>,
-    /// Key, range of the value in `text`, whether that text is known canonical, and the
-    /// getter the prelude installed.
-    pub(crate) members: Vec<(Atom<'js>, Range<usize>, bool, Function<'js>)>,
-    /// The prelude's `untouched(object, key, getter)`.
-    pub(crate) untouched: Function<'js>,
+    pub(crate) members: Vec<LazyMemberView<'js>>,
+    /// The getter of an own accessor property (`runtime/descriptor.rs`).
+    pub(crate) untouched: fn(&Ctx<'js>, &Object<'js>, &str) -> Option<Value<'js>>,
+}
+
+/// A lazy member, for the encoder.
+pub(crate) struct LazyMemberView<'js> {
+    pub(crate) atom: Atom<'js>,
+    pub(crate) key: String,
+    /// Its value's range in the body's text.
+    pub(crate) raw: Range<usize>,
+    /// Whether that text is known canonical.
+    pub(crate) canonical: bool,
+    /// The shared getter of its name.
+    pub(crate) getter: Function<'js>,
+}
+
+impl<'js> LazyView<'js> {
+    /// The text of member `key` when it is untouched: its property still holds the shared
+    /// getter and its text was never parsed or replaced.
+    fn untouched(&self, key: &Atom<'js>) -> Result<Option<(&str, bool)>, Stop> {
+        let Some(m) = self.members.iter().find(|m| m.atom == *key) else {
+            return Ok(None);
+        };
+        let ctx = self.object.ctx();
+        let ours =
+            (self.untouched)(ctx, &self.object, &m.key).is_some_and(|g| g == *m.getter.as_value());
+        if !ours || !self.texts.get::<_, Value>(m.key.as_str())?.is_string() {
+            return Ok(None);
+        }
+        Ok(Some((&self.text[m.raw.clone()], m.canonical)))
+    }
 }
 
 /// The encoder of one value.
@@ -230,19 +259,10 @@ impl<'a, 'js> Encoder<'a, 'js> {
                 self.out.push(',');
             }
             self.key(key.clone())?;
-            let raw = match lazy.members.iter().find(|(k, _, _, _)| *k == key) {
-                Some((_, range, canonical, getter))
-                    if lazy.untouched.call::<_, bool>((
-                        object.clone(),
-                        key.to_value()?,
-                        getter.clone(),
-                    ))? =>
-                {
-                    Some(&lazy.text[range.clone()])
-                        .filter(|raw| *canonical || crate::raw_json::is_canonical(raw))
-                }
-                _ => None,
-            };
+            let raw = lazy
+                .untouched(&key)?
+                .filter(|(raw, canonical)| *canonical || crate::raw_json::is_canonical(raw))
+                .map(|(raw, _)| raw);
             let written = match raw {
                 Some(raw) => {
                     self.out.push_str(raw);

@@ -262,26 +262,44 @@ export default function install(native) {
   const stringify = JSON.stringify, parse = JSON.parse;
   // JSON object bodies arrive member by member (the host's `runtime/input.rs`): an object or
   // array member is an accessor that parses its own text when first read, then becomes a plain
-  // data property; a write replaces it. The host writes a member that no one read or wrote
-  // (`untouched`) from the body's text when the body is returned.
-  const defineProperty = Object.defineProperty, describe = Object.getOwnPropertyDescriptor;
-  const touched = new WeakSet();
-  const lazy = (o, k, raw) => {
-    let value, parsed = false;
-    const settle = (v) => {
-      touched.add(get);
-      // A frozen body keeps the accessor, which keeps the value.
-      try { defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true }); } catch (_) { /* kept */ }
-    };
-    function get() {
-      if (!parsed) { value = parse(raw); parsed = true; settle(value); }
-      return value;
-    }
-    defineProperty(o, k, { get, set(v) { value = v; parsed = true; settle(v); }, enumerable: true, configurable: true });
-    return get;
+  // data property; a write replaces it. The texts are kept on the body under a symbol only this
+  // closure holds; the accessors of a member name are shared by every body of the context (the
+  // host asks for them once per name and defines them itself). The host writes a member whose
+  // property still has the shared getter and whose text was never parsed from the body's text.
+  const defineProperty = Object.defineProperty, getPrototypeOf = Object.getPrototypeOf;
+  const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+  const TEXTS = Symbol('json member texts');
+  const owner = (self) => {
+    let o = self;
+    while (o !== null && o !== undefined && !hasOwn(o, TEXTS)) o = getPrototypeOf(o);
+    return o;
   };
-  const untouched = (o, k, g) => { const d = describe(o, k); return d !== undefined && d.get === g && !touched.has(g); };
-  // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
+  const own = (o, k, v) => {
+    try { defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true }); return true; } catch (_) { return false; }
+  };
+  const accessors = (k) => {
+    function get() {
+      const o = owner(this);
+      if (o === null || o === undefined) return undefined;
+      const texts = o[TEXTS];
+      if (!hasOwn(texts, k)) return undefined;
+      const t = texts[k];
+      if (typeof t !== 'string') return t.v;
+      const v = parse(t);
+      // A frozen body keeps the accessor, which keeps the value.
+      texts[k] = { v };
+      own(o, k, v);
+      return v;
+    }
+    function set(v) {
+      const o = owner(this);
+      if (o === this && o[TEXTS] !== undefined) o[TEXTS][k] = { v };
+      own(this, k, v);
+    }
+    return [get, set];
+  };
+  const textsOf = () => Object.create(null);
+  // Form encoding as the host's `form_urlencoded` does  // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
   const formPart = (v) => encodeURIComponent(v).replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).split('%20').join('+');
   const formEncode = (o) => {
     const parts = [];
@@ -333,8 +351,9 @@ export default function install(native) {
     svc,
     // A JSON body's text → its value, or the text when it is not JSON.
     parseBody: (t) => { try { return parse(t); } catch (_) { return t; } },
-    lazy,
-    untouched,
+    accessors,
+    textsOf,
+    texts: TEXTS,
     encodeForm: formEncode,
     // What JSON.stringify makes of `v` (undefined for what it skips), or the failure object
     // when it throws (a cycle, a BigInt, a throwing getter).

@@ -6,19 +6,29 @@
 //! has the rest parsed, and the encoder writes the untouched members from the original text.
 //! Any other JSON body is parsed by the engine (`parseBody`), exactly as before.
 
-use std::{ops::Range, rc::Rc};
+use std::{cell::RefCell, collections::HashMap, ops::Range, rc::Rc};
 
-use rquickjs::{object::Property, Array, Ctx, Function, Object, Persistent, Value};
+use rquickjs::{object::Property, Array, Ctx, Function, Object, Persistent, Symbol, Value};
 
+use super::descriptor::SharedAccessor;
 use crate::{
     message::{Body, Input},
     raw_json,
 };
 
+/// Member names whose shared accessors a context keeps (beyond it, bodies are parsed whole).
+const MAX_SHARED_NAMES: usize = 256;
+
+/// The shared accessor pairs of one context, by member name.
+pub(crate) type AccessorCache =
+    Rc<RefCell<HashMap<String, (Persistent<Function<'static>>, Persistent<Function<'static>>)>>>;
+
 /// A JSON body given member by member: the object the transform got, the body's text, and
 /// its lazy members.
 pub(crate) struct LazyBody {
     pub(crate) object: Persistent<Object<'static>>,
+    /// The member texts the accessors parse (a text is replaced when its member is touched).
+    pub(crate) texts: Persistent<Object<'static>>,
     pub(crate) text: Rc<str>,
     pub(crate) members: Vec<LazyMember>,
 }
@@ -29,15 +39,19 @@ pub(crate) struct LazyMember {
     pub(crate) raw: Range<usize>,
     /// The text is known to be what JSON.stringify would write for it.
     pub(crate) canonical: bool,
-    /// The getter the prelude installed: while the property still has it and it never ran,
-    /// the member is untouched.
+    /// The shared getter of the member's name: while the property still has it and the text
+    /// was never parsed, the member is untouched.
     pub(crate) getter: Persistent<Function<'static>>,
 }
 
 /// The prelude's functions the builder calls.
 pub(crate) struct Builders<'js> {
     pub(crate) parse_body: Function<'js>,
-    pub(crate) lazy: Function<'js>,
+    /// The prelude's `accessors(name)`: `[get, set]`.
+    pub(crate) accessors: Function<'js>,
+    /// The symbol the texts are kept under.
+    pub(crate) texts: Symbol<'js>,
+    pub(crate) cache: AccessorCache,
 }
 
 /// What [`to_js`] built.
@@ -132,6 +146,8 @@ fn json_body<'js>(
         return Ok((builders.parse_body.call((text.as_str(),))?, None));
     };
     let object = Object::new(ctx.clone())?;
+    let texts = Object::new(ctx.clone())?;
+    texts.set_prototype(None)?;
     let mut lazy = Vec::new();
     for (key, range, canonical) in members {
         let raw = &text[range.clone()];
@@ -143,22 +159,61 @@ fn json_body<'js>(
                 Property::from(value).writable().enumerable().configurable(),
             )?,
             None => {
-                let getter: Function = builders.lazy.call((object.clone(), key.as_str(), raw))?;
+                let Some((get, set)) = shared(ctx, builders, &key)? else {
+                    return Ok((builders.parse_body.call((text.as_str(),))?, None));
+                };
+                texts.set(key.as_str(), raw)?;
+                object.prop(
+                    key.as_str(),
+                    SharedAccessor {
+                        get: get.clone(),
+                        set,
+                    },
+                )?;
                 lazy.push(LazyMember {
                     key,
                     raw: range,
                     canonical,
-                    getter: Persistent::save(ctx, getter),
+                    getter: Persistent::save(ctx, get),
                 });
             }
         }
     }
+    if !lazy.is_empty() {
+        object.prop(builders.texts.clone(), Property::from(texts.clone()))?;
+    }
     let body = LazyBody {
         object: Persistent::save(ctx, object.clone()),
+        texts: Persistent::save(ctx, texts),
         text: text.into(),
         members: lazy,
     };
     Ok((object.into_value(), Some(body)))
+}
+
+/// The shared accessors of member `name` in this context (asked of the prelude once per name);
+/// `None` when the context already keeps too many names.
+fn shared<'js>(
+    ctx: &Ctx<'js>,
+    builders: &Builders<'js>,
+    name: &str,
+) -> rquickjs::Result<Option<(Function<'js>, Function<'js>)>> {
+    if let Some((get, set)) = builders.cache.borrow().get(name) {
+        return Ok(Some((get.clone().restore(ctx)?, set.clone().restore(ctx)?)));
+    }
+    if builders.cache.borrow().len() >= MAX_SHARED_NAMES {
+        return Ok(None);
+    }
+    let pair: Array = builders.accessors.call((name,))?;
+    let (get, set): (Function, Function) = (pair.get(0)?, pair.get(1)?);
+    builders.cache.borrow_mut().insert(
+        name.to_string(),
+        (
+            Persistent::save(ctx, get.clone()),
+            Persistent::save(ctx, set.clone()),
+        ),
+    );
+    Ok(Some((get, set)))
 }
 
 /// A member's value built directly when it is a scalar (or an empty object or array); `None`

@@ -12,7 +12,7 @@ use super::{
     js::{drain, exception_message, Exports, Job, JsRuntime, Step},
 };
 use crate::{
-    json::{LazyView, Protos},
+    json::{LazyMemberView, LazyView, Protos},
     message::{Body, HostError, Outcome, TransformError},
     natives::{PendingCall, Tags},
     outcome::{self, Encoding, Failed, Helpers},
@@ -67,7 +67,9 @@ impl JsRuntime {
                 };
                 let builders = Builders {
                     parse_body: exports.parse_body.clone().restore(&ctx)?,
-                    lazy: exports.lazy.clone().restore(&ctx)?,
+                    accessors: exports.accessors.clone().restore(&ctx)?,
+                    texts: exports.texts.clone().restore(&ctx)?,
+                    cache: exports.accessor_cache.clone(),
                 };
                 let built = to_js(&ctx, &job.input, body, &builders)?;
                 let req = Object::new(ctx.clone())?;
@@ -206,7 +208,7 @@ impl Invocation {
                         array: self.exports.array_proto.clone().restore(&ctx)?,
                     },
                     lazy: match &self.lazy {
-                        Some(lazy) => Some(lazy_view(&ctx, lazy, &self.exports)?),
+                        Some(lazy) => Some(lazy_view(&ctx, lazy)?),
                         None => None,
                     },
                 };
@@ -277,27 +279,25 @@ impl Drop for Invocation {
 }
 
 /// The lazy body's values in `ctx`, for the encoder.
-fn lazy_view<'js>(
-    ctx: &rquickjs::Ctx<'js>,
-    lazy: &LazyBody,
-    exports: &Exports,
-) -> rquickjs::Result<LazyView<'js>> {
+fn lazy_view<'js>(ctx: &rquickjs::Ctx<'js>, lazy: &LazyBody) -> rquickjs::Result<LazyView<'js>> {
     let members = lazy
         .members
         .iter()
         .map(|m| {
-            Ok((
-                Atom::from_str(ctx.clone(), &m.key)?,
-                m.raw.clone(),
-                m.canonical,
-                m.getter.clone().restore(ctx)?,
-            ))
+            Ok(LazyMemberView {
+                atom: Atom::from_str(ctx.clone(), &m.key)?,
+                key: m.key.clone(),
+                raw: m.raw.clone(),
+                canonical: m.canonical,
+                getter: m.getter.clone().restore(ctx)?,
+            })
         })
         .collect::<rquickjs::Result<Vec<_>>>()?;
     Ok(LazyView {
         object: lazy.object.clone().restore(ctx)?,
+        texts: lazy.texts.clone().restore(ctx)?,
         text: lazy.text.clone(),
         members,
-        untouched: exports.untouched.clone().restore(ctx)?,
+        untouched: super::descriptor::own_getter,
     })
 }

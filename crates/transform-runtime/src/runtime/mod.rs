@@ -15,6 +15,7 @@
 //!   lazily, see `crate::raw_json`);
 //! * `invocation.rs`: starting, resuming and reading the outcome of an invocation.
 
+mod descriptor;
 mod input;
 mod invocation;
 mod js;

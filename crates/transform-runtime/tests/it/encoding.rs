@@ -23,6 +23,10 @@ const COMPARE: &str = r#"module.exports = async (req) => {
       case 'delete': delete o[c.KEY]; return o;
       case 'copy': return JSON.parse(JSON.stringify(o));
       case 'nested': if (o[c.KEY] && typeof o[c.KEY] === 'object') o[c.KEY].n = 1; return o;
+      case 'freeze': Object.freeze(o); if (o[c.KEY] && typeof o[c.KEY] === 'object') o[c.KEY].n = 1; return o;
+      case 'redefine': Object.defineProperty(o, c.KEY, { value: 7, writable: true, enumerable: true, configurable: true }); return o;
+      case 'reassign': delete o[c.KEY]; o[c.KEY] = 5; return o;
+      case 'derived': { const d = Object.create(o); const v = d[c.KEY]; if (v && typeof v === 'object') v.n = 2; return o; }
       default: return o;
     }
   };
@@ -182,7 +186,10 @@ proptest! {
     #[test]
     fn encoding_equals_the_engines_json_stringify(
         text in json_text(),
-        mode in prop::sample::select(vec!["none", "add", "read", "write", "delete", "copy", "nested"]),
+        mode in prop::sample::select(vec![
+            "none", "add", "read", "write", "delete", "copy", "nested", "freeze", "redefine",
+            "reassign", "derived",
+        ]),
     ) {
         thread_local! {
             static ENGINE: (tokio::runtime::Runtime, TransformEngine) = (
