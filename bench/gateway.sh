@@ -28,7 +28,8 @@
 #
 # Environment: BENCH_SECONDS (8), BENCH_CONNS (32), BENCH_ROUNDS (5 paired rounds of
 # BENCH_ROUND_SECONDS, 5), BENCH_HOLD=1 (set up, print the keys, wait: for profiling),
-# BENCH_ONLY=audit (only the audit rounds), BENCH_ONLY=xform (only the transform rounds).
+# BENCH_ONLY=audit (only the audit rounds), BENCH_ONLY=xform (only the transform rounds),
+# BENCH_PROCESS_FLAGS (extra flags of the process-isolation gateways, e.g. --transform-processes 2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 peers=${BENCH_PEERS:-$root/../shared/bench-peers}
@@ -98,13 +99,22 @@ app_key=$(get app_key <<<"$sq"); plain=$(get plain <<<"$sq"); detok=$(get detok 
 sq_tokens=$(get tokens <<<"$sq")
 tok1=${sq_tokens%%,*}; rest=${sq_tokens#*,}; tok2=${rest%%,*}
 gw_port=18095; gwp_port=18096
-gateway $gwp_port "$db" --transform-isolation process; gwp_pid=${pids[-1]}
+gateway $gwp_port "$db" --transform-isolation process ${BENCH_PROCESS_FLAGS:-}; gwp_pid=${pids[-1]}
 gateway $gw_port "$db" --transform-isolation inline; gw_pid=${pids[-1]}
 healthy $gw_port; healthy $gwp_port
 if [ "$ONLY" = xform ]; then
   gateway 18093 "$db" --transform-isolation inline --audit-durability off
-  gateway 18094 "$db" --transform-isolation process --audit-durability off
+  gateway 18094 "$db" --transform-isolation process --audit-durability off ${BENCH_PROCESS_FLAGS:-}
   healthy 18093; healthy 18094
+  # BENCH_BASE_BIN: a proxy-gateway of another build, run the same way, for A/B rounds.
+  if [ -n "${BENCH_BASE_BIN:-}" ]; then
+    for spec in "18088 inline" "18089 process"; do
+      set -- $spec
+      "$BENCH_BASE_BIN" --listen 127.0.0.1:$1 --database-url "$db" --allow-private-destinations \
+        --data-dir "$work" --transform-isolation $2 --audit-durability off & pids+=($!)
+    done
+    healthy 18088; healthy 18089
+  fi
 fi
 if [ "$COLD" = 1 ]; then
   gateway 18097 "$db" --cache-ttl 0
@@ -191,9 +201,17 @@ if [ "$ONLY" = xform ]; then
     echo "$(ratio "$ps" "$nj")" >>"$work/x-psnj"
     printf 'round %d: nginx-njs %s node %s | audit off: inline %s process %s | sync: inline %s process (defaults) %s\n' \
       "$r" "$nj" "$nd" "$io" "$po" "$is" "$ps"
+    if [ -n "${BENCH_BASE_BIN:-}" ]; then
+      bi=$(rps http://127.0.0.1:18088/proxy/charges "$post" "${x[@]}")
+      bp=$(rps http://127.0.0.1:18089/proxy/charges "$post" "${x[@]}")
+      echo "$(ratio "$io" "$bi")" >>"$work/x-ab-i"; echo "$(ratio "$po" "$bp")" >>"$work/x-ab-p"
+      printf '         base build, audit off: inline %s process %s (this build / base: inline %s process %s)\n' \
+        "$bi" "$bp" "$(ratio "$io" "$bi")" "$(ratio "$po" "$bp")"
+    fi
   done
   printf 'median of %d paired rounds: inline(audit off)/nginx-njs %s  inline(audit off)/node %s\n' "$rounds" "$(median <"$work/x-ionj")" "$(median <"$work/x-iond")"
   printf '  process/inline: audit off %s, audit sync %s   defaults (process, sync)/nginx-njs %s\n' "$(median <"$work/x-poio")" "$(median <"$work/x-psis")" "$(median <"$work/x-psnj")"
+  [ -s "$work/x-ab-i" ] && printf '  this build / base build (audit off): inline %s process %s\n' "$(median <"$work/x-ab-i")" "$(median <"$work/x-ab-p")"
   exit 0
 fi
 if [ "$ONLY" != audit ]; then
