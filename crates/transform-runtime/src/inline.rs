@@ -9,7 +9,7 @@ use std::{cell::RefCell, future::Future, rc::Rc, time::Instant};
 use serde_json::Value;
 
 use crate::{
-    engine::{answer, Inner},
+    host::{answer, Inner},
     message::{HostError, HostOp, Input, Outcome, TransformError},
     natives::{LogSink, Tags},
     program::Program,

@@ -354,7 +354,7 @@ impl Canonical<'_> {
             return false;
         };
         let mut written = String::new();
-        crate::json::number(value, &mut written);
+        crate::number::number(value, &mut written);
         written.as_bytes() == text
     }
 }

@@ -42,7 +42,7 @@ fn user(args: &[String]) -> (u32, u32) {
 }
 
 /// `main` of a sandbox process (a Tessera binary started with
-/// [`crate::engine::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down
+/// [`crate::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down
 /// (standard output being its own descriptor) and reports, as one JSON line there, what opening
 /// `PATH`, a socket, writing to another descriptor and signalling its parent gave (for tests of
 /// the lock-down).

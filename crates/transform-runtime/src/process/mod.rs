@@ -40,7 +40,8 @@ pub use child::sandbox_main;
 use protocol::{FromChild, ToChild};
 
 use crate::{
-    engine::{answer, Inner, SandboxCommand},
+    config::SandboxCommand,
+    host::{answer, Inner},
     message::{HostError, HostOp, Input, Outcome, TransformError},
     natives::Tags,
     program::Program,
