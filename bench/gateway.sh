@@ -22,9 +22,14 @@
 # cold PostgreSQL setup) PostgreSQL; the medians of sync/off and async/off are the figures.
 # Every other gateway runs with the default (`sync`).
 #
+# Transforms (BENCH_ONLY=xform runs only these rounds): both peer transforms on gateways running
+# them inline and in sandbox processes, each with the audit trail `sync` (the default) and
+# `off`; per round nginx+njs, node and the four gateways back to back (issue 25's ratios).
+#
 # Environment: BENCH_SECONDS (8), BENCH_CONNS (32), BENCH_ROUNDS (5 paired rounds of
 # BENCH_ROUND_SECONDS, 5), BENCH_HOLD=1 (set up, print the keys, wait: for profiling),
-# BENCH_ONLY=audit (only the audit rounds).
+# BENCH_ONLY=audit (only the audit rounds), BENCH_ONLY=xform (only the transform rounds),
+# BENCH_PROCESS_FLAGS (extra flags of the process-isolation gateways, e.g. --transform-processes 2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 peers=${BENCH_PEERS:-$root/../shared/bench-peers}
@@ -35,6 +40,7 @@ done
 D=${BENCH_SECONDS:-8}; C=${BENCH_CONNS:-32}; POOL=${BENCH_POOL:-400}
 COLD=${BENCH_COLD:-1}; PG=${BENCH_PG:-1}; AUDIT=${BENCH_AUDIT:-1}; ONLY=${BENCH_ONLY:-}
 [ "$ONLY" = audit ] && AUDIT=1
+[ "$ONLY" = xform ] && { COLD=0; AUDIT=0; }
 pg_admin=${TESSERA_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 work=$(mktemp -d /tmp/tessera-bench-gw.XXXXXX)
 export TESSERA_MASTER_KEY=${TESSERA_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}
@@ -93,9 +99,23 @@ app_key=$(get app_key <<<"$sq"); plain=$(get plain <<<"$sq"); detok=$(get detok 
 sq_tokens=$(get tokens <<<"$sq")
 tok1=${sq_tokens%%,*}; rest=${sq_tokens#*,}; tok2=${rest%%,*}
 gw_port=18095; gwp_port=18096
-gateway $gwp_port "$db" --transform-isolation process; gwp_pid=${pids[-1]}
+gateway $gwp_port "$db" --transform-isolation process ${BENCH_PROCESS_FLAGS:-}; gwp_pid=${pids[-1]}
 gateway $gw_port "$db" --transform-isolation inline; gw_pid=${pids[-1]}
 healthy $gw_port; healthy $gwp_port
+if [ "$ONLY" = xform ]; then
+  gateway 18093 "$db" --transform-isolation inline --audit-durability off
+  gateway 18094 "$db" --transform-isolation process --audit-durability off ${BENCH_PROCESS_FLAGS:-}
+  healthy 18093; healthy 18094
+  # BENCH_BASE_BIN: a proxy-gateway of another build, run the same way, for A/B rounds.
+  if [ -n "${BENCH_BASE_BIN:-}" ]; then
+    for spec in "18088 inline" "18089 process"; do
+      set -- $spec
+      "$BENCH_BASE_BIN" --listen 127.0.0.1:$1 --database-url "$db" --allow-private-destinations \
+        --data-dir "$work" --transform-isolation $2 --audit-durability off & pids+=($!)
+    done
+    healthy 18088; healthy 18089
+  fi
+fi
 if [ "$COLD" = 1 ]; then
   gateway 18097 "$db" --cache-ttl 0
   gateway 18098 "$db" --token-cache-ttl 0
@@ -163,6 +183,37 @@ tessera=(BENCH_API_KEY="$app_key" BENCH_BODY="$body")
 sq_cold=(BENCH_PROXY_KEY="$detok" BENCH_API_KEY="$app_key" BENCH_TOKENS="$sq_tokens")
 pg_cold=(BENCH_PROXY_KEY="${pg_detok:-}" BENCH_API_KEY="${pg_app_key:-}" BENCH_TOKENS="${pg_tokens:-}")
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${D}s x ${C} connections per target; hot targets on SQLite"
+if [ "$ONLY" = xform ]; then
+  rounds=${BENCH_ROUNDS:-5}
+  rps() { local url=$1 script=$2; shift 2; env "$@" wrk -t1 -c"$C" -d"${BENCH_ROUND_SECONDS:-5}s" -s "$script" "$url" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
+  median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+  ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b + 0 == 0) print "nan"; else printf "%.3f", a / b }'; }
+  x=(BENCH_PROXY_KEY="$xform" "${tessera[@]}")
+  for r in $(seq 1 "$rounds"); do
+    nj=$(rps http://127.0.0.1:18083/charges "$post")
+    nd=$(rps http://127.0.0.1:18084/charges "$post")
+    io=$(rps http://127.0.0.1:18093/proxy/charges "$post" "${x[@]}")
+    po=$(rps http://127.0.0.1:18094/proxy/charges "$post" "${x[@]}")
+    is=$(rps "http://127.0.0.1:$gw_port/proxy/charges" "$post" "${x[@]}")
+    ps=$(rps "http://127.0.0.1:$gwp_port/proxy/charges" "$post" "${x[@]}")
+    echo "$(ratio "$io" "$nj")" >>"$work/x-ionj"; echo "$(ratio "$io" "$nd")" >>"$work/x-iond"
+    echo "$(ratio "$po" "$io")" >>"$work/x-poio"; echo "$(ratio "$ps" "$is")" >>"$work/x-psis"
+    echo "$(ratio "$ps" "$nj")" >>"$work/x-psnj"
+    printf 'round %d: nginx-njs %s node %s | audit off: inline %s process %s | sync: inline %s process (defaults) %s\n' \
+      "$r" "$nj" "$nd" "$io" "$po" "$is" "$ps"
+    if [ -n "${BENCH_BASE_BIN:-}" ]; then
+      bi=$(rps http://127.0.0.1:18088/proxy/charges "$post" "${x[@]}")
+      bp=$(rps http://127.0.0.1:18089/proxy/charges "$post" "${x[@]}")
+      echo "$(ratio "$io" "$bi")" >>"$work/x-ab-i"; echo "$(ratio "$po" "$bp")" >>"$work/x-ab-p"
+      printf '         base build, audit off: inline %s process %s (this build / base: inline %s process %s)\n' \
+        "$bi" "$bp" "$(ratio "$io" "$bi")" "$(ratio "$po" "$bp")"
+    fi
+  done
+  printf 'median of %d paired rounds: inline(audit off)/nginx-njs %s  inline(audit off)/node %s\n' "$rounds" "$(median <"$work/x-ionj")" "$(median <"$work/x-iond")"
+  printf '  process/inline: audit off %s, audit sync %s   defaults (process, sync)/nginx-njs %s\n' "$(median <"$work/x-poio")" "$(median <"$work/x-psis")" "$(median <"$work/x-psnj")"
+  [ -s "$work/x-ab-i" ] && printf '  this build / base build (audit off): inline %s process %s\n' "$(median <"$work/x-ab-i")" "$(median <"$work/x-ab-p")"
+  exit 0
+fi
 if [ "$ONLY" != audit ]; then
 load direct               http://127.0.0.1:18081/ "$post"
 load nginx-proxy          http://127.0.0.1:18082/ "$post"

@@ -133,6 +133,14 @@ pub struct GatewayArgs {
     /// `tessera-transform-sandbox` works too.
     #[arg(long, env = "TESSERA_TRANSFORM_SANDBOX")]
     pub transform_sandbox: Option<PathBuf>,
+    /// `UID:GID` that sandbox processes switch to when the gateway runs as root (process
+    /// isolation); never 0.
+    #[arg(
+        long,
+        env = "TESSERA_TRANSFORM_SANDBOX_USER",
+        default_value = "65534:65534"
+    )]
+    pub transform_sandbox_user: String,
     /// Memory one transform invocation may allocate, in MiB.
     #[arg(long, env = "TESSERA_TRANSFORM_MEMORY_MB", default_value_t = 32)]
     pub transform_memory_mb: usize,
@@ -183,7 +191,19 @@ impl GatewayArgs {
         if self.transform_processes == 0 {
             return Err(InvalidFlag("--transform-processes must be at least 1"));
         }
+        if self.sandbox_user().is_none() {
+            return Err(InvalidFlag(
+                "--transform-sandbox-user must be UID:GID, neither of them 0",
+            ));
+        }
         self.rate_limit().map(|_| ())
+    }
+
+    /// `--transform-sandbox-user` as numbers, when valid.
+    fn sandbox_user(&self) -> Option<(u32, u32)> {
+        let (uid, gid) = self.transform_sandbox_user.split_once(':')?;
+        let ids = (uid.trim().parse().ok()?, gid.trim().parse().ok()?);
+        (ids.0 != 0 && ids.1 != 0).then_some(ids)
     }
 
     /// The configured rate limit, if any.
@@ -240,6 +260,9 @@ impl GatewayArgs {
             processes_per_thread: self.transform_processes,
             time_limit: Duration::from_secs_f64(self.transform_timeout),
             memory_limit: self.transform_memory_mb.max(1) * 1024 * 1024,
+            sandbox_user: self
+                .sandbox_user()
+                .unwrap_or(EngineConfig::default().sandbox_user),
             ..EngineConfig::default()
         })
     }

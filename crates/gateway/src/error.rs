@@ -45,6 +45,9 @@ pub enum ErrorKind {
     TransformFailed,
     /// A transform refused the request with one of the HTTP error classes (its status).
     TransformRefused(u16),
+    /// A transform could not start: no sandbox slot came free within the queue timeout. Not
+    /// the transform's fault: 503 with `Retry-After`, and the proxy is not quarantined.
+    TransformBusy,
 }
 
 impl ErrorKind {
@@ -57,7 +60,9 @@ impl ErrorKind {
             ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorKind::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ErrorKind::Quarantined | ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Quarantined | ErrorKind::Unavailable | ErrorKind::TransformBusy => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ErrorKind::Internal | ErrorKind::TransformFailed => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::Blocked | ErrorKind::Unreachable => StatusCode::BAD_GATEWAY,
             ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
@@ -82,7 +87,9 @@ impl ErrorKind {
             ErrorKind::Blocked => "blocked",
             ErrorKind::Unreachable => "unreachable",
             ErrorKind::Timeout => "timeout",
-            ErrorKind::TransformFailed | ErrorKind::TransformRefused(_) => "transform",
+            ErrorKind::TransformFailed
+            | ErrorKind::TransformRefused(_)
+            | ErrorKind::TransformBusy => "transform",
         }
     }
 
@@ -111,6 +118,7 @@ impl ErrorKind {
             ErrorKind::Unreachable
             | ErrorKind::Timeout
             | ErrorKind::TransformFailed
+            | ErrorKind::TransformBusy
             | ErrorKind::Quarantined => Some(tracing::Level::WARN),
             _ => None,
         }

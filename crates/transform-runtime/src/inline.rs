@@ -9,7 +9,7 @@ use std::{cell::RefCell, future::Future, rc::Rc, time::Instant};
 use serde_json::Value;
 
 use crate::{
-    engine::{answer, Inner},
+    host::{answer, Inner},
     message::{HostError, HostOp, Input, Outcome, TransformError},
     natives::{LogSink, Tags},
     program::Program,
@@ -49,12 +49,12 @@ pub(crate) async fn run<H, F>(
     tags: Tags,
     input: Input,
     host: Option<H>,
-    deadline: Instant,
 ) -> Result<Outcome, TransformError>
 where
     H: Fn(HostOp, Value) -> F,
     F: Future<Output = Result<Value, HostError>>,
 {
+    let deadline = Instant::now() + inner.config.time_limit;
     let rt = runtime(inner)?;
     let job = Job {
         program,

@@ -10,9 +10,11 @@
 //! give up, and the caller runs the original `JSON.stringify` instead. (A getter on a returned
 //! object then runs twice; its result is the same unless it counts its calls.)
 
-use std::{collections::HashMap, fmt::Write as _, time::Instant};
+use std::{collections::HashMap, fmt::Write as _, ops::Range, rc::Rc, time::Instant};
 
-use rquickjs::{Array, Atom, Object, Type, Value};
+use rquickjs::{Array, Atom, Ctx, Function, Object, Type, Value};
+
+use crate::number::number;
 
 /// Nesting the encoder follows before leaving the value to `JSON.stringify`.
 const MAX_DEPTH: usize = 128;
@@ -45,9 +47,51 @@ pub(crate) struct Protos<'js> {
     pub(crate) array: Object<'js>,
 }
 
+/// A JSON body given to the transform member by member (`runtime/input.rs`): members that
+/// are still untouched are written as their original text when it is canonical.
+pub(crate) struct LazyView<'js> {
+    pub(crate) object: Object<'js>,
+    /// The member texts the accessors parse (a text is replaced once parsed or written).
+    pub(crate) texts: Object<'js>,
+    pub(crate) text: Rc<str>,
+    pub(crate) members: Vec<LazyMemberView<'js>>,
+    /// The getter of an own accessor property (`runtime/descriptor.rs`).
+    pub(crate) untouched: fn(&Ctx<'js>, &Object<'js>, &str) -> Option<Value<'js>>,
+}
+
+/// A lazy member, for the encoder.
+pub(crate) struct LazyMemberView<'js> {
+    pub(crate) atom: Atom<'js>,
+    pub(crate) key: String,
+    /// Its value's range in the body's text.
+    pub(crate) raw: Range<usize>,
+    /// Whether that text is known canonical.
+    pub(crate) canonical: bool,
+    /// The shared getter of its name.
+    pub(crate) getter: Function<'js>,
+}
+
+impl<'js> LazyView<'js> {
+    /// The text of member `key` when it is untouched: its property still holds the shared
+    /// getter and its text was never parsed or replaced.
+    fn untouched(&self, key: &Atom<'js>) -> Result<Option<(&str, bool)>, Stop> {
+        let Some(m) = self.members.iter().find(|m| m.atom == *key) else {
+            return Ok(None);
+        };
+        let ctx = self.object.ctx();
+        let ours =
+            (self.untouched)(ctx, &self.object, &m.key).is_some_and(|g| g == *m.getter.as_value());
+        if !ours || !self.texts.get::<_, Value>(m.key.as_str())?.is_string() {
+            return Ok(None);
+        }
+        Ok(Some((&self.text[m.raw.clone()], m.canonical)))
+    }
+}
+
 /// The encoder of one value.
 pub(crate) struct Encoder<'a, 'js> {
     protos: &'a Protos<'js>,
+    lazy: Option<&'a LazyView<'js>>,
     /// `toJSON`, as an atom (looked up on every object).
     to_json: Atom<'js>,
     /// Keys already quoted: the same few keys repeat through arrays of records.
@@ -63,6 +107,7 @@ impl<'a, 'js> Encoder<'a, 'js> {
     /// why the encoder cannot tell.
     pub(crate) fn encode(
         protos: &'a Protos<'js>,
+        lazy: Option<&'a LazyView<'js>>,
         value: &Value<'js>,
         limit: usize,
         deadline: Instant,
@@ -74,6 +119,7 @@ impl<'a, 'js> Encoder<'a, 'js> {
         let to_json = Atom::from_str(protos.object.ctx().clone(), "toJSON")?;
         let mut encoder = Self {
             protos,
+            lazy,
             to_json,
             keys: HashMap::default(),
             out: String::with_capacity(256),
@@ -171,6 +217,11 @@ impl<'a, 'js> Encoder<'a, 'js> {
     }
 
     fn object(&mut self, object: &Object<'js>, depth: usize) -> Result<(), Stop> {
+        if let Some(lazy) = self.lazy {
+            if lazy.object.as_value() == object.as_value() {
+                return self.lazy_object(object, lazy, depth);
+            }
+        }
         self.plain(object, &self.protos.object.clone(), depth)?;
         self.out.push('{');
         let mut first = true;
@@ -180,19 +231,7 @@ impl<'a, 'js> Encoder<'a, 'js> {
             if !first {
                 self.out.push(',');
             }
-            match self.keys.get(&key) {
-                Some(quoted) => self.out.push_str(quoted),
-                None => {
-                    let mut quoted = String::new();
-                    quote(
-                        &key.to_string().map_err(|_| Stop::Unsupported)?,
-                        &mut quoted,
-                    );
-                    self.out.push_str(&quoted);
-                    self.keys.insert(key, quoted);
-                }
-            }
-            self.out.push(':');
+            self.key(key)?;
             if self.value(&item, depth + 1)? {
                 first = false;
             } else {
@@ -200,6 +239,68 @@ impl<'a, 'js> Encoder<'a, 'js> {
             }
         }
         self.out.push('}');
+        Ok(())
+    }
+
+    /// The body object given member by member: an untouched member whose text is canonical
+    /// is copied from the text (what `JSON.stringify(JSON.parse(text))` gives), any other is
+    /// read (which parses an untouched one) and encoded.
+    fn lazy_object(
+        &mut self,
+        object: &Object<'js>,
+        lazy: &LazyView<'js>,
+        depth: usize,
+    ) -> Result<(), Stop> {
+        self.plain(object, &self.protos.object.clone(), depth)?;
+        self.out.push('{');
+        let mut first = true;
+        for key in object.keys::<Atom>() {
+            let key = key?;
+            let mark = self.out.len();
+            if !first {
+                self.out.push(',');
+            }
+            self.key(key.clone())?;
+            let raw = lazy
+                .untouched(&key)?
+                .filter(|(raw, canonical)| *canonical || crate::raw_json::is_canonical(raw))
+                .map(|(raw, _)| raw);
+            let written = match raw {
+                Some(raw) => {
+                    self.out.push_str(raw);
+                    self.tick()?;
+                    true
+                }
+                None => {
+                    let item: Value = object.get(key)?;
+                    self.value(&item, depth + 1)?
+                }
+            };
+            if written {
+                first = false;
+            } else {
+                self.out.truncate(mark);
+            }
+        }
+        self.out.push('}');
+        Ok(())
+    }
+
+    /// `"key":`, quoted once per atom.
+    fn key(&mut self, key: Atom<'js>) -> Result<(), Stop> {
+        match self.keys.get(&key) {
+            Some(quoted) => self.out.push_str(quoted),
+            None => {
+                let mut quoted = String::new();
+                quote(
+                    &key.to_string().map_err(|_| Stop::Unsupported)?,
+                    &mut quoted,
+                );
+                self.out.push_str(&quoted);
+                self.keys.insert(key, quoted);
+            }
+        }
+        self.out.push(':');
         Ok(())
     }
 }
@@ -233,23 +334,6 @@ fn quote(text: &str, out: &mut String) {
     out.push('"');
 }
 
-/// A number as `JSON.stringify` writes it: non-finite numbers as `null`, the others as
-/// ECMAScript's `Number::toString` does (ryu-js implements exactly that: the shortest digits
-/// that round-trip, the closest of them when several do, plain notation for exponents from -6
-/// to 20).
-fn number(value: f64, out: &mut String) {
-    /// Integers up to this are exact in an f64 and print as their digits.
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    if value.fract() == 0.0 && value.abs() < EXACT {
-        // `-0` prints as `0`.
-        let _ = write!(out, "{}", value as i64);
-    } else if value.is_finite() {
-        out.push_str(ryu_js::Buffer::new().format_finite(value));
-    } else {
-        out.push_str("null");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,7 +359,7 @@ mod tests {
                 wrapped.set(0, value.clone()).expect("set");
                 let expected: Option<String> =
                     stringify.call((wrapped.clone(),)).expect("stringify");
-                match Encoder::encode(&protos, wrapped.as_value(), usize::MAX, far) {
+                match Encoder::encode(&protos, None, wrapped.as_value(), usize::MAX, far) {
                     Ok(got) => {
                         assert_eq!(got, expected, "{value:?}");
                         same += 1;
@@ -336,33 +420,9 @@ mod tests {
             };
             let far = Instant::now() + std::time::Duration::from_secs(60);
             assert!(matches!(
-                Encoder::encode(&protos, &value, usize::MAX, far),
+                Encoder::encode(&protos, None, &value, usize::MAX, far),
                 Err(Stop::Unsupported)
             ));
-        });
-    }
-
-    #[test]
-    fn numbers_follow_number_to_string() {
-        let runtime = Runtime::new().expect("runtime");
-        let context = Context::full(&runtime).expect("context");
-        context.with(|ctx| {
-            let to_string: Function = ctx.eval("(x) => String(x)").expect("fn");
-            // A deterministic spread of magnitudes and digit counts.
-            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-            for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let value = f64::from_bits(x);
-                if !value.is_finite() {
-                    continue;
-                }
-                let expected: String = to_string.call((value,)).expect("string");
-                let mut got = String::new();
-                number(value, &mut got);
-                assert_eq!(got, expected, "{value:e}");
-            }
         });
     }
 }

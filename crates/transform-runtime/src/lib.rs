@@ -23,18 +23,23 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod config;
 mod engine;
+mod host;
 mod inline;
 mod json;
 mod memory;
 mod message;
 mod natives;
+mod number;
 mod outcome;
 mod process;
 mod program;
+mod raw_json;
 mod runtime;
 
-pub use engine::{EngineConfig, Isolation, SandboxCommand, TransformEngine, SANDBOX_ARG};
+pub use config::{EngineConfig, Isolation, SandboxCommand, SANDBOX_ARG};
+pub use engine::TransformEngine;
 pub use message::{Args, Body, HostError, HostOp, Input, Outcome, TransformError};
 pub use natives::{PendingCall, Tags};
 pub use process::sandbox_main;

@@ -158,4 +158,9 @@ pub enum TransformError {
     /// The engine could not run it (no runtime, a sandbox process that died, …).
     #[error("transform engine error: {0}")]
     Engine(String),
+    /// It never started: no sandbox slot came free within the queue timeout (process
+    /// isolation). Not the transform's fault: the time it waited is not its running time, and
+    /// the proxy is not quarantined for it.
+    #[error("no transform sandbox was free in time; retry later")]
+    Busy,
 }

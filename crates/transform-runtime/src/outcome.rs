@@ -7,7 +7,7 @@ use std::time::Instant;
 use rquickjs::{Array, Ctx, Function, Object, Type, Value};
 
 use crate::{
-    json::{Encoder, Protos, Stop},
+    json::{Encoder, LazyView, Protos, Stop},
     message::{Outcome, TransformError},
 };
 
@@ -41,6 +41,8 @@ pub(crate) struct Helpers<'js> {
     pub(crate) stringify: Function<'js>,
     pub(crate) text: Function<'js>,
     pub(crate) protos: Protos<'js>,
+    /// The JSON body given member by member, if it was.
+    pub(crate) lazy: Option<LazyView<'js>>,
 }
 
 /// What the invocation needs to know to encode a returned body.
@@ -147,7 +149,13 @@ fn json<'js>(
     helpers: &Helpers<'js>,
     encoding: &Encoding<'_>,
 ) -> Result<Option<String>, Failed> {
-    match Encoder::encode(&helpers.protos, body, encoding.limit, encoding.deadline) {
+    match Encoder::encode(
+        &helpers.protos,
+        helpers.lazy.as_ref(),
+        body,
+        encoding.limit,
+        encoding.deadline,
+    ) {
         Ok(encoded) => Ok(encoded),
         Err(Stop::Thrown) => Err(Failed::Exception),
         Err(Stop::TooLarge) => Err(Failed::Limit(TransformError::OutOfMemory)),

@@ -260,7 +260,46 @@ export default function install(native) {
   // The originals, captured before any tenant code runs in this context: the host's encoding
   // must not depend on what a transform did to `JSON` or the prototypes' methods.
   const stringify = JSON.stringify, parse = JSON.parse;
-  // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
+  // JSON object bodies arrive member by member (the host's `runtime/input.rs`): an object or
+  // array member is an accessor that parses its own text when first read, then becomes a plain
+  // data property; a write replaces it. The texts are kept on the body under a symbol only this
+  // closure holds; the accessors of a member name are shared by every body of the context (the
+  // host asks for them once per name and defines them itself). The host writes a member whose
+  // property still has the shared getter and whose text was never parsed from the body's text.
+  const defineProperty = Object.defineProperty, getPrototypeOf = Object.getPrototypeOf;
+  const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+  const TEXTS = Symbol('json member texts');
+  const owner = (self) => {
+    let o = self;
+    while (o !== null && o !== undefined && !hasOwn(o, TEXTS)) o = getPrototypeOf(o);
+    return o;
+  };
+  const own = (o, k, v) => {
+    try { defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true }); return true; } catch (_) { return false; }
+  };
+  const accessors = (k) => {
+    function get() {
+      const o = owner(this);
+      if (o === null || o === undefined) return undefined;
+      const texts = o[TEXTS];
+      if (!hasOwn(texts, k)) return undefined;
+      const t = texts[k];
+      if (typeof t !== 'string') return t.v;
+      const v = parse(t);
+      // A frozen body keeps the accessor, which keeps the value.
+      texts[k] = { v };
+      own(o, k, v);
+      return v;
+    }
+    function set(v) {
+      const o = owner(this);
+      if (o === this && o[TEXTS] !== undefined) o[TEXTS][k] = { v };
+      own(this, k, v);
+    }
+    return [get, set];
+  };
+  const textsOf = () => Object.create(null);
+  // Form encoding as the host's `form_urlencoded` does  // Form encoding as the host's `form_urlencoded` does: unreserved characters kept, spaces `+`.
   const formPart = (v) => encodeURIComponent(v).replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).split('%20').join('+');
   const formEncode = (o) => {
     const parts = [];
@@ -312,6 +351,9 @@ export default function install(native) {
     svc,
     // A JSON body's text → its value, or the text when it is not JSON.
     parseBody: (t) => { try { return parse(t); } catch (_) { return t; } },
+    accessors,
+    textsOf,
+    texts: TEXTS,
     encodeForm: formEncode,
     // What JSON.stringify makes of `v` (undefined for what it skips), or the failure object
     // when it throws (a cycle, a BigInt, a throwing getter).

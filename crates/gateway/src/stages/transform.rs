@@ -282,6 +282,13 @@ fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returned, Halt> {
         Err(TransformError::Crashed(message)) => {
             Err(failed(format!("transform failed: {message}")).into())
         }
+        // Waiting for a sandbox slot ran out: the transform never started (503, retry soon).
+        Err(TransformError::Busy) => Err(GatewayError::new(
+            ErrorKind::TransformBusy,
+            "no transform sandbox was free in time; retry later",
+        )
+        .with_retry_after(1)
+        .into()),
         Err(TransformError::Engine(message)) => Err(GatewayError::new(
             ErrorKind::TransformFailed,
             "transform failed: the transform engine failed while running it",

@@ -22,7 +22,11 @@ isolation_backend_tests!(
     a_timed_out_transform_quarantines_its_proxy,
 );
 
-backend_tests!(a_transform_stuck_in_native_code_is_stopped_in_process_isolation);
+backend_tests!(
+    a_transform_stuck_in_native_code_is_stopped_in_process_isolation,
+    one_tenants_slow_transforms_cannot_quarantine_another_tenants_proxy,
+    waiting_for_a_sandbox_slot_is_a_503_that_does_not_quarantine,
+);
 
 /// The transform of the finding, verbatim: `indexOf` with a 1e6-character needle in a
 /// 2e6-character haystack (~40 s of native code before), keeping the request's headers.
@@ -119,6 +123,121 @@ async fn a_transform_stuck_in_native_code_is_stopped_in_process_isolation(db: &T
     g.call(Method::GET, "/proxy", &[("svc-proxy-key", &plain)], "")
         .await
         .expect(200);
+}
+
+/// A transform stuck in native code the interrupt cannot reach: it holds its sandbox slot
+/// until the process is killed at the time limit plus the grace.
+const STUCK: &str =
+    "module.exports = async () => ({ body: String('a'.repeat(2e6).search('a'.repeat(1e6) + 'b')) });";
+
+/// A second tenant with a proxy whose request transform returns the body unchanged: its key.
+async fn other_tenants_proxy(g: &Harness) -> String {
+    let tenant = g.vault.create_tenant("other").await.expect("tenant");
+    let admin = g
+        .vault
+        .authenticate(Some(tenant.api_key.expose()))
+        .await
+        .expect("admin");
+    let input = serde_json::from_value(json!({"name": "fast", "destination_url": g.upstream_url(),
+        "require_auth": false,
+        "request_transform": {"code": "module.exports = async (req) => ({ body: req.args.body });"}}))
+    .expect("proxy input");
+    let proxy = g.vault.create_proxy(&admin, input).await.expect("proxy");
+    proxy.key.expose().clone()
+}
+
+fn process_options(processes: usize, queue_timeout: Duration) -> Options {
+    let mut options = Options::default().with_isolation(Isolation::Process);
+    options.engine.processes_per_thread = processes;
+    options.engine.queue_timeout = queue_timeout;
+    options
+}
+
+/// Attack finding 22.8: tenant A fills a thread's sandbox slots with transforms stuck in
+/// native code (each holds its slot until killed, at the limit plus the grace). Tenant B's
+/// transform still runs at once (A may hold all slots but one), within its own time limit
+/// counted from its start, and B's proxy is never quarantined.
+async fn one_tenants_slow_transforms_cannot_quarantine_another_tenants_proxy(db: &TestDatabase) {
+    let g = Harness::start_with(db, process_options(2, Duration::from_secs(5))).await;
+    let stuck = with_request_transform(&g, "stuck", STUCK).await;
+    let fast = other_tenants_proxy(&g).await;
+    // Start B's process once, so that its first call below measures only the queue.
+    g.call(Method::POST, "/proxy", &[("svc-proxy-key", &fast)], "warm")
+        .await
+        .expect(200);
+    let flood: Vec<_> = (0..3)
+        .map(|_| {
+            let (base, key) = (g.base.clone(), stuck.clone());
+            tokio::spawn(async move { raw_post(&base, &key).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    for _ in 0..3 {
+        let r = g
+            .call(Method::POST, "/proxy", &[("svc-proxy-key", &fast)], "b")
+            .await;
+        assert_eq!(
+            r.status, 200,
+            "tenant B is served beside A's flood: {}",
+            r.body
+        );
+    }
+    for f in flood {
+        let status = f.await.expect("flood");
+        assert!(
+            status == 500 || status == 503,
+            "A's own transforms time out (or find A quarantined): {status}"
+        );
+    }
+    g.call(Method::POST, "/proxy", &[("svc-proxy-key", &fast)], "after")
+        .await
+        .expect(200);
+}
+
+/// With a single slot there is no reserve: tenant B waits for A's stuck transform. A wait that
+/// outlasts the queue timeout answers 503 with `Retry-After` (the transform never started),
+/// and B's proxy is not quarantined: its next call runs.
+async fn waiting_for_a_sandbox_slot_is_a_503_that_does_not_quarantine(db: &TestDatabase) {
+    let g = Harness::start_with(db, process_options(1, Duration::from_millis(200))).await;
+    let stuck = with_request_transform(&g, "stuck", STUCK).await;
+    let fast = other_tenants_proxy(&g).await;
+    let hog = {
+        let (base, key) = (g.base.clone(), stuck.clone());
+        tokio::spawn(async move { raw_post(&base, &key).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let r = g
+        .call(Method::POST, "/proxy", &[("svc-proxy-key", &fast)], "b")
+        .await
+        .proxy_error(503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.detail().contains("free in time"), "{}", r.detail());
+    assert_eq!(hog.await.expect("hog"), 500, "A's transform timed out");
+    let r = g
+        .call(Method::POST, "/proxy", &[("svc-proxy-key", &fast)], "b")
+        .await;
+    assert_eq!(r.status, 200, "B's proxy is not quarantined: {}", r.body);
+}
+
+/// `POST /proxy` with `key` on a connection of its own: the status.
+async fn raw_post(base: &str, key: &str) -> u16 {
+    let addr = base.trim_start_matches("http://");
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    let req = http::Request::post("/proxy")
+        .header("host", addr)
+        .header("svc-proxy-key", key)
+        .body(Empty::<Bytes>::new())
+        .expect("request");
+    sender
+        .send_request(req)
+        .await
+        .expect("response")
+        .status()
+        .as_u16()
 }
 
 /// One request on its own connection: the time to its answer.

@@ -6,15 +6,19 @@
 use std::{
     cell::RefCell,
     collections::HashMap,
-    io::{Read, Write},
-    os::{fd::FromRawFd, unix::net::UnixStream},
+    io::Write,
+    os::{
+        fd::{AsRawFd, FromRawFd, OwnedFd},
+        unix::net::UnixStream,
+    },
     rc::Rc,
     time::{Duration, Instant},
 };
 
 use super::{
-    protocol::{self, FromChild, ToChild, MAX_FRAME},
-    sandbox,
+    child_channel::ChildChannel,
+    protocol::{FromChild, ToChild},
+    sandbox, shm,
 };
 use crate::{
     message::TransformError,
@@ -23,57 +27,62 @@ use crate::{
     runtime::{Job, JsRuntime, Limits, Step},
 };
 
-fn read_frame(stream: &mut impl Read) -> Option<ToChild> {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).ok()?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return None;
-    }
-    let mut body = vec![0u8; len];
-    stream.read_exact(&mut body).ok()?;
-    protocol::decode(&body).ok()
-}
+/// The argument that names the uid and gid (`UID:GID`) a sandbox started as root switches to
+/// (default 65534:65534).
+pub(crate) const USER_ARG: &str = "--sandbox-user";
 
-fn write_frame(stream: &RefCell<UnixStream>, message: &FromChild) -> bool {
-    match protocol::encode(message) {
-        Ok(frame) => stream.borrow_mut().write_all(&frame).is_ok(),
-        Err(_) => false,
-    }
+/// `USER_ARG`'s value, or the default.
+fn user(args: &[String]) -> (u32, u32) {
+    args.iter()
+        .position(|a| a == USER_ARG)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.split_once(':'))
+        .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
+        .unwrap_or(sandbox::UNPRIVILEGED)
 }
 
 /// `main` of a sandbox process (a Tessera binary started with
-/// [`crate::engine::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down and
-/// reports, as one JSON line on standard output, what opening `PATH` and a socket gave (for
-/// tests of the lock-down).
+/// [`crate::SANDBOX_ARG`]): never returns. With `--probe PATH`, it locks itself down
+/// (standard output being its own descriptor) and reports, as one JSON line there, what opening
+/// `PATH`, a socket, writing to another descriptor and signalling its parent gave (for tests of
+/// the lock-down).
 pub fn sandbox_main() -> ! {
     let args: Vec<String> = std::env::args().collect();
+    let user = user(&args);
     if let Some(i) = args.iter().position(|a| a == "--probe") {
         let path = args.get(i + 1).cloned().unwrap_or_default();
-        std::process::exit(probe(&path));
+        std::process::exit(probe(&path, user));
     }
-    // Safety: the parent gives this process its end of a fresh socket pair as standard input,
-    // and nothing else in this process uses descriptor 0.
-    let reader = unsafe { UnixStream::from_raw_fd(0) };
-    let Ok(writer) = reader.try_clone() else {
+    // Safety: the parent gives this process its end of a fresh socket pair as standard input
+    // (the doorbell) and the memfd of the shared rings as standard output; nothing else in
+    // this process uses descriptors 0 and 1.
+    let bell = unsafe { UnixStream::from_raw_fd(0) };
+    let memfd = unsafe { OwnedFd::from_raw_fd(1) };
+    let Ok(region) = shm::Region::map(&memfd) else {
         std::process::exit(71)
     };
-    if let Err(e) = sandbox::enter() {
+    // The mapping stays; the descriptor is not needed any more.
+    drop(memfd);
+    let own = [bell.as_raw_fd()];
+    if let Err(e) = sandbox::enter(&own, user) {
         let _ = writeln!(
             std::io::stderr(),
             "transform sandbox: cannot lock down: {e}"
         );
         std::process::exit(70);
     }
+    let misbehave = cfg!(debug_assertions) && args.iter().any(|a| a == MISBEHAVE_ARG);
     serve(
-        std::io::BufReader::new(reader),
-        Rc::new(RefCell::new(writer)),
+        Rc::new(RefCell::new(ChildChannel::new(region, bell))),
+        misbehave,
     );
     std::process::exit(0)
 }
 
-fn probe(path: &str) -> i32 {
-    if let Err(e) = sandbox::enter() {
+fn probe(path: &str, user: (u32, u32)) -> i32 {
+    // Made before the lock-down, like a descriptor the process might have inherited.
+    let pipe = rustix::pipe::pipe().ok();
+    if let Err(e) = sandbox::enter(&[1], user) {
         println!("{{\"error\":{:?}}}", e.to_string());
         return 70;
     }
@@ -86,11 +95,59 @@ fn probe(path: &str) -> i32 {
         Err(e) => e.to_string(),
     };
     let env: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
-    println!("{{\"open\":{open:?},\"socket\":{socket:?},\"env\":{env:?}}}");
+    let errno = |r: isize| {
+        if r < 0 {
+            std::io::Error::last_os_error().to_string()
+        } else {
+            "done".to_string()
+        }
+    };
+    // Safety (all four): plain system calls on integers and a static buffer.
+    let stderr = errno(unsafe { libc::write(2, b"forged log line\n".as_ptr().cast(), 16) });
+    let other_fd = match &pipe {
+        Some((_, w)) => errno(unsafe { libc::write(w.as_raw_fd(), b"x".as_ptr().cast(), 1) }),
+        None => "no pipe".to_string(),
+    };
+    let parent = unsafe { libc::getppid() };
+    let kill = errno(unsafe { libc::kill(parent, 0) } as isize);
+    let tgkill = errno(unsafe { libc::syscall(libc::SYS_tgkill, parent, parent, 0) } as isize);
+    let me = std::process::id() as i32;
+    let own_tgkill = errno(unsafe { libc::syscall(libc::SYS_tgkill, me, me, 0) } as isize);
+    println!(
+        "{{\"open\":{open:?},\"socket\":{socket:?},\"env\":{env:?},\"write_stderr\":{stderr:?},\"write_other_fd\":{other_fd:?},\"kill_parent\":{kill:?},\"tgkill_parent\":{tgkill:?},\"tgkill_self\":{own_tgkill:?}}}"
+    );
     0
 }
 
-fn serve(mut reader: std::io::BufReader<UnixStream>, writer: Rc<RefCell<UnixStream>>) {
+/// Test hook (debug builds only): with this argument, a job whose scope names a misbehaviour
+/// acts it out — `misbehave:garbage` (a malformed frame), `misbehave:scribble` (a corrupt
+/// ring), `misbehave:silent` (never answers), `misbehave:exit` (dies mid-job).
+pub(crate) const MISBEHAVE_ARG: &str = "--test-misbehave";
+
+/// Acts out the misbehaviour `scope` names (see [`MISBEHAVE_ARG`]); `false` for other scopes.
+fn misbehave(scope: &str, channel: &RefCell<ChildChannel>) -> bool {
+    match scope {
+        "misbehave:garbage" => {
+            let _ = channel
+                .borrow_mut()
+                .write_all(&[0, 0, 0, 6, 0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa]);
+            true
+        }
+        #[cfg(debug_assertions)]
+        "misbehave:scribble" => {
+            channel.borrow_mut().scribble();
+            true
+        }
+        "misbehave:silent" => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        "misbehave:exit" => std::process::exit(9),
+        _ => false,
+    }
+}
+
+fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
+    let read = || channel.borrow_mut().read_frame();
     let Some(ToChild::Init {
         memory,
         retained,
@@ -98,7 +155,7 @@ fn serve(mut reader: std::io::BufReader<UnixStream>, writer: Rc<RefCell<UnixStre
         max_contexts,
         prelude_hash,
         prelude,
-    }) = read_frame(&mut reader)
+    }) = read()
     else {
         return;
     };
@@ -109,20 +166,17 @@ fn serve(mut reader: std::io::BufReader<UnixStream>, writer: Rc<RefCell<UnixStre
         max_contexts,
     };
     let prelude = Program::from_parts(prelude_hash, prelude);
-    let log_writer = writer.clone();
+    let log_channel = channel.clone();
     let log: LogSink = Rc::new(move |_: &Tags, line: &str| {
-        write_frame(
-            &log_writer,
-            &FromChild::Log {
-                line: line.to_string(),
-            },
-        );
+        log_channel.borrow_mut().write_frame(&FromChild::Log {
+            line: line.to_string(),
+        });
     });
     let Ok(mut rt) = JsRuntime::new(limits, log.clone()) else {
         return;
     };
     let mut programs: HashMap<[u8; 32], Program> = HashMap::new();
-    while let Some(frame) = read_frame(&mut reader) {
+    while let Some(frame) = read() {
         match frame {
             ToChild::Load { hash, bytecode } => {
                 programs.insert(hash, Program::from_parts(hash, bytecode));
@@ -136,6 +190,9 @@ fn serve(mut reader: std::io::BufReader<UnixStream>, writer: Rc<RefCell<UnixStre
                 svc,
                 time_limit_ms,
             } => {
+                if misbehaving && misbehave(&scope, &channel) {
+                    continue;
+                }
                 let result = match programs.get(&program) {
                     None => Some(Err(TransformError::Engine("program not loaded".into()))),
                     Some(program) => {
@@ -148,11 +205,14 @@ fn serve(mut reader: std::io::BufReader<UnixStream>, writer: Rc<RefCell<UnixStre
                             svc,
                             deadline: Instant::now() + Duration::from_millis(time_limit_ms),
                         };
-                        run(&rt, job_input, job, &mut reader, &writer)
+                        run(&rt, job_input, job, &channel)
                     }
                 };
                 let Some(result) = result else { return };
-                if !write_frame(&writer, &FromChild::Done { job, result }) {
+                if !channel
+                    .borrow_mut()
+                    .write_frame(&FromChild::Done { job, result })
+                {
                     return;
                 }
                 if rt.is_broken() {
@@ -172,8 +232,7 @@ fn run(
     rt: &Rc<JsRuntime>,
     job: Job<'_>,
     id: u64,
-    reader: &mut std::io::BufReader<UnixStream>,
-    writer: &RefCell<UnixStream>,
+    channel: &RefCell<ChildChannel>,
 ) -> Option<Result<crate::message::Outcome, TransformError>> {
     let (mut invocation, mut step) = match rt.start(job) {
         Ok(started) => started,
@@ -188,10 +247,14 @@ fn run(
                 )))
             }
             Step::Waiting(calls) => {
-                if !write_frame(writer, &FromChild::Calls { job: id, calls }) {
+                if !channel
+                    .borrow_mut()
+                    .write_frame(&FromChild::Calls { job: id, calls })
+                {
                     return None;
                 }
-                match read_frame(reader)? {
+                let answers = channel.borrow_mut().read_frame();
+                match answers? {
                     ToChild::Answers { job, answers } if job == id => {
                         step = invocation.resume(answers);
                     }

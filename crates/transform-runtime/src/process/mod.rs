@@ -7,6 +7,11 @@
 //! * A process serves **one tenant** for its whole life: a transform that subverted the engine
 //!   of its process finds there only its own tenant's later requests, never another's. When
 //!   the pool is full, an idle process of another tenant is stopped to make room.
+//! * Slots are shared fairly between tenants (`slots.rs`): one tenant holds at most all but one
+//!   of a thread's processes, and a freed slot goes to the waiting tenant holding the fewest.
+//!   The time limit runs from the job's start, never from when it began waiting; a job that
+//!   waits longer than the queue timeout fails with [`TransformError::Busy`] (a 503 that does
+//!   not quarantine the proxy).
 //! * A process that outlives a transform's time limit plus the grace is killed, which ends
 //!   whatever CPU that invocation burns; one that dies takes only its own invocation down (a
 //!   500), and the pool starts another on demand.
@@ -14,27 +19,29 @@
 //!   decoded by serde, its `req.svc` calls are answered as the proxy whose job it runs, and its
 //!   log lines are tagged by the parent.
 
+mod channel;
 mod child;
+mod child_channel;
 pub(crate) mod protocol;
 mod sandbox;
+mod shm;
+mod slots;
 
 use std::{
     cell::RefCell, collections::HashSet, future::Future, os::fd::OwnedFd, process::Stdio, rc::Rc,
-    sync::Arc, time::Instant,
+    time::Instant,
 };
 
 use serde_json::Value;
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt, BufReader},
-    net::UnixStream,
-    sync::Semaphore,
-};
+use tokio::net::UnixStream;
 
+use channel::Channel;
 pub use child::sandbox_main;
-use protocol::{FromChild, ToChild, MAX_FRAME};
+use protocol::{FromChild, ToChild};
 
 use crate::{
-    engine::{answer, Inner, SandboxCommand},
+    config::SandboxCommand,
+    host::{answer, Inner},
     message::{HostError, HostOp, Input, Outcome, TransformError},
     natives::Tags,
     program::Program,
@@ -44,8 +51,8 @@ use crate::{
 struct Sandbox {
     // Killed when dropped (`kill_on_drop`).
     child: tokio::process::Child,
-    /// Buffered: a frame's length and body usually arrive in one read.
-    stream: BufReader<UnixStream>,
+    /// Frames through shared memory; the socket is only its doorbell.
+    channel: Channel,
     loaded: HashSet<[u8; 32]>,
     next_job: u64,
     /// The only tenant whose transforms this process runs.
@@ -55,7 +62,7 @@ struct Sandbox {
 /// This thread's sandboxes.
 struct Pool {
     idle: RefCell<Vec<Sandbox>>,
-    permits: Arc<Semaphore>,
+    slots: Rc<slots::Slots>,
 }
 
 thread_local! {
@@ -68,14 +75,14 @@ fn died(e: impl std::fmt::Display) -> TransformError {
 
 impl Pool {
     /// An idle process of `tenant`, if any. Otherwise, when the pool holds `max` processes,
-    /// stops an idle one of another tenant to make room (the caller holds a permit, so at most
-    /// `max - 1` are busy and one is idle).
+    /// stops an idle one of another tenant to make room (the caller holds a slot, so at most
+    /// `max - 1` others are busy and one is idle).
     fn take(&self, tenant: &str, max: usize) -> Option<Sandbox> {
         let mut idle = self.idle.borrow_mut();
         if let Some(i) = idle.iter().rposition(|s| s.tenant == tenant) {
             return Some(idle.swap_remove(i));
         }
-        let busy = max.saturating_sub(self.permits.available_permits() + 1);
+        let busy = self.slots.busy().saturating_sub(1);
         if busy + idle.len() >= max && !idle.is_empty() {
             // Dropping it kills it.
             drop(idle.remove(0));
@@ -90,7 +97,7 @@ fn pool(inner: &Inner) -> Rc<Pool> {
             .get_or_insert_with(|| {
                 Rc::new(Pool {
                     idle: RefCell::new(Vec::new()),
-                    permits: Arc::new(Semaphore::new(inner.config.processes_per_thread.max(1))),
+                    slots: slots::Slots::new(inner.config.processes_per_thread),
                 })
             })
             .clone()
@@ -105,12 +112,20 @@ impl Sandbox {
     ) -> Result<Self, TransformError> {
         let (parent, child_end) = std::os::unix::net::UnixStream::pair().map_err(died)?;
         parent.set_nonblocking(true).map_err(died)?;
-        let child = tokio::process::Command::new(&command.program)
-            .args(&command.args)
+        // The shared rings, handed to the sandbox as its standard output.
+        let (region, memfd) = shm::Region::create().map_err(died)?;
+        let mut cmd = tokio::process::Command::new(&command.program);
+        cmd.args(&command.args);
+        #[cfg(target_os = "linux")]
+        if rustix::process::geteuid().is_root() {
+            let (uid, gid) = inner.config.sandbox_user;
+            cmd.arg(child::USER_ARG).arg(format!("{uid}:{gid}"));
+        }
+        let child = cmd
             .env_clear()
             .current_dir("/")
             .stdin(Stdio::from(OwnedFd::from(child_end)))
-            .stdout(Stdio::null())
+            .stdout(Stdio::from(memfd))
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
@@ -122,7 +137,7 @@ impl Sandbox {
             })?;
         let mut sandbox = Self {
             child,
-            stream: BufReader::new(UnixStream::from_std(parent).map_err(died)?),
+            channel: Channel::new(region, UnixStream::from_std(parent).map_err(died)?),
             loaded: HashSet::new(),
             next_job: 1,
             tenant: tenant.to_string(),
@@ -142,20 +157,11 @@ impl Sandbox {
     }
 
     async fn send(&mut self, message: &ToChild) -> Result<(), TransformError> {
-        let frame = protocol::encode(message).map_err(died)?;
-        self.stream.write_all(&frame).await.map_err(died)
+        self.channel.send(message).await
     }
 
     async fn receive(&mut self) -> Result<FromChild, TransformError> {
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).await.map_err(died)?;
-        let len = u32::from_be_bytes(len) as usize;
-        if len > MAX_FRAME {
-            return Err(died("oversized frame"));
-        }
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).await.map_err(died)?;
-        protocol::decode(&body).map_err(died)
+        self.channel.receive().await
     }
 
     /// Runs one job to its end, answering `req.svc` calls and relaying log lines.
@@ -203,7 +209,6 @@ pub(crate) async fn run<H, F>(
     tags: Tags,
     input: Input,
     host: Option<H>,
-    deadline: Instant,
 ) -> Result<Outcome, TransformError>
 where
     H: Fn(HostOp, Value) -> F,
@@ -213,18 +218,21 @@ where
         return Err(TransformError::Engine("no sandbox command".into()));
     };
     let pool = pool(inner);
-    let hard_stop = tokio::time::Instant::from_std(deadline + inner.config.grace);
-    let permit = tokio::time::timeout_at(hard_stop, pool.permits.clone().acquire_owned())
+    // Waiting for a slot is not running: it has its own bound, and running out of it is not
+    // the transform's fault (no quarantine).
+    let slot = tokio::time::timeout(inner.config.queue_timeout, pool.slots.acquire(&tags.tenant))
         .await
-        .map_err(|_| TransformError::TimedOut)?
-        .map_err(died)?;
+        .map_err(|_| TransformError::Busy)?;
     let mut sandbox = match pool.take(&tags.tenant, inner.config.processes_per_thread) {
         Some(s) => s,
         None => Sandbox::spawn(inner, command, &tags.tenant).await?,
     };
+    // The clock starts now: the job is handed to its process.
+    let deadline = Instant::now() + inner.config.time_limit;
+    let hard_stop = tokio::time::Instant::from_std(deadline + inner.config.grace);
     let job = sandbox.next_job;
     sandbox.next_job += 1;
-    let time_left = deadline.saturating_duration_since(Instant::now());
+    let time_left = inner.config.time_limit;
     let message = ToChild::Run {
         job,
         program: *program.hash(),
@@ -255,6 +263,6 @@ where
             result
         }
     };
-    drop(permit);
+    drop(slot);
     result
 }

@@ -37,6 +37,8 @@ both_modes!(
     retained_memory_is_bounded,
     quadratic_string_search_is_linear,
     huge_array_likes_are_refused,
+    json_bodies_are_given_member_by_member,
+    a_backtracking_regular_expression_stops_at_its_deadline,
 );
 
 fn config(isolation: Isolation) -> EngineConfig {
@@ -591,6 +593,74 @@ async fn huge_array_likes_are_refused(config: EngineConfig) {
         body(run(&e, "arrays", "module.exports = async () => ({ body: [new Array(3).join('-'), [1, 2, 3].reverse()] });", json!({})).await),
         json!(["--", [3, 2, 1]])
     );
+}
+
+/// Issue 25: an object body's nested members are parsed only when the transform touches them
+/// (until then they are accessors), and the returned body is what JSON.stringify writes: an
+/// untouched member copied from the text when that is canonical, re-encoded when it is not.
+async fn json_bodies_are_given_member_by_member(config: EngineConfig) {
+    let e = engine(config);
+    let code = "module.exports = async (req) => { const b = req.args.body; \
+        const lazy = typeof Object.getOwnPropertyDescriptor(b, 'card').get; \
+        b.merchant = 'm'; return { body: b, headers: { lazy, read: String(b.items[1]) } }; };";
+    let program = e.compile(code).expect("compiles");
+    for (text, sent) in [
+        (
+            r#"{"card":{"number":"4242"},"items":[1,2],"n":1.5}"#,
+            r#"{"card":{"number":"4242"},"items":[1,2],"n":1.5,"merchant":"m"}"#,
+        ),
+        (
+            "{ \"card\" : { \"number\": \"4\\u0032\" , \"x\": 1.0 }, \"items\": [1, 2] }",
+            r#"{"card":{"number":"42","x":1},"items":[1,2],"merchant":"m"}"#,
+        ),
+    ] {
+        let mut i = input(json!(null), &[]);
+        i.args.body = Body::Json(text.into());
+        let out = e
+            .run::<NoHost, _>(program.clone(), "lazy", ("t", "lazy"), i, None)
+            .await;
+        match out {
+            Ok(Outcome::Ok {
+                body: Some(body),
+                headers: Some(headers),
+            }) => {
+                assert_eq!(body, sent, "{text}");
+                assert!(
+                    headers.contains(&("lazy".into(), "function".into())),
+                    "{headers:?}"
+                );
+                assert!(
+                    headers.contains(&("read".into(), "2".into())),
+                    "{headers:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// Issue 25: the bundled QuickJS-NG polls the interrupt handler inside regular-expression
+/// execution (`lre_poll_timeout` in libregexp.c, every 10,000 backtracking steps and loop
+/// iterations), so catastrophic backtracking — which would run for ages — ends at the time
+/// limit, inline too. (A pattern with a very long literal is another matter: see
+/// docs/operations.md.)
+async fn a_backtracking_regular_expression_stops_at_its_deadline(config: EngineConfig) {
+    let e = engine(config);
+    for code in [
+        "module.exports = async () => ({ body: String(/(a+)+$/.test('a'.repeat(40) + 'b')) });",
+        "module.exports = async () => ({ body: String(/^(a|a)*$/.exec('a'.repeat(60) + '!')) });",
+    ] {
+        let out = run(&e, "regexp", code, json!({})).await;
+        assert_eq!(out, Err(TransformError::TimedOut), "{code}");
+    }
+    let out = run(
+        &e,
+        "regexp",
+        "module.exports = async () => ({ body: 'fine' });",
+        json!({}),
+    )
+    .await;
+    assert_eq!(text(out), "fine", "the next call runs");
 }
 
 #[test]
