@@ -2,6 +2,7 @@
 //! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
 mod audit;
+mod console_use_cases;
 mod embed_example;
 mod lifecycle;
 mod read_path;
