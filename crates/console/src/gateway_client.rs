@@ -43,7 +43,8 @@ pub(crate) struct TryRequest {
     pub(crate) method: String,
     pub(crate) path: String,
     pub(crate) content_type: String,
-    pub(crate) headers: String,
+    /// `Name: value` lines; a secret, since they may carry credentials.
+    pub(crate) headers: Secret<String>,
     pub(crate) body: Secret<String>,
 }
 
@@ -74,7 +75,7 @@ impl TryRequest {
             method: form.get("method").to_string(),
             path: form.get("path").trim().to_string(),
             content_type: form.get("content_type").trim().to_string(),
-            headers: form.get("headers").to_string(),
+            headers: Secret::new(form.get("headers").to_string()),
             body: Secret::new(form.get("body").to_string()),
         }
     }
@@ -124,7 +125,12 @@ impl TryRequest {
                 Err(_) => errors.add("content_type", "is not a valid header value"),
             }
         }
-        for line in self.headers.lines().filter(|l| !l.trim().is_empty()) {
+        for line in self
+            .headers
+            .expose()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
             match parse_header(line) {
                 Ok((name, value)) => builder = builder.header(name, value),
                 Err(message) => errors.add("headers", message),
@@ -232,7 +238,7 @@ mod tests {
             method: method.into(),
             path: path.into(),
             content_type: "application/json".into(),
-            headers: headers.into(),
+            headers: Secret::new(headers.into()),
             body: Secret::new("{}".into()),
         }
     }

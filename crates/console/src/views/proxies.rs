@@ -184,7 +184,7 @@ pub(crate) fn try_it(
                         (Input::text("Path", "path", &request.path).hint("Appended to /proxy, e.g. /v1/charges?x=1.").render(problems))
                         (Input::text("Content type", "content_type", &request.content_type).render(problems))
                     }
-                    (textarea("Headers", "headers", &request.headers, 2, false, Some("Optional; one Name: value per line (SVC-* headers are set by the console)."), problems))
+                    (textarea("Headers", "headers", request.headers.expose(), 2, false, Some("Optional; one Name: value per line (SVC-* headers are set by the console)."), problems))
                     (textarea("Body", "body", request.body.expose(), 6, true, Some("May hold {{ token_id }} expressions."), problems))
                     div.actions { button type="submit" { "Send" } }
                 }

@@ -82,9 +82,15 @@ async fn every_console_answer_carries_the_security_headers(db: &TestDatabase) {
         "/console/assets/favicon.svg".into(),
         "/console/assets/missing.js".into(),
         "/console/no/such/page".into(),
+        "/console/proxies?name=%3Cscript%3Ealert(1)%3C%2Fscript%3E".into(),
+        "/console/tokens?deleted=%3Cscript%3Ealert(1)%3C%2Fscript%3E".into(),
     ] {
         let page = c.get(&path).await;
         assert_secured(&path, &page);
+        assert!(
+            !page.body.contains("<script>alert"),
+            "{path}: reflected markup is escaped"
+        );
         seen.push(page.status.as_u16());
     }
     assert!(seen.contains(&404) && seen.contains(&400) && seen.contains(&303));

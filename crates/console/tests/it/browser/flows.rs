@@ -17,6 +17,7 @@ backend_tests!(
     sign_out_and_an_expired_session,
     a_key_without_proxy_read_sees_not_permitted,
     a_forged_form_is_refused,
+    every_field_is_labelled_and_the_keyboard_signs_in,
 );
 
 /// Signs in through the form.
@@ -242,5 +243,63 @@ async fn a_forged_form_is_refused(db: &TestDatabase) {
         .await
         .iter()
         .all(|e| e.event.action != AuditAction::TokenRead));
+    tab.close().await;
+}
+
+/// Fields of the page that no label names (hidden inputs aside).
+const UNLABELLED: &str = "Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea')).filter(e => !(e.labels && e.labels.length)).map(e => e.name)";
+
+async fn every_field_is_labelled_and_the_keyboard_signs_in(db: &TestDatabase) {
+    let Some(chromium) = chromium().await else {
+        return;
+    };
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let card = s.card().await;
+    let (proxy, _) = s
+        .proxy(json!({"name": "p", "destination_url": s.harness.upstream_url()}))
+        .await;
+    let served = Served::start(&s.console);
+    let tab = Tab::open(chromium, &served.base).await;
+    tab.go("/console").await;
+    let focused = tab.eval("document.activeElement === document.body").await;
+    assert_eq!(focused, json!(true));
+    // Keyboard only: the key field, typing, Enter.
+    let field = tab.page.find_element("#f-api-key").await.expect("field");
+    field.focus().await.expect("focus");
+    field.type_str(&s.admin_key).await.expect("type");
+    tab.navigating(|| async {
+        field.press_key("Enter").await.expect("enter");
+    })
+    .await;
+    assert_eq!(
+        tab.path().await,
+        "/console/tokens",
+        "Enter submits the form"
+    );
+    for path in [
+        "/console".to_string(),
+        "/console/tokens".into(),
+        "/console/tokens/new".into(),
+        format!("/console/tokens/{card}/edit"),
+        "/console/proxies".into(),
+        "/console/proxies/new".into(),
+        format!("/console/proxies/{proxy}"),
+        "/console/applications/new".into(),
+        "/console/audit".into(),
+    ] {
+        tab.go(&path).await;
+        assert_eq!(tab.eval(UNLABELLED).await, json!([]), "{path}");
+        let skip = tab
+            .eval("document.querySelector('a.skip')?.getAttribute('href')")
+            .await;
+        assert!(
+            path == "/console" || skip == json!("#main"),
+            "{path}: a skip link"
+        );
+    }
+    let outline = tab
+        .eval("(() => { const b = document.querySelector('main button, main .button'); b.focus(); return getComputedStyle(b).outlineStyle; })()")
+        .await;
+    assert_eq!(outline, json!("solid"), "focus is visible");
     tab.close().await;
 }
