@@ -91,7 +91,7 @@ fn events(page: &Page<ChainedEvent>, form: &AuditForm) -> Markup {
                         @for c in &page.items {
                             @let e = &c.event;
                             tr.denied[e.outcome == Outcome::Denied] {
-                                td { (when(e.occurred_at)) }
+                                td.nowrap { (when(e.occurred_at)) }
                                 td.mono { (e.action.as_str()) }
                                 td { (e.outcome.as_str()) }
                                 td.mono.wrap { (e.actor.to_wire()) }

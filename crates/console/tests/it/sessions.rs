@@ -20,6 +20,7 @@ backend_tests!(
     idle_expired_and_revoked_sessions_end,
     sessions_of_two_tenants_never_cross,
     no_key_reaches_a_page_or_the_log,
+    regenerating_ones_own_key_keeps_the_session,
 );
 
 async fn sign_in_errors_are_shown_never_a_500(db: &TestDatabase) {
@@ -334,7 +335,41 @@ async fn no_key_reaches_a_page_or_the_log(db: &TestDatabase) {
     }
     assert!(!logged.contains(&s.admin_key), "the log holds the key");
     assert!(
+        logged.contains("console sign-in refused"),
+        "a failed sign-in is logged"
+    );
+    assert!(
+        !logged.contains("key_00000000000000000000000000000000"),
+        "without the key"
+    );
+    assert!(
         !logged.contains(crate::support::CARD),
         "the log holds token data"
     );
+}
+
+async fn regenerating_ones_own_key_keeps_the_session(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let mut c = client(&s).await;
+    let csrf = c.signed_in(&s.admin_key).await;
+    let own = s.admin.application_id();
+    let page = c
+        .post(
+            &format!("/console/applications/{own}/regenerate"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("the old one no longer works"));
+    assert!(
+        s.vault().authenticate(Some(&s.admin_key)).await.is_err(),
+        "the old key is dead"
+    );
+    let after = c.get("/console/tokens").await;
+    assert_eq!(
+        after.status,
+        StatusCode::OK,
+        "the session now holds the new key"
+    );
+    assert_eq!(s.console.live_sessions(), 1);
 }
