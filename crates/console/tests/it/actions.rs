@@ -24,6 +24,7 @@ backend_tests!(
     try_it_goes_through_the_gateway_as_the_signed_in_application,
     applications_rules_and_key_once,
     an_application_in_use_is_not_deleted_and_says_why,
+    proxies_are_listed_searched_and_deleted,
 );
 
 fn id_in(location: &str, prefix: &str) -> String {
@@ -337,11 +338,12 @@ async fn an_application_in_use_is_not_deleted_and_says_why(db: &TestDatabase) {
         .await
         .expect("app")
         .application_id();
-    s.proxy(
-        json!({"name": "uses-it", "destination_url": s.harness.upstream_url(),
+    let (proxy, _) = s
+        .proxy(
+            json!({"name": "uses-it", "destination_url": s.harness.upstream_url(),
                    "application": {"id": id.to_string()}}),
-    )
-    .await;
+        )
+        .await;
     let mut c = client(&s).await;
     let csrf = c.signed_in(&s.admin_key).await;
     let confirm = c.get(&format!("/console/applications/{id}/delete")).await;
@@ -357,5 +359,71 @@ async fn an_application_in_use_is_not_deleted_and_says_why(db: &TestDatabase) {
     assert!(
         s.vault().get_application(&s.admin, id).await.is_ok(),
         "still there"
+    );
+    c.post(
+        &format!("/console/proxies/{proxy}/delete"),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    let deleted = c
+        .post(
+            &format!("/console/applications/{id}/delete"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        deleted.location(),
+        format!("/console/applications?deleted={id}")
+    );
+    let after = c.get(deleted.location()).await;
+    assert!(
+        after.body.contains("was deleted")
+            && !after
+                .body
+                .contains(&format!("href=\"/console/applications/{id}\""))
+    );
+    let actions: Vec<_> = s.events().await.iter().map(|e| e.event.action).collect();
+    assert_eq!(
+        actions[..2],
+        [AuditAction::ApplicationDeleted, AuditAction::ProxyDeleted]
+    );
+}
+
+async fn proxies_are_listed_searched_and_deleted(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let upstream = s.harness.upstream_url();
+    let (stripe, _) = s
+        .proxy(json!({"name": "Stripe charges", "destination_url": upstream}))
+        .await;
+    let (adyen, _) = s
+        .proxy(json!({"name": "adyen", "destination_url": upstream}))
+        .await;
+    let mut c = client(&s).await;
+    let csrf = c.signed_in(&s.admin_key).await;
+    let all = c.get("/console/proxies").await;
+    assert!(all.body.contains(&stripe) && all.body.contains(&adyen));
+    let found = c.get("/console/proxies?name=str*charges").await;
+    assert!(
+        found.body.contains(&stripe) && !found.body.contains(&adyen),
+        "case-insensitive, * wildcard"
+    );
+    let confirm = c.get(&format!("/console/proxies/{adyen}/delete")).await;
+    assert!(confirm.body.contains("Its key stops working at once"));
+    let gone = c
+        .post(
+            &format!("/console/proxies/{adyen}/delete"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(gone.location(), format!("/console/proxies?deleted={adyen}"));
+    assert_eq!(
+        c.get(&format!("/console/proxies/{adyen}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let event = s.events().await.into_iter().next().expect("an event");
+    assert_eq!(event.event.action, AuditAction::ProxyDeleted);
+    assert_eq!(
+        event.event.resource_ids,
+        vec![adyen.parse::<uuid::Uuid>().expect("uuid")]
     );
 }

@@ -42,9 +42,52 @@ fn assert_secured(what: &str, page: &Page) {
     }
 }
 
+/// Every GET route of the console, with ids that exist and ids that do not, and queries that
+/// are refused.
+fn get_routes(token: &str, proxy: &str, app: &str) -> Vec<String> {
+    let mut routes: Vec<String> = [
+        "",
+        "/tokens",
+        "/tokens?metadata=customer%3Dc_1",
+        "/tokens?page=0",
+        "/tokens/new",
+        "/tokens/not-a-uuid",
+        "/proxies",
+        "/proxies/new",
+        "/applications",
+        "/applications/new",
+        "/audit",
+        "/audit?from=yesterday",
+        "/assets/console.css",
+        "/assets/console.js",
+        "/assets/favicon.svg",
+        "/assets/missing.js",
+        "/no/such/page",
+        "/proxies?name=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+        "/tokens?deleted=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+    ]
+    .iter()
+    .map(|p| format!("/console{p}"))
+    .collect();
+    for suffix in ["", "/edit", "/delete"] {
+        routes.push(format!("/console/tokens/{token}{suffix}"));
+    }
+    for suffix in ["", "/delete"] {
+        routes.push(format!("/console/proxies/{proxy}{suffix}"));
+    }
+    for suffix in ["", "/regenerate", "/delete"] {
+        routes.push(format!("/console/applications/{app}{suffix}"));
+    }
+    routes.push(format!("/console/tokens/{}", uuid::Uuid::new_v4()));
+    routes
+}
+
 async fn every_console_answer_carries_the_security_headers(db: &TestDatabase) {
     let s = Setup::start(db, Duration::from_secs(60)).await;
     let token = s.card().await;
+    let (proxy, _) = s
+        .proxy(serde_json::json!({"name": "p", "destination_url": s.harness.upstream_url()}))
+        .await;
     let mut c = client(&s).await;
     let outside = c.get("/console/tokens").await;
     assert_eq!(
@@ -59,32 +102,7 @@ async fn every_console_answer_carries_the_security_headers(db: &TestDatabase) {
     assert_secured("wrong key", &wrong);
     let csrf = c.signed_in(&s.admin_key).await;
     let mut seen = Vec::new();
-    for path in [
-        "/console".to_string(),
-        "/console/tokens".into(),
-        "/console/tokens?metadata=customer%3Dc_1".into(),
-        "/console/tokens?page=0".into(),
-        "/console/tokens/new".into(),
-        format!("/console/tokens/{token}"),
-        format!("/console/tokens/{token}/edit"),
-        format!("/console/tokens/{token}/delete"),
-        "/console/tokens/not-a-uuid".into(),
-        format!("/console/tokens/{}", uuid::Uuid::new_v4()),
-        "/console/proxies".into(),
-        "/console/proxies/new".into(),
-        "/console/applications".into(),
-        "/console/applications/new".into(),
-        format!("/console/applications/{}", s.admin.application_id()),
-        "/console/audit".into(),
-        "/console/audit?from=yesterday".into(),
-        "/console/assets/console.css".into(),
-        "/console/assets/console.js".into(),
-        "/console/assets/favicon.svg".into(),
-        "/console/assets/missing.js".into(),
-        "/console/no/such/page".into(),
-        "/console/proxies?name=%3Cscript%3Ealert(1)%3C%2Fscript%3E".into(),
-        "/console/tokens?deleted=%3Cscript%3Ealert(1)%3C%2Fscript%3E".into(),
-    ] {
+    for path in get_routes(&token, &proxy, &s.admin.application_id().to_string()) {
         let page = c.get(&path).await;
         assert_secured(&path, &page);
         assert!(
