@@ -89,7 +89,7 @@ async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
     assert!(tab.path().await.contains("metadata=customer%3Dc_1"));
     assert!(tab.text().await.contains(&card), "found");
     assert!(
-        !tab.html().await.contains(&CARD[..6]),
+        !tab.html().await.contains(&CARD[..8]),
         "no card digits in the results"
     );
     tab.screenshot("tokens").await;
@@ -98,7 +98,7 @@ async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
     let text = tab.text().await;
     assert!(text.contains("•••• 1111") && text.contains("Reveal"));
     assert!(
-        !tab.html().await.contains(&CARD[..6]),
+        !tab.html().await.contains(&CARD[..8]),
         "masked until Reveal"
     );
     tab.screenshot("token-masked").await;
