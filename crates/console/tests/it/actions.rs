@@ -25,6 +25,7 @@ backend_tests!(
     applications_rules_and_key_once,
     an_application_in_use_is_not_deleted_and_says_why,
     proxies_are_listed_searched_and_deleted,
+    without_a_gateway_try_it_says_it_is_unavailable,
 );
 
 fn id_in(location: &str, prefix: &str) -> String {
@@ -426,4 +427,26 @@ async fn proxies_are_listed_searched_and_deleted(db: &TestDatabase) {
         event.event.resource_ids,
         vec![adyen.parse::<uuid::Uuid>().expect("uuid")]
     );
+}
+
+async fn without_a_gateway_try_it_says_it_is_unavailable(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let (proxy, _) = s
+        .proxy(json!({"name": "p", "destination_url": s.harness.upstream_url()}))
+        .await;
+    let console =
+        tessera_console::Console::new(s.vault().clone(), tessera_console::ConsoleConfig::default());
+    let mut c = crate::support::client_of(&console).await;
+    let csrf = c.signed_in(&s.admin_key).await;
+    let page = c.get(&format!("/console/proxies/{proxy}")).await;
+    assert!(page.body.contains("Try it is unavailable"));
+    let tried = c
+        .post(
+            &format!("/console/proxies/{proxy}/try"),
+            &[("csrf", &csrf), ("method", "POST"), ("body", "{}")],
+        )
+        .await;
+    assert_eq!(tried.status, StatusCode::OK);
+    assert!(tried.body.contains("Try it is unavailable"));
+    assert_eq!(s.harness.upstream.hits(), 0, "nothing was sent");
 }

@@ -169,7 +169,16 @@ pub(crate) async fn client(
 ) -> Client<
     impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
 > {
-    let console = setup.console.clone();
+    client_of(&setup.console).await
+}
+
+/// A client of `console` in-process.
+pub(crate) async fn client_of(
+    console: &Console,
+) -> Client<
+    impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
+> {
+    let console = console.clone();
     let app = test::init_service(App::new().configure(move |cfg| console.configure(cfg))).await;
     Client {
         app,
