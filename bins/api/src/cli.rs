@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand};
+use tessera_console::ConsoleArgs;
 use tessera_domain::TenantId;
 use tessera_gateway::GatewayArgs;
 use tessera_startup::{audit::AuditArgs, DbArgs};
@@ -98,6 +99,9 @@ pub struct ServeArgs {
     /// Audit-trail flags.
     #[command(flatten)]
     pub audit: AuditArgs,
+    /// Web console flags.
+    #[command(flatten)]
+    pub console: ConsoleArgs,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub workers: Option<usize>,

@@ -146,6 +146,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let vault = tessera_startup::audit::start_audit(args.gateway.apply_to(vault), &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let audit = vault.clone();
+    let console = args
+        .console
+        .config(args.listen, !args.no_gateway, args.gateway.max_body_bytes)
+        .map(|config| tessera_console::Console::new(vault.clone(), config));
     let metrics = ProcessMetrics::new();
     let mut state = ApiState::new(
         vault.clone(),
@@ -163,12 +167,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(limit) = args.gateway.rate_limit()? {
         state = state.with_rate_limit(limit);
     }
-    let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
-        .shutdown_timeout(30)
-        // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
-        .disable_signals()
-        .bind(args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let console_on = console.is_some();
+    let mut server = actix_web::HttpServer::new(move || {
+        tessera_http::app(state.clone()).configure(|cfg| {
+            if let Some(console) = &console {
+                console.configure(cfg);
+            }
+        })
+    })
+    .shutdown_timeout(30)
+    // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
+    .disable_signals()
+    .bind(args.listen)
+    .with_context(|| format!("cannot listen on {}", args.listen))?;
     if let Some(workers) = args.workers {
         server = server.workers(workers);
     }
@@ -176,6 +187,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listen = %args.listen,
         database = %args.db.database_url_display(),
         gateway = !args.no_gateway,
+        console = console_on,
         "tessera api listening"
     );
     let server = server.run();

@@ -428,6 +428,14 @@ pub trait AssociationStore: Send + Sync {
         child: &StoredToken,
         link: &NewAssociation,
     ) -> Result<(), StoreError>;
+    /// The parents of `child` (at most `limit`, in the order the links were made): the
+    /// reverse of a children list, answered from the `(tenant, child)` index.
+    async fn parent_ids(
+        &self,
+        tenant: TenantId,
+        child: TokenId,
+        limit: u32,
+    ) -> Result<Vec<TokenId>, StoreError>;
 }
 
 /// A proxy as stored: every secret sealed with the tenant's data key, and the invocation key

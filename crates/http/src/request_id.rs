@@ -76,7 +76,13 @@ pub(crate) async fn middleware(
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with(PROBLEM_JSON) || ct.starts_with("application/json"));
+        // An HTML error page was rendered on purpose (the web console mounted beside the API):
+        // it is that page's answer, and keeps its own headers.
+        .is_some_and(|ct| {
+            ct.starts_with(PROBLEM_JSON)
+                || ct.starts_with("application/json")
+                || ct.starts_with("text/html")
+        });
     if (status.is_client_error() || status.is_server_error()) && !is_problem && !proxied {
         let detail = match status.as_u16() {
             404 => "no such route".to_string(),

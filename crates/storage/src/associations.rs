@@ -57,4 +57,33 @@ impl AssociationStore for Database {
     ) -> Result<(), StoreError> {
         self.insert_token_rows(child, Some(link)).await
     }
+
+    async fn parent_ids(
+        &self,
+        tenant: TenantId,
+        child: TokenId,
+        limit: u32,
+    ) -> Result<Vec<TokenId>, StoreError> {
+        let (tenant, child) = (tenant.to_string(), child.to_string());
+        let ids: Vec<String> = with_conn!(self, |conn| {
+            token_associations::table
+                .filter(token_associations::tenant_id.eq(&tenant))
+                .filter(token_associations::child_id.eq(&child))
+                .order((
+                    token_associations::created_at.asc(),
+                    token_associations::parent_id.asc(),
+                ))
+                .limit(i64::from(limit))
+                .select(token_associations::parent_id)
+                .load(conn)
+                .await
+                .db()
+        })?;
+        ids.iter()
+            .map(|raw| {
+                raw.parse()
+                    .map_err(|_| StoreError::Corrupt(format!("invalid token id `{raw}`")))
+            })
+            .collect()
+    }
 }

@@ -468,6 +468,16 @@ impl AssociationStore for DetachedStore {
         self.run(|db| async move { db.insert_child_token(&child, &link).await })
             .await
     }
+
+    async fn parent_ids(
+        &self,
+        tenant: TenantId,
+        child: TokenId,
+        limit: u32,
+    ) -> Result<Vec<TokenId>, StoreError> {
+        self.run(|db| async move { db.parent_ids(tenant, child, limit).await })
+            .await
+    }
 }
 
 #[async_trait]

@@ -18,6 +18,9 @@ use super::{
     Vault,
 };
 
+/// Most parent links [`Vault::list_parents`] considers (a token with more shows the first ones).
+pub const MAX_PARENTS: u32 = 1000;
+
 fn link(parent: &StoredToken, child: &StoredToken) -> NewAssociation {
     link_to(parent, child.id, child.created_at, child.token_type)
 }
@@ -121,6 +124,37 @@ impl Vault {
             .insert_child_token(&stored, &link(&parent, &stored))
             .await?;
         Ok((token, true))
+    }
+
+    /// Lists the parents of `child` that the caller may read (the first [`MAX_PARENTS`]
+    /// links), in their creation order. Needs `token:read` on the child; parents the caller may
+    /// not read are neither listed nor counted.
+    pub async fn list_parents(
+        &self,
+        caller: &Principal,
+        child: TokenId,
+        page: PageRequest,
+    ) -> Result<Page<Token>, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let child = self.stored_token(caller, child).await?;
+        caller.require_on(Permission::TokenRead, &child.container)?;
+        let ids = self
+            .store
+            .parent_ids(caller.tenant_id(), child.id, MAX_PARENTS)
+            .await?;
+        if ids.is_empty() {
+            // An empty id filter means "any token": answer the empty page here.
+            return Ok(Page {
+                items: Vec::new(),
+                total_items: 0,
+                request: page,
+            });
+        }
+        let filter = TokenFilter {
+            ids,
+            ..TokenFilter::default()
+        };
+        self.list_tokens(caller, &filter, page).await
     }
 
     /// Lists `parent`'s children with filters and pagination, in the children's creation order.

@@ -57,6 +57,13 @@ impl Vault {
         Ok(audit::list(self.store.as_ref(), caller.tenant_id(), filter, page).await?)
     }
 
+    /// Re-walks the caller's own tenant's chain (see [`audit::verify`]): what the console's
+    /// Verify button shows. Needs `audit:read`; other tenants' chains are never walked.
+    pub async fn verify_own_audit(&self, caller: &Principal) -> Result<VerifyReport, VaultError> {
+        caller.require(Permission::AuditRead)?;
+        self.verify_audit(Some(caller.tenant_id())).await
+    }
+
     /// Re-walks every chain, or `tenant`'s (see [`audit::verify`]).
     pub async fn verify_audit(&self, tenant: Option<TenantId>) -> Result<VerifyReport, VaultError> {
         Ok(audit::verify(self.store.as_ref(), tenant).await?)

@@ -15,6 +15,7 @@ mod tokens;
 use std::{sync::Arc, time::Duration};
 
 pub use applications::IssuedKey;
+pub use associations::MAX_PARENTS;
 pub use gateway::{SealedTokens, TokenSize};
 pub use idempotency::{
     validate_key as validate_idempotency_key, IdempotencyClaim, IdempotencyTicket,

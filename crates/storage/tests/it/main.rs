@@ -3,6 +3,7 @@
 
 mod audit;
 mod audit_legacy;
+mod console_use_cases;
 mod embed_example;
 mod lifecycle;
 mod read_path;

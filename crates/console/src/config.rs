@@ -1,0 +1,175 @@
+//! The console's settings and the `api serve` flags that set them.
+
+use std::{net::SocketAddr, time::Duration};
+
+/// A session ends after this long whatever its activity (issue 26: 12 h in any case).
+pub const MAX_SESSION_AGE: Duration = Duration::from_secs(12 * 60 * 60);
+
+/// Default idle lifetime of a session, in seconds (15 minutes).
+pub const DEFAULT_SESSION_TTL_SECS: f64 = 900.0;
+
+/// What the console needs to know about its surroundings.
+#[derive(Debug, Clone)]
+pub struct ConsoleConfig {
+    /// A session ends after this long without a request.
+    pub session_idle: Duration,
+    /// A session ends after this long in any case.
+    pub session_max_age: Duration,
+    /// Base URL (`http://host:port`) of the gateway that "Try it" sends test requests to
+    /// (`/proxy` is appended); `None`: "Try it" is unavailable.
+    pub gateway_url: Option<String>,
+    /// Largest form body accepted, in bytes (413 above).
+    pub max_body_bytes: usize,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        Self {
+            session_idle: Duration::from_secs_f64(DEFAULT_SESSION_TTL_SECS),
+            session_max_age: MAX_SESSION_AGE,
+            gateway_url: None,
+            max_body_bytes: tessera_service::DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// The console's flags of `api serve`; each also reads `TESSERA_<FLAG>`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConsoleArgs {
+    /// Do not serve the web console at `/console`.
+    #[arg(long, env = "TESSERA_NO_CONSOLE")]
+    pub no_console: bool,
+    /// Seconds a console session survives without a request (1 to 43200); a session ends
+    /// after 12 hours whatever its activity.
+    #[arg(long, env = "TESSERA_CONSOLE_SESSION_TTL", default_value_t = DEFAULT_SESSION_TTL_SECS,
+          value_parser = parse_ttl)]
+    pub console_session_ttl: f64,
+    /// Base URL (`http://host:port`) of the gateway that the console's "Try it" calls. Default:
+    /// this process's own `/proxy` over loopback; with `--no-gateway` and no URL, "Try it" is
+    /// unavailable.
+    #[arg(long, env = "TESSERA_CONSOLE_GATEWAY_URL", value_parser = parse_gateway_url)]
+    pub console_gateway_url: Option<String>,
+}
+
+fn parse_ttl(raw: &str) -> Result<f64, String> {
+    let secs: f64 = raw
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a number of seconds"))?;
+    if (1.0..=MAX_SESSION_AGE.as_secs_f64()).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err("must be from 1 to 43200 seconds".to_string())
+    }
+}
+
+/// Accepts `http://host:port` (optionally with a trailing `/`): the console's client speaks
+/// plain HTTP to a gateway it is deployed beside.
+fn parse_gateway_url(raw: &str) -> Result<String, String> {
+    let uri: http::Uri = raw
+        .parse()
+        .map_err(|e| format!("`{raw}` is not a URL: {e}"))?;
+    if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+        return Err("must be an http:// URL with a host and port".to_string());
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err("must have no path or query (`/proxy` is appended)".to_string());
+    }
+    Ok(raw.trim_end_matches('/').to_string())
+}
+
+impl ConsoleArgs {
+    /// The settings of a console served by a process listening on `listen`, which serves
+    /// `/proxy` itself when `gateway_mounted`; `None` with `--no-console`.
+    pub fn config(
+        &self,
+        listen: SocketAddr,
+        gateway_mounted: bool,
+        max_body_bytes: usize,
+    ) -> Option<ConsoleConfig> {
+        if self.no_console {
+            return None;
+        }
+        let gateway_url = self
+            .console_gateway_url
+            .clone()
+            .or_else(|| gateway_mounted.then(|| loopback_url(listen)));
+        Some(ConsoleConfig {
+            session_idle: Duration::from_secs_f64(self.console_session_ttl),
+            session_max_age: MAX_SESSION_AGE,
+            gateway_url,
+            max_body_bytes,
+        })
+    }
+}
+
+/// `http://` + the address a process listening on `listen` is reached at from itself: the
+/// loopback address of the same family when it listens on every interface.
+fn loopback_url(listen: SocketAddr) -> String {
+    let ip = match listen.ip() {
+        std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(ip, listen.port()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_bounds() {
+        assert_eq!(parse_ttl("900"), Ok(900.0));
+        assert!(parse_ttl("0").is_err());
+        assert!(parse_ttl("43201").is_err());
+        assert!(parse_ttl("soon").is_err());
+    }
+
+    #[test]
+    fn gateway_urls() {
+        assert_eq!(
+            parse_gateway_url("http://127.0.0.1:8081/").as_deref(),
+            Ok("http://127.0.0.1:8081")
+        );
+        for bad in [
+            "https://x:1",
+            "127.0.0.1:8081",
+            "http://x:1/proxy",
+            "http://x:1/?a",
+        ] {
+            assert!(parse_gateway_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_default_gateway_is_this_process_over_loopback() {
+        let args = ConsoleArgs {
+            no_console: false,
+            console_session_ttl: 60.0,
+            console_gateway_url: None,
+        };
+        let c = args
+            .config("0.0.0.0:8080".parse().expect("addr"), true, 10)
+            .expect("on");
+        assert_eq!(c.gateway_url.as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(c.session_idle, Duration::from_secs(60));
+        let c = args
+            .config("[::]:9000".parse().expect("addr"), true, 10)
+            .expect("on");
+        assert_eq!(c.gateway_url.as_deref(), Some("http://[::1]:9000"));
+        let c = args
+            .config("10.1.2.3:80".parse().expect("addr"), false, 10)
+            .expect("on");
+        assert_eq!(
+            c.gateway_url, None,
+            "no gateway in this process and none named"
+        );
+        let off = ConsoleArgs {
+            no_console: true,
+            ..args
+        };
+        assert!(off
+            .config("127.0.0.1:1".parse().expect("addr"), true, 10)
+            .is_none());
+    }
+}

@@ -1,0 +1,246 @@
+//! Who is asking: the extractors every signed-in route takes.
+//!
+//! * [`Ctx`]: a live session whose key the vault still accepts, as a [`Principal`]; without
+//!   one the browser is sent to the sign-in page (`303 See Other` to `/console`).
+//! * [`Posted`]: a [`Ctx`] plus the form body, whose `csrf` field must equal the session's
+//!   token (compared in constant time), else `403`. Every POST route but sign-in takes it, so
+//!   a route cannot forget the check.
+
+use std::{future::Future, pin::Pin};
+
+use actix_web::{
+    cookie::{Cookie, SameSite},
+    dev::Payload,
+    http::{header, StatusCode},
+    web, FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError,
+};
+use maud::Markup;
+use tessera_domain::{error::ErrorClass, Principal, VaultError};
+
+use crate::{
+    form::Form,
+    security::RequestId,
+    session::{tokens_match, LiveSession, Lookup},
+    views::{self, layout::Chrome, Section},
+    State, MOUNT, SESSION_COOKIE,
+};
+
+/// Why a request cannot go on; each renders its own answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConsoleError {
+    /// No live session: to the sign-in page (`expired`: one existed and ended).
+    #[error("not signed in")]
+    SignIn {
+        /// Whether a session existed and has ended.
+        expired: bool,
+    },
+    /// A POST without this session's CSRF token.
+    #[error("missing or wrong CSRF token")]
+    Csrf,
+    /// The form could not be read (too large, not a form).
+    #[error("{message}")]
+    Body {
+        /// The status to answer.
+        status: StatusCode,
+        /// What went wrong.
+        message: String,
+    },
+    /// The vault could not be asked (database down).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// `Set-Cookie` of the session cookie: `HttpOnly`, `SameSite=Strict`, `Path=/console`,
+/// `Secure` when the request came over TLS (directly or, per `Forwarded`/`X-Forwarded-Proto`,
+/// through a proxy). No `Max-Age`: the server decides when a session ends.
+pub(crate) fn session_cookie(
+    req: &HttpRequest,
+    name: &'static str,
+    value: String,
+) -> Cookie<'static> {
+    let mut cookie = Cookie::new(name, value);
+    cookie.set_path(MOUNT);
+    cookie.set_http_only(true);
+    cookie.set_same_site(SameSite::Strict);
+    cookie.set_secure(req.connection_info().scheme() == "https");
+    cookie
+}
+
+/// The cookie that deletes `name` (same path and flags, expired).
+pub(crate) fn removal_cookie(req: &HttpRequest, name: &'static str) -> Cookie<'static> {
+    let mut cookie = session_cookie(req, name, String::new());
+    cookie.make_removal();
+    cookie
+}
+
+/// A `303 See Other` to `location`.
+pub(crate) fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_string()))
+        .finish()
+}
+
+impl ResponseError for ConsoleError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ConsoleError::SignIn { .. } => StatusCode::SEE_OTHER,
+            ConsoleError::Csrf => StatusCode::FORBIDDEN,
+            ConsoleError::Body { status, .. } => *status,
+            ConsoleError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            ConsoleError::SignIn { expired } => {
+                let location = if *expired {
+                    format!("{MOUNT}?expired=1")
+                } else {
+                    MOUNT.to_string()
+                };
+                see_other(&location)
+            }
+            ConsoleError::Csrf => views::errors::message_page(
+                StatusCode::FORBIDDEN,
+                "Form refused",
+                "This form did not come from your current console session (its security token \
+                 is missing or belongs to another session). Reload the page and try again.",
+            ),
+            ConsoleError::Body { status, message } => {
+                views::errors::message_page(*status, "Form refused", message)
+            }
+            ConsoleError::Unavailable(message) => views::errors::message_page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service unavailable",
+                message,
+            ),
+        }
+    }
+}
+
+/// A signed-in request.
+pub(crate) struct Ctx {
+    pub(crate) state: web::Data<State>,
+    /// The signed-in application, as the vault resolved its key just now.
+    pub(crate) principal: Principal,
+    pub(crate) session: LiveSession,
+    pub(crate) request_id: String,
+    pub(crate) req: HttpRequest,
+}
+
+impl Ctx {
+    async fn load(req: &HttpRequest) -> Result<Self, ConsoleError> {
+        let Some(state) = req.app_data::<web::Data<State>>().cloned() else {
+            return Err(ConsoleError::Unavailable("console state missing".into()));
+        };
+        let Some(cookie) = req.cookie(SESSION_COOKIE) else {
+            return Err(ConsoleError::SignIn { expired: false });
+        };
+        let session = match state.sessions.lookup(cookie.value()) {
+            Lookup::Live(session) => session,
+            Lookup::Expired => return Err(ConsoleError::SignIn { expired: true }),
+            Lookup::Unknown => return Err(ConsoleError::SignIn { expired: false }),
+        };
+        let principal = match state
+            .vault
+            .authenticate(Some(session.api_key.expose()))
+            .await
+        {
+            Ok(p) => p,
+            Err(e) if e.class() == ErrorClass::Unauthenticated => {
+                // Regenerated or deleted since sign-in: the session ends with the key.
+                state.sessions.remove(session.key);
+                return Err(ConsoleError::SignIn { expired: true });
+            }
+            Err(e) => return Err(ConsoleError::Unavailable(e.public_message())),
+        };
+        if principal.tenant_id() != session.tenant_id
+            || principal.application_id() != session.application_id
+        {
+            state.sessions.remove(session.key);
+            return Err(ConsoleError::SignIn { expired: true });
+        }
+        let request_id = req
+            .extensions()
+            .get::<RequestId>()
+            .map(|r| r.0.clone())
+            .unwrap_or_else(tessera_service::request_id::new_id);
+        Ok(Self {
+            state,
+            principal,
+            session,
+            request_id,
+            req: req.clone(),
+        })
+    }
+
+    /// The page chrome (navigation, sign-out form) for `section`.
+    pub(crate) fn chrome(&self, section: Section) -> Chrome<'_> {
+        Chrome {
+            csrf: self.session.csrf.expose(),
+            section,
+            principal: &self.principal,
+        }
+    }
+
+    /// A full page.
+    pub(crate) fn page(
+        &self,
+        status: StatusCode,
+        section: Section,
+        title: &str,
+        body: Markup,
+    ) -> HttpResponse {
+        views::html(
+            status,
+            views::layout::page(&self.chrome(section), title, body),
+        )
+    }
+
+    /// A 200 page.
+    pub(crate) fn ok(&self, section: Section, title: &str, body: Markup) -> HttpResponse {
+        self.page(StatusCode::OK, section, title, body)
+    }
+
+    /// The page for a use-case that failed other than by invalid input: "Not permitted",
+    /// "Not found", a conflict explained, or the service's own failure.
+    pub(crate) fn failure(&self, section: Section, error: &VaultError) -> HttpResponse {
+        let (status, title, body) = views::errors::failure(error);
+        self.page(status, section, title, body)
+    }
+}
+
+impl FromRequest for Ctx {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ConsoleError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { Ctx::load(&req).await })
+    }
+}
+
+/// A signed-in POST with its form, whose CSRF token was checked.
+pub(crate) struct Posted {
+    pub(crate) ctx: Ctx,
+    pub(crate) form: Form,
+}
+
+impl FromRequest for Posted {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ConsoleError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let payload = payload.take();
+        Box::pin(async move {
+            let ctx = Ctx::load(&req).await?;
+            let form = Form::read(&req, payload, ctx.state.config.max_body_bytes).await?;
+            if !tokens_match(form.get("csrf"), ctx.session.csrf.expose()) {
+                tracing::warn!(request_id = %ctx.request_id, path = req.path(), "console POST refused: CSRF token missing or wrong");
+                return Err(ConsoleError::Csrf);
+            }
+            Ok(Posted { ctx, form })
+        })
+    }
+}
