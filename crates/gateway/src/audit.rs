@@ -120,79 +120,77 @@ fn invocation_event(
     }
 }
 
-impl Gateway {
-    /// Records that the tokens `ids` were substituted into the forwarded request (submitted
-    /// now, committed by the time the caller is answered).
-    pub(crate) async fn audit_detokenized(
-        &self,
-        notes: &mut AuditNotes,
-        proxy: Option<ProxyId>,
-        request_id: &str,
-        ids: Vec<Uuid>,
-    ) -> Result<(), Halt> {
-        let (Some(tenant), false) = (notes.tenant, ids.is_empty()) else {
-            return Ok(());
-        };
-        let event = invocation_event(
-            notes,
-            proxy,
-            request_id,
-            AuditEvent::success(tenant, AuditAction::TokenDetokenized, notes.actor(), ids),
-        );
-        let pending = self
-            .vault
-            .audit()
-            .submit(vec![event])
-            .await
-            .map_err(|e| unavailable(&e))?;
-        notes.pending.push(pending);
-        Ok(())
-    }
+/// Records that the tokens `ids` were substituted into the forwarded request (submitted now,
+/// committed by the time the caller is answered).
+pub(crate) async fn record_detokenized(
+    gw: &Gateway,
+    notes: &mut AuditNotes,
+    proxy: Option<ProxyId>,
+    request_id: &str,
+    ids: Vec<Uuid>,
+) -> Result<(), Halt> {
+    let (Some(tenant), false) = (notes.tenant, ids.is_empty()) else {
+        return Ok(());
+    };
+    let event = invocation_event(
+        notes,
+        proxy,
+        request_id,
+        AuditEvent::success(tenant, AuditAction::TokenDetokenized, notes.actor(), ids),
+    );
+    let pending = gw
+        .vault
+        .audit()
+        .submit(vec![event])
+        .await
+        .map_err(|e| unavailable(&e))?;
+    notes.pending.push(pending);
+    Ok(())
+}
 
-    /// Before answering: records a refusal (401/403) as a denied `token.detokenized`, submits
-    /// what the stages collected, and waits for every commit (sync mode). When the trail cannot
-    /// be written, the answer becomes a 503.
-    pub(crate) async fn audited<T>(
-        &self,
-        notes: &mut AuditNotes,
-        proxy: Option<ProxyId>,
-        request_id: &str,
-        result: Result<T, Halt>,
-    ) -> Result<T, Halt> {
-        if !self.vault.audit().is_on() {
-            return result;
+/// Before answering: records a refusal (401/403) as a denied `token.detokenized`, submits what
+/// the stages collected, and waits for every commit (sync mode). When the trail cannot be
+/// written, the answer becomes a 503.
+pub(crate) async fn audited<T>(
+    gw: &Gateway,
+    notes: &mut AuditNotes,
+    proxy: Option<ProxyId>,
+    request_id: &str,
+    result: Result<T, Halt>,
+) -> Result<T, Halt> {
+    if !gw.vault.audit().is_on() {
+        return result;
+    }
+    if let Err(Halt::Fail(e)) = &result {
+        if matches!(e.kind(), ErrorKind::Unauthenticated | ErrorKind::Forbidden) {
+            let event = AuditEvent::denied(
+                notes.tenant,
+                AuditAction::TokenDetokenized,
+                notes.actor(),
+                std::mem::take(&mut notes.requested),
+                e.detail(),
+            );
+            let event = invocation_event(notes, proxy, request_id, event);
+            notes.events.push(event);
         }
-        if let Err(Halt::Fail(e)) = &result {
-            if matches!(e.kind(), ErrorKind::Unauthenticated | ErrorKind::Forbidden) {
-                let event = AuditEvent::denied(
-                    notes.tenant,
-                    AuditAction::TokenDetokenized,
-                    notes.actor(),
-                    std::mem::take(&mut notes.requested),
-                    e.detail(),
-                );
-                let event = invocation_event(notes, proxy, request_id, event);
-                notes.events.push(event);
-            }
+    }
+    let log = gw.vault.audit();
+    let events = std::mem::take(&mut notes.events);
+    let mut outcome = match log.submit(events).await {
+        Ok(pending) => pending.committed().await,
+        Err(e) => Err(e),
+    };
+    for pending in notes.pending.drain(..) {
+        let committed = pending.committed().await;
+        if outcome.is_ok() {
+            outcome = committed;
         }
-        let log = self.vault.audit();
-        let events = std::mem::take(&mut notes.events);
-        let mut outcome = match log.submit(events).await {
-            Ok(pending) => pending.committed().await,
-            Err(e) => Err(e),
-        };
-        for pending in notes.pending.drain(..) {
-            let committed = pending.committed().await;
-            if outcome.is_ok() {
-                outcome = committed;
-            }
-        }
-        match outcome {
-            Ok(()) => result,
-            Err(e) => {
-                tracing::error!(request_id, error = %e, "audit events not committed; answering 503");
-                Err(unavailable(&e))
-            }
+    }
+    match outcome {
+        Ok(()) => result,
+        Err(e) => {
+            tracing::error!(request_id, error = %e, "audit events not committed; answering 503");
+            Err(unavailable(&e))
         }
     }
 }

@@ -9,8 +9,9 @@ use crate::audit::AuditNotes;
 /// The per-request context the stages read and fill in. The caller's headers hold its
 /// `SVC-API-KEY` and `SVC-PROXY-KEY`: `Debug` shows method, path and header names only.
 pub(crate) struct RequestContext<'a> {
-    /// Method, URI, headers and version of the caller's request. Stages take what they need
-    /// (the headers are moved out to become the forwarded ones).
+    /// Method, URI, headers and version of the caller's request. The headers are handed to
+    /// `detokenize` by the pipeline ([`RequestContext::take_headers`]) once the stages before
+    /// it (which read the keys in them) are done.
     pub(crate) parts: http::request::Parts,
     /// The request's `X-Request-Id`.
     pub(crate) request_id: &'a str,
@@ -60,6 +61,13 @@ impl<'a> RequestContext<'a> {
             ephemeral: false,
             target: None,
         }
+    }
+
+    /// Hands the caller's headers over (to `detokenize`, which turns them into the forwarded
+    /// ones); the context keeps none from then on. The pipeline in `lib.rs` calls it, so that
+    /// no stage empties a field behind another's back.
+    pub(crate) fn take_headers(&mut self) -> http::HeaderMap {
+        std::mem::take(&mut self.parts.headers)
     }
 
     /// The path after `/proxy` (`""` for `/proxy` itself).

@@ -6,24 +6,32 @@
 //! [`tessera_service::mount::ProxyHandler`].
 //!
 //! A request goes through named stages over one [`context::RequestContext`], in the manner of
-//! pingora's `ProxyHttp` phases; [`Gateway::handle`] reads top to bottom:
+//! pingora's `ProxyHttp` phases. Each stage is one file under `stages/` with one entry point of
+//! the same name, taking the context and what the stage before produced; `Gateway::run` calls
+//! them in this order and [`Gateway::handle`] ends every request in `respond`:
 //!
 //! ```text
-//!  ephemeral_url       SVC-PROXY-URL instead of a proxy key: an ephemeral proxy ...... 400
-//!   └ authenticate_ephemeral  SVC-API-KEY of any tenant, token:use somewhere ......... 401 / 403
-//!  select_proxy        proxy by key (header, else query) ............................ 401
-//!  authenticate        require_auth: SVC-API-KEY of the proxy's tenant, token:use ... 401 / 403
-//!  not_quarantined     its transform timed out recently: back off ................... 503
-//!  destination         destination URL + sub-path (no dot segments) + query ........ 400
-//!  read_body           at most --max-body-bytes, within --body-timeout ............. 413 / 408
-//!  detokenize          body and header values: parse once, fetch the listed tokens
-//!                      (still encrypted), check each may go to the destination
-//!                      (its binding), bound the rendering, decrypt, render ......... 400 / 403 / 413
-//!  transform_request   the proxy's request transform, if any ....................... 500 / class / custom
-//!  forward             to the destination through the SSRF-guarded client .......... 502 / 504
-//!  transform_response  on a 2xx, the proxy's response transform, if any ........... 500 / class / custom
-//!  respond             the answer with SVC-PROXY-DESTINATION-STATUS; metrics; the one log line
+//!  stages/select_proxy.rs       proxy by key (header, else query), or an ephemeral proxy
+//!                               for SVC-PROXY-URL (allowed destination, no key) ........... 401 / 400
+//!  stages/authenticate.rs       require_auth or ephemeral: SVC-API-KEY (of the proxy's
+//!                               tenant), token:use somewhere ............................... 401 / 403
+//!  stages/within_rate_limit.rs  per-proxy --rate-limit .................................... 429
+//!  stages/not_quarantined.rs    its transform timed out recently: back off ................ 503
+//!  stages/destination.rs        destination URL + sub-path (no dot segments) + query ...... 400
+//!  stages/read_body.rs          at most --max-body-bytes, within --body-timeout ........... 413 / 408
+//!  stages/detokenize.rs         body and header values: parse once, fetch the listed tokens
+//!                               (still encrypted), check each may go to the destination
+//!                               (its binding), bound the rendering, decrypt, render ....... 400 / 403 / 413
+//!  stages/transform_request.rs  the proxy's request transform, if any ..................... 500 / class / custom
+//!  stages/forward.rs            to the destination through the SSRF-guarded client ........ 502 / 504
+//!  stages/transform_response.rs on a 2xx, the proxy's response transform, if any .......... 500 / class / custom
+//!  stages/respond.rs            relays the destination's answer (or the transform's, or the
+//!                               error) with SVC-PROXY-DESTINATION-STATUS; metrics; the log line
 //! ```
+//!
+//! Beside the stages: `transform.rs` (running a transform and applying its result, shared by
+//! both transform stages), `svc.rs` (the `req.svc` management calls a transform may make),
+//! `audit.rs` (the `token.detokenized` events, written before the answer leaves).
 //!
 //! Every failure is a [`GatewayError`], whose [`ErrorKind`] alone gives the status, the metric
 //! label, the log level and the `proxy_error` body.
@@ -42,6 +50,8 @@ mod quarantine;
 pub mod server;
 mod ssrf;
 mod stages;
+mod svc;
+mod transform;
 
 use std::sync::Arc;
 
@@ -59,8 +69,14 @@ pub use config::{GatewayArgs, GatewayConfig};
 pub use error::{ErrorKind, GatewayError};
 pub use metrics::GatewayMetrics;
 
+use audit::audited;
 use context::RequestContext;
-use stages::Halt;
+use stages::{
+    authenticate::authenticate, destination::destination, detokenize::detokenize, forward::forward,
+    not_quarantined::not_quarantined, read_body::read_body, respond::respond,
+    select_proxy::select_proxy, transform_request::transform_request,
+    transform_response::transform_response, within_rate_limit::within_rate_limit, Answer, Halt,
+};
 
 /// The gateway: the vault, the outbound client and what every request shares. Cheap to clone;
 /// [`Gateway::fork`] gives a per-core copy with its own connection pool.
@@ -145,36 +161,23 @@ impl Gateway {
         let (parts, body) = req.into_parts();
         let mut ctx = RequestContext::new(parts, request_id);
         let result = self.run(&mut ctx, body).await;
-        let result = self
-            .audited(&mut ctx.audit, ctx.proxy_id, request_id, result)
-            .await;
-        self.respond(ctx, result)
+        let result = audited(self, &mut ctx.audit, ctx.proxy_id, request_id, result).await;
+        respond(self, ctx, result)
     }
 
     /// The stages, in order; the first failure or early answer ends the request.
-    async fn run(
-        &self,
-        ctx: &mut RequestContext<'_>,
-        body: LocalBody,
-    ) -> Result<Response<ResponseBody>, Halt> {
-        let (proxy, caller) = match self.ephemeral_url(ctx)? {
-            Some(url) => {
-                let (proxy, caller) = self.authenticate_ephemeral(ctx, url).await?;
-                (proxy, Some(caller))
-            }
-            None => {
-                let proxy = self.select_proxy(ctx).await?;
-                let caller = self.authenticate(ctx, &proxy).await?;
-                (proxy, caller)
-            }
-        };
-        self.not_quarantined(&proxy)?;
-        let destination = self.destination(ctx, &proxy)?;
-        let body = self.read_body(ctx, body).await?;
-        let outgoing = self.detokenize(ctx, caller.as_ref(), body).await?;
-        let outgoing = self.transform_request(ctx, &proxy, outgoing).await?;
-        let answer = self.forward(ctx, destination, outgoing).await?;
-        self.transform_response(ctx, &proxy, answer).await
+    async fn run(&self, ctx: &mut RequestContext<'_>, body: LocalBody) -> Result<Answer, Halt> {
+        let selected = select_proxy(self, ctx).await?;
+        let (proxy, caller) = authenticate(self, ctx, selected).await?;
+        within_rate_limit(self, &proxy)?;
+        not_quarantined(self, &proxy)?;
+        let uri = destination(ctx, &proxy)?;
+        let body = read_body(self, ctx, body).await?;
+        let headers = ctx.take_headers();
+        let outgoing = detokenize(self, ctx, caller.as_ref(), headers, body).await?;
+        let outgoing = transform_request(self, ctx, &proxy, outgoing).await?;
+        let answer = forward(self, ctx, uri, outgoing).await?;
+        transform_response(self, ctx, &proxy, answer).await
     }
 }
 

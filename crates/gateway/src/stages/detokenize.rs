@@ -1,5 +1,7 @@
 //! `detokenize` (SUPPLEMENT §5.1 step 3, §6): the headers that may cross, and the body and
 //! header values with every `{{ … }}` expression replaced, injection-safely for the body's type.
+//! It takes the request's headers as an argument (the pipeline hands them over explicitly)
+//! and counts the tokens it substituted (`tessera_tokens_detokenized_total`).
 //!
 //! The request is prepared once ([`RequestTemplate::prepare`]: content type classified, body
 //! parsed, header values scanned); the tokens it lists are fetched in one call, still
@@ -16,112 +18,112 @@ use tessera_domain::{binding::Target, token::TokenView, Principal, TokenId};
 
 use super::{Halt, Outgoing};
 use crate::{
+    audit::record_detokenized,
     context::RequestContext,
     error::{ErrorKind, GatewayError},
     headers, Gateway,
 };
 
-impl Gateway {
-    pub(crate) async fn detokenize(
-        &self,
-        ctx: &mut RequestContext<'_>,
-        caller: Option<&Principal>,
-        body: Bytes,
-    ) -> Result<Outgoing, Halt> {
-        let mut headers = std::mem::take(&mut ctx.parts.headers);
-        headers::strip_request(&mut headers);
-        let Some(caller) = caller else {
-            ctx.processed = true;
-            return Ok(Outgoing { headers, body });
-        };
-        let template = RequestTemplate::prepare(
-            headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok()),
-            headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-            &body,
-        )?;
-        template.check_token_count(self.config.max_tokens)?;
-        if template.is_untouched() {
-            ctx.processed = true;
-            return Ok(Outgoing { headers, body });
-        }
-        let audit_on = self.vault.audit().is_on();
-        if audit_on {
-            ctx.audit.requested = uuids(template.token_ids());
-        }
-        let values = self
-            .resolve(caller, &template, body.len(), ctx.target.as_ref())
-            .await?;
-        let rendered = template.render(&values)?;
-        ctx.detokenized = values.len();
-        if audit_on {
-            let ids = std::mem::take(&mut ctx.audit.requested);
-            self.audit_detokenized(&mut ctx.audit, ctx.proxy_id, ctx.request_id, ids)
-                .await?;
-        }
+/// The request's `headers` and `body` as they will be forwarded: the headers that may cross,
+/// and every expression in the body and header values replaced. Anonymous proxies (no
+/// `caller`) forward expressions untouched: there is no caller to check.
+pub(crate) async fn detokenize(
+    gw: &Gateway,
+    ctx: &mut RequestContext<'_>,
+    caller: Option<&Principal>,
+    mut headers: HeaderMap,
+    body: Bytes,
+) -> Result<Outgoing, Halt> {
+    headers::strip_request(&mut headers);
+    let Some(caller) = caller else {
         ctx.processed = true;
-        Ok(Outgoing {
-            body: rendered.body.map(Bytes::from).unwrap_or(body),
-            headers: replace_values(headers, rendered.headers)?,
-        })
+        return Ok(Outgoing { headers, body });
+    };
+    let template = RequestTemplate::prepare(
+        headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+        headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+        &body,
+    )?;
+    template.check_token_count(gw.config.max_tokens)?;
+    if template.is_untouched() {
+        ctx.processed = true;
+        return Ok(Outgoing { headers, body });
     }
+    let audit_on = gw.vault.audit().is_on();
+    if audit_on {
+        ctx.audit.requested = uuids(template.token_ids());
+    }
+    let values = resolve(gw, caller, &template, body.len(), ctx.target.as_ref()).await?;
+    let rendered = template.render(&values)?;
+    ctx.detokenized = values.len();
+    gw.metrics.detokenized(ctx.detokenized);
+    if audit_on {
+        let ids = std::mem::take(&mut ctx.audit.requested);
+        record_detokenized(gw, &mut ctx.audit, ctx.proxy_id, ctx.request_id, ids).await?;
+    }
+    ctx.processed = true;
+    Ok(Outgoing {
+        body: rendered.body.map(Bytes::from).unwrap_or(body),
+        headers: replace_values(headers, rendered.headers)?,
+    })
+}
 
-    /// Fetches every referenced token in one call (the caller needs `token:use` on each),
-    /// refuses a request with a token whose destination binding does not allow `target`
-    /// (issue 27) and one whose rendering could exceed `--max-rendered-bytes`, both before
-    /// anything is decrypted, then decrypts each token once into what rendering needs.
-    async fn resolve(
-        &self,
-        caller: &Principal,
-        template: &RequestTemplate,
-        body_len: usize,
-        target: Option<&Target>,
-    ) -> Result<Values, Halt> {
-        let sealed = self
-            .vault
-            .tokens_for_use(caller, template.token_ids())
-            .await?;
-        let target = target.ok_or_else(|| {
-            GatewayError::new(
-                ErrorKind::Internal,
-                "no destination known before detokenizing",
-            )
-        })?;
-        sealed.check_target(target, self.config.ephemeral_unbound_tokens)?;
-        let sizes: HashMap<TokenId, SourceSize> = sealed
-            .sizes()
-            .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))
-            .collect();
-        if let Some(missing) = template
-            .token_ids()
-            .iter()
-            .find(|id| !sizes.contains_key(id))
-        {
-            return Err(DetokenizeError::UnknownToken(missing.to_string()).into());
-        }
-        template.check_bound(
-            body_len,
-            |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
-            self.config.max_rendered_bytes,
-        )?;
-        Ok(sealed
-            .open()?
-            .into_iter()
-            .map(|t| {
-                let object = template
-                    .needs_object(t.id)
-                    .then(|| TokenView::with_data(t.clone()).to_json());
-                (
-                    t.id,
-                    ResolvedToken {
-                        data: t.data,
-                        object,
-                    },
-                )
-            })
-            .collect())
+/// Fetches every referenced token in one call (the caller needs `token:use` on each),
+/// refuses a request with a token whose destination binding does not allow `target`
+/// (issue 27) and one whose rendering could exceed `--max-rendered-bytes`, both before
+/// anything is decrypted, then decrypts each token once into what rendering needs.
+async fn resolve(
+    gw: &Gateway,
+    caller: &Principal,
+    template: &RequestTemplate,
+    body_len: usize,
+    target: Option<&Target>,
+) -> Result<Values, Halt> {
+    let sealed = gw
+        .vault
+        .tokens_for_use(caller, template.token_ids())
+        .await?;
+    let target = target.ok_or_else(|| {
+        GatewayError::new(
+            ErrorKind::Internal,
+            "no destination known before detokenizing",
+        )
+    })?;
+    sealed.check_target(target, gw.config.ephemeral_unbound_tokens)?;
+    let sizes: HashMap<TokenId, SourceSize> = sealed
+        .sizes()
+        .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))
+        .collect();
+    if let Some(missing) = template
+        .token_ids()
+        .iter()
+        .find(|id| !sizes.contains_key(id))
+    {
+        return Err(DetokenizeError::UnknownToken(missing.to_string()).into());
     }
+    template.check_bound(
+        body_len,
+        |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
+        gw.config.max_rendered_bytes,
+    )?;
+    Ok(sealed
+        .open()?
+        .into_iter()
+        .map(|t| {
+            let object = template
+                .needs_object(t.id)
+                .then(|| TokenView::with_data(t.clone()).to_json());
+            (
+                t.id,
+                ResolvedToken {
+                    data: t.data,
+                    object,
+                },
+            )
+        })
+        .collect())
 }
 
 fn uuids(ids: &std::collections::BTreeSet<TokenId>) -> Vec<uuid::Uuid> {

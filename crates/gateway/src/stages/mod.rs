@@ -1,22 +1,37 @@
-//! The stages of a request, one module each, as methods of [`crate::Gateway`] over the
-//! [`crate::context::RequestContext`]; `lib.rs` calls them in order.
+//! The stages of a request, one file and one function each, over the
+//! [`crate::context::RequestContext`]; `lib.rs` calls them in order (its documentation draws the
+//! path). Each takes the context and what the stage before it produced, and returns what the
+//! next one needs.
 
-mod authenticate;
-mod body;
-mod detokenize;
-mod ephemeral;
-mod forward;
+pub(crate) mod authenticate;
+pub(crate) mod destination;
+pub(crate) mod detokenize;
+pub(crate) mod forward;
+pub(crate) mod not_quarantined;
+pub(crate) mod read_body;
 pub(crate) mod respond;
-mod select;
-mod transform;
+pub(crate) mod select_proxy;
+pub(crate) mod transform_request;
+pub(crate) mod transform_response;
+pub(crate) mod within_rate_limit;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response};
+use hyper::body::Incoming;
 use tessera_detokenize::DetokenizeError;
 use tessera_domain::VaultError;
 use tessera_service::mount::ResponseBody;
 
 use crate::error::GatewayError;
+
+/// What the last stage hands to `respond`.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The destination's answer, to relay as it streams.
+    Destination(Response<Incoming>),
+    /// A response transform's answer, complete.
+    Transformed(Response<ResponseBody>),
+}
 
 /// Why a request stops before the destination's answer is relayed.
 #[derive(Debug)]

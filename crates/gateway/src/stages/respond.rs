@@ -1,5 +1,6 @@
-//! `respond`: the answer the caller gets — the destination's (streamed, hop-by-hop headers
-//! removed, `SVC-PROXY-DESTINATION-STATUS` added), a transform's, or a `proxy_error` — with
+//! `respond`: the answer the caller gets — the destination's, relayed here (streamed,
+//! hop-by-hop headers removed, `SVC-PROXY-DESTINATION-STATUS` added), a response transform's
+//! (with the same status header), a transform's own answer, or a `proxy_error` — with
 //! `X-Request-Id`; and the request's metrics and its one log line when the gateway failed.
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
@@ -10,7 +11,7 @@ use tessera_service::{
     request_id,
 };
 
-use super::Halt;
+use super::{Answer, Halt};
 use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
@@ -18,35 +19,38 @@ use crate::{
     Gateway,
 };
 
-impl Gateway {
-    pub(crate) fn respond(
-        &self,
-        ctx: RequestContext<'_>,
-        result: Result<Response<ResponseBody>, Halt>,
-    ) -> Response<ResponseBody> {
-        let mut res = match result {
-            Ok(res) => res,
-            Err(Halt::Answer(res)) => {
-                self.metrics.error(ErrorKind::TransformFailed);
-                *res
-            }
-            Err(Halt::Fail(e)) => {
-                self.metrics.error(e.kind());
-                log(&ctx, &e);
-                e.into_response()
-            }
-        };
-        if ctx.processed {
-            let total = ctx.started.elapsed();
-            self.metrics.observe(
-                total.saturating_sub(ctx.destination_wait),
-                ctx.destination_wait,
-            );
+pub(crate) fn respond(
+    gw: &Gateway,
+    ctx: RequestContext<'_>,
+    result: Result<Answer, Halt>,
+) -> Response<ResponseBody> {
+    let mut res = match result {
+        Ok(Answer::Destination(answer)) => relay(answer, ctx.request_id),
+        Ok(Answer::Transformed(mut res)) => {
+            let status = res.status();
+            mark_proxied(res.headers_mut(), status, ctx.request_id);
+            res
         }
-        add_request_id(res.headers_mut(), ctx.request_id);
-        self.metrics.answered(res.status().as_u16());
-        res
+        Err(Halt::Answer(res)) => {
+            gw.metrics.error(ErrorKind::TransformFailed);
+            *res
+        }
+        Err(Halt::Fail(e)) => {
+            gw.metrics.error(e.kind());
+            log(&ctx, &e);
+            e.into_response()
+        }
+    };
+    if ctx.processed {
+        let total = ctx.started.elapsed();
+        gw.metrics.observe(
+            total.saturating_sub(ctx.destination_wait),
+            ctx.destination_wait,
+        );
     }
+    add_request_id(res.headers_mut(), ctx.request_id);
+    gw.metrics.answered(res.status().as_u16());
+    res
 }
 
 /// The one log line of a failed request, at its kind's level.
@@ -79,7 +83,7 @@ fn log(ctx: &RequestContext<'_>, e: &GatewayError) {
 
 /// Headers every proxied answer carries: the destination's status, and the request id unless
 /// the answer has its own (a destination's or a transform's passes through).
-pub(crate) fn mark_proxied(headers: &mut HeaderMap, status: StatusCode, request_id: &str) {
+fn mark_proxied(headers: &mut HeaderMap, status: StatusCode, request_id: &str) {
     headers.insert(
         DESTINATION_STATUS_HEADER,
         HeaderValue::from(status.as_u16()),
@@ -98,7 +102,7 @@ pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
 
 /// The destination's response, streamed back with hop-by-hop headers removed and the
 /// destination status added. Its own `X-Request-Id` passes through; ours is added otherwise.
-pub(crate) fn relay(res: Response<Incoming>, request_id: &str) -> Response<ResponseBody> {
+fn relay(res: Response<Incoming>, request_id: &str) -> Response<ResponseBody> {
     let (mut parts, body) = res.into_parts();
     headers::strip_response(&mut parts.headers);
     mark_proxied(&mut parts.headers, parts.status, request_id);

@@ -1,0 +1,78 @@
+//! `select_proxy` (SUPPLEMENT §5.1 step 1, §10): which proxy the request invokes — the one
+//! whose key is in the `SVC-PROXY-KEY` header, else the `svc-proxy-key` query parameter
+//! (missing or unknown: 401), or, with `SVC-PROXY-URL` instead of a key, an ephemeral proxy to
+//! that URL (issue 27). An ephemeral request naming a proxy key too, one made while ephemeral
+//! proxies are off (`--no-ephemeral-proxy`), and one whose URL is not an allowed destination
+//! (`https`, or `http` and private addresses with `--allow-private-destinations`) are 400s.
+
+use std::sync::Arc;
+
+use tessera_domain::proxy::{check_destination, DestinationPolicy, Proxy};
+
+use super::Halt;
+use crate::{
+    context::RequestContext,
+    destination,
+    error::{ErrorKind, GatewayError},
+    headers::PROXY_URL_HEADER,
+    Gateway,
+};
+
+/// The proxy a request invokes.
+#[derive(Debug)]
+pub(crate) enum Selected {
+    /// A stored proxy, found by its key.
+    Configured(Arc<Proxy>),
+    /// An ephemeral proxy to this URL; it belongs to the caller's tenant, known once the
+    /// caller is.
+    Ephemeral(url::Url),
+}
+
+pub(crate) async fn select_proxy(
+    gw: &Gateway,
+    ctx: &mut RequestContext<'_>,
+) -> Result<Selected, Halt> {
+    if let Some(url) = ephemeral_url(gw, ctx)? {
+        ctx.ephemeral = true;
+        return Ok(Selected::Ephemeral(url));
+    }
+    let key =
+        destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query()).ok_or_else(|| {
+            GatewayError::new(
+                ErrorKind::Unauthenticated,
+                "the SVC-PROXY-KEY header or the svc-proxy-key query parameter is required",
+            )
+        })?;
+    let proxy =
+        gw.vault.proxy_by_key(&key).await?.ok_or_else(|| {
+            GatewayError::new(ErrorKind::Unauthenticated, "the proxy key is unknown")
+        })?;
+    ctx.proxy_id = Some(proxy.id);
+    ctx.audit.tenant = Some(proxy.tenant_id);
+    Ok(Selected::Configured(proxy))
+}
+
+/// The URL of an ephemeral invocation, when the request is one (`SVC-PROXY-URL` given).
+fn ephemeral_url(gw: &Gateway, ctx: &RequestContext<'_>) -> Result<Option<url::Url>, Halt> {
+    let Some(raw) = ctx.parts.headers.get(PROXY_URL_HEADER) else {
+        return Ok(None);
+    };
+    let bad = |message: String| Halt::from(GatewayError::new(ErrorKind::BadRequest, message));
+    if !gw.config.ephemeral_proxy {
+        return Err(bad("ephemeral proxies are disabled".into()));
+    }
+    if destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query()).is_some() {
+        return Err(bad(
+            "SVC-PROXY-URL (an ephemeral proxy) and a proxy key cannot be used together".into(),
+        ));
+    }
+    let raw = raw
+        .to_str()
+        .map_err(|_| bad("SVC-PROXY-URL must be visible ASCII".into()))?;
+    let policy = DestinationPolicy {
+        allow_private_destinations: gw.config.client.allow_private_destinations,
+    };
+    check_destination(raw, policy)
+        .map(Some)
+        .map_err(|e| bad(format!("SVC-PROXY-URL {e}")))
+}

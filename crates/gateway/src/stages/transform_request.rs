@@ -1,0 +1,50 @@
+//! `transform_request` (SUPPLEMENT §7): the proxy's request transform, if it has one, on the
+//! detokenized request: `req.args` holds its body, headers, method, sub-path and query (without
+//! `svc-proxy-key`); what it returns replaces them. A transform that throws ends the request
+//! (its error class, a custom answer, or a 500); it never reaches the destination.
+
+use bytes::Bytes;
+use tessera_domain::proxy::Proxy;
+use tessera_transform_runtime::Args;
+
+use super::{Halt, Outgoing};
+use crate::{
+    context::RequestContext,
+    destination, headers,
+    transform::{args_body, failed, header_pairs, replace_headers, run_transform, settle},
+    Gateway,
+};
+
+pub(crate) async fn transform_request(
+    gw: &Gateway,
+    ctx: &mut RequestContext<'_>,
+    proxy: &Proxy,
+    outgoing: Outgoing,
+) -> Result<Outgoing, Halt> {
+    let Some(code) = &proxy.request_transform else {
+        return Ok(outgoing);
+    };
+    let query = ctx
+        .parts
+        .uri
+        .query()
+        .map(destination::strip_proxy_key)
+        .filter(|q| !q.is_empty())
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let args = Args {
+        body: args_body(&outgoing.headers, &outgoing.body),
+        headers: header_pairs(&outgoing.headers),
+        method: Some(ctx.parts.method.as_str().to_string()),
+        path: Some(ctx.suffix().to_string()),
+        query: Some(query),
+        status: None,
+    };
+    let outcome = run_transform(gw, ctx, proxy, code.expose(), args).await;
+    let (new_body, new_headers) = settle(outcome)?;
+    let mut headers = replace_headers(new_headers, outgoing.headers)
+        .map_err(|e| failed(format!("transform failed: {e}")))?;
+    let body = new_body.map_or(outgoing.body, Bytes::from);
+    headers::strip_request(&mut headers);
+    Ok(Outgoing { headers, body })
+}
