@@ -7,123 +7,13 @@
 use std::{borrow::Cow, collections::BTreeMap};
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Response, StatusCode};
+use http::{header, HeaderValue, Response};
 use http_body_util::{BodyExt, Full};
 use tessera_detokenize::DetokenizeError;
 use tessera_domain::{error::ErrorClass, VaultError};
 use tessera_service::{mount::BoxError, mount::ResponseBody, problem::Problem};
 
-/// What went wrong, as far as the caller, the metrics and the log are concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// A malformed request: bad expression, unknown token, dot segments, unreadable body.
-    BadRequest,
-    /// No proxy key, an unknown one, or (on `require_auth` proxies) no valid API key of the
-    /// proxy's tenant.
-    Unauthenticated,
-    /// The API key lacks `token:use` somewhere it is needed.
-    Forbidden,
-    /// The body, or what detokenization could expand it to, is above its limit.
-    TooLarge,
-    /// The body did not arrive within the body timeout.
-    BodyTimeout,
-    /// The proxy is over its rate limit.
-    RateLimited,
-    /// The proxy's transform recently ran past its time limit; calls wait out a back-off.
-    Quarantined,
-    /// The database is unavailable.
-    Unavailable,
-    /// A fault of the gateway itself.
-    Internal,
-    /// The SSRF guard refused the destination's address, or plain `http` is not allowed.
-    Blocked,
-    /// The destination could not be reached (connection or TLS failure).
-    Unreachable,
-    /// The destination's response headers did not arrive in time.
-    Timeout,
-    /// A transform failed: it threw, ran out of time or memory, or returned something unusable.
-    TransformFailed,
-    /// A transform refused the request with one of the HTTP error classes (its status).
-    TransformRefused(u16),
-    /// A transform could not start: no sandbox slot came free within the queue timeout. Not
-    /// the transform's fault: 503 with `Retry-After`, and the proxy is not quarantined.
-    TransformBusy,
-}
-
-impl ErrorKind {
-    /// The status answered.
-    pub fn status(self) -> StatusCode {
-        match self {
-            ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
-            ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
-            ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-            ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorKind::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ErrorKind::Quarantined | ErrorKind::Unavailable | ErrorKind::TransformBusy => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            ErrorKind::Internal | ErrorKind::TransformFailed => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorKind::Blocked | ErrorKind::Unreachable => StatusCode::BAD_GATEWAY,
-            ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
-            ErrorKind::TransformRefused(status) => {
-                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-            }
-        }
-    }
-
-    /// The `reason` label of `tessera_gateway_errors_total`.
-    pub fn metric_label(self) -> &'static str {
-        match self {
-            ErrorKind::BadRequest => "bad_request",
-            ErrorKind::Unauthenticated => "unauthenticated",
-            ErrorKind::Forbidden => "forbidden",
-            ErrorKind::TooLarge => "too_large",
-            ErrorKind::BodyTimeout => "body_timeout",
-            ErrorKind::RateLimited => "rate_limited",
-            ErrorKind::Quarantined => "quarantined",
-            ErrorKind::Unavailable => "unavailable",
-            ErrorKind::Internal => "internal",
-            ErrorKind::Blocked => "blocked",
-            ErrorKind::Unreachable => "unreachable",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::TransformFailed
-            | ErrorKind::TransformRefused(_)
-            | ErrorKind::TransformBusy => "transform",
-        }
-    }
-
-    /// Every label, in the order the metric lists them.
-    pub const LABELS: [&'static str; 13] = [
-        "bad_request",
-        "unauthenticated",
-        "forbidden",
-        "too_large",
-        "body_timeout",
-        "rate_limited",
-        "quarantined",
-        "unavailable",
-        "internal",
-        "blocked",
-        "unreachable",
-        "timeout",
-        "transform",
-    ];
-
-    /// How loudly the gateway logs it: its own faults and failing destinations as warnings or
-    /// errors, the callers' mistakes not at all (they are counted).
-    pub fn log_level(self) -> Option<tracing::Level> {
-        match self {
-            ErrorKind::Internal | ErrorKind::Unavailable => Some(tracing::Level::ERROR),
-            ErrorKind::Unreachable
-            | ErrorKind::Timeout
-            | ErrorKind::TransformFailed
-            | ErrorKind::TransformBusy
-            | ErrorKind::Quarantined => Some(tracing::Level::WARN),
-            _ => None,
-        }
-    }
-}
+pub use tessera_service::proxy_error::ErrorKind;
 
 /// A failure of the proxy itself.
 #[derive(Debug)]
@@ -286,28 +176,5 @@ mod tests {
             assert!(!e.detail().contains("relation x"), "{}", e.detail());
             assert!(!e.detail().contains("pool timed out"), "{}", e.detail());
         }
-    }
-
-    #[test]
-    fn every_kind_has_a_listed_label() {
-        for kind in [
-            ErrorKind::BadRequest,
-            ErrorKind::Unauthenticated,
-            ErrorKind::Forbidden,
-            ErrorKind::TooLarge,
-            ErrorKind::BodyTimeout,
-            ErrorKind::RateLimited,
-            ErrorKind::Quarantined,
-            ErrorKind::Unavailable,
-            ErrorKind::Internal,
-            ErrorKind::Blocked,
-            ErrorKind::Unreachable,
-            ErrorKind::Timeout,
-            ErrorKind::TransformFailed,
-            ErrorKind::TransformRefused(402),
-        ] {
-            assert!(ErrorKind::LABELS.contains(&kind.metric_label()), "{kind:?}");
-        }
-        assert_eq!(ErrorKind::TransformRefused(402).status().as_u16(), 402);
     }
 }

@@ -13,6 +13,8 @@ use crate::error::ErrorKind;
 #[derive(Debug)]
 pub struct GatewayMetrics {
     requests: Arc<RequestCounter>,
+    /// `tessera_gateway_errors_total`'s reasons, in its label order ([`ErrorKind::labels`]).
+    error_labels: Vec<&'static str>,
     errors: Arc<CounterVec>,
     detokenized: Arc<CounterVec>,
     processing: Arc<Histogram>,
@@ -23,11 +25,12 @@ impl GatewayMetrics {
     /// The gateway's metrics, registered in `registry`; answered requests go to `requests`
     /// (shared with the management API of the same process).
     pub fn new(registry: &Registry, requests: Arc<RequestCounter>) -> Self {
+        let labels = ErrorKind::labels();
         let errors = Arc::new(CounterVec::new(
             "tessera_gateway_errors_total",
             "Proxy errors answered by the gateway itself, by reason (destination errors are not counted)",
             &["reason"],
-            ErrorKind::LABELS.iter().map(|l| vec![*l]).collect(),
+            labels.iter().map(|l| vec![*l]).collect(),
         ));
         let detokenized = Arc::new(CounterVec::new(
             "tessera_tokens_detokenized_total",
@@ -55,6 +58,7 @@ impl GatewayMetrics {
         }
         Self {
             requests,
+            error_labels: labels,
             errors,
             detokenized,
             processing,
@@ -69,7 +73,8 @@ impl GatewayMetrics {
 
     /// Counts a proxy error.
     pub fn error(&self, kind: ErrorKind) {
-        if let Some(i) = ErrorKind::LABELS
+        if let Some(i) = self
+            .error_labels
             .iter()
             .position(|l| *l == kind.metric_label())
         {

@@ -57,6 +57,7 @@ pub fn document() -> Document {
     for modifier in [
         &SecuritySchemes as &dyn Modify,
         &SharedErrors,
+        &crate::proxy_mount::ProxyErrors,
         &Idempotency,
         &ResponseHeaders,
     ] {
@@ -101,7 +102,7 @@ impl Modify for SecuritySchemes {
 }
 
 /// The operations of a path (the methods this API uses).
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+pub(crate) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         &mut item.get,
         &mut item.put,

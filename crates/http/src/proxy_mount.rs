@@ -11,7 +11,10 @@ use actix_web::{http::StatusCode as ActixStatus, web, HttpMessage, HttpRequest, 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http_body_util::{BodyDataStream, StreamBody};
-use tessera_service::mount::{BoxError, LocalBody, ProxyHandler, ResponseBody};
+use tessera_service::{
+    mount::{BoxError, LocalBody, ProxyHandler, ResponseBody},
+    proxy_error::ErrorKind,
+};
 
 use crate::{problem::Problem, request_id::RequestId};
 
@@ -31,7 +34,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
 
 /// The OpenAPI operations of the proxy (the same handler serves them in `proxy-gateway`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(invoke_root, invoke_path))]
+#[openapi(paths(invoke_root, invoke_path), components(schemas(ProxyErrorBody)))]
 pub(crate) struct Doc;
 
 /// Invokes a pre-configured proxy (or, with `SVC-PROXY-URL`, an ephemeral one): `{{token_id}}` expressions in the body and headers are
@@ -46,17 +49,7 @@ pub(crate) struct Doc;
     request_body(description = "Any body. JSON, form-urlencoded and text bodies are detokenized; others pass through.",
         content((Object = "application/json"), (Object = "application/x-www-form-urlencoded"), (String = "text/plain"))),
     responses(
-        (status = "default", description = "The destination's response, passed through."),
-        (status = 400, description = "Bad expression (including a JSONPath calling `match` or `search`), unknown token, a dot segment in the path; or `SVC-PROXY-URL` with a proxy key, malformed, not an allowed destination, or with ephemeral proxies disabled.", body = ProxyErrorBody),
-        (status = 401, description = "Missing or unknown proxy key; or `require_auth` and no valid `SVC-API-KEY` of the proxy's tenant.", body = ProxyErrorBody),
-        (status = 403, description = "The key lacks `token:use` on a token's container; a token's destination binding does not allow the destination; or an ephemeral proxy was asked to detokenize an unbound token.", body = ProxyErrorBody),
-        (status = 408, description = "The body did not arrive within `--body-timeout` of the start of the request.", body = ProxyErrorBody),
-        (status = 413, description = "The body is above `--max-body-bytes`, or detokenization could expand the request past `--max-rendered-bytes`.", body = ProxyErrorBody),
-        (status = 429, description = "The proxy is over the rate limit configured with `--rate-limit`; `Retry-After` says when to retry.", body = ProxyErrorBody),
-        (status = 500, description = "The transform failed.", body = ProxyErrorBody),
-        (status = 503, description = "The database is unavailable, or the proxy is quarantined because its transform recently ran past its time limit (with `Retry-After`).", body = ProxyErrorBody),
-        (status = 502, description = "Destination unreachable, TLS failure, or address refused by the SSRF guard.", body = ProxyErrorBody),
-        (status = 504, description = "The destination did not answer in time.", body = ProxyErrorBody)))]
+        (status = "default", description = "The destination's response, passed through.")))]
 async fn invoke_root(
     req: HttpRequest,
     payload: web::Payload,
@@ -74,17 +67,7 @@ async fn invoke_root(
     request_body(description = "As for `/proxy`.",
         content((Object = "application/json"), (Object = "application/x-www-form-urlencoded"), (String = "text/plain"))),
     responses(
-        (status = "default", description = "The destination's response, passed through."),
-        (status = 400, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 401, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 403, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 408, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 413, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 429, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 500, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 503, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 502, description = "As for `/proxy`.", body = ProxyErrorBody),
-        (status = 504, description = "As for `/proxy`.", body = ProxyErrorBody)))]
+        (status = "default", description = "The destination's response, passed through.")))]
 async fn invoke_path(
     req: HttpRequest,
     payload: web::Payload,
@@ -145,5 +128,44 @@ fn to_actix(res: http::Response<ResponseBody>) -> HttpResponse {
     match exact {
         Some(length) => out.body(actix_web::body::SizedStream::new(length, stream)),
         None => out.streaming(stream),
+    }
+}
+
+/// Adds the proxy's own failures to both `/proxy` operations, one response per status, from
+/// the gateway's [`ErrorKind`] table: the document lists exactly the statuses the gateway
+/// answers with, described by the kinds that give them.
+pub(crate) struct ProxyErrors;
+
+impl utoipa::Modify for ProxyErrors {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+
+        let documented = ErrorKind::documented_statuses();
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if path != "/proxy" && !path.starts_with("/proxy/") {
+                continue;
+            }
+            for operation in crate::openapi::operations(item) {
+                for (status, description) in &documented {
+                    let response = ResponseBuilder::new()
+                        .description(if path == "/proxy" {
+                            description.as_str()
+                        } else {
+                            "As for `/proxy`."
+                        })
+                        .content(
+                            "application/json",
+                            ContentBuilder::new()
+                                .schema(Some(Ref::from_schema_name("ProxyErrorBody")))
+                                .build(),
+                        )
+                        .build();
+                    operation
+                        .responses
+                        .responses
+                        .insert(status.as_str().to_string(), response.into());
+                }
+            }
+        }
     }
 }

@@ -9,6 +9,8 @@
 //! * [`rate_limit`]: per-credential token buckets;
 //! * [`metrics`]: counters and histograms written by each thread into its own shard (no
 //!   contended atomics on the hot path), summed when `/metrics` is scraped;
+//! * [`proxy_error`]: the kinds of proxy failure with their statuses, metric labels and
+//!   documentation, one table for the gateway and the API's OpenAPI document;
 //! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
 //!   while only the binary knows both.
 
@@ -17,6 +19,7 @@
 pub mod metrics;
 pub mod mount;
 pub mod problem;
+pub mod proxy_error;
 pub mod rate_limit;
 pub mod request_id;
 
