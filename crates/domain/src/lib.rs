@@ -36,6 +36,7 @@ pub mod store;
 pub mod tenant;
 pub mod timestamp;
 pub mod token;
+pub mod transform_check;
 pub mod validation;
 pub mod vault;
 
@@ -52,5 +53,6 @@ pub use proxy::{Proxy, ProxyInput};
 pub use secret::Secret;
 pub use tenant::Tenant;
 pub use token::{NewToken, Token, TokenPatch, TokenType};
+pub use transform_check::TransformCheck;
 pub use validation::ValidationErrors;
 pub use vault::{Rotation, Vault};

@@ -252,7 +252,8 @@ pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
     let master = master_key::load(db, &url)?;
     let previous = master_key::load_previous(db)?;
     let (database, _) = open_database(db).await?;
-    let vault = Vault::with_master_keys(Arc::new(DetachedStore::new(database)), master, previous);
+    let vault = Vault::with_master_keys(Arc::new(DetachedStore::new(database)), master, previous)
+        .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck));
     vault
         .verify_master_key()
         .await

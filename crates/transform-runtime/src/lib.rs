@@ -54,3 +54,14 @@ pub fn check(source: &str) -> Result<(), CompileError> {
         .compile(source)
         .map(|_| ())
 }
+
+/// [`check`] as the vault's compile check of proxies' transforms
+/// ([`tessera_domain::Vault::with_transform_check`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompileCheck;
+
+impl tessera_domain::TransformCheck for CompileCheck {
+    fn check(&self, code: &str) -> Result<(), String> {
+        check(code).map_err(|e| e.to_string())
+    }
+}

@@ -1,7 +1,5 @@
-//! The proxy form: `POST /proxies` and `PUT /proxies/{id}`'s body, and the compile check of
-//! its transforms — the management API's own: `tessera_transform_runtime::check` on each
-//! transform's code, keyed `request_transform.code` / `response_transform.code` and worded
-//! `does not compile: …` (crates/http/src/routes/proxies.rs), after the permission check.
+//! The proxy form: `POST /proxies` and `PUT /proxies/{id}`'s body. The compile check of its
+//! transforms is the vault's, as for the management API.
 
 use serde_json::{json, Map, Value};
 use tessera_domain::{Proxy, ProxyInput, Secret, ValidationErrors};
@@ -116,24 +114,6 @@ impl ProxyForm {
     }
 }
 
-/// The management API's compile check of `input`'s transforms.
-pub(crate) fn check_transforms(input: &ProxyInput) -> Result<(), ValidationErrors> {
-    let mut errors = ValidationErrors::new();
-    for (field, transform) in [
-        ("request_transform.code", &input.request_transform),
-        ("response_transform.code", &input.response_transform),
-    ] {
-        let Some(t) = transform else { continue };
-        if t.code.expose().chars().count() > tessera_domain::proxy::MAX_TRANSFORM_CHARS {
-            continue; // reported by validation
-        }
-        if let Err(e) = tessera_transform_runtime::check(t.code.expose()) {
-            errors.add(field, format!("does not compile: {e}"));
-        }
-    }
-    errors.into_result()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,18 +129,11 @@ mod tests {
         assert!(input.request_transform.is_none());
         assert!(input.response_transform.is_some());
         assert_eq!(input.require_auth, Some(true));
-        assert!(check_transforms(&input).is_ok());
         assert!(!format!("{f:?}").contains("module.exports"));
     }
 
     #[test]
-    fn compile_errors_name_the_transform() {
-        let form =
-            Form::parse(b"name=p&destination_url=https%3A%2F%2Fx.example&request_transform=module.exports+%3D+(");
-        let input = ProxyForm::read(&form).to_input().expect("shape");
-        let errors = check_transforms(&input).expect_err("syntax error");
-        let message = &errors.fields()["request_transform.code"][0];
-        assert!(message.starts_with("does not compile: "), "{message}");
+    fn a_configuration_key_given_twice_is_refused() {
         let twice = Form::parse(
             b"name=p&destination_url=x&config.0.key=A&config.0.value=1&config.1.key=A&config.1.value=2",
         );

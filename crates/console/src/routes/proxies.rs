@@ -13,7 +13,7 @@ use crate::{
     audit::{Audit, Refusal},
     context::{see_other, Ctx, Posted},
     gateway_client::TryRequest,
-    inputs::proxy::{check_transforms, ProxyForm},
+    inputs::proxy::ProxyForm,
     views::{
         components::{confirm, Problems},
         proxies::{self, AppChoices},
@@ -94,14 +94,9 @@ pub(crate) async fn new_form(ctx: Ctx) -> HttpResponse {
     ctx.ok(SECTION, "New proxy", body)
 }
 
-/// The API's order: the permission (403 first), the compile check, then the use-case.
+/// The API's use-cases, which check the permission (403 first), then compile the transforms,
+/// then validate.
 async fn save(ctx: &Ctx, id: Option<ProxyId>, input: ProxyInput) -> Result<Proxy, VaultError> {
-    let permission = match id {
-        None => Permission::ProxyCreate,
-        Some(_) => Permission::ProxyUpdate,
-    };
-    ctx.principal.require(permission)?;
-    check_transforms(&input)?;
     let vault = &ctx.state.vault;
     match id {
         None => vault.create_proxy(&ctx.principal, input).await,

@@ -65,6 +65,9 @@ pub struct Vault {
     audit: crate::audit::AuditLog,
     /// How long audit events are kept ([`Vault::sweep`] removes older ones); `None`: forever.
     audit_retention: Option<time::Duration>,
+    /// Compiles proxies' transforms when they are created or updated (none: not checked,
+    /// until [`Vault::with_transform_check`]).
+    transform_check: Option<Arc<dyn crate::TransformCheck>>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -97,6 +100,7 @@ impl Vault {
             applications: Arc::new(TtlCache::new(DEFAULT_TTL)),
             audit: crate::audit::AuditLog::off(),
             audit_retention: None,
+            transform_check: None,
         }
     }
 
@@ -133,6 +137,14 @@ impl Vault {
     fn forget_proxy(&self, id: ProxyId) {
         self.proxies
             .remove_where(|_, p| p.as_ref().is_some_and(|p| p.id == id));
+    }
+
+    /// Compiles proxies' transform code with `check` when they are created or updated, refusing
+    /// code that does not compile (a validation error naming the field). The servers always
+    /// set it; a vault without one stores transform code unchecked.
+    pub fn with_transform_check(mut self, check: Arc<dyn crate::TransformCheck>) -> Self {
+        self.transform_check = Some(check);
+        self
     }
 
     /// Sets which proxy destinations are accepted (default: public `https` only).

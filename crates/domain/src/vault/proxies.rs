@@ -35,6 +35,7 @@ impl Vault {
         input: ProxyInput,
     ) -> Result<Proxy, VaultError> {
         caller.require(Permission::ProxyCreate)?;
+        self.check_transforms(&input)?;
         let valid = self.validate_proxy(caller, input).await?;
         let now = timestamp::now();
         let (tenant, id) = (caller.tenant_id(), ProxyId::new());
@@ -116,6 +117,7 @@ impl Vault {
         input: ProxyInput,
     ) -> Result<Proxy, VaultError> {
         caller.require(Permission::ProxyUpdate)?;
+        self.check_transforms(&input)?;
         let valid = self.validate_proxy(caller, input).await?;
         let existing = self.stored_proxy(caller, id).await?;
         let sealer = self.sealer(caller.tenant_id(), id).await?;
@@ -163,6 +165,18 @@ impl Vault {
             .get_proxy(caller.tenant_id(), id)
             .await?
             .ok_or(VaultError::NotFound(Resource::Proxy))
+    }
+
+    /// The compile check of `input`'s transforms, when the vault has one; after the permission
+    /// and before validation, as the API has always answered.
+    fn check_transforms(&self, input: &ProxyInput) -> Result<(), VaultError> {
+        match &self.transform_check {
+            Some(check) => Ok(crate::transform_check::check_transforms(
+                check.as_ref(),
+                input,
+            )?),
+            None => Ok(()),
+        }
     }
 
     /// Field rules, then the application: it must exist in the caller's tenant and be `public`
