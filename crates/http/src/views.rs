@@ -69,11 +69,11 @@ impl ApplicationView {
         }
     }
 
-    /// With the key just issued.
-    pub(crate) fn with_key(a: Application, key: &str) -> Self {
+    /// The application with the key just issued to it.
+    pub(crate) fn issued(issued: tessera_domain::vault::IssuedKey) -> Self {
         Self {
-            key: Some(Secret::new(key.to_string())),
-            ..Self::new(a)
+            key: Some(Secret::new(issued.api_key.expose().to_string())),
+            ..Self::new(issued.application)
         }
     }
 }

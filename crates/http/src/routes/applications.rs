@@ -5,9 +5,8 @@ use tessera_domain::{audit::AuditAction, ApplicationId, ApplicationInput};
 
 use crate::problem::Problem;
 
-use super::parse_id;
+use super::{parse_id, recorded};
 use crate::{
-    audit::mark,
     auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
@@ -54,14 +53,11 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let issued = state.vault.create_application(&caller, input).await?;
     let id = *issued.application.id.as_uuid();
-    Ok(mark(
-        HttpResponse::Created().json(ApplicationView::with_key(
-            issued.application,
-            issued.api_key.expose(),
-        )),
+    recorded::created(
+        ApplicationView::issued(issued),
         AuditAction::ApplicationCreated,
         [id],
-    ))
+    )
 }
 
 /// Lists the tenant's applications, oldest first.
@@ -103,11 +99,11 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let app = state.vault.update_application(&caller, id, input).await?;
-    Ok(mark(
-        HttpResponse::Ok().json(ApplicationView::new(app)),
+    recorded::ok(
+        ApplicationView::new(app),
         AuditAction::ApplicationUpdated,
         [*id.as_uuid()],
-    ))
+    )
 }
 
 /// Deletes an application; its key stops working at once.
@@ -123,11 +119,7 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     state.vault.delete_application(&caller, id).await?;
-    Ok(mark(
-        HttpResponse::NoContent().finish(),
-        AuditAction::ApplicationDeleted,
-        [*id.as_uuid()],
-    ))
+    recorded::no_content(AuditAction::ApplicationDeleted, [*id.as_uuid()])
 }
 
 /// Issues a new key; the old one stops working at once.
@@ -140,12 +132,10 @@ async fn regenerate(
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let issued = state.vault.regenerate_application_key(&caller, id).await?;
-    Ok(mark(
-        HttpResponse::Ok().json(ApplicationView::with_key(
-            issued.application,
-            issued.api_key.expose(),
-        )),
+    let view = ApplicationView::issued(issued);
+    recorded::ok(
+        view,
         AuditAction::ApplicationKeyRegenerated,
         [*id.as_uuid()],
-    ))
+    )
 }

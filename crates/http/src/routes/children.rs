@@ -4,7 +4,10 @@
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{audit::AuditAction, NewToken, TokenId};
 
-use super::tokens::{ids, read_data};
+use super::{
+    recorded,
+    tokens::{ids, read_data},
+};
 use crate::{
     audit::mark,
     auth::{self, Caller},
@@ -55,11 +58,10 @@ async fn associate(
         token_id(&path.1, "child_id")?,
     );
     state.vault.associate(&caller, parent, child).await?;
-    Ok(mark(
-        HttpResponse::NoContent().finish(),
+    recorded::no_content(
         AuditAction::AssociationCreated,
         [*parent.as_uuid(), *child.as_uuid()],
-    ))
+    )
 }
 
 /// Removes an association; both tokens remain. Needs `token:delete` on the parent's container.
@@ -76,11 +78,10 @@ async fn dissociate(
         token_id(&path.1, "child_id")?,
     );
     state.vault.dissociate(&caller, parent, child).await?;
-    Ok(mark(
-        HttpResponse::NoContent().finish(),
+    recorded::no_content(
         AuditAction::AssociationDeleted,
         [*parent.as_uuid(), *child.as_uuid()],
-    ))
+    )
 }
 
 /// Creates a token and links it as a child of `parent_id`. Needs `token:read` on the parent

@@ -5,6 +5,7 @@ mod audit;
 mod children;
 mod health;
 mod proxies;
+mod recorded;
 mod tokens;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};

@@ -3,9 +3,8 @@
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{audit::AuditAction, ProxyId, ProxyInput};
 
-use super::parse_id;
+use super::{parse_id, recorded};
 use crate::{
-    audit::mark,
     auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
@@ -47,11 +46,7 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let proxy = state.vault.create_proxy(&caller, input).await?;
     let id = *proxy.id.as_uuid();
-    Ok(mark(
-        HttpResponse::Created().json(ProxyView::created(proxy)),
-        AuditAction::ProxyCreated,
-        [id],
-    ))
+    recorded::created(ProxyView::created(proxy), AuditAction::ProxyCreated, [id])
 }
 
 /// Lists proxies, oldest first.
@@ -93,11 +88,11 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: ProxyId = parse_id(&id, "proxy")?;
     let proxy = state.vault.update_proxy(&caller, id, input).await?;
-    Ok(mark(
-        HttpResponse::Ok().json(ProxyView::full(proxy)),
+    recorded::ok(
+        ProxyView::full(proxy),
         AuditAction::ProxyUpdated,
         [*id.as_uuid()],
-    ))
+    )
 }
 
 /// Deletes a proxy; its key stops working.
@@ -110,9 +105,5 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: ProxyId = parse_id(&id, "proxy")?;
     state.vault.delete_proxy(&caller, id).await?;
-    Ok(mark(
-        HttpResponse::NoContent().finish(),
-        AuditAction::ProxyDeleted,
-        [*id.as_uuid()],
-    ))
+    recorded::no_content(AuditAction::ProxyDeleted, [*id.as_uuid()])
 }

@@ -6,7 +6,7 @@ use tessera_domain::{
     audit::AuditAction, search::TokenSearchRequest, NewToken, Token, TokenId, TokenPatch,
 };
 
-use super::parse_id;
+use super::{parse_id, recorded};
 use crate::{
     audit::mark,
     auth::{self, Caller},
@@ -91,11 +91,7 @@ async fn tokenize(
         .into_iter()
         .map(|t| TokenView::without_data(t, &caller))
         .collect();
-    Ok(mark(
-        HttpResponse::Created().json(views),
-        AuditAction::TokenCreated,
-        ids,
-    ))
+    recorded::created(views, AuditAction::TokenCreated, ids)
 }
 
 /// Searches the tokens the caller may read, newest first: exact metadata pairs, types,
@@ -142,11 +138,8 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.update_token(&caller, id, patch).await?;
-    Ok(mark(
-        HttpResponse::Ok().json(TokenView::without_data(token, &caller)),
-        AuditAction::TokenUpdated,
-        [*id.as_uuid()],
-    ))
+    let view = TokenView::without_data(token, &caller);
+    recorded::ok(view, AuditAction::TokenUpdated, [*id.as_uuid()])
 }
 
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
@@ -178,11 +171,11 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.get_token(&caller, id).await?;
-    Ok(mark(
-        HttpResponse::Ok().json(TokenView::with_data(token)),
+    recorded::ok(
+        TokenView::with_data(token),
         AuditAction::TokenRead,
         [*id.as_uuid()],
-    ))
+    )
 }
 
 /// Deletes a token and its associations (its children remain). Needs `token:delete`.
@@ -195,11 +188,7 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     state.vault.delete_token(&caller, id).await?;
-    Ok(mark(
-        HttpResponse::NoContent().finish(),
-        AuditAction::TokenDeleted,
-        [*id.as_uuid()],
-    ))
+    recorded::no_content(AuditAction::TokenDeleted, [*id.as_uuid()])
 }
 
 /// The ids of `tokens`, in order.
