@@ -5,6 +5,7 @@ mod actix_gateway;
 mod api;
 mod audit;
 mod binding;
+mod caller;
 mod children;
 mod escalation;
 mod fuzz_api;
