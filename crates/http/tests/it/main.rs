@@ -2,8 +2,9 @@
 //! document, request fuzzing, readiness, rate limits and the `/proxy` mount.
 
 mod actix_gateway;
-mod api;
+mod applications;
 mod audit;
+mod authentication;
 mod binding;
 mod caller;
 mod children;
@@ -16,4 +17,9 @@ mod openapi;
 mod proxies;
 mod rate_limit;
 mod readiness;
+mod service_basics;
+mod storage_safety;
+mod tenants;
 mod token_oracles;
+mod token_permissions;
+mod tokens;
