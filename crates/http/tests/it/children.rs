@@ -7,186 +7,192 @@ use actix_web::{
     body::MessageBody,
     dev::{Service, ServiceResponse},
     http::Method,
-    test, Error,
+    Error,
 };
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, send, state, tenant};
-use tessera_testkit::{backend_tests, db::TestDatabase};
+use tessera_testkit::{api::Reply, backend_tests, db::TestDatabase};
+
+use crate::caller::{id_of, ids, one_tenant, total, two_tenants, Caller};
 
 backend_tests!(
-    association_lifecycle_and_statuses,
-    child_creation_and_listing,
-    permission_matrix,
+    linking_twice_links_once_and_unlinking_keeps_both_tokens,
+    malformed_or_missing_ids_are_400_or_404,
+    links_need_a_valid_key,
+    a_created_child_is_listed_with_its_data,
+    refused_children_leave_nothing_behind,
+    child_list_queries_are_validated,
+    every_missing_permission_is_403_and_changes_nothing,
+    held_permissions_succeed_and_unreadable_children_are_hidden,
     other_tenants_tokens_are_not_found,
-    pagination_over_120_children_with_filters,
+    pages_of_120_children_are_complete_and_stable,
+    child_filters_combine_with_and,
     cycles_and_shared_children,
     deleting_a_token_removes_its_links_but_not_its_children,
 );
 
-const MIB: usize = 1024 * 1024;
+/// The token and association requests these tests make, spelled as what they do.
+trait Associations {
+    /// Creates `token`-type tokens holding each of `data`: their ids, in order.
+    async fn tokens<const N: usize>(&self, data: [&str; N]) -> [String; N];
+    /// `POST /tokens/{parent}/children/{child}`: links `child` under `parent`.
+    async fn link(&self, parent: &str, child: &str) -> Reply;
+    /// A page of `parent`'s children, expecting 200.
+    async fn children(&self, parent: &str, query: &str) -> Value;
+    /// The tokens of [`Family`], `linked` linked under `p`.
+    async fn family(&self) -> Family;
+    /// A parent with 120 children: every fourth a card, `metadata.batch` the index modulo 3.
+    /// The parent's id and the children's in creation order.
+    async fn parent_of_120(&self) -> (String, Vec<String>);
+}
 
-async fn token<S, B>(app: &S, key: &str, body: Value) -> String
+impl<S, B> Associations for Caller<'_, S>
 where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    tessera_testkit::api::create(app, key, "/tokens", body).await
+    async fn tokens<const N: usize>(&self, data: [&str; N]) -> [String; N] {
+        let mut ids = vec![];
+        for d in data {
+            let body = json!({"type": "token", "data": d});
+            ids.push(self.create("/tokens", body).await);
+        }
+        ids.try_into().expect("one id per token")
+    }
+
+    async fn link(&self, parent: &str, child: &str) -> Reply {
+        self.post_empty(&format!("/tokens/{parent}/children/{child}"))
+            .await
+    }
+
+    async fn children(&self, parent: &str, query: &str) -> Value {
+        self.page(&format!("/tokens/{parent}/children{query}"))
+            .await
+    }
+
+    async fn family(&self) -> Family {
+        let [p, c, linked] = self.tokens(["p", "c", "linked"]).await;
+        let secret = json!({"type": "token", "data": "s", "containers": ["/secret/"]});
+        let secret = self.create("/tokens", secret).await;
+        self.link(&p, &linked).await.expect(204);
+        Family {
+            p,
+            c,
+            linked,
+            secret,
+        }
+    }
+
+    async fn parent_of_120(&self) -> (String, Vec<String>) {
+        let [p] = self.tokens(["parent"]).await;
+        let mut created = vec![];
+        for i in 0..120 {
+            let body = if i % 4 == 0 {
+                json!({"type": "card", "data": {"number": "4242424242424242"}, "metadata": {"batch": (i % 3).to_string()}})
+            } else {
+                json!({"type": "token", "data": i, "metadata": {"batch": (i % 3).to_string()}})
+            };
+            created.push(self.create(&format!("/tokens/{p}/children"), body).await);
+        }
+        (p, created)
+    }
 }
 
-async fn children<S, B>(app: &S, key: &str, parent: &str, query: &str) -> Value
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
-{
-    send(
-        app,
-        Method::GET,
-        &format!("/tokens/{parent}/children{query}"),
-        Some(key),
-        None,
-    )
-    .await
-    .expect(200)
-    .body
-}
-
-fn ids(page: &Value) -> Vec<String> {
-    page["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .map(|t| t["id"].as_str().expect("id").to_string())
-        .collect()
-}
-
-async fn association_lifecycle_and_statuses(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let p = token(&app, k, json!({"type": "token", "data": "parent"})).await;
-    let c = token(&app, k, json!({"type": "token", "data": "child"})).await;
-    let link = format!("/tokens/{p}/children/{c}");
-    let r = send(&app, Method::POST, &link, Some(k), None)
-        .await
-        .expect(204);
+async fn linking_twice_links_once_and_unlinking_keeps_both_tokens(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [p, c] = admin.tokens(["parent", "child"]).await;
+    let r = admin.link(&p, &c).await.expect(204);
     assert!(r.raw.is_empty(), "204 has no body");
-    send(&app, Method::POST, &link, Some(k), None)
-        .await
-        .expect(204);
-    let page = children(&app, k, &p, "").await;
+    admin.link(&p, &c).await.expect(204);
+    let page = admin.children(&p, "").await;
     assert_eq!(ids(&page), vec![c.clone()], "creating twice links once");
     assert_eq!(
         page["data"][0]["data"],
         json!("child"),
         "listed children carry data"
     );
-    send(&app, Method::DELETE, &link, Some(k), None)
-        .await
-        .expect(204);
-    send(&app, Method::DELETE, &link, Some(k), None)
-        .await
-        .expect(404);
-    assert_eq!(
-        children(&app, k, &p, "").await["pagination"]["total_items"],
-        json!(0)
-    );
+    let unlink = format!("/tokens/{p}/children/{c}");
+    admin.delete(&unlink).await.expect(204);
+    admin.delete(&unlink).await.expect(404);
+    assert_eq!(total(&admin.children(&p, "").await), &json!(0));
     // Both tokens survive the unlink.
-    send(&app, Method::GET, &format!("/tokens/{c}"), Some(k), None)
-        .await
-        .expect(200);
-
-    let r = send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children/{p}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["child_id"]);
-    let missing = uuid::Uuid::new_v4();
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children/{missing}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{missing}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::DELETE,
-        &format!("/tokens/{missing}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
-    let r = send(
-        &app,
-        Method::POST,
-        &format!("/tokens/nope/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["parent_id"]);
-    let r = send(
-        &app,
-        Method::DELETE,
-        &format!("/tokens/{p}/children/nope"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["child_id"]);
-    send(&app, Method::GET, "/tokens/nope/children", Some(k), None)
-        .await
-        .expect(400);
-    send(&app, Method::POST, &link, None, None)
-        .await
-        .expect(401);
-    send(
-        &app,
-        Method::GET,
-        &format!("/tokens/{p}/children"),
-        Some("key_wrong"),
-        None,
-    )
-    .await
-    .expect(401);
+    admin.get(&format!("/tokens/{c}")).await.expect(200);
 }
 
-async fn child_creation_and_listing(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let p = token(&app, k, json!({"type": "token", "data": "parent"})).await;
+async fn malformed_or_missing_ids_are_400_or_404(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [p, c] = admin.tokens(["parent", "child"]).await;
+    let missing = uuid::Uuid::new_v4();
+    let cases = [
+        (
+            Method::POST,
+            format!("/tokens/{p}/children/{p}"),
+            400,
+            Some("child_id"),
+        ),
+        (
+            Method::POST,
+            format!("/tokens/{p}/children/{missing}"),
+            404,
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/tokens/{missing}/children/{c}"),
+            404,
+            None,
+        ),
+        (
+            Method::DELETE,
+            format!("/tokens/{missing}/children/{c}"),
+            404,
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/tokens/nope/children/{c}"),
+            400,
+            Some("parent_id"),
+        ),
+        (
+            Method::DELETE,
+            format!("/tokens/{p}/children/nope"),
+            400,
+            Some("child_id"),
+        ),
+        (Method::GET, "/tokens/nope/children".to_string(), 400, None),
+    ];
+    for (method, uri, status, field) in cases {
+        let r = admin.send(method, &uri, None).await.expect(status);
+        if let Some(field) = field {
+            assert_eq!(r.error_fields(), vec![field], "{uri}");
+        }
+    }
+}
+
+async fn links_need_a_valid_key(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [p, c] = admin.tokens(["parent", "child"]).await;
+    let anonymous = Caller::anonymous(&app);
+    anonymous.link(&p, &c).await.expect(401);
+    let wrong = admin.with_key("key_wrong");
+    wrong
+        .get(&format!("/tokens/{p}/children"))
+        .await
+        .expect(401);
+}
+
+async fn a_created_child_is_listed_with_its_data(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [p] = admin.tokens(["parent"]).await;
     let body = json!({"type": "card", "data": {"number": "4242424242424242"}, "metadata": {"role": "backup"}});
-    let r = send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(k),
-        Some(body),
-    )
-    .await
-    .expect(201);
+    let r = admin
+        .post(&format!("/tokens/{p}/children"), body)
+        .await
+        .expect(201);
     let b = &r.body;
     assert!(
         b.get("data").is_none(),
@@ -204,384 +210,211 @@ async fn child_creation_and_listing(db: &TestDatabase) {
         assert!(b.get(field).is_some(), "create-child response has {field}");
     }
     assert_eq!(b["containers"], json!(["/pci/high/"]));
-    let page = children(&app, k, &p, "").await;
-    assert_eq!(ids(&page), vec![b["id"].as_str().expect("id").to_string()]);
+    let page = admin.children(&p, "").await;
+    assert_eq!(ids(&page), vec![id_of(b)]);
     assert_eq!(
         page["data"][0]["data"],
         json!({"number": "4242424242424242"})
     );
-    // Validation failures and a missing parent leave nothing behind.
-    let before = send(&app, Method::GET, "/tokens", Some(k), None)
-        .await
-        .expect(200)
-        .body["pagination"]["total_items"]
-        .clone();
-    let r = send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(k),
-        Some(json!({"type": "card", "data": {"number": "1"}})),
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["data.number"]);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(k),
-        Some(json!({"type": "token"})),
-    )
-    .await
-    .expect(400);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(k),
-        Some(json!({"type": "token", "data": 1, "bogus": 1})),
-    )
-    .await
-    .expect(400);
-    let missing = uuid::Uuid::new_v4();
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{missing}/children"),
-        Some(k),
-        Some(json!({"type": "token", "data": 1})),
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::GET,
-        &format!("/tokens/{missing}/children"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
-    let after = send(&app, Method::GET, "/tokens", Some(k), None)
-        .await
-        .expect(200)
-        .body["pagination"]["total_items"]
-        .clone();
-    assert_eq!(before, after, "no orphan tokens");
-    for bad in ["?page=0", "?size=101", "?type=gold", "?id=x", "?nope=1"] {
-        send(
-            &app,
-            Method::GET,
-            &format!("/tokens/{p}/children{bad}"),
-            Some(k),
-            None,
+}
+
+/// Validation failures and a missing parent leave nothing behind.
+async fn refused_children_leave_nothing_behind(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [p] = admin.tokens(["parent"]).await;
+    let before = admin.total("/tokens").await;
+    let r = admin
+        .post(
+            &format!("/tokens/{p}/children"),
+            json!({"type": "card", "data": {"number": "1"}}),
         )
         .await
         .expect(400);
+    assert_eq!(r.error_fields(), vec!["data.number"]);
+    let missing = uuid::Uuid::new_v4();
+    for (parent, body, status) in [
+        (p.clone(), json!({"type": "token"}), 400),
+        (
+            p.clone(),
+            json!({"type": "token", "data": 1, "bogus": 1}),
+            400,
+        ),
+        (
+            missing.to_string(),
+            json!({"type": "token", "data": 1}),
+            404,
+        ),
+    ] {
+        let uri = format!("/tokens/{parent}/children");
+        admin.post(&uri, body).await.expect(status);
+    }
+    let uri = format!("/tokens/{missing}/children");
+    admin.get(&uri).await.expect(404);
+    let after = admin.total("/tokens").await;
+    assert_eq!(before, after, "no orphan tokens");
+}
+
+async fn child_list_queries_are_validated(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [p] = admin.tokens(["parent"]).await;
+    for bad in ["?page=0", "?size=101", "?type=gold", "?id=x", "?nope=1"] {
+        let uri = format!("/tokens/{p}/children{bad}");
+        admin.get(&uri).await.expect(400);
     }
 }
 
-async fn permission_matrix(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let admin = t.admin_key.as_str();
-    // Parent and child live in /general/high/ (the default); a linked pair exists already.
-    let p = token(&app, admin, json!({"type": "token", "data": "p"})).await;
-    let c = token(&app, admin, json!({"type": "token", "data": "c"})).await;
-    let linked = token(&app, admin, json!({"type": "token", "data": "linked"})).await;
-    let secret = token(
-        &app,
-        admin,
-        json!({"type": "token", "data": "s", "containers": ["/secret/"]}),
-    )
-    .await;
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children/{linked}"),
-        Some(admin),
-        None,
-    )
-    .await
-    .expect(204);
+/// Tokens in /general/high/ (the default): parent `p`, child-to-be `c`, `linked` (already
+/// linked under `p`), and `secret` in /secret/.
+struct Family {
+    p: String,
+    c: String,
+    linked: String,
+    secret: String,
+}
 
-    let key = |perms: Value, rules: Value| json!({"name": "k", "type": "private", "permissions": perms, "rules": rules});
+/// A private application's spec with `permissions` and `rules`.
+fn key_spec(permissions: Value, rules: Value) -> Value {
+    json!({"name": "k", "type": "private", "permissions": permissions, "rules": rules})
+}
+
+/// A spec granting everything, but only under `container`.
+fn everything_on(container: &str) -> Value {
     let everything = json!(["token:create", "token:read", "token:delete"]);
-    let no_read = app_key(
-        &app,
-        admin,
-        key(json!(["token:create", "token:delete"]), json!([])),
+    key_spec(
+        json!([]),
+        json!([{"priority": 1, "container": container, "permissions": everything}]),
     )
-    .await;
-    let no_delete = app_key(
-        &app,
-        admin,
-        key(json!(["token:create", "token:read"]), json!([])),
-    )
-    .await;
-    let no_create = app_key(
-        &app,
-        admin,
-        key(json!(["token:read", "token:delete"]), json!([])),
-    )
-    .await;
-    // Everything, but only on a container our tokens are not in.
-    let elsewhere = app_key(
-        &app,
-        admin,
-        key(
-            json!([]),
-            json!([{"priority": 1, "container": "/other/", "permissions": everything}]),
-        ),
-    )
-    .await;
-    // Everything on /general/, but the secret child is out of reach.
-    let general = app_key(
-        &app,
-        admin,
-        key(
-            json!([]),
-            json!([{"priority": 1, "container": "/general/", "permissions": everything}]),
-        ),
-    )
-    .await;
+}
 
-    let count = |v: Value| v["pagination"]["total_items"].clone();
-    let link_pc = format!("/tokens/{p}/children/{c}");
+async fn every_missing_permission_is_403_and_changes_nothing(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let Family {
+        p,
+        c,
+        linked,
+        secret,
+    } = admin.family().await;
+    let no_read = admin
+        .app_key(key_spec(json!(["token:create", "token:delete"]), json!([])))
+        .await;
+    let no_delete = admin
+        .app_key(key_spec(json!(["token:create", "token:read"]), json!([])))
+        .await;
+    let no_create = admin
+        .app_key(key_spec(json!(["token:read", "token:delete"]), json!([])))
+        .await;
+    // Everything, but only on a container our tokens are not in.
+    let elsewhere = admin.app_key(everything_on("/other/")).await;
+    // Everything on /general/, but the secret child is out of reach.
+    let general = admin.app_key(everything_on("/general/")).await;
+
+    let child = || Some(json!({"type": "token", "data": 1}));
+    let list = format!("/tokens/{p}/children");
+    let mut cases = vec![];
     for k in [&no_read, &elsewhere] {
-        send(&app, Method::POST, &link_pc, Some(k), None)
+        cases.push((k, Method::POST, format!("/tokens/{p}/children/{c}"), None));
+        cases.push((k, Method::GET, list.clone(), None));
+        cases.push((k, Method::POST, list.clone(), child()));
+    }
+    cases.push((
+        &general,
+        Method::POST,
+        format!("/tokens/{p}/children/{secret}"),
+        None,
+    ));
+    for k in [&no_delete, &elsewhere] {
+        cases.push((
+            k,
+            Method::DELETE,
+            format!("/tokens/{p}/children/{linked}"),
+            None,
+        ));
+    }
+    cases.push((&no_create, Method::POST, list.clone(), child()));
+    // token:create only on /general/: a child in /secret/ is refused.
+    let secret_child = json!({"type": "token", "data": 1, "containers": ["/secret/x/"]});
+    cases.push((&general, Method::POST, list.clone(), Some(secret_child)));
+    for (key, method, uri, body) in cases {
+        admin
+            .with_key(key)
+            .send(method, &uri, body)
             .await
             .expect(403);
-        send(
-            &app,
-            Method::GET,
-            &format!("/tokens/{p}/children"),
-            Some(k),
-            None,
-        )
-        .await
-        .expect(403);
-        send(
-            &app,
-            Method::POST,
-            &format!("/tokens/{p}/children"),
-            Some(k),
-            Some(json!({"type": "token", "data": 1})),
-        )
-        .await
-        .expect(403);
     }
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children/{secret}"),
-        Some(&general),
-        None,
-    )
-    .await
-    .expect(403);
-    for k in [&no_delete, &elsewhere] {
-        send(
-            &app,
-            Method::DELETE,
-            &format!("/tokens/{p}/children/{linked}"),
-            Some(k),
-            None,
-        )
-        .await
-        .expect(403);
-    }
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(&no_create),
-        Some(json!({"type": "token", "data": 1})),
-    )
-    .await
-    .expect(403);
-    // token:create only on /general/: a child in /secret/ is refused.
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(&general),
-        Some(json!({"type": "token", "data": 1, "containers": ["/secret/x/"]})),
-    )
-    .await
-    .expect(403);
-    let r = send(
-        &app,
-        Method::GET,
-        &format!("/tokens/{p}/children"),
-        Some(&no_read),
-        None,
-    )
-    .await
-    .expect(403);
+    let r = admin.with_key(&no_read).get(&list).await.expect(403);
     assert!(r.body["detail"]
         .as_str()
         .expect("detail")
         .contains("token:read"));
 
     // Nothing changed: still exactly the one link, and no new tokens.
-    let page = children(&app, admin, &p, "").await;
-    assert_eq!(ids(&page), vec![linked.clone()]);
-    assert_eq!(
-        count(
-            send(&app, Method::GET, "/tokens", Some(admin), None)
-                .await
-                .body
-        ),
-        json!(4)
-    );
-
-    // And the keys that hold the permissions succeed.
-    send(&app, Method::POST, &link_pc, Some(&general), None)
-        .await
-        .expect(204);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children/{secret}"),
-        Some(admin),
-        None,
-    )
-    .await
-    .expect(204);
-    // Children the caller may not read are left out of the list and the count.
-    let page = children(&app, &general, &p, "").await;
-    assert_eq!(count(page.clone()), json!(2));
-    assert!(!ids(&page).contains(&secret));
-    assert_eq!(count(children(&app, admin, &p, "").await), json!(3));
-    send(
-        &app,
-        Method::DELETE,
-        &format!("/tokens/{p}/children/{linked}"),
-        Some(&general),
-        None,
-    )
-    .await
-    .expect(204);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children"),
-        Some(&general),
-        Some(json!({"type": "token", "data": 1})),
-    )
-    .await
-    .expect(201);
+    assert_eq!(ids(&admin.children(&p, "").await), vec![linked.clone()]);
+    assert_eq!(total(&admin.get("/tokens").await.body), &json!(4));
 }
 
-async fn other_tenants_tokens_are_not_found(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let b = tenant(&st, "b").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let (ak, bk) = (a.admin_key.as_str(), b.admin_key.as_str());
-    let ap = token(&app, ak, json!({"type": "token", "data": "a-parent"})).await;
-    let ac = token(&app, ak, json!({"type": "token", "data": "a-child"})).await;
-    let bp = token(&app, bk, json!({"type": "token", "data": "b-parent"})).await;
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{ap}/children/{ac}"),
-        Some(ak),
-        None,
-    )
-    .await
-    .expect(204);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{ap}/children/{ac}"),
-        Some(bk),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{bp}/children/{ac}"),
-        Some(bk),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{ap}/children/{bp}"),
-        Some(ak),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::DELETE,
-        &format!("/tokens/{ap}/children/{ac}"),
-        Some(bk),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{ap}/children"),
-        Some(bk),
-        Some(json!({"type": "token", "data": 1})),
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::GET,
-        &format!("/tokens/{ap}/children"),
-        Some(bk),
-        None,
-    )
-    .await
-    .expect(404);
-    assert_eq!(ids(&children(&app, ak, &ap, "").await), vec![ac]);
-    assert_eq!(
-        children(&app, bk, &bp, "").await["pagination"]["total_items"],
-        json!(0)
-    );
-}
-
-async fn pagination_over_120_children_with_filters(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let p = token(&app, k, json!({"type": "token", "data": "parent"})).await;
-    let mut created = vec![];
-    for i in 0..120 {
-        let body = if i % 4 == 0 {
-            json!({"type": "card", "data": {"number": "4242424242424242"}, "metadata": {"batch": (i % 3).to_string()}})
-        } else {
-            json!({"type": "token", "data": i, "metadata": {"batch": (i % 3).to_string()}})
-        };
-        let r = send(
-            &app,
-            Method::POST,
+/// The keys that hold the permissions succeed, and children the caller may not read are left
+/// out of the list and the count.
+async fn held_permissions_succeed_and_unreadable_children_are_hidden(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let f = admin.family().await;
+    let (p, secret) = (f.p.as_str(), &f.secret);
+    let general_key = admin.app_key(everything_on("/general/")).await;
+    let general = admin.with_key(&general_key);
+    general.link(p, &f.c).await.expect(204);
+    admin.link(p, secret).await.expect(204);
+    let page = general.children(p, "").await;
+    assert_eq!(total(&page), &json!(2));
+    assert!(!ids(&page).contains(secret));
+    assert_eq!(total(&admin.children(p, "").await), &json!(3));
+    let unlink = format!("/tokens/{p}/children/{}", f.linked);
+    general.delete(&unlink).await.expect(204);
+    general
+        .post(
             &format!("/tokens/{p}/children"),
-            Some(k),
-            Some(body),
+            json!({"type": "token", "data": 1}),
         )
         .await
         .expect(201);
-        created.push(r.body["id"].as_str().expect("id").to_string());
+}
+
+async fn other_tenants_tokens_are_not_found(db: &TestDatabase) {
+    let (app, a, b) = two_tenants(db).await;
+    let (owner, stranger) = (
+        Caller::new(&app, &a.admin_key),
+        Caller::new(&app, &b.admin_key),
+    );
+    let [ap, ac] = owner.tokens(["a-parent", "a-child"]).await;
+    let [bp] = stranger.tokens(["b-parent"]).await;
+    owner.link(&ap, &ac).await.expect(204);
+    for (caller, parent, child) in [
+        (stranger, &ap, &ac),
+        (stranger, &bp, &ac),
+        (owner, &ap, &bp),
+    ] {
+        caller.link(parent, child).await.expect(404);
     }
+    let list = format!("/tokens/{ap}/children");
+    stranger.delete(&format!("{list}/{ac}")).await.expect(404);
+    stranger
+        .post(&list, json!({"type": "token", "data": 1}))
+        .await
+        .expect(404);
+    stranger.get(&list).await.expect(404);
+    assert_eq!(ids(&owner.children(&ap, "").await), vec![ac]);
+    assert_eq!(total(&stranger.children(&bp, "").await), &json!(0));
+}
+
+async fn pages_of_120_children_are_complete_and_stable(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let (p, created) = admin.parent_of_120().await;
     let mut seen = vec![];
     for page in 1..=3 {
-        let body = children(&app, k, &p, &format!("?page={page}&size=50")).await;
+        let body = admin.children(&p, &format!("?page={page}&size=50")).await;
         assert_eq!(
             body["pagination"],
             json!({"total_items": 120, "page_number": page, "page_size": 50, "total_pages": 3})
@@ -595,170 +428,75 @@ async fn pagination_over_120_children_with_filters(db: &TestDatabase) {
         "no duplicates"
     );
     assert_eq!(seen, created, "stable creation order, no misses");
-    assert_eq!(
-        ids(&children(&app, k, &p, "?page=4&size=50").await),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        seen,
-        {
-            let mut again = vec![];
-            for page in 1..=3 {
-                again.extend(ids(&children(
-                    &app,
-                    k,
-                    &p,
-                    &format!("?page={page}&size=50"),
-                )
-                .await));
-            }
-            again
-        },
-        "order is stable across calls"
-    );
-    // Filters combine with AND: cards (i % 4 == 0) in batch 0 (i % 3 == 0) → i % 12 == 0 → 10.
-    let cards = children(&app, k, &p, "?type=card&size=100").await;
-    assert_eq!(cards["pagination"]["total_items"], json!(30));
-    let both = children(&app, k, &p, "?type=card&metadata.batch=0&size=100").await;
-    assert_eq!(both["pagination"]["total_items"], json!(10));
-    let expected: Vec<String> = created
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| i % 12 == 0)
-        .map(|(_, id)| id.clone())
-        .collect();
+    let beyond = admin.children(&p, "?page=4&size=50").await;
+    assert_eq!(ids(&beyond), Vec::<String>::new());
+    let mut again = vec![];
+    for page in 1..=3 {
+        again.extend(ids(&admin
+            .children(&p, &format!("?page={page}&size=50"))
+            .await));
+    }
+    assert_eq!(seen, again, "order is stable across calls");
+}
+
+async fn child_filters_combine_with_and(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let (p, created) = admin.parent_of_120().await;
+    // Cards (i % 4 == 0) in batch 0 (i % 3 == 0) → i % 12 == 0 → 10.
+    let cards = admin.children(&p, "?type=card&size=100").await;
+    assert_eq!(total(&cards), &json!(30));
+    let both = admin
+        .children(&p, "?type=card&metadata.batch=0&size=100")
+        .await;
+    assert_eq!(total(&both), &json!(10));
+    let expected: Vec<String> = created.iter().step_by(12).cloned().collect();
     assert_eq!(ids(&both), expected);
-    let by_id = children(
-        &app,
-        k,
-        &p,
-        &format!("?id={}&id={}&type=token", created[0], created[1]),
-    )
-    .await;
+    let query = format!("?id={}&id={}&type=token", created[0], created[1]);
+    let by_id = admin.children(&p, &query).await;
     assert_eq!(ids(&by_id), vec![created[1].clone()], "id AND type");
-    let unrelated = token(&app, k, json!({"type": "token", "data": 0})).await;
-    assert_eq!(
-        children(&app, k, &p, &format!("?id={unrelated}")).await["pagination"]["total_items"],
-        json!(0)
-    );
+    let unrelated = admin
+        .create("/tokens", json!({"type": "token", "data": 0}))
+        .await;
+    let by_unrelated = admin.children(&p, &format!("?id={unrelated}")).await;
+    assert_eq!(total(&by_unrelated), &json!(0));
 }
 
 async fn cycles_and_shared_children(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let a = token(&app, k, json!({"type": "token", "data": "a"})).await;
-    let b = token(&app, k, json!({"type": "token", "data": "b"})).await;
-    let c = token(&app, k, json!({"type": "token", "data": "c"})).await;
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{a}/children/{b}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{b}/children/{a}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
-    assert_eq!(ids(&children(&app, k, &a, "").await), vec![b.clone()]);
-    assert_eq!(ids(&children(&app, k, &b, "").await), vec![a.clone()]);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{a}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{b}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [a, b, c] = admin.tokens(["a", "b", "c"]).await;
+    for (parent, child) in [(&a, &b), (&b, &a)] {
+        admin.link(parent, child).await.expect(204);
+    }
+    assert_eq!(ids(&admin.children(&a, "").await), vec![b.clone()]);
+    assert_eq!(ids(&admin.children(&b, "").await), vec![a.clone()]);
+    for parent in [&a, &b] {
+        admin.link(parent, &c).await.expect(204);
+    }
     assert_eq!(
-        ids(&children(&app, k, &a, "").await),
+        ids(&admin.children(&a, "").await),
         vec![b.clone(), c.clone()]
     );
-    assert_eq!(ids(&children(&app, k, &b, "").await), vec![a, c]);
+    assert_eq!(ids(&admin.children(&b, "").await), vec![a, c]);
 }
 
 async fn deleting_a_token_removes_its_links_but_not_its_children(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let grand = token(&app, k, json!({"type": "token", "data": "g"})).await;
-    let p = token(&app, k, json!({"type": "token", "data": "p"})).await;
-    let c = token(&app, k, json!({"type": "token", "data": "c"})).await;
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{grand}/children/{p}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{p}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
-    send(&app, Method::DELETE, &format!("/tokens/{p}"), Some(k), None)
-        .await
-        .expect(204);
-    send(&app, Method::GET, &format!("/tokens/{c}"), Some(k), None)
-        .await
-        .expect(200);
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let [grand, p, c] = admin.tokens(["g", "p", "c"]).await;
+    admin.link(&grand, &p).await.expect(204);
+    admin.link(&p, &c).await.expect(204);
+    admin.delete(&format!("/tokens/{p}")).await.expect(204);
+    admin.get(&format!("/tokens/{c}")).await.expect(200);
     assert_eq!(
-        children(&app, k, &grand, "").await["pagination"]["total_items"],
-        json!(0),
+        total(&admin.children(&grand, "").await),
+        &json!(0),
         "link as child removed"
     );
-    send(
-        &app,
-        Method::GET,
-        &format!("/tokens/{p}/children"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
-    send(
-        &app,
-        Method::DELETE,
-        &format!("/tokens/{p}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
+    let list = format!("/tokens/{p}/children");
+    admin.get(&list).await.expect(404);
+    admin.delete(&format!("{list}/{c}")).await.expect(404);
     // The former child can be linked again elsewhere; nothing dangling blocks it.
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{grand}/children/{c}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
+    admin.link(&grand, &c).await.expect(204);
 }

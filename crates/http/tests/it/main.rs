@@ -2,9 +2,11 @@
 //! document, request fuzzing, readiness, rate limits and the `/proxy` mount.
 
 mod actix_gateway;
-mod api;
+mod applications;
 mod audit;
+mod authentication;
 mod binding;
+mod caller;
 mod children;
 mod escalation;
 mod fuzz_api;
@@ -15,4 +17,9 @@ mod openapi;
 mod proxies;
 mod rate_limit;
 mod readiness;
+mod service_basics;
+mod storage_safety;
+mod tenants;
 mod token_oracles;
+mod token_permissions;
+mod tokens;
