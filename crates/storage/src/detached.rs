@@ -15,7 +15,7 @@
 //! are what a cold proxy request does three times, and the hop to another runtime and back was
 //! most of its time.
 
-use std::future::Future;
+use std::{future::Future, sync::Arc};
 
 use async_trait::async_trait;
 use tessera_domain::{
@@ -32,13 +32,18 @@ use tessera_domain::{
 use time::OffsetDateTime;
 use tokio::runtime::Handle;
 
-use crate::Database;
+use crate::{
+    read_batch::{ReadBatchCounts, ReadBatcher},
+    Database,
+};
 
 /// A [`Database`] whose operations run as detached tasks; see the module docs.
 #[derive(Clone, Debug)]
 pub struct DetachedStore {
     db: Database,
     runtime: Handle,
+    /// Token reads of concurrent requests, one statement per batch per thread.
+    reads: Arc<ReadBatcher>,
 }
 
 impl DetachedStore {
@@ -51,12 +56,19 @@ impl DetachedStore {
         Self {
             db,
             runtime: Handle::current(),
+            reads: Arc::default(),
         }
     }
 
     /// The wrapped database.
     pub fn database(&self) -> &Database {
         &self.db
+    }
+
+    /// How many token reads this store batched into how many statements (for diagnostics
+    /// and tests).
+    pub fn token_read_batches(&self) -> ReadBatchCounts {
+        self.reads.counts()
     }
 
     async fn run<T, Fut>(&self, op: impl FnOnce(Database) -> Fut) -> Result<T, StoreError>
@@ -235,7 +247,7 @@ impl TokenStore for DetachedStore {
         tenant: TenantId,
         ids: &[TokenId],
     ) -> Result<Vec<StoredToken>, StoreError> {
-        self.db.get_tokens(tenant, ids).await
+        self.reads.get_tokens(&self.db, tenant, ids).await
     }
 
     async fn token_containers(

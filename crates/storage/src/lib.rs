@@ -19,6 +19,7 @@ mod health;
 mod idempotency;
 mod proxies;
 mod query_timeout;
+mod read_batch;
 mod rows;
 mod scan;
 mod schema;
@@ -28,4 +29,5 @@ mod url;
 
 pub use database::{Backend, Database, PoolOptions, DEFAULT_QUERY_TIMEOUT};
 pub use detached::DetachedStore;
+pub use read_batch::ReadBatchCounts;
 pub use url::{DatabaseUrl, DatabaseUrlError};

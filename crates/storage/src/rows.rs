@@ -145,7 +145,7 @@ pub(crate) fn application_grants(a: &Application) -> (String, String) {
     (to_json(&a.permissions), to_json(&a.rules))
 }
 
-#[derive(Queryable, Selectable, Insertable)]
+#[derive(Queryable, diesel::QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = tokens)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct TokenRow {

@@ -6,6 +6,7 @@ mod audit_legacy;
 mod console_use_cases;
 mod embed_example;
 mod lifecycle;
+mod read_batch;
 mod read_path;
 mod rotation;
 mod sealed_proxies;

@@ -1,0 +1,117 @@
+//! Token reads batched across concurrent requests (issue 24): reads made in the same turn of a
+//! serving thread's event loop share one statement, and each read answers exactly what an
+//! unbatched read of its own tenant and ids answers — another tenant's token and a missing one
+//! are absent, duplicates count once, and no read ever receives another's rows.
+
+use std::{collections::BTreeSet, sync::Arc};
+
+use serde_json::json;
+use tessera_domain::{
+    store::TokenStore, NewToken, Principal, Secret, TenantId, TokenId, TokenType, Vault,
+};
+use tessera_storage::DetachedStore;
+use tessera_testkit::{backend_tests, db::TestDatabase};
+
+backend_tests!(
+    concurrent_reads_share_a_batch_and_each_gets_only_its_own_rows,
+    reads_after_a_batch_open_the_next_one,
+);
+
+/// A tenant with `n` tokens, written through `vault`.
+async fn tenant_with_tokens(vault: &Vault, name: &str, n: usize) -> (TenantId, Vec<TokenId>) {
+    let tenant = vault.create_tenant(name).await.expect("tenant");
+    let admin: Principal = vault
+        .authenticate(Some(tenant.api_key.expose()))
+        .await
+        .expect("admin");
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let token = vault
+            .create_token(
+                &admin,
+                NewToken {
+                    token_type: TokenType::Token,
+                    data: Some(Secret::new(json!(format!("secret-{name}-{i}")))),
+                    metadata: None,
+                    containers: None,
+                    expires_at: None,
+                    deduplicate_token: false,
+                    destinations: None,
+                },
+            )
+            .await
+            .expect("token");
+        ids.push(token.id);
+    }
+    (admin.tenant_id(), ids)
+}
+
+fn ids_of(rows: &[tessera_domain::store::StoredToken]) -> BTreeSet<TokenId> {
+    rows.iter().map(|r| r.id).collect()
+}
+
+/// Sixteen concurrent reads — own tokens, another tenant's, a missing id, duplicates — on one
+/// thread: one batch answers them, and each gets what the unbatched read gets.
+async fn concurrent_reads_share_a_batch_and_each_gets_only_its_own_rows(t: &TestDatabase) {
+    let store = Arc::new(DetachedStore::new(t.db.clone()));
+    let vault = Vault::new(store.clone(), tessera_testkit::master_key());
+    let (acme, acme_ids) = tenant_with_tokens(&vault, "acme", 4).await;
+    let (globex, globex_ids) = tenant_with_tokens(&vault, "globex", 2).await;
+    let missing = TokenId::new();
+    let reads: Vec<(TenantId, Vec<TokenId>)> = (0..16)
+        .map(|i| match i % 4 {
+            0 => (acme, vec![acme_ids[i % 4], acme_ids[(i + 1) % 4]]),
+            1 => (acme, vec![acme_ids[1], globex_ids[0]]),
+            2 => (globex, vec![globex_ids[1], missing, globex_ids[1]]),
+            _ => (globex, vec![acme_ids[2], acme_ids[3]]),
+        })
+        .collect();
+    let before = store.token_read_batches();
+    let batched = futures_util::future::join_all(
+        reads
+            .iter()
+            .map(|(tenant, ids)| store.get_tokens(*tenant, ids)),
+    )
+    .await;
+    let after = store.token_read_batches();
+    assert_eq!(after.reads - before.reads, 16);
+    assert_eq!(
+        after.batches - before.batches,
+        1,
+        "reads of one turn share one batch"
+    );
+    for ((tenant, ids), batched) in reads.iter().zip(batched) {
+        let batched = batched.expect("batched read");
+        let unbatched = t.db.get_tokens(*tenant, ids).await.expect("unbatched read");
+        assert_eq!(ids_of(&batched), ids_of(&unbatched), "{tenant} {ids:?}");
+        assert_eq!(batched.len(), unbatched.len(), "each row once");
+        assert!(batched.iter().all(|row| row.tenant_id == *tenant));
+        for (b, u) in batched.iter().zip(&unbatched) {
+            assert_eq!(b.ciphertext, u.ciphertext);
+        }
+    }
+    // Another tenant's tokens are absent, as unbatched.
+    let cross = store
+        .get_tokens(globex, &[acme_ids[2], acme_ids[3]])
+        .await
+        .expect("read");
+    assert!(cross.is_empty());
+}
+
+/// A read made after a batch was taken is answered by a new batch, not lost.
+async fn reads_after_a_batch_open_the_next_one(t: &TestDatabase) {
+    let store = Arc::new(DetachedStore::new(t.db.clone()));
+    let vault = Vault::new(store.clone(), tessera_testkit::master_key());
+    let (acme, ids) = tenant_with_tokens(&vault, "acme", 2).await;
+    let before = store.token_read_batches();
+    for id in &ids {
+        let rows = store.get_tokens(acme, &[*id]).await.expect("read");
+        assert_eq!(ids_of(&rows), BTreeSet::from([*id]));
+    }
+    assert!(store.get_tokens(acme, &[]).await.expect("empty").is_empty());
+    let after = store.token_read_batches();
+    assert_eq!(
+        (after.reads - before.reads, after.batches - before.batches),
+        (2, 2)
+    );
+}
