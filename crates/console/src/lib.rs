@@ -26,6 +26,7 @@ mod assets;
 mod audit;
 mod config;
 mod context;
+mod error;
 mod form;
 mod gateway_client;
 mod inputs;

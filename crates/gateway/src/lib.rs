@@ -47,6 +47,7 @@ pub mod error;
 pub mod headers;
 pub mod metrics;
 mod quarantine;
+mod send_error;
 pub mod server;
 mod ssrf;
 mod stages;

@@ -56,6 +56,7 @@ pub fn app(
         .app_data(web::Data::new(state))
         .wrap(from_fn(request_id::middleware))
         .configure(routes::configure)
+        .configure(openapi::configure)
         .configure(|cfg| {
             if let Some(proxy) = proxy {
                 cfg.app_data(web::Data::new(proxy))
