@@ -10,8 +10,6 @@
 //!           ─► Vault use-case ─► view (JSON) or ApiError (problem+json)
 //! ```
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 mod audit;
 mod auth;
 mod body;
