@@ -33,6 +33,16 @@ macro_rules! insert_token_with_metadata {
     }};
 }
 
+/// What makes a token a duplicate of another for `deduplicate_token`: the same tenant, type,
+/// container and fingerprint.
+#[derive(Debug)]
+pub(super) struct DuplicateKey<'a> {
+    pub(super) tenant: TenantId,
+    pub(super) token_type: TokenType,
+    pub(super) container: &'a Container,
+    pub(super) fingerprint: &'a str,
+}
+
 /// The columns `TokenStore::update_token` writes; `None` leaves a column alone.
 #[derive(AsChangeset)]
 #[diesel(table_name = tokens)]
@@ -271,23 +281,20 @@ impl Database {
         })
     }
 
-    /// `TokenStore::find_duplicate_token`.
+    /// `TokenStore::find_duplicate_token`: the oldest token with `key`, live at `live_at`.
     pub(super) async fn oldest_duplicate(
         &self,
-        tenant: TenantId,
-        token_type: TokenType,
-        container: &Container,
-        fingerprint: &str,
+        key: &DuplicateKey<'_>,
         live_at: OffsetDateTime,
     ) -> Result<Option<StoredToken>, StoreError> {
-        let tenant = tenant.to_string();
+        let tenant = key.tenant.to_string();
         let live_at = to_db_time(live_at);
         let row = with_conn!(self, |conn| {
             tokens::table
                 .filter(tokens::tenant_id.eq(&tenant))
-                .filter(tokens::fingerprint.eq(fingerprint))
-                .filter(tokens::token_type.eq(token_type.as_str()))
-                .filter(tokens::container.eq(container.as_str()))
+                .filter(tokens::fingerprint.eq(key.fingerprint))
+                .filter(tokens::token_type.eq(key.token_type.as_str()))
+                .filter(tokens::container.eq(key.container.as_str()))
                 .filter(
                     tokens::expires_at
                         .is_null()

@@ -3,12 +3,12 @@
 use diesel::{BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
-    store::{ContainerScope, StoreError, StoredToken, TokenFilter},
-    Container, Page, PageRequest, TenantId,
+    store::{StoreError, StoredToken},
+    Container, Page, PageRequest,
 };
 
 use super::queries::{
-    empty_page, filtered_children, filtered_tokens, parse_containers, FilterParams,
+    distinct_containers, filtered_children, filtered_tokens, parse_containers, FilterParams,
 };
 use crate::{
     database::{page_of, window, Database, DbResultExt},
@@ -21,28 +21,19 @@ impl Database {
     /// `TokenStore::token_containers`: the distinct containers of a list.
     pub(super) async fn listed_containers(
         &self,
-        tenant: TenantId,
-        filter: &TokenFilter,
+        params: &FilterParams,
     ) -> Result<Vec<Container>, StoreError> {
-        let params = FilterParams::new(tenant, filter, &ContainerScope::All);
         let raw: Vec<String> = with_scan_conn!(self, |conn| {
             match &params.parent {
-                Some(parent) => tokens::table
-                    .filter(tokens::tenant_id.eq(&params.tenant))
-                    .filter(tokens::id.eq_any(
-                        filtered_children!(&params, parent).select(token_associations::child_id),
-                    ))
-                    .select(tokens::container)
-                    .distinct()
-                    .load(conn)
-                    .await
-                    .db(),
-                None => filtered_tokens!(&params)
-                    .select(tokens::container)
-                    .distinct()
-                    .load(conn)
-                    .await
-                    .db(),
+                Some(parent) => distinct_containers!(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&params.tenant))
+                        .filter(tokens::id.eq_any(
+                            filtered_children!(params, parent).select(token_associations::child_id),
+                        )),
+                    conn
+                ),
+                None => distinct_containers!(filtered_tokens!(params), conn),
             }
         })?;
         parse_containers(&raw)
@@ -51,26 +42,20 @@ impl Database {
     /// `TokenStore::list_tokens`: a page of a list, or of a parent's children.
     pub(super) async fn list_page(
         &self,
-        tenant: TenantId,
-        filter: &TokenFilter,
-        scope: &ContainerScope,
+        params: &FilterParams,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
-        if let Some(empty) = empty_page(scope, page) {
-            return Ok(empty);
-        }
-        let params = FilterParams::new(tenant, filter, scope);
         let (total, rows) = if let Some(parent) = &params.parent {
-            self.list_children(&params, parent, page).await?
+            self.list_children(params, parent, page).await?
         } else {
             let (limit, offset) = window(page);
             with_scan_conn!(self, |conn| {
-                let total: i64 = filtered_tokens!(&params)
+                let total: i64 = filtered_tokens!(params)
                     .count()
                     .get_result(conn)
                     .await
                     .db()?;
-                let rows: Vec<TokenRow> = filtered_tokens!(&params)
+                let rows: Vec<TokenRow> = filtered_tokens!(params)
                     .order((tokens::created_at.asc(), tokens::id.asc()))
                     .limit(limit)
                     .offset(offset)

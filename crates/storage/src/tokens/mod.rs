@@ -6,6 +6,9 @@
 //! * `expiry`: the sweep of expired tokens;
 //! * `backfill`: fingerprints for tokens written before fingerprints existed;
 //! * `queries`: the criteria as column values and the boxed queries the others share.
+//!
+//! Here, the domain's criteria become column values, and a scope that admits no container
+//! is answered without a query.
 
 mod backfill;
 mod children;
@@ -24,6 +27,10 @@ use tessera_domain::{
 };
 use time::OffsetDateTime;
 
+use self::{
+    crud::DuplicateKey,
+    queries::{empty_page, FilterParams, SearchParams},
+};
 use crate::database::Database;
 
 #[async_trait]
@@ -53,7 +60,8 @@ impl TokenStore for Database {
         tenant: TenantId,
         filter: &TokenFilter,
     ) -> Result<Vec<Container>, StoreError> {
-        self.listed_containers(tenant, filter).await
+        self.listed_containers(&FilterParams::new(tenant, filter, &ContainerScope::All))
+            .await
     }
 
     async fn list_tokens(
@@ -63,7 +71,11 @@ impl TokenStore for Database {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
-        self.list_page(tenant, filter, scope, page).await
+        if let Some(empty) = empty_page(scope, page) {
+            return Ok(empty);
+        }
+        self.list_page(&FilterParams::new(tenant, filter, scope), page)
+            .await
     }
 
     async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {
@@ -86,8 +98,13 @@ impl TokenStore for Database {
         fingerprint: &str,
         live_at: OffsetDateTime,
     ) -> Result<Option<StoredToken>, StoreError> {
-        self.oldest_duplicate(tenant, token_type, container, fingerprint, live_at)
-            .await
+        let key = DuplicateKey {
+            tenant,
+            token_type,
+            container,
+            fingerprint,
+        };
+        self.oldest_duplicate(&key, live_at).await
     }
 
     async fn search_containers(
@@ -95,7 +112,8 @@ impl TokenStore for Database {
         tenant: TenantId,
         search: &TokenSearch,
     ) -> Result<Vec<Container>, StoreError> {
-        self.searched_containers(tenant, search).await
+        self.searched_containers(SearchParams::new(tenant, search, &ContainerScope::All))
+            .await
     }
 
     async fn search_tokens(
@@ -105,7 +123,11 @@ impl TokenStore for Database {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
-        self.search_page(tenant, search, scope, page).await
+        if let Some(empty) = empty_page(scope, page) {
+            return Ok(empty);
+        }
+        self.search_page(SearchParams::new(tenant, search, scope), page)
+            .await
     }
 
     async fn delete_expired_tokens(

@@ -306,6 +306,18 @@ macro_rules! searched_by_pair {
 }
 pub(super) use searched_by_pair;
 
+/// The distinct containers of the tokens the boxed query `$q` finds, loaded on `$conn`.
+macro_rules! distinct_containers {
+    ($q:expr, $conn:expr) => {
+        $q.select(tokens::container)
+            .distinct()
+            .load::<String>($conn)
+            .await
+            .db()
+    };
+}
+pub(super) use distinct_containers;
+
 /// Container paths read back from the `container` column.
 pub(super) fn parse_containers(raw: &[String]) -> Result<Vec<Container>, StoreError> {
     raw.iter()

@@ -6,12 +6,12 @@ use diesel::{
 };
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
-    store::{ContainerScope, StoreError, StoredToken, TokenSearch},
-    Container, Page, PageRequest, TenantId,
+    store::{StoreError, StoredToken},
+    Container, Page, PageRequest,
 };
 
 use super::queries::{
-    empty_page, parse_containers, searched_by_pair, searched_tokens, with_token_criteria,
+    distinct_containers, parse_containers, searched_by_pair, searched_tokens, with_token_criteria,
     SearchParams, FIRST_PAIR,
 };
 use crate::{
@@ -67,27 +67,15 @@ impl Database {
     /// `TokenStore::search_containers`: the distinct containers of a search.
     pub(super) async fn searched_containers(
         &self,
-        tenant: TenantId,
-        search: &TokenSearch,
+        mut params: SearchParams,
     ) -> Result<Vec<Container>, StoreError> {
-        let mut params = SearchParams::new(tenant, search, &ContainerScope::All);
         if !self.rarest_pair_first(&mut params).await? {
             return Ok(Vec::new());
         }
         let raw: Vec<String> = with_scan_conn!(self, |conn| {
             match <[_]>::first(&params.metadata) {
-                Some(first) => searched_by_pair!(&params, first)
-                    .select(tokens::container)
-                    .distinct()
-                    .load(conn)
-                    .await
-                    .db(),
-                None => searched_tokens!(&params)
-                    .select(tokens::container)
-                    .distinct()
-                    .load(conn)
-                    .await
-                    .db(),
+                Some(first) => distinct_containers!(searched_by_pair!(&params, first), conn),
+                None => distinct_containers!(searched_tokens!(&params), conn),
             }
         })?;
         parse_containers(&raw)
@@ -96,15 +84,9 @@ impl Database {
     /// `TokenStore::search_tokens`: a page of a search, newest first.
     pub(super) async fn search_page(
         &self,
-        tenant: TenantId,
-        search: &TokenSearch,
-        scope: &ContainerScope,
+        mut params: SearchParams,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
-        if let Some(empty) = empty_page(scope, page) {
-            return Ok(empty);
-        }
-        let mut params = SearchParams::new(tenant, search, scope);
         if !self.rarest_pair_first(&mut params).await? {
             return page_of(Vec::<TokenRow>::new(), 0, page, StoredToken::try_from);
         }
