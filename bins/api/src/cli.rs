@@ -11,18 +11,18 @@ use tessera_startup::{audit::AuditArgs, DbArgs};
 /// Tessera: a self-hosted tokenization vault. Without a subcommand, `serve` runs.
 #[derive(Debug, Parser)]
 #[command(name = "api", version, args_conflicts_with_subcommands = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do (default: serve).
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
     /// Flags of `serve`, accepted without the subcommand too.
     #[command(flatten)]
-    pub serve: ServeArgs,
+    pub(crate) serve: ServeArgs,
 }
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the management API (the default).
     Serve(Box<ServeArgs>),
     /// Manage tenants.
@@ -49,7 +49,7 @@ pub enum Command {
 
 /// Audit-trail operations.
 #[derive(Debug, Subcommand)]
-pub enum AuditCommand {
+pub(crate) enum AuditCommand {
     /// Re-walk the audit hash chains (every tenant's, or one) and print, as JSON, the events
     /// checked, each chain's head (keep it elsewhere as an anchor) and the first broken link;
     /// exits 1 when a chain is broken. Needs the database only, not the master key.
@@ -65,7 +65,7 @@ pub enum AuditCommand {
 
 /// Tenant operations.
 #[derive(Debug, Subcommand)]
-pub enum TenantsCommand {
+pub(crate) enum TenantsCommand {
     /// Create a tenant with an `admin` management application; prints
     /// `{"tenant_id", "application_id", "api_key"}` as JSON.
     Create {
@@ -80,29 +80,29 @@ pub enum TenantsCommand {
 
 /// Flags of `serve`.
 #[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Database flags.
     #[command(flatten)]
-    pub db: DbArgs,
+    pub(crate) db: DbArgs,
     /// Address to listen on.
     #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// Do not create a `default` tenant on an empty database.
     #[arg(long, env = "TESSERA_NO_BOOTSTRAP")]
-    pub no_bootstrap: bool,
+    pub(crate) no_bootstrap: bool,
     /// Do not serve `/proxy` from this process (run `proxy-gateway` separately).
     #[arg(long, env = "TESSERA_NO_GATEWAY")]
-    pub no_gateway: bool,
+    pub(crate) no_gateway: bool,
     /// Gateway and request-size flags.
     #[command(flatten)]
-    pub gateway: GatewayArgs,
+    pub(crate) gateway: GatewayArgs,
     /// Audit-trail flags.
     #[command(flatten)]
-    pub audit: AuditArgs,
+    pub(crate) audit: AuditArgs,
     /// Web console flags.
     #[command(flatten)]
-    pub console: ConsoleArgs,
+    pub(crate) console: ConsoleArgs,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
 }

@@ -11,44 +11,20 @@ use std::{future::Future, pin::Pin};
 use actix_web::{
     cookie::{Cookie, SameSite},
     dev::Payload,
-    http::{header, StatusCode},
-    web, FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError,
+    http::StatusCode,
+    web, FromRequest, HttpMessage, HttpRequest, HttpResponse,
 };
 use maud::Markup;
 use tessera_domain::{error::ErrorClass, Principal, VaultError};
 
 use crate::{
+    error::ConsoleError,
     form::Form,
     security::RequestId,
     session::{tokens_match, LiveSession, Lookup},
     views::{self, layout::Chrome, Section},
     State, MOUNT, SESSION_COOKIE,
 };
-
-/// Why a request cannot go on; each renders its own answer.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ConsoleError {
-    /// No live session: to the sign-in page (`expired`: one existed and ended).
-    #[error("not signed in")]
-    SignIn {
-        /// Whether a session existed and has ended.
-        expired: bool,
-    },
-    /// A POST without this session's CSRF token.
-    #[error("missing or wrong CSRF token")]
-    Csrf,
-    /// The form could not be read (too large, not a form).
-    #[error("{message}")]
-    Body {
-        /// The status to answer.
-        status: StatusCode,
-        /// What went wrong.
-        message: String,
-    },
-    /// The vault could not be asked (database down).
-    #[error("{0}")]
-    Unavailable(String),
-}
 
 /// `Set-Cookie` of the session cookie: `HttpOnly`, `SameSite=Strict`, `Path=/console`,
 /// `Secure` when the request came over TLS (directly or, per `Forwarded`/`X-Forwarded-Proto`,
@@ -71,51 +47,6 @@ pub(crate) fn removal_cookie(req: &HttpRequest, name: &'static str) -> Cookie<'s
     let mut cookie = session_cookie(req, name, String::new());
     cookie.make_removal();
     cookie
-}
-
-/// A `303 See Other` to `location`.
-pub(crate) fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location.to_string()))
-        .finish()
-}
-
-impl ResponseError for ConsoleError {
-    fn status_code(&self) -> StatusCode {
-        match self {
-            ConsoleError::SignIn { .. } => StatusCode::SEE_OTHER,
-            ConsoleError::Csrf => StatusCode::FORBIDDEN,
-            ConsoleError::Body { status, .. } => *status,
-            ConsoleError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        match self {
-            ConsoleError::SignIn { expired } => {
-                let location = if *expired {
-                    format!("{MOUNT}?expired=1")
-                } else {
-                    MOUNT.to_string()
-                };
-                see_other(&location)
-            }
-            ConsoleError::Csrf => views::errors::message_page(
-                StatusCode::FORBIDDEN,
-                "Form refused",
-                "This form did not come from your current console session (its security token \
-                 is missing or belongs to another session). Reload the page and try again.",
-            ),
-            ConsoleError::Body { status, message } => {
-                views::errors::message_page(*status, "Form refused", message)
-            }
-            ConsoleError::Unavailable(message) => views::errors::message_page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service unavailable",
-                message,
-            ),
-        }
-    }
 }
 
 /// A signed-in request.

@@ -5,7 +5,7 @@
 use actix_web::{dev::Payload, http::StatusCode, web::BytesMut, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 
-use crate::context::ConsoleError;
+use crate::error::ConsoleError;
 
 /// Decoded name/value pairs, in the order sent.
 #[derive(Default)]

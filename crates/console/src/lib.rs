@@ -20,12 +20,11 @@
 //! `token.read`. "Try it" sends its request through the real gateway over loopback HTTP
 //! ([`gateway_client`]).
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 mod assets;
 mod audit;
 mod config;
 mod context;
+mod error;
 mod form;
 mod gateway_client;
 mod inputs;

@@ -2,7 +2,10 @@
 
 use tessera_domain::TokenId;
 
-use crate::{error::DetokenizeError, filter::Filter};
+use crate::{
+    error::{truncate, DetokenizeError},
+    filter::Filter,
+};
 
 /// What an expression starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,16 +154,6 @@ fn parse_inner(
         filters.push(Filter::parse(part, base + offset, location)?);
     }
     Ok((binding, token_id, filters))
-}
-
-/// Keeps error messages short when the offending text is long.
-pub(crate) fn truncate(s: &str) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use base64::{engine::general_purpose::STANDARD, Engine as _};
 use serde_json::{Number, Value};
 use serde_json_path::JsonPath;
 
-use crate::{error::DetokenizeError, expression::truncate};
+use crate::error::{truncate, DetokenizeError};
 
 /// How deep a stored value can nest: token data is parsed by `serde_json`, which refuses more
 /// than 128 levels, so a descendant segment (`..`) visits every node at most 129 times over.

@@ -24,8 +24,6 @@
 //! values are encoded rather than refused, and regular expressions are refused at parse time.
 //! Nothing here touches storage.
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 mod body;
 mod error;
 mod expression;

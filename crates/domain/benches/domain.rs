@@ -1,6 +1,9 @@
 //! Micro-benchmarks of the hot domain paths: token encryption round trip and permission
 //! evaluation. Run with `cargo bench -p tessera-domain` (or `just bench`).
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -1,11 +1,30 @@
-//! The error every use-case returns.
+//! The error every use-case returns, and the storage failure it may carry.
 
 use std::fmt;
 
 use crate::{
-    container::Container, crypto::CryptoError, permission::Permission, store::StoreError,
-    validation::ValidationErrors,
+    container::Container, crypto::CryptoError, permission::Permission, validation::ValidationErrors,
 };
+
+/// Why the store failed. Messages never include secret values.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or a connection could not be had.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A uniqueness or foreign-key constraint refused the write.
+    #[error("conflicting write: {0}")]
+    Conflict(String),
+    /// A statement ran past the configured time limit (`--query-timeout`) and was stopped.
+    #[error("the query ran past the time limit: {0}")]
+    Timeout(String),
+    /// A stored row could not be understood.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Backend(String),
+}
 
 /// What kind of resource was not found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,8 +11,6 @@
 //!                     └──► crypto (envelope encryption of token data)
 //! ```
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 pub mod access;
 pub mod api_key;
 pub mod application;

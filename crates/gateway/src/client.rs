@@ -18,10 +18,9 @@ use rustls::{
     RootCertStore,
 };
 
-use crate::{
-    error::{ErrorKind, GatewayError},
-    ssrf::{self, GuardedResolver},
-};
+// Re-exported where it was first defined, so `tessera_gateway::client::SendError` still names it.
+pub use crate::send_error::SendError;
+use crate::ssrf::{self, GuardedResolver};
 
 /// How the client reaches destinations.
 #[derive(Debug, Clone)]
@@ -61,41 +60,6 @@ pub enum ClientBuildError {
     /// rustls refused the configuration.
     #[error("TLS configuration: {0}")]
     Tls(String),
-}
-
-/// Why a request to the destination failed.
-#[derive(Debug)]
-pub enum SendError {
-    /// The destination resolved to (or is) an address the guard refuses.
-    Blocked,
-    /// A plain-`http` destination while private destinations are not allowed.
-    InsecureScheme,
-    /// Connection or TLS failure.
-    Unreachable(String),
-    /// No response headers within the destination timeout.
-    Timeout,
-}
-
-impl From<SendError> for GatewayError {
-    fn from(e: SendError) -> Self {
-        match e {
-            SendError::Blocked => {
-                GatewayError::new(ErrorKind::Blocked, "destination address not allowed")
-            }
-            SendError::InsecureScheme => GatewayError::new(
-                ErrorKind::Blocked,
-                "plain http destinations are not allowed (the gateway runs without --allow-private-destinations)",
-            ),
-            SendError::Timeout => GatewayError::new(
-                ErrorKind::Timeout,
-                "the destination did not answer within the destination timeout",
-            ),
-            SendError::Unreachable(reason) => GatewayError::new(
-                ErrorKind::Unreachable,
-                format!("the destination could not be reached: {reason}"),
-            ),
-        }
-    }
 }
 
 type Connector = HttpsConnector<HttpConnector<GuardedResolver>>;

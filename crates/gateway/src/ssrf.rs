@@ -20,7 +20,7 @@ use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use tessera_domain::network;
 use tower_service::Service;
 
-use crate::client::SendError;
+use crate::send_error::SendError;
 
 /// Marker carried inside the resolver's `io::Error` when the guard refuses an address.
 #[derive(Debug)]

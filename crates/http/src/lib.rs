@@ -10,8 +10,6 @@
 //!           ─► Vault use-case ─► view (JSON) or ApiError (problem+json)
 //! ```
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 mod audit;
 mod auth;
 mod body;
@@ -56,6 +54,7 @@ pub fn app(
         .app_data(web::Data::new(state))
         .wrap(from_fn(request_id::middleware))
         .configure(routes::configure)
+        .configure(openapi::configure)
         .configure(|cfg| {
             if let Some(proxy) = proxy {
                 cfg.app_data(web::Data::new(proxy))

@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use actix_web::{web, HttpResponse};
 use utoipa::{
     openapi::{
         header::{Header, HeaderBuilder},
@@ -47,9 +48,33 @@ use crate::problem::{Problem, PROBLEM_JSON};
 )]
 struct ApiDoc;
 
+/// Serves the document at `GET /openapi.json` (no key needed). Here rather than among the
+/// routes: the document is made from the routes, so a route serving it would import its own
+/// importer.
+pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/openapi.json", web::get().to(serve));
+}
+
+/// The operation of [`serve`].
+#[derive(OpenApi)]
+#[openapi(paths(serve))]
+struct ServeDoc;
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "operations",
+    security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API.",
+        body = Object, content_type = "application/json")))]
+async fn serve() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(json())
+}
+
 /// The whole document.
 pub fn document() -> Document {
     let mut doc = crate::routes::openapi();
+    doc.merge(ServeDoc::openapi());
     doc.merge(crate::proxy_mount::Doc::openapi());
     // The modifiers run after the merge so that they see every operation.
     let mut root = ApiDoc::openapi();

@@ -14,8 +14,6 @@
 //! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
 //!   while only the binary knows both.
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 pub mod metrics;
 pub mod mount;
 pub mod problem;

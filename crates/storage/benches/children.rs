@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p tessera-storage --bench children`
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::{hint::black_box, sync::Arc};
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -6,6 +6,9 @@
 //!
 //! `cargo bench -p tessera-storage --bench token_search`
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::{hint::black_box, sync::Arc};
 
 use criterion::{criterion_group, criterion_main, Criterion};

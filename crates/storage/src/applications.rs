@@ -11,7 +11,7 @@ use tessera_domain::{
 use time::OffsetDateTime;
 
 use crate::{
-    database::{only_row, page_of, window, with_conn, with_read_conn, Database, DbResultExt},
+    database::{page_of, read_unique_row, window, with_conn, Database, DbResultExt},
     rows::{application_grants, to_db_time, ApplicationRow},
     schema::applications::{self, dsl},
 };
@@ -36,16 +36,13 @@ impl ApplicationStore for Database {
         id: ApplicationId,
     ) -> Result<Option<Application>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let row = with_read_conn!(self, |conn| {
+        let row = read_unique_row!(
+            self,
             applications::table
                 .filter(dsl::tenant_id.eq(&tenant))
-                .filter(dsl::id.eq(&id))
-                .select(ApplicationRow::as_select())
-                .load(conn)
-                .await
-                .db()
-                .map(only_row)
-        })?;
+                .filter(dsl::id.eq(&id)),
+            ApplicationRow
+        )?;
         row.map(ApplicationRow::into_application).transpose()
     }
 
@@ -54,15 +51,11 @@ impl ApplicationStore for Database {
         hash: &ApiKeyHash,
     ) -> Result<Option<StoredApplication>, StoreError> {
         let hash = hash.as_bytes().to_vec();
-        let row = with_read_conn!(self, |conn| {
-            applications::table
-                .filter(dsl::key_hash.eq(&hash))
-                .select(ApplicationRow::as_select())
-                .load(conn)
-                .await
-                .db()
-                .map(only_row)
-        })?;
+        let row = read_unique_row!(
+            self,
+            applications::table.filter(dsl::key_hash.eq(&hash)),
+            ApplicationRow
+        )?;
         row.map(ApplicationRow::into_stored).transpose()
     }
 

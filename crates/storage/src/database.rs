@@ -520,3 +520,21 @@ macro_rules! with_read_conn {
     };
 }
 pub(crate) use with_read_conn;
+
+/// The one row `$query` finds by a unique key (a primary key, or a credential's lookup hash),
+/// loaded as `$row` on the read path ([`with_read_conn!`]); `None` when there is none. The
+/// lookup by key of applications and proxies, and every point read by id, are this one read.
+/// The caller has `QueryDsl`, `SelectableHelper` and [`DbResultExt`] in scope.
+macro_rules! read_unique_row {
+    ($db:expr, $query:expr, $row:ty) => {
+        $crate::database::with_read_conn!($db, |conn| {
+            $query
+                .select(<$row>::as_select())
+                .load::<$row>(conn)
+                .await
+                .db()
+                .map($crate::database::only_row)
+        })
+    };
+}
+pub(crate) use read_unique_row;

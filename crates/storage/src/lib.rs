@@ -8,8 +8,6 @@
 //! Migrations for each backend are embedded in the binary and run by [`Database::migrate`]
 //! before a server starts.
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-
 mod applications;
 mod associations;
 mod audit;

@@ -13,8 +13,7 @@ use tessera_domain::{
 
 use crate::{
     database::{
-        checkout, only_row, page_of, window, with_conn, with_read_conn, Database, DbResultExt,
-        Pools,
+        checkout, page_of, read_unique_row, window, with_conn, Database, DbResultExt, Pools,
     },
     rows::{NewProxyRow, ProxyRow},
     schema::{
@@ -70,16 +69,13 @@ impl ProxyStore for Database {
         id: ProxyId,
     ) -> Result<Option<StoredProxy>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let row = with_read_conn!(self, |conn| {
+        let row = read_unique_row!(
+            self,
             proxies::table
                 .filter(dsl::tenant_id.eq(&tenant))
-                .filter(dsl::id.eq(&id))
-                .select(ProxyRow::as_select())
-                .load(conn)
-                .await
-                .db()
-                .map(only_row)
-        })?;
+                .filter(dsl::id.eq(&id)),
+            ProxyRow
+        )?;
         row.map(StoredProxy::try_from).transpose()
     }
 
@@ -88,15 +84,11 @@ impl ProxyStore for Database {
         key_lookup: &[u8; 32],
     ) -> Result<Option<StoredProxy>, StoreError> {
         let lookup = key_lookup.as_slice();
-        let row = with_read_conn!(self, |conn| {
-            proxies::table
-                .filter(dsl::key_lookup.eq(lookup))
-                .select(ProxyRow::as_select())
-                .load(conn)
-                .await
-                .db()
-                .map(only_row)
-        })?;
+        let row = read_unique_row!(
+            self,
+            proxies::table.filter(dsl::key_lookup.eq(lookup)),
+            ProxyRow
+        )?;
         row.map(StoredProxy::try_from).transpose()
     }
 

@@ -9,7 +9,7 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{only_row, with_conn, with_read_conn, Database, DbResultExt},
+    database::{only_row, read_unique_row, with_conn, with_read_conn, Database, DbResultExt},
     rows::{ApplicationRow, TenantRow},
     schema::{applications, tenants, vault_keys},
 };
@@ -42,15 +42,11 @@ impl TenantStore for Database {
 
     async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError> {
         let id = id.to_string();
-        let row = with_read_conn!(self, |conn| {
-            tenants::table
-                .filter(tenants::tenant_id.eq(&id))
-                .select(TenantRow::as_select())
-                .load(conn)
-                .await
-                .db()
-                .map(only_row)
-        })?;
+        let row = read_unique_row!(
+            self,
+            tenants::table.filter(tenants::tenant_id.eq(&id)),
+            TenantRow
+        )?;
         row.map(StoredTenant::try_from).transpose()
     }
 

@@ -10,7 +10,6 @@
 //! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod api;
 pub mod db;

@@ -5,6 +5,9 @@
 //! `cargo bench -p tessera-transform-runtime` (process isolation uses the
 //! `tessera-transform-sandbox` binary cargo builds next to the benchmark).
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};

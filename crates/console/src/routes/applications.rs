@@ -10,12 +10,12 @@ use tessera_domain::{
 use super::{path_id, query};
 use crate::{
     audit::{Audit, Refusal},
-    context::{see_other, Ctx, Posted},
+    context::{Ctx, Posted},
     inputs::application::ApplicationForm,
     views::{
         applications,
         components::{confirm, Problems},
-        Section,
+        see_other, Section,
     },
 };
 

@@ -8,7 +8,7 @@ mod token;
 mod tokens;
 mod try_it;
 
-use crate::{context::see_other, form::Form};
+use crate::{form::Form, views::see_other};
 use actix_web::{
     dev::{ServiceFactory, ServiceRequest},
     web, Error, HttpRequest, Scope,

@@ -11,13 +11,13 @@ use tessera_domain::{
 use super::{path_id, query};
 use crate::{
     audit::{Audit, Refusal},
-    context::{see_other, Ctx, Posted},
+    context::{Ctx, Posted},
     gateway_client::TryRequest,
     inputs::proxy::ProxyForm,
     views::{
         components::{confirm, Problems},
         proxies::{self, AppChoices},
-        Section,
+        see_other, Section,
     },
 };
 

@@ -10,12 +10,14 @@ use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use tessera_domain::{error::ErrorClass, Secret, ValidationErrors};
 
 use crate::{
-    context::{removal_cookie, see_other, session_cookie, ConsoleError, Ctx, Posted},
+    context::{removal_cookie, session_cookie, Ctx, Posted},
+    error::ConsoleError,
     form::Form,
     session::{random_token, tokens_match},
     views::{
         self,
         components::Problems,
+        see_other,
         sign_in::{self, Notice},
     },
     State, SESSION_COOKIE, SIGN_IN_COOKIE,

@@ -7,10 +7,11 @@ use tessera_domain::{audit::AuditAction, store::TokenFilter, PageRequest, Token,
 use super::{path_id, query};
 use crate::{
     audit::{Audit, Refusal},
-    context::{see_other, Ctx, Posted},
+    context::{Ctx, Posted},
     inputs::token::EditTokenForm,
     views::{
         components::{confirm, Problems},
+        see_other,
         token::{self, Links, Shown},
         Section,
     },

@@ -10,10 +10,11 @@ use tessera_domain::{
 use super::query;
 use crate::{
     audit::{Audit, Refusal},
-    context::{see_other, Ctx, Posted},
+    context::{Ctx, Posted},
     inputs::{from_json, pairs, token::NewTokenForm},
     views::{
         components::Problems,
+        see_other,
         tokens::{self, SearchForm},
         Section,
     },

@@ -11,7 +11,10 @@ pub(crate) mod sign_in;
 pub(crate) mod token;
 pub(crate) mod tokens;
 
-use actix_web::{http::StatusCode, HttpResponse};
+use actix_web::{
+    http::{header, StatusCode},
+    HttpResponse,
+};
 use maud::Markup;
 
 /// The navigation section a page belongs to.
@@ -42,4 +45,11 @@ pub(crate) fn html(status: StatusCode, markup: Markup) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .body(markup.into_string())
+}
+
+/// A `303 See Other` to `location`.
+pub(crate) fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_string()))
+        .finish()
 }

@@ -8,8 +8,8 @@ use time::OffsetDateTime;
 
 use super::{
     canonical::{self, DecodeError},
-    chain::ChainHead,
     event::{AuditEvent, ChainedEvent},
+    head::ChainHead,
 };
 use crate::ids::TenantId;
 

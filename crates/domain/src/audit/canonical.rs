@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::event::{Actor, AuditAction, AuditEvent, Outcome, Pruned};
+use super::{
+    event::{Actor, AuditAction, AuditEvent, Outcome, Pruned},
+    hex::{from_hex, to_hex},
+};
 use crate::{
     ids::{ProxyId, TenantId},
     timestamp,
@@ -63,7 +66,7 @@ pub fn encode(seq: i64, event: &AuditEvent) -> Vec<u8> {
         outcome: event.outcome.as_str(),
         proxy_id: event.proxy_id.map(|p| *p.as_uuid()),
         pruned: event.pruned.map(|p| PrunedFields {
-            hash: super::to_hex(&p.last_hash),
+            hash: to_hex(&p.last_hash),
             through: p.through_seq,
         }),
         reason: event.reason.as_deref(),
@@ -237,18 +240,6 @@ pub fn decode(line: &[u8]) -> Result<(i64, AuditEvent), DecodeError> {
             .transpose()?,
     };
     Ok((s.seq, event))
-}
-
-/// Parses 64 lowercase hex digits.
-pub fn from_hex(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
 }
 
 #[cfg(test)]

@@ -9,59 +9,15 @@
 //! heads `api audit verify` prints somewhere the database's writers cannot reach. A removal
 //! of the oldest events is either recorded in the chain (and so changes the head) or caught.
 
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
     block::AuditBlock,
     canonical,
     event::{AuditAction, Pruned},
+    head::ChainHead,
 };
 use crate::ids::TenantId;
-
-/// The `prev_hash` of a chain's first event.
-pub const GENESIS: [u8; 32] = [0; 32];
-
-/// Lowercase hex of a hash.
-pub fn to_hex(bytes: &[u8; 32]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-/// Where one tenant's chain stands: its last event, and what retention removed before its
-/// first remaining one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChainHead {
-    /// The chain's tenant (`None`: the deployment's chain of refusals naming no tenant).
-    pub tenant_id: Option<TenantId>,
-    /// The last event's `seq` (0: none yet).
-    pub last_seq: i64,
-    /// The last event's hash ([`GENESIS`] when none).
-    pub last_hash: [u8; 32],
-    /// The last event's id.
-    pub last_event_id: Option<Uuid>,
-    /// Events up to this `seq` were removed by retention.
-    pub pruned_seq: i64,
-    /// The hash of the last removed event ([`GENESIS`] when none).
-    pub pruned_hash: [u8; 32],
-}
-
-impl ChainHead {
-    /// A chain without events.
-    pub fn empty(tenant_id: Option<TenantId>) -> Self {
-        Self {
-            tenant_id,
-            last_seq: 0,
-            last_hash: GENESIS,
-            last_event_id: None,
-            pruned_seq: 0,
-            pruned_hash: GENESIS,
-        }
-    }
-}
 
 /// The first place a chain does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -245,15 +201,6 @@ impl ChainCheck {
         }
         Ok(self.checked)
     }
-}
-
-/// The JSON form of a head, as `api audit verify` prints it (an anchor to keep elsewhere).
-pub fn head_json(head: &ChainHead) -> Value {
-    json!({
-        "tenant_id": head.tenant_id.map(|t| t.to_string()),
-        "last_seq": head.last_seq,
-        "last_hash": to_hex(&head.last_hash),
-    })
 }
 
 #[cfg(test)]

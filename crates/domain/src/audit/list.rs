@@ -7,11 +7,15 @@
 //! the store skipping blocks outside a `from`/`to` range by their time bounds (the trail keeps
 //! no per-event index: each index entry would be paid by every proxied request).
 
-use super::{block::AuditBlock, AuditFilter, ChainedEvent};
+use super::{
+    block::AuditBlock,
+    store::{AuditStore, BlockSpan},
+    AuditFilter, ChainedEvent,
+};
 use crate::{
+    error::StoreError,
     ids::TenantId,
     pagination::{Page, PageRequest},
-    store::{AuditStore, BlockSpan, StoreError},
 };
 
 /// Blocks read per query.

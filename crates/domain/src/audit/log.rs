@@ -32,7 +32,7 @@ use super::{
     event::{AuditEvent, ChainedEvent},
     store::{AuditStore, ChainAppend},
 };
-use crate::{ids::TenantId, store::StoreError};
+use crate::{error::StoreError, ids::TenantId};
 
 /// Most events committed in one transaction.
 const MAX_BATCH: usize = 2048;

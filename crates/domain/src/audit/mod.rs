@@ -11,18 +11,20 @@ mod canonical;
 mod chain;
 mod denials;
 mod event;
+mod head;
+mod hex;
 mod list;
 mod log;
 mod store;
 
 pub use block::{seal, AuditBlock};
-pub use canonical::{
-    decode, encode, encode_legacy, from_hex, link_hash, DecodeError, LegacyColumns,
-};
-pub use chain::{head_json, to_hex, BrokenLink, ChainCheck, ChainHead, GENESIS};
+pub use canonical::{decode, encode, encode_legacy, link_hash, DecodeError, LegacyColumns};
+pub use chain::{BrokenLink, ChainCheck};
 pub use event::{
     Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, Pruned, UnknownAction, MAX_TEXT_CHARS,
 };
+pub use head::{head_json, ChainHead, GENESIS};
+pub use hex::{from_hex, to_hex};
 pub use list::list;
 pub use log::{AuditError, AuditLog, AuditStats, AuditWriter, Durability, Pending};
 pub use store::{AuditStore, BlockSpan, ChainAppend};
@@ -30,7 +32,7 @@ pub use store::{AuditStore, BlockSpan, ChainAppend};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{ids::TenantId, store::StoreError};
+use crate::{error::StoreError, ids::TenantId};
 
 /// What `GET /audit-events` narrows by; every given filter must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use super::{AuditBlock, AuditEvent, ChainHead, ChainedEvent};
-use crate::{ids::TenantId, store::StoreError};
+use crate::{error::StoreError, ids::TenantId};
 
 /// What one chain's share of an append came to.
 #[derive(Debug)]

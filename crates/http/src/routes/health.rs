@@ -1,4 +1,5 @@
-//! Liveness and readiness probes, metrics and the OpenAPI document (no key needed).
+//! Liveness and readiness probes and metrics (no key needed). The OpenAPI document is served
+//! by the `openapi` module, which it describes.
 
 use actix_web::{http::StatusCode, web, HttpResponse};
 use serde::Serialize;
@@ -8,13 +9,12 @@ use crate::{problem::ApiError, problem::Problem, state::ApiState};
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz))
-        .route("/metrics", web::get().to(metrics))
-        .route("/openapi.json", web::get().to(openapi));
+        .route("/metrics", web::get().to(metrics));
 }
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(healthz, readyz, metrics, openapi))]
+#[openapi(paths(healthz, readyz, metrics))]
 pub(super) struct Doc;
 
 /// The body of the probes.
@@ -59,14 +59,4 @@ async fn metrics(state: web::Data<ApiState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type(tessera_service::metrics::CONTENT_TYPE)
         .body(state.metrics.registry.render())
-}
-
-/// This document.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", security(()),
-    responses((status = 200, description = "The OpenAPI 3.1 document of this API.",
-        body = Object, content_type = "application/json")))]
-async fn openapi() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(crate::openapi::json())
 }

@@ -14,10 +14,10 @@ use tessera_testkit::api::{send, state, tenant, Reply, TenantKeys};
 use tessera_testkit::db::TestDatabase;
 
 /// The request body limit most tests run with.
-pub const MIB: usize = 1024 * 1024;
+pub(crate) const MIB: usize = 1024 * 1024;
 
 /// The management API over `state`, as actix's test service.
-pub async fn serve(
+pub(crate) async fn serve(
     state: ApiState,
 ) -> impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>
 {
@@ -25,7 +25,7 @@ pub async fn serve(
 }
 
 /// The management API over `db` (1 MiB bodies) with one tenant, "acme".
-pub async fn one_tenant(
+pub(crate) async fn one_tenant(
     db: &TestDatabase,
 ) -> (
     impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
@@ -37,7 +37,7 @@ pub async fn one_tenant(
 }
 
 /// The management API over `db` (1 MiB bodies) with two tenants, "a" and "b".
-pub async fn two_tenants(
+pub(crate) async fn two_tenants(
     db: &TestDatabase,
 ) -> (
     impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
@@ -51,12 +51,12 @@ pub async fn two_tenants(
 }
 
 /// `pagination.total_items` of a list page.
-pub fn total(page: &Value) -> &Value {
+pub(crate) fn total(page: &Value) -> &Value {
     &page["pagination"]["total_items"]
 }
 
 /// The `id`s of a list page's items, in order.
-pub fn ids(page: &Value) -> Vec<String> {
+pub(crate) fn ids(page: &Value) -> Vec<String> {
     page["data"]
         .as_array()
         .expect("data")
@@ -66,13 +66,13 @@ pub fn ids(page: &Value) -> Vec<String> {
 }
 
 /// The `id` of a resource.
-pub fn id_of(resource: &Value) -> String {
+pub(crate) fn id_of(resource: &Value) -> String {
     resource["id"].as_str().expect("id").to_string()
 }
 
 /// The in-process management API as actix's test service, whatever its body type `B`: the
 /// bound fixtures that take a [`Caller`] repeat.
-pub trait ManagementApi<B>:
+pub(crate) trait ManagementApi<B>:
     Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>
 {
 }
@@ -83,7 +83,7 @@ impl<S, B> ManagementApi<B> for S where
 }
 
 /// Sends requests to `app` with `key` (or none).
-pub struct Caller<'a, S> {
+pub(crate) struct Caller<'a, S> {
     app: &'a S,
     key: Option<&'a str>,
 }
@@ -102,7 +102,7 @@ where
     B: MessageBody,
 {
     /// A caller sending `key`.
-    pub fn new(app: &'a S, key: &'a str) -> Self {
+    pub(crate) fn new(app: &'a S, key: &'a str) -> Self {
         Self {
             app,
             key: Some(key),
@@ -110,62 +110,62 @@ where
     }
 
     /// A caller sending no key.
-    pub fn anonymous(app: &'a S) -> Self {
+    pub(crate) fn anonymous(app: &'a S) -> Self {
         Self { app, key: None }
     }
 
     /// Another caller of the same app, sending `key`.
-    pub fn with_key(&self, key: &'a str) -> Self {
+    pub(crate) fn with_key(&self, key: &'a str) -> Self {
         Self::new(self.app, key)
     }
 
     /// Sends one request.
-    pub async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Reply {
+    pub(crate) async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Reply {
         send(self.app, method, uri, self.key, body).await
     }
 
     /// `GET uri`.
-    pub async fn get(&self, uri: &str) -> Reply {
+    pub(crate) async fn get(&self, uri: &str) -> Reply {
         self.send(Method::GET, uri, None).await
     }
 
     /// `POST uri` with a JSON body.
-    pub async fn post(&self, uri: &str, body: Value) -> Reply {
+    pub(crate) async fn post(&self, uri: &str, body: Value) -> Reply {
         self.send(Method::POST, uri, Some(body)).await
     }
 
     /// `POST uri` without a body (links, key regeneration).
-    pub async fn post_empty(&self, uri: &str) -> Reply {
+    pub(crate) async fn post_empty(&self, uri: &str) -> Reply {
         self.send(Method::POST, uri, None).await
     }
 
     /// `PUT uri` with a JSON body.
-    pub async fn put(&self, uri: &str, body: Value) -> Reply {
+    pub(crate) async fn put(&self, uri: &str, body: Value) -> Reply {
         self.send(Method::PUT, uri, Some(body)).await
     }
 
     /// `DELETE uri`.
-    pub async fn delete(&self, uri: &str) -> Reply {
+    pub(crate) async fn delete(&self, uri: &str) -> Reply {
         self.send(Method::DELETE, uri, None).await
     }
 
     /// `POST path` expecting 201: the created resource's `id`.
-    pub async fn create(&self, path: &str, body: Value) -> String {
+    pub(crate) async fn create(&self, path: &str, body: Value) -> String {
         id_of(&self.post(path, body).await.expect(201).body)
     }
 
     /// `GET uri` expecting 200: the body.
-    pub async fn page(&self, uri: &str) -> Value {
+    pub(crate) async fn page(&self, uri: &str) -> Value {
         self.get(uri).await.expect(200).body
     }
 
     /// `GET uri` expecting 200: its `pagination.total_items`.
-    pub async fn total(&self, uri: &str) -> Value {
+    pub(crate) async fn total(&self, uri: &str) -> Value {
         total(&self.page(uri).await).clone()
     }
 
     /// `POST path` with `body`, expecting a 400 whose `errors` name `field`.
-    pub async fn refuses(&self, path: &str, body: Value, field: &str) -> Reply {
+    pub(crate) async fn refuses(&self, path: &str, body: Value, field: &str) -> Reply {
         let r = self.post(path, body.clone()).await.expect(400);
         assert!(
             r.error_fields().iter().any(|f| f == field),
@@ -176,7 +176,7 @@ where
     }
 
     /// Creates an application expecting 201: its key.
-    pub async fn app_key(&self, spec: Value) -> String {
+    pub(crate) async fn app_key(&self, spec: Value) -> String {
         let created = self.post("/applications", spec).await.expect(201);
         created.body["key"].as_str().expect("key").to_string()
     }

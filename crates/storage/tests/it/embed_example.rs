@@ -1,6 +1,7 @@
 //! Runs `examples/embed.rs` as a test so the embedding story cannot rot.
 
-#[allow(dead_code)]
+// The example is written for an embedding program (its `pub fn run`), not for this test binary.
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../examples/embed.rs"]
 mod embed;
 

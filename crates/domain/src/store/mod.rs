@@ -1,0 +1,53 @@
+//! Storage ports. The storage crate implements these for SQLite and PostgreSQL; an embedding
+//! program may implement them for anything else.
+//!
+//! Every method but the credential lookups and the start-up and rotation reads of all tenants
+//! ([`TenantStore::first_tenant`], [`TenantStore::list_tenants`]) takes the tenant id
+//! and must confine itself to that tenant: that is what keeps tenants apart.
+//!
+//! One file per aggregate: tenants, applications, tokens, associations, proxies, idempotency
+//! keys and the database's health; the audit trail's port lives with the audit trail
+//! ([`crate::audit::AuditStore`]).
+
+mod applications;
+mod associations;
+mod health;
+mod idempotency;
+mod proxies;
+mod tenants;
+mod tokens;
+
+pub use crate::audit::{AuditStore, BlockSpan, ChainAppend};
+pub use crate::error::StoreError;
+pub use applications::{ApplicationStore, StoredApplication};
+pub use associations::{AssociationStore, NewAssociation};
+pub use health::HealthStore;
+pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
+pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
+pub use tenants::{StoredTenant, TenantStore};
+pub use tokens::{ContainerScope, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate};
+
+/// Everything the vault needs from storage.
+pub trait Store:
+    TenantStore
+    + ApplicationStore
+    + TokenStore
+    + AssociationStore
+    + ProxyStore
+    + IdempotencyStore
+    + AuditStore
+    + HealthStore
+{
+}
+
+impl<T> Store for T where
+    T: TenantStore
+        + ApplicationStore
+        + TokenStore
+        + AssociationStore
+        + ProxyStore
+        + IdempotencyStore
+        + AuditStore
+        + HealthStore
+{
+}

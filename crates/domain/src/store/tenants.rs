@@ -1,0 +1,52 @@
+//! Tenants and their keys, as stored.
+
+use async_trait::async_trait;
+
+use super::{applications::StoredApplication, StoreError};
+use crate::{ids::TenantId, tenant::Tenant};
+
+/// A tenant as stored: with its wrapped data key.
+#[derive(Debug, Clone)]
+pub struct StoredTenant {
+    /// The tenant.
+    pub tenant: Tenant,
+    /// Its data key, wrapped by the master key.
+    pub wrapped_data_key: Vec<u8>,
+}
+
+/// Tenants and their keys.
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    /// Writes a tenant and its first (admin) application in one transaction.
+    async fn insert_tenant_with_admin(
+        &self,
+        tenant: &StoredTenant,
+        admin: &StoredApplication,
+    ) -> Result<(), StoreError>;
+    /// One tenant by id.
+    async fn get_tenant(&self, id: TenantId) -> Result<Option<StoredTenant>, StoreError>;
+    /// The oldest tenant, if any: used at start-up to bootstrap an empty database.
+    async fn first_tenant(&self) -> Result<Option<StoredTenant>, StoreError>;
+    /// Every tenant, oldest first (for master-key rotation).
+    async fn list_tenants(&self) -> Result<Vec<StoredTenant>, StoreError>;
+    /// Replaces `tenant`'s wrapped data key with `new` if it is still `expected`; `false` when
+    /// it was not (changed concurrently, or no such tenant).
+    async fn replace_wrapped_data_key(
+        &self,
+        tenant: TenantId,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError>;
+    /// The deployment-wide key `name`, wrapped by the master key.
+    async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Stores `wrapped` as the key `name` unless one exists (the first writer wins; read it
+    /// back after).
+    async fn insert_vault_key(&self, name: &str, wrapped: &[u8]) -> Result<(), StoreError>;
+    /// Replaces the wrapped key `name` with `new` if it is still `expected`.
+    async fn replace_vault_key(
+        &self,
+        name: &str,
+        expected: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError>;
+}

@@ -1,0 +1,214 @@
+//! Tokens as stored (data encrypted), and how they are listed, searched and changed.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use super::StoreError;
+use crate::{
+    binding::Destinations,
+    container::Container,
+    ids::{ApplicationId, TenantId, TokenId},
+    metadata::Metadata,
+    pagination::{Page, PageRequest},
+    token::TokenType,
+};
+
+/// A token as stored: data encrypted.
+#[derive(Debug, Clone)]
+pub struct StoredToken {
+    /// Identifier.
+    pub id: TokenId,
+    /// Owning tenant.
+    pub tenant_id: TenantId,
+    /// Type.
+    pub token_type: TokenType,
+    /// Container.
+    pub container: Container,
+    /// Non-sensitive pairs.
+    pub metadata: Metadata,
+    /// Encrypted data (see [`crate::crypto`]).
+    pub ciphertext: Vec<u8>,
+    /// Creating application.
+    pub created_by: ApplicationId,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// Last modifying application.
+    pub modified_by: ApplicationId,
+    /// Last modification time.
+    pub modified_at: OffsetDateTime,
+    /// Keyed hash of the data, hex; empty for a row written before fingerprints, until
+    /// [`crate::Vault::backfill_fingerprints`] computes it.
+    pub fingerprint: String,
+    /// Expiry, if any.
+    pub expires_at: Option<OffsetDateTime>,
+    /// Where the data may be sent, if bound (not secret: stored in clear).
+    pub destinations: Option<Destinations>,
+}
+
+impl StoredToken {
+    /// Whether the token is still live at `now` (not expired).
+    pub fn is_live_at(&self, now: OffsetDateTime) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+/// Narrows a token list. Empty vectors mean "no filter"; all given filters must hold (AND).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenFilter {
+    /// Only tokens live (not expired) at this time; the vault always sets it.
+    pub live_at: Option<OffsetDateTime>,
+    /// Only children of this token (listed in the children's page order).
+    pub parent: Option<TokenId>,
+    /// Only these ids.
+    pub ids: Vec<TokenId>,
+    /// Only these types.
+    pub types: Vec<TokenType>,
+    /// Only tokens whose metadata has every one of these exact pairs.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// The criteria of `POST /tokens/search` (AND), newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenSearch {
+    /// Only tokens live (not expired) at this time.
+    pub live_at: Option<OffsetDateTime>,
+    /// Only tokens whose metadata has every one of these exact pairs.
+    pub metadata: Vec<(String, String)>,
+    /// Only these types (any when empty).
+    pub types: Vec<TokenType>,
+    /// Only tokens with this fingerprint.
+    pub fingerprint: Option<String>,
+    /// Only tokens whose container starts with this path.
+    pub container_prefix: Option<Container>,
+    /// Only tokens created strictly after this time.
+    pub created_after: Option<OffsetDateTime>,
+    /// Only tokens created strictly before this time.
+    pub created_before: Option<OffsetDateTime>,
+    /// Only tokens bound with every one of these patterns (lower-cased, as stored).
+    pub destinations: Vec<String>,
+}
+
+/// A token's new state, written by [`TokenStore::update_token`].
+#[derive(Debug, Clone)]
+pub struct TokenUpdate {
+    /// The token's tenant.
+    pub tenant_id: TenantId,
+    /// The token.
+    pub id: TokenId,
+    /// The token's creation time (unchanged; copied into its metadata rows).
+    pub created_at: OffsetDateTime,
+    /// The `modified_at` it was read with: the write happens only if it is still that
+    /// (optimistic concurrency; the caller re-reads and retries otherwise).
+    pub expected_modified_at: OffsetDateTime,
+    /// The write happens only if the token is still live at this time.
+    pub live_at: OffsetDateTime,
+    /// New metadata (all pairs).
+    pub metadata: Metadata,
+    /// New ciphertext, when the data changed.
+    pub ciphertext: Option<Vec<u8>>,
+    /// New fingerprint, when the data changed.
+    pub fingerprint: Option<String>,
+    /// New expiry.
+    pub expires_at: Option<OffsetDateTime>,
+    /// New binding, when it changed (`Some(None)`: unbound).
+    pub destinations: Option<Option<Destinations>>,
+    /// Modifying application.
+    pub modified_by: ApplicationId,
+    /// Modification time.
+    pub modified_at: OffsetDateTime,
+}
+
+/// Which containers a list may return: the caller's readable set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContainerScope {
+    /// Every container.
+    All,
+    /// Only these containers (possibly none).
+    Only(Vec<Container>),
+}
+
+/// Tokens.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    /// Inserts a token with its metadata, in one transaction.
+    async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError>;
+    /// One token of `tenant`.
+    async fn get_token(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+    ) -> Result<Option<StoredToken>, StoreError>;
+    /// The tokens of `tenant` among `ids`, each once and in no particular order (absent ids,
+    /// and other tenants' ids, are simply missing); in one round trip where the backend allows.
+    async fn get_tokens(
+        &self,
+        tenant: TenantId,
+        ids: &[TokenId],
+    ) -> Result<Vec<StoredToken>, StoreError>;
+    /// The distinct containers of `tenant`'s tokens that pass `filter`, so the caller's rules can
+    /// be evaluated per container before listing.
+    async fn token_containers(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+    ) -> Result<Vec<Container>, StoreError>;
+    /// A page of `tenant`'s tokens passing `filter` within `scope`, ordered by `created_at`
+    /// then `id`; the total counts the same set.
+    async fn list_tokens(
+        &self,
+        tenant: TenantId,
+        filter: &TokenFilter,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError>;
+    /// Deletes a token with its metadata and its associations in both directions (the tokens
+    /// at the other end remain); `false` when absent.
+    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError>;
+    /// Inserts several tokens with their metadata in one transaction: all or none.
+    async fn insert_tokens(&self, tokens: &[StoredToken]) -> Result<(), StoreError>;
+    /// Writes `update` if the token still has its expected `modified_at` and is live; `false`
+    /// otherwise (changed concurrently, expired or gone: the caller re-reads).
+    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError>;
+    /// The oldest token of `tenant` live at `live_at` with this type, container and
+    /// fingerprint.
+    async fn find_duplicate_token(
+        &self,
+        tenant: TenantId,
+        token_type: TokenType,
+        container: &Container,
+        fingerprint: &str,
+        live_at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, StoreError>;
+    /// The distinct containers of `tenant`'s tokens that pass `search` (ignoring any scope).
+    async fn search_containers(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+    ) -> Result<Vec<Container>, StoreError>;
+    /// A page of `tenant`'s tokens passing `search` within `scope`, newest first (`created_at`
+    /// then `id`, both descending); the total counts the same set.
+    async fn search_tokens(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, StoreError>;
+    /// Deletes up to `limit` tokens (of any tenant) expired at `now`, with their metadata and
+    /// associations; returns how many. Safe to run from several processes at once: a token
+    /// is deleted only if it is still expired when the delete runs.
+    async fn delete_expired_tokens(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
+    /// Up to `limit` tokens (of any tenant) written before fingerprints existed.
+    async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError>;
+    /// Sets a legacy token's fingerprint if it still has none.
+    async fn set_token_fingerprint(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+        fingerprint: &str,
+    ) -> Result<(), StoreError>;
+}

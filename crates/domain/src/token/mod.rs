@@ -1,0 +1,22 @@
+//! Tokens: a sensitive value (held encrypted), its type, container and metadata.
+//!
+//! One concern per file: the kinds of token (`token_type`), what a caller sends to create a
+//! token (`new`) or to change one (`patch`), the per-type shape its data must have (`data`),
+//! what its fingerprint is computed over (`fingerprint`), and the token as read back and shown
+//! (`view`).
+
+mod data;
+mod fingerprint;
+mod new;
+mod patch;
+mod token_type;
+mod view;
+
+// The audit trail's encoding test checks its canonical JSON against this one.
+#[cfg(test)]
+pub(crate) use fingerprint::canonical_json;
+pub use fingerprint::fingerprint_input;
+pub use new::{NewToken, ValidToken};
+pub use patch::{TokenChanges, TokenPatch};
+pub use token_type::TokenType;
+pub use view::{Token, TokenView};

@@ -1,0 +1,150 @@
+//! A JSON merge patch of a token (`PATCH /tokens/{id}`), and its validation against the token
+//! it applies to.
+
+use serde::Deserialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use super::{data::validate_data, new::future_timestamp, token_type::TokenType};
+use crate::{
+    binding::Destinations,
+    metadata::{self, Metadata},
+    secret::Secret,
+    validation::ValidationErrors,
+};
+
+/// `Some(value)` for a field that is present, `null` included (with `#[serde(default)]`, an
+/// absent field stays `None`): how a merge patch tells "remove" from "leave alone".
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// A JSON merge patch (RFC 7396) of a token: `PATCH /tokens/{id}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "metadata": {"customer": "c_43", "obsolete": null},
+    "expires_at": "2030-01-31T12:00:00Z"
+})))]
+#[serde(deny_unknown_fields)]
+pub struct TokenPatch {
+    /// New data, replacing the old (re-encrypted, validated by the token's type; not `null`).
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub data: Option<Option<Secret<Value>>>,
+    /// Merged into the metadata: a key set to a string is set, a key set to `null` removed;
+    /// `null` for the whole object removes every pair.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>)
+    )]
+    pub metadata: Option<Option<std::collections::BTreeMap<String, Option<String>>>>,
+    /// A new expiry (RFC 3339, in the future), or `null` to never expire.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub expires_at: Option<Option<String>>,
+    /// New destination patterns (replacing the old), or `null` to unbind the token.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    pub destinations: Option<Option<Vec<String>>>,
+    /// Immutable: present at all, a 400.
+    #[serde(rename = "type", default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub token_type: Option<Value>,
+    /// Immutable: present at all, a 400.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub containers: Option<Value>,
+    /// Immutable: present at all, a 400.
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub id: Option<Value>,
+}
+
+/// What a valid [`TokenPatch`] changes; `None` leaves a part alone.
+#[derive(Debug, Clone)]
+pub struct TokenChanges {
+    /// New data.
+    pub data: Option<Secret<Value>>,
+    /// The whole new metadata.
+    pub metadata: Metadata,
+    /// The new expiry (`None` inside: never).
+    pub expires_at: Option<OffsetDateTime>,
+    /// The new binding, when the patch changes it (`Some(None)`: unbound).
+    pub destinations: Option<Option<Destinations>>,
+}
+
+impl TokenPatch {
+    /// Validates the patch against the token it applies to (its type decides the data shape;
+    /// the merged metadata must keep SUPPLEMENT §3's limits), as of `now`.
+    pub fn apply_to(
+        self,
+        token_type: TokenType,
+        metadata: &Metadata,
+        expires_at: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> Result<TokenChanges, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        for (field, given) in [
+            ("type", self.token_type.is_some()),
+            ("containers", self.containers.is_some()),
+            ("id", self.id.is_some()),
+        ] {
+            if given {
+                errors.add(field, "cannot be changed");
+            }
+        }
+        let data = match self.data {
+            None => None,
+            Some(None) => {
+                errors.add("data", "cannot be null");
+                None
+            }
+            Some(Some(d)) if d.expose().is_null() => {
+                errors.add("data", "cannot be null");
+                None
+            }
+            Some(Some(d)) => {
+                validate_data(token_type, d.expose(), &mut errors);
+                Some(d)
+            }
+        };
+        let mut merged = metadata.clone();
+        match self.metadata {
+            None => {}
+            Some(None) => merged.clear(),
+            Some(Some(patch)) => {
+                for (key, value) in patch {
+                    match value {
+                        Some(v) => {
+                            merged.insert(key, v);
+                        }
+                        None => {
+                            merged.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+        metadata::validate(&merged, &mut errors);
+        let expires_at = match self.expires_at {
+            None => expires_at,
+            Some(None) => None,
+            Some(Some(raw)) => future_timestamp(&raw, now, &mut errors),
+        };
+        let destinations = self
+            .destinations
+            .map(|d| d.and_then(|raw| Destinations::validate(&raw, "destinations", &mut errors)));
+        errors.into_result()?;
+        Ok(TokenChanges {
+            data,
+            metadata: merged,
+            expires_at,
+            destinations,
+        })
+    }
+}

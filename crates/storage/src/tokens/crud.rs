@@ -1,0 +1,313 @@
+//! Writing and reading tokens by id: insert (one, a batch, or a child with its link), point
+//! reads, the optimistic update, delete, and the duplicate lookup of `deduplicate_token`.
+
+use diesel::{AsChangeset, BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use tessera_domain::{
+    store::{NewAssociation, StoreError, StoredToken, TokenUpdate},
+    Container, TenantId, TokenId, TokenType,
+};
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use crate::{
+    database::{checkout, only_row, read_unique_row, with_conn, Database, DbResultExt, Pools},
+    rows::{to_db_time, AssociationRow, TokenMetadataRow, TokenRow},
+    schema::{token_associations, token_metadata, tokens},
+};
+
+/// Inserts one token row and its metadata rows on `conn`, inside the caller's transaction
+/// (`?` returns its `diesel::result::Error`). One statement per pair: diesel's multi-row
+/// INSERT is not available for SQLite through diesel-async; at most 100 pairs.
+macro_rules! insert_token_with_metadata {
+    ($conn:expr, $row:expr, $metadata:expr) => {{
+        diesel::insert_into(tokens::table)
+            .values($row)
+            .execute($conn)
+            .await?;
+        for pair in $metadata {
+            diesel::insert_into(token_metadata::table)
+                .values(pair)
+                .execute($conn)
+                .await?;
+        }
+    }};
+}
+
+/// What makes a token a duplicate of another for `deduplicate_token`: the same tenant, type,
+/// container and fingerprint.
+#[derive(Debug)]
+pub(super) struct DuplicateKey<'a> {
+    pub(super) tenant: TenantId,
+    pub(super) token_type: TokenType,
+    pub(super) container: &'a Container,
+    pub(super) fingerprint: &'a str,
+}
+
+/// The columns `TokenStore::update_token` writes; `None` leaves a column alone.
+#[derive(AsChangeset)]
+#[diesel(table_name = tokens)]
+struct TokenChangeset {
+    metadata: String,
+    data_ciphertext: Option<Vec<u8>>,
+    fingerprint: Option<String>,
+    expires_at: Option<Option<PrimitiveDateTime>>,
+    destinations: Option<Option<String>>,
+    modified_by: String,
+    modified_at: PrimitiveDateTime,
+}
+
+impl Database {
+    /// Writes a token, its metadata pairs and (for a child) its link to the parent in one
+    /// transaction, so a failure leaves nothing behind.
+    pub(crate) async fn insert_token_rows(
+        &self,
+        token: &StoredToken,
+        link: Option<&NewAssociation>,
+    ) -> Result<(), StoreError> {
+        let row = TokenRow::from(token);
+        let metadata = TokenMetadataRow::for_token(token);
+        let link = link.map(AssociationRow::from);
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                insert_token_with_metadata!(conn, &row, &metadata);
+                if let Some(link) = &link {
+                    diesel::insert_into(token_associations::table)
+                        .values(link)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(())
+            })
+            .await
+            .db()
+        })
+    }
+
+    /// Writes several tokens with their metadata in one transaction.
+    pub(super) async fn insert_token_batch(&self, batch: &[StoredToken]) -> Result<(), StoreError> {
+        let rows: Vec<(TokenRow, Vec<TokenMetadataRow>)> = batch
+            .iter()
+            .map(|t| (TokenRow::from(t), TokenMetadataRow::for_token(t)))
+            .collect();
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                for (row, metadata) in &rows {
+                    insert_token_with_metadata!(conn, row, metadata);
+                }
+                Ok(())
+            })
+            .await
+            .db()
+        })
+    }
+
+    /// `TokenStore::get_token`: one point read.
+    pub(super) async fn read_token(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+    ) -> Result<Option<StoredToken>, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let row = read_unique_row!(
+            self,
+            tokens::table
+                .filter(tokens::tenant_id.eq(&tenant))
+                .filter(tokens::id.eq(&id)),
+            TokenRow
+        )?;
+        row.map(StoredToken::try_from).transpose()
+    }
+
+    /// `TokenStore::get_tokens`: point reads, pipelined on PostgreSQL.
+    pub(super) async fn read_tokens(
+        &self,
+        tenant: TenantId,
+        ids: &[TokenId],
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        // Each id once, as `IN (…)` would have answered.
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        match &self.pools {
+            // SQLite spells `eq_any` as `IN (?, ?, …)`, a statement that changes with the
+            // number of ids, which diesel therefore prepares anew on every call; `get_token`'s
+            // cached point-read statement, once per id, costs less on a connection run
+            // in-process.
+            Pools::Sqlite { .. } => {
+                let mut found = Vec::with_capacity(ids.len());
+                for id in ids {
+                    found.extend(self.read_token(tenant, id).await?);
+                }
+                Ok(found)
+            }
+            // PostgreSQL: the same point read per id, all sent at once on one connection
+            // (pipelined: one round trip). Not `id = ANY($2)`: its generic plan may scan the
+            // tenant's tokens through another index (seen on a young table before ANALYZE,
+            // which made the server the bottleneck), where equality on both key columns is
+            // always one primary-key probe.
+            Pools::Postgres { reads, .. } => {
+                let tenant = tenant.to_string();
+                let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+                let object = checkout(reads.local()?).await?;
+                let conn: &diesel_async::AsyncPgConnection = &object;
+                let reads = ids.iter().map(|id| {
+                    let mut conn = conn;
+                    let tenant = &tenant;
+                    async move {
+                        tokens::table
+                            .filter(tokens::tenant_id.eq(tenant))
+                            .filter(tokens::id.eq(id))
+                            .select(TokenRow::as_select())
+                            .load::<TokenRow>(&mut conn)
+                            .await
+                    }
+                });
+                futures_util::future::try_join_all(reads)
+                    .await
+                    .db()?
+                    .into_iter()
+                    .flatten()
+                    .map(StoredToken::try_from)
+                    .collect()
+            }
+        }
+    }
+
+    /// `TokenStore::delete_token`: the token, its metadata and its links, in one transaction.
+    pub(super) async fn remove_token(
+        &self,
+        tenant: TenantId,
+        id: TokenId,
+    ) -> Result<bool, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let deleted = with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                // Links in both directions go with the token; the tokens at the other end stay.
+                diesel::delete(
+                    token_associations::table
+                        .filter(token_associations::tenant_id.eq(&tenant))
+                        .filter(
+                            token_associations::parent_id
+                                .eq(&id)
+                                .or(token_associations::child_id.eq(&id)),
+                        ),
+                )
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&tenant))
+                        .filter(token_metadata::token_id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&tenant))
+                        .filter(tokens::id.eq(&id)),
+                )
+                .execute(conn)
+                .await
+            })
+            .await
+            .db()
+        })?;
+        Ok(deleted == 1)
+    }
+
+    /// `TokenStore::update_token`: an optimistic write of the row, its metadata replaced.
+    pub(super) async fn write_token_update(
+        &self,
+        update: &TokenUpdate,
+    ) -> Result<bool, StoreError> {
+        let (tenant, id) = (update.tenant_id.to_string(), update.id.to_string());
+        let expected = to_db_time(update.expected_modified_at);
+        let live_at = to_db_time(update.live_at);
+        let changes = TokenChangeset {
+            metadata: serde_json::to_string(&update.metadata)
+                .map_err(|e| StoreError::Backend(format!("serialising metadata: {e}")))?,
+            data_ciphertext: update.ciphertext.clone(),
+            fingerprint: update.fingerprint.clone(),
+            expires_at: Some(update.expires_at.map(to_db_time)),
+            destinations: update
+                .destinations
+                .as_ref()
+                .map(|d| d.as_ref().map(|d| d.to_json())),
+            modified_by: update.modified_by.to_string(),
+            modified_at: to_db_time(update.modified_at),
+        };
+        let metadata = TokenMetadataRow::pairs(
+            update.tenant_id,
+            update.id,
+            update.created_at,
+            &update.metadata,
+        );
+        with_conn!(self, |conn| {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&tenant))
+                        .filter(tokens::id.eq(&id))
+                        .filter(tokens::modified_at.eq(expected))
+                        .filter(
+                            tokens::expires_at
+                                .is_null()
+                                .or(tokens::expires_at.gt(live_at)),
+                        ),
+                )
+                .set(&changes)
+                .execute(conn)
+                .await?;
+                if updated != 1 {
+                    return Ok(false);
+                }
+                diesel::delete(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&tenant))
+                        .filter(token_metadata::token_id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
+                for pair in &metadata {
+                    diesel::insert_into(token_metadata::table)
+                        .values(pair)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(true)
+            })
+            .await
+            .db()
+        })
+    }
+
+    /// `TokenStore::find_duplicate_token`: the oldest token with `key`, live at `live_at`.
+    pub(super) async fn oldest_duplicate(
+        &self,
+        key: &DuplicateKey<'_>,
+        live_at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, StoreError> {
+        let tenant = key.tenant.to_string();
+        let live_at = to_db_time(live_at);
+        let row = with_conn!(self, |conn| {
+            tokens::table
+                .filter(tokens::tenant_id.eq(&tenant))
+                .filter(tokens::fingerprint.eq(key.fingerprint))
+                .filter(tokens::token_type.eq(key.token_type.as_str()))
+                .filter(tokens::container.eq(key.container.as_str()))
+                .filter(
+                    tokens::expires_at
+                        .is_null()
+                        .or(tokens::expires_at.gt(live_at)),
+                )
+                .order((tokens::created_at.asc(), tokens::id.asc()))
+                .limit(1)
+                .select(TokenRow::as_select())
+                .load(conn)
+                .await
+                .db()
+                .map(only_row)
+        })?;
+        row.map(StoredToken::try_from).transpose()
+    }
+}

@@ -1,0 +1,54 @@
+//! The expiry sweep: deletes tokens past their expiry, a batch at a time, from any process.
+
+use diesel::{ExpressionMethods, QueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use tessera_domain::store::StoreError;
+use time::OffsetDateTime;
+
+use crate::{
+    database::{with_conn, Database, DbResultExt},
+    rows::to_db_time,
+    schema::tokens,
+};
+
+impl Database {
+    /// `TokenStore::delete_expired_tokens`: one batch of the expiry sweep.
+    pub(super) async fn sweep_expired(
+        &self,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        let now = to_db_time(now);
+        with_conn!(self, |conn| {
+            let expired: Vec<(String, String)> = tokens::table
+                .filter(tokens::expires_at.le(now))
+                .order(tokens::expires_at.asc())
+                .limit(i64::from(limit))
+                .select((tokens::tenant_id, tokens::id))
+                .load(conn)
+                .await
+                .db()?;
+            let mut deleted = 0u64;
+            // One statement per token, each only if the token is still expired (another
+            // process may have swept it already): metadata and associations go with it by
+            // ON DELETE CASCADE, on both backends.
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                for (tenant, id) in &expired {
+                    let n = diesel::delete(
+                        tokens::table
+                            .filter(tokens::tenant_id.eq(tenant))
+                            .filter(tokens::id.eq(id))
+                            .filter(tokens::expires_at.le(now)),
+                    )
+                    .execute(conn)
+                    .await?;
+                    deleted += n as u64;
+                }
+                Ok(())
+            })
+            .await
+            .db()?;
+            Ok::<_, StoreError>(deleted)
+        })
+    }
+}
