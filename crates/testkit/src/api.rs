@@ -196,3 +196,87 @@ where
         .expect("id")
         .to_string()
 }
+
+/// One API key's calls to an app: [`send`] without repeating the app and the key, so a test
+/// reads as the requests it makes.
+pub struct Caller<'a, S> {
+    app: &'a S,
+    key: &'a str,
+}
+
+impl<S> std::fmt::Debug for Caller<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is a secret: never printed.
+        f.debug_struct("Caller").finish_non_exhaustive()
+    }
+}
+
+impl<'a, S> Caller<'a, S> {
+    /// Calls to `app` with `key`.
+    pub fn new(app: &'a S, key: &'a str) -> Self {
+        Self { app, key }
+    }
+
+    /// `method uri` with an optional JSON body.
+    pub async fn send<B>(&self, method: Method, uri: &str, body: Option<Value>) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        send(self.app, method, uri, Some(self.key), body).await
+    }
+
+    /// `GET uri`.
+    pub async fn get<B>(&self, uri: &str) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::GET, uri, None).await
+    }
+
+    /// `POST uri` with `body`.
+    pub async fn post<B>(&self, uri: &str, body: Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::POST, uri, Some(body)).await
+    }
+
+    /// `PUT uri` with `body`.
+    pub async fn put<B>(&self, uri: &str, body: Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::PUT, uri, Some(body)).await
+    }
+
+    /// `PATCH uri` with `body`.
+    pub async fn patch<B>(&self, uri: &str, body: Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::PATCH, uri, Some(body)).await
+    }
+
+    /// `DELETE uri`.
+    pub async fn delete<B>(&self, uri: &str) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::DELETE, uri, None).await
+    }
+
+    /// `POST uri` with `body`, expecting 201: the created resource's `id`.
+    pub async fn create<B>(&self, uri: &str, body: Value) -> String
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        create(self.app, self.key, uri, body).await
+    }
+}
