@@ -271,6 +271,34 @@ impl<'a, S> Caller<'a, S> {
         self.send(Method::DELETE, uri, None).await
     }
 
+    /// `POST uri` with `body` and an `Idempotency-Key`.
+    pub async fn post_once<B>(&self, uri: &str, body: &Value, idempotency_key: &str) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        let req = test::TestRequest::post()
+            .uri(uri)
+            .insert_header(("SVC-API-KEY", self.key))
+            .insert_header(("Idempotency-Key", idempotency_key))
+            .set_json(body);
+        send_raw(self.app, req).await
+    }
+
+    /// `PATCH uri` with `body` as `application/merge-patch+json`.
+    pub async fn merge_patch<B>(&self, uri: &str, body: &Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        let req = test::TestRequest::patch()
+            .uri(uri)
+            .insert_header(("SVC-API-KEY", self.key))
+            .insert_header(("content-type", "application/merge-patch+json"))
+            .set_payload(body.to_string());
+        send_raw(self.app, req).await
+    }
+
     /// `POST uri` with `body`, expecting 201: the created resource's `id`.
     pub async fn create<B>(&self, uri: &str, body: Value) -> String
     where
