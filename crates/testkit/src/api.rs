@@ -308,3 +308,28 @@ impl<'a, S> Caller<'a, S> {
         create(self.app, self.key, uri, body).await
     }
 }
+
+/// The id of the application named `name`, read with the admin key.
+pub async fn application_id<S, B>(app: &S, admin: &str, name: &str) -> String
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let page = send(
+        app,
+        Method::GET,
+        "/applications?size=100",
+        Some(admin),
+        None,
+    )
+    .await
+    .expect(200);
+    page.body["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["id"].as_str())
+        .expect("application")
+        .to_string()
+}

@@ -2,14 +2,9 @@
 //! does not hold itself — through application create, update, regenerate, delete, or by binding
 //! an application to a proxy whose transforms it writes. On both backends.
 
-use actix_web::{
-    body::MessageBody,
-    dev::{Service, ServiceResponse},
-    http::Method,
-    test, Error,
-};
+use actix_web::{http::Method, test};
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, send, state, tenant, Reply};
+use tessera_testkit::api::{app_key, application_id as app_id, state, tenant, Caller, Reply};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -20,33 +15,6 @@ backend_tests!(
 );
 
 const MIB: usize = 1024 * 1024;
-
-async fn call<S, B>(app: &S, key: &str, method: Method, path: &str, body: Option<Value>) -> Reply
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
-{
-    send(app, method, path, Some(key), body).await
-}
-
-/// The id of the application `key` belongs to, read with the admin key.
-async fn app_id<S, B>(app: &S, admin: &str, name: &str) -> String
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
-{
-    let page = call(app, admin, Method::GET, "/applications?size=100", None)
-        .await
-        .expect(200);
-    page.body["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .find(|a| a["name"] == name)
-        .and_then(|a| a["id"].as_str())
-        .expect("application")
-        .to_string()
-}
 
 fn refused_for(reply: &Reply, permission: &str) {
     let detail = reply.body["detail"].as_str().unwrap_or_default();
@@ -71,54 +39,36 @@ async fn update_only_key_cannot_rekey_or_raise_anyone(db: &TestDatabase) {
     .await;
     let admin_id = app_id(&app, admin, "admin").await;
     let own_id = app_id(&app, admin, "updater").await;
+    let as_updater = Caller::new(&app, &updater);
 
-    let r = call(
-        &app,
-        &updater,
-        Method::POST,
-        &format!("/applications/{admin_id}/regenerate"),
-        None,
-    )
-    .await
-    .expect(403);
+    let rekey_admin = format!("/applications/{admin_id}/regenerate");
+    let r = as_updater
+        .send(Method::POST, &rekey_admin, None)
+        .await
+        .expect(403);
     assert!(r.body.get("key").is_none());
     // The admin key still works: nothing was re-keyed.
-    call(&app, admin, Method::GET, "/applications", None)
+    Caller::new(&app, admin)
+        .get("/applications")
         .await
         .expect(200);
 
     let raise = json!({"name": "updater", "type": "management",
                        "permissions": ["application:update", "application:create"]});
-    let r = call(
-        &app,
-        &updater,
-        Method::PUT,
-        &format!("/applications/{own_id}"),
-        Some(raise),
-    )
-    .await
-    .expect(403);
+    let own = format!("/applications/{own_id}");
+    let r = as_updater.put(&own, raise).await.expect(403);
     refused_for(&r, "application:create");
     let narrow_admin =
         json!({"name": "admin", "type": "management", "permissions": ["application:update"]});
-    call(
-        &app,
-        &updater,
-        Method::PUT,
-        &format!("/applications/{admin_id}"),
-        Some(narrow_admin),
-    )
-    .await
-    .expect(403);
-    call(
-        &app,
-        &updater,
-        Method::POST,
-        &format!("/applications/{own_id}/regenerate"),
-        None,
-    )
-    .await
-    .expect(200);
+    as_updater
+        .put(&format!("/applications/{admin_id}"), narrow_admin)
+        .await
+        .expect(403);
+    let rekey_own = format!("{own}/regenerate");
+    as_updater
+        .send(Method::POST, &rekey_own, None)
+        .await
+        .expect(200);
 }
 
 /// Create: management, tenant-wide token and container-scoped grants, each only if held.
@@ -133,33 +83,35 @@ async fn create_grants_only_what_the_caller_holds(db: &TestDatabase) {
         json!({"name": "creator", "type": "management", "permissions": ["application:create", "proxy:read"]}),
     )
     .await;
-    let create = |body: Value| call(&app, &creator, Method::POST, "/applications", Some(body));
+    let as_creator = Caller::new(&app, &creator);
+    let create = |body: Value| as_creator.post("/applications", body);
     create(json!({"name": "ro", "type": "management", "permissions": ["proxy:read"]}))
         .await
         .expect(201);
-    let r = create(json!({"name": "rw", "type": "management", "permissions": ["proxy:create"]}))
-        .await
-        .expect(403);
-    refused_for(&r, "proxy:create");
-    let r = create(json!({"name": "tok", "type": "private", "permissions": ["token:read"]}))
-        .await
-        .expect(403);
-    refused_for(&r, "token:read");
-    let r = create(json!({"name": "web", "type": "public",
-                          "rules": [{"priority": 1, "container": "/pci/", "permissions": ["token:create"]}]}))
-    .await
-    .expect(403);
-    refused_for(&r, "token:create");
+    for (body, missing) in [
+        (
+            json!({"name": "rw", "type": "management", "permissions": ["proxy:create"]}),
+            "proxy:create",
+        ),
+        (
+            json!({"name": "tok", "type": "private", "permissions": ["token:read"]}),
+            "token:read",
+        ),
+        (
+            json!({"name": "web", "type": "public",
+                   "rules": [{"priority": 1, "container": "/pci/", "permissions": ["token:create"]}]}),
+            "token:create",
+        ),
+    ] {
+        let r = create(body).await.expect(403);
+        refused_for(&r, missing);
+    }
     // The admin holds everything, so grants anything.
-    call(
-        &app,
-        admin,
-        Method::POST,
-        "/applications",
-        Some(json!({"name": "tok", "type": "private", "permissions": ["token:read"]})),
-    )
-    .await
-    .expect(201);
+    let tok = json!({"name": "tok", "type": "private", "permissions": ["token:read"]});
+    Caller::new(&app, admin)
+        .post("/applications", tok)
+        .await
+        .expect(201);
 }
 
 /// A delegated manager (all `application:*`) handles applications inside its grants and no
@@ -181,6 +133,7 @@ async fn a_manager_manages_applications_within_its_own_grants(db: &TestDatabase)
         json!({"name": "manager", "type": "management", "permissions": all_apps}),
     )
     .await;
+    let as_manager = Caller::new(&app, &manager);
     app_key(
         &app,
         admin,
@@ -191,27 +144,15 @@ async fn a_manager_manages_applications_within_its_own_grants(db: &TestDatabase)
     let admin_id = app_id(&app, admin, "admin").await;
     for target in [&reader, &admin_id] {
         let path = format!("/applications/{target}");
-        call(
-            &app,
-            &manager,
-            Method::POST,
-            &format!("{path}/regenerate"),
-            None,
-        )
-        .await
-        .expect(403);
-        call(&app, &manager, Method::DELETE, &path, None)
+        let regenerate = format!("{path}/regenerate");
+        as_manager
+            .send(Method::POST, &regenerate, None)
             .await
             .expect(403);
-        call(
-            &app,
-            &manager,
-            Method::PUT,
-            &path,
-            Some(json!({"name": "x", "type": "management", "permissions": ["application:read"]})),
-        )
-        .await
-        .expect(403);
+        as_manager.delete(&path).await.expect(403);
+        let narrowed =
+            json!({"name": "x", "type": "management", "permissions": ["application:read"]});
+        as_manager.put(&path, narrowed).await.expect(403);
     }
     let sub = app_key(
         &app,
@@ -222,18 +163,12 @@ async fn a_manager_manages_applications_within_its_own_grants(db: &TestDatabase)
     assert!(sub.starts_with("key_"));
     let sub_id = app_id(&app, admin, "sub").await;
     let path = format!("/applications/{sub_id}");
-    call(
-        &app,
-        &manager,
-        Method::POST,
-        &format!("{path}/regenerate"),
-        None,
-    )
-    .await
-    .expect(200);
-    call(&app, &manager, Method::DELETE, &path, None)
+    let regenerate = format!("{path}/regenerate");
+    as_manager
+        .send(Method::POST, &regenerate, None)
         .await
-        .expect(204);
+        .expect(200);
+    as_manager.delete(&path).await.expect(204);
 }
 
 /// A proxy's transforms act with its application's key, and whoever writes the proxy writes
@@ -249,6 +184,7 @@ async fn binding_an_application_to_a_proxy_needs_its_grants(db: &TestDatabase) {
         json!({"name": "proxies", "type": "management", "permissions": ["proxy:create", "proxy:update", "proxy:read", "application:read"]}),
     )
     .await;
+    let as_proxies = Caller::new(&app, &proxies);
     app_key(
         &app,
         admin,
@@ -263,40 +199,16 @@ async fn binding_an_application_to_a_proxy_needs_its_grants(db: &TestDatabase) {
         }
         b
     };
-    let r = call(
-        &app,
-        &proxies,
-        Method::POST,
-        "/proxies",
-        Some(body(Some(&reader))),
-    )
-    .await
-    .expect(403);
+    let bound = body(Some(&reader));
+    let r = as_proxies.post("/proxies", bound.clone()).await.expect(403);
     refused_for(&r, "token:read");
-    let created = call(&app, &proxies, Method::POST, "/proxies", Some(body(None)))
-        .await
-        .expect(201);
+    let created = as_proxies.post("/proxies", body(None)).await.expect(201);
     let path = format!("/proxies/{}", created.body["id"].as_str().expect("id"));
-    call(
-        &app,
-        &proxies,
-        Method::PUT,
-        &path,
-        Some(body(Some(&reader))),
-    )
-    .await
-    .expect(403);
-    call(&app, admin, Method::PUT, &path, Some(body(Some(&reader))))
+    as_proxies.put(&path, bound.clone()).await.expect(403);
+    Caller::new(&app, admin)
+        .put(&path, bound.clone())
         .await
         .expect(200);
     // Rewriting a proxy bound to an application it could not bind is refused too.
-    call(
-        &app,
-        &proxies,
-        Method::PUT,
-        &path,
-        Some(body(Some(&reader))),
-    )
-    .await
-    .expect(403);
+    as_proxies.put(&path, bound).await.expect(403);
 }

@@ -2,15 +2,10 @@
 //! is answered only to a caller that passes the first request's permission checks again. On
 //! both backends.
 
-use actix_web::{
-    body::MessageBody,
-    dev::{Service, ServiceResponse},
-    http::Method,
-    test, Error,
-};
+use actix_web::test;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tessera_testkit::api::{app_key, send, send_raw, state, tenant, Reply};
+use tessera_testkit::api::{app_key, application_id as app_id, state, tenant, Caller, Reply};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -21,41 +16,17 @@ backend_tests!(
 
 const MIB: usize = 1024 * 1024;
 
+/// `POST path` with `body` and the `Idempotency-Key` `idem`, as `key`.
 async fn post_once<S, B>(app: &S, key: &str, path: &str, body: &Value, idem: &str) -> Reply
 where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
 {
-    let req = test::TestRequest::post()
-        .uri(path)
-        .insert_header(("SVC-API-KEY", key))
-        .insert_header(("Idempotency-Key", idem))
-        .set_json(body);
-    send_raw(app, req).await
-}
-
-async fn app_id<S, B>(app: &S, admin: &str, name: &str) -> String
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
-{
-    let page = send(
-        app,
-        Method::GET,
-        "/applications?size=100",
-        Some(admin),
-        None,
-    )
-    .await
-    .expect(200);
-    page.body["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .find(|a| a["name"] == name)
-        .and_then(|a| a["id"].as_str())
-        .expect("application")
-        .to_string()
+    Caller::new(app, key).post_once(path, body, idem).await
 }
 
 /// The finding as reported: after `application:create` was revoked, a replay still returned
@@ -89,15 +60,13 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
     assert_eq!(replayed.body["key"], first.body["key"]);
 
     let minter_id = app_id(&app, admin, "minter").await;
-    send(
-        &app,
-        Method::PUT,
-        &format!("/applications/{minter_id}"),
-        Some(admin),
-        Some(json!({"name": "minter", "type": "management", "permissions": ["application:read"]})),
-    )
-    .await
-    .expect(200);
+    let as_admin = Caller::new(&app, admin);
+    let revoked =
+        json!({"name": "minter", "type": "management", "permissions": ["application:read"]});
+    as_admin
+        .put(&format!("/applications/{minter_id}"), revoked)
+        .await
+        .expect(200);
     let refused = post_once(&app, &minter, "/applications", &body, "mint-1")
         .await
         .expect(403);
@@ -105,15 +74,10 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
     assert!(
         !String::from_utf8_lossy(&refused.raw).contains(first.body["key"].as_str().expect("key"))
     );
-    let trail = send(
-        &app,
-        Method::GET,
-        "/audit-events?outcome=denied",
-        Some(admin),
-        None,
-    )
-    .await
-    .expect(200);
+    let trail = as_admin
+        .get("/audit-events?outcome=denied")
+        .await
+        .expect(200);
     let denied = &trail.body["data"][0];
     assert_eq!(denied["action"], "application.created");
     assert_eq!(denied["actor"], minter_id.as_str());
@@ -136,18 +100,12 @@ async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatab
         .await
         .expect(201);
     let id = app_id(&app, admin, "w").await;
-    send(
-        &app,
-        Method::PUT,
-        &format!("/applications/{id}"),
-        Some(admin),
-        Some(
-            json!({"name": "w", "type": "private", "permissions": ["token:create"],
-                    "rules": [{"priority": 1, "container": "/pci/", "permissions": []}]}),
-        ),
-    )
-    .await
-    .expect(200);
+    let no_pci = json!({"name": "w", "type": "private", "permissions": ["token:create"],
+        "rules": [{"priority": 1, "container": "/pci/", "permissions": []}]});
+    Caller::new(&app, admin)
+        .put(&format!("/applications/{id}"), no_pci)
+        .await
+        .expect(200);
     let r = post_once(&app, &writer, "/tokens", &body, "t-1")
         .await
         .expect(403);
