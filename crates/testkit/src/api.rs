@@ -333,3 +333,17 @@ where
         .expect("application")
         .to_string()
 }
+
+/// The management API in-process over `db` (1 MiB bodies) with one tenant named `name`: the
+/// app and the tenant's admin key, the start of most API tests.
+pub async fn app_with_tenant(
+    db: &TestDatabase,
+    name: &str,
+) -> (
+    impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
+    TenantKeys,
+) {
+    let st = state(db, 1024 * 1024);
+    let t = tenant(&st, name).await;
+    (test::init_service(tessera_http::app(st)).await, t)
+}

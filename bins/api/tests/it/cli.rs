@@ -1,7 +1,10 @@
 //! End-to-end tests of the `api` binary: start-up, bootstrap, the README walk-through over real
 //! HTTP, graceful shutdown, and clear failures for bad configuration.
 
-use std::{path::Path, process::Command};
+use std::{
+    path::Path,
+    process::{Command, Output},
+};
 
 use serde_json::{json, Value};
 use tessera_testkit::process::{call, Server};
@@ -167,13 +170,18 @@ fn no_bootstrap_and_tenants_create() {
     assert!(!dir.path().join("data/admin-key").exists());
 }
 
-fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = command(dir.path())
+/// `api` with `args` and `envs` in `dir`, run to its end.
+fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    command(dir)
         .args(args)
         .envs(envs.iter().copied())
         .output()
-        .expect("run");
+        .expect("run")
+}
+
+fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(dir.path(), args, envs);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -253,11 +261,7 @@ fn a_wrong_master_key_refuses_to_start() {
 
 /// `api` with `args` and `envs` in `dir`, which must succeed: its stdout as JSON.
 fn succeeds(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Value {
-    let out = command(dir)
-        .args(args)
-        .envs(envs.iter().copied())
-        .output()
-        .expect("run");
+    let out = run(dir, args, envs);
     assert!(
         out.status.success(),
         "{}",
@@ -269,11 +273,7 @@ fn succeeds(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Value {
 /// `api` with `args` and `envs` in `dir`, refused because the master key does not open the
 /// data.
 fn refused_for_the_key(dir: &Path, args: &[&str], envs: &[(&str, &str)]) {
-    let out = command(dir)
-        .args(args)
-        .envs(envs.iter().copied())
-        .output()
-        .expect("run");
+    let out = run(dir, args, envs);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

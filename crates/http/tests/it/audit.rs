@@ -19,7 +19,7 @@ use tessera_domain::{audit::Durability, Vault};
 use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
 use tessera_storage::DetachedStore;
 use tessera_testkit::{
-    api::{app_key, send, send_raw, state, tenant, Caller, TenantKeys},
+    api::{app_key, app_with_tenant, send, send_raw, state, tenant, Caller, TenantKeys},
     backend_tests,
     db::TestDatabase,
 };
@@ -208,9 +208,7 @@ async fn application_and_proxy_actions_are_recorded_once_each(db: &TestDatabase)
 }
 
 async fn reads_without_data_record_nothing_and_replays_a_replay(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let c = Caller::new(&app, k);
     // An empty list and a search without data return no data.
@@ -301,9 +299,7 @@ async fn refusals_are_recorded_with_their_reason(db: &TestDatabase) {
 }
 
 async fn filters_and_pages_newest_first(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let mut tokens = Vec::new();
     for i in 0..5 {
@@ -391,9 +387,7 @@ async fn another_tenants_events_are_never_visible(db: &TestDatabase) {
 }
 
 async fn audit_read_is_required_and_filters_are_validated(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let c = Caller::new(&app, k);
     let manager = app_key(

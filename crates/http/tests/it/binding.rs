@@ -2,9 +2,8 @@
 //! `/tokenize` and child create, lower-cased, returned on read, list and search, searched by,
 //! changed or removed with PATCH (by a reader only), and bad patterns named.
 
-use actix_web::test;
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, state, tenant, Caller};
+use tessera_testkit::api::{app_key, app_with_tenant, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -15,16 +14,12 @@ backend_tests!(
     patch_changes_or_removes_a_binding_and_reseals_the_data,
 );
 
-const MIB: usize = 1024 * 1024;
-
 fn token(destinations: Value) -> Value {
     json!({"type": "token", "data": "sk_live_x", "destinations": destinations})
 }
 
 async fn bindings_are_set_on_every_create_and_returned(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let created = token(json!(["API.Stripe.com", "*.openai.com:443"]));
     let created = c.post("/tokens", created).await.expect(201);
@@ -59,9 +54,7 @@ async fn bindings_are_set_on_every_create_and_returned(db: &TestDatabase) {
 }
 
 async fn tokens_are_searched_by_binding(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let id = c
         .create(
@@ -89,9 +82,7 @@ async fn tokens_are_searched_by_binding(db: &TestDatabase) {
 }
 
 async fn bad_patterns_are_named(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let bad = token(json!(["ok.com", "*.com", "https://x.com"]));
     let r = c.post("/tokens", bad).await.expect(400);
@@ -112,9 +103,7 @@ async fn bad_patterns_are_named(db: &TestDatabase) {
 /// Choosing where data may go is for those who may read it: a `token:update` key without
 /// `token:read` cannot bind a token to its own host (and then send it there).
 async fn only_a_reader_may_change_a_binding(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let id = Caller::new(&app, k)
         .create("/tokens", token(json!(["api.stripe.com"])))
@@ -140,9 +129,7 @@ async fn only_a_reader_may_change_a_binding(db: &TestDatabase) {
 }
 
 async fn patch_changes_or_removes_a_binding_and_reseals_the_data(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let id = c.create("/tokens", token(json!(["api.stripe.com"]))).await;
     let path = format!("/tokens/{id}");

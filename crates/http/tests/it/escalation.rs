@@ -2,9 +2,13 @@
 //! does not hold itself — through application create, update, regenerate, delete, or by binding
 //! an application to a proxy whose transforms it writes. On both backends.
 
-use actix_web::{http::Method, test};
+use actix_web::{
+    dev::{Service, ServiceResponse},
+    http::Method,
+    Error,
+};
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, application_id as app_id, state, tenant, Caller, Reply};
+use tessera_testkit::api::{app_key, app_with_tenant, application_id as app_id, Caller, Reply};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -14,7 +18,16 @@ backend_tests!(
     binding_an_application_to_a_proxy_needs_its_grants,
 );
 
-const MIB: usize = 1024 * 1024;
+/// Creates the application "reader" (`token:read`): its id.
+async fn reader_id<S, B>(app: &S, admin: &str) -> String
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: actix_web::body::MessageBody,
+{
+    let reader = json!({"name": "reader", "type": "private", "permissions": ["token:read"]});
+    app_key(app, admin, reader).await;
+    app_id(app, admin, "reader").await
+}
 
 fn refused_for(reply: &Reply, permission: &str) {
     let detail = reply.body["detail"].as_str().unwrap_or_default();
@@ -27,9 +40,7 @@ fn refused_for(reply: &Reply, permission: &str) {
 /// The finding as reported: a key holding only `application:update` re-keyed the bootstrap
 /// admin and could `PUT` itself more permissions.
 async fn update_only_key_cannot_rekey_or_raise_anyone(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let updater = app_key(
         &app,
@@ -73,9 +84,7 @@ async fn update_only_key_cannot_rekey_or_raise_anyone(db: &TestDatabase) {
 
 /// Create: management, tenant-wide token and container-scoped grants, each only if held.
 async fn create_grants_only_what_the_caller_holds(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let creator = app_key(
         &app,
@@ -117,9 +126,7 @@ async fn create_grants_only_what_the_caller_holds(db: &TestDatabase) {
 /// A delegated manager (all `application:*`) handles applications inside its grants and no
 /// others: it cannot re-key, change or delete the admin, nor a token-holding application.
 async fn a_manager_manages_applications_within_its_own_grants(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let all_apps = json!([
         "application:create",
@@ -134,13 +141,7 @@ async fn a_manager_manages_applications_within_its_own_grants(db: &TestDatabase)
     )
     .await;
     let as_manager = Caller::new(&app, &manager);
-    app_key(
-        &app,
-        admin,
-        json!({"name": "reader", "type": "private", "permissions": ["token:read"]}),
-    )
-    .await;
-    let reader = app_id(&app, admin, "reader").await;
+    let reader = reader_id(&app, admin).await;
     let admin_id = app_id(&app, admin, "admin").await;
     for target in [&reader, &admin_id] {
         let path = format!("/applications/{target}");
@@ -174,9 +175,7 @@ async fn a_manager_manages_applications_within_its_own_grants(db: &TestDatabase)
 /// A proxy's transforms act with its application's key, and whoever writes the proxy writes
 /// the transforms: naming an application needs its grants.
 async fn binding_an_application_to_a_proxy_needs_its_grants(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let proxies = app_key(
         &app,
@@ -185,13 +184,7 @@ async fn binding_an_application_to_a_proxy_needs_its_grants(db: &TestDatabase) {
     )
     .await;
     let as_proxies = Caller::new(&app, &proxies);
-    app_key(
-        &app,
-        admin,
-        json!({"name": "reader", "type": "private", "permissions": ["token:read"]}),
-    )
-    .await;
-    let reader = app_id(&app, admin, "reader").await;
+    let reader = reader_id(&app, admin).await;
     let body = |application: Option<&str>| {
         let mut b = json!({"name": "p", "destination_url": "https://example.com/"});
         if let Some(id) = application {

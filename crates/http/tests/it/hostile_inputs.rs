@@ -2,9 +2,9 @@
 //! to answer 500 are each a 400 problem naming the field, and change nothing. On both
 //! backends.
 
-use actix_web::{http::Method, test};
+use actix_web::http::Method;
 use serde_json::{json, Value};
-use tessera_testkit::api::{state, tenant, Caller};
+use tessera_testkit::api::{app_with_tenant, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -14,13 +14,9 @@ backend_tests!(
     metadata_filters_are_bounded_at_ten_pairs,
 );
 
-const MIB: usize = 1024 * 1024;
-
 /// Finding 15: `["x","private",["token:read"]]` used to create an application.
 async fn json_bodies_must_be_objects_where_objects_belong(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let cases: [(&str, Value); 6] = [
         ("/applications", json!(["x", "private", ["token:read"]])),
@@ -45,9 +41,7 @@ async fn json_bodies_must_be_objects_where_objects_belong(db: &TestDatabase) {
 
 /// Finding 10: `9999-12-31T23:59:59-23:59` is in year 10000 in UTC and used to panic.
 async fn times_past_year_9999_in_utc_are_refused_everywhere(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let late = "9999-12-31T23:59:59-23:59";
     let id = c
@@ -86,9 +80,7 @@ async fn times_past_year_9999_in_utc_are_refused_everywhere(db: &TestDatabase) {
 
 /// Finding 13: a NUL in the fingerprint answered 500 on PostgreSQL.
 async fn search_fingerprints_are_64_hex_digits(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     for bad in ["a\u{0}b", "abc", &"g".repeat(64), &"a".repeat(65), ""] {
         let r = c
@@ -115,9 +107,7 @@ async fn search_fingerprints_are_64_hex_digits(db: &TestDatabase) {
 
 /// Finding 7: at most ten metadata pairs per search or list filter.
 async fn metadata_filters_are_bounded_at_ten_pairs(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
     let pairs = |n: usize| -> serde_json::Map<String, Value> {
         (0..n).map(|i| (format!("k{i}"), json!("v"))).collect()

@@ -2,10 +2,9 @@
 //! is answered only to a caller that passes the first request's permission checks again. On
 //! both backends.
 
-use actix_web::test;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
-use tessera_testkit::api::{app_key, application_id as app_id, state, tenant, Caller, Reply};
+use tessera_testkit::api::{app_key, app_with_tenant, application_id as app_id, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -14,27 +13,10 @@ backend_tests!(
     the_stored_request_hash_is_keyed,
 );
 
-const MIB: usize = 1024 * 1024;
-
-/// `POST path` with `body` and the `Idempotency-Key` `idem`, as `key`.
-async fn post_once<S, B>(app: &S, key: &str, path: &str, body: &Value, idem: &str) -> Reply
-where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
-    B: actix_web::body::MessageBody,
-{
-    Caller::new(app, key).post_once(path, body, idem).await
-}
-
 /// The finding as reported: after `application:create` was revoked, a replay still returned
 /// the stored 201 with the minted API key. Now it is a 403, recorded as a denial.
 async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let minter = app_key(
         &app,
@@ -43,11 +25,13 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
     )
     .await;
     let body = json!({"name": "child", "type": "management", "permissions": ["application:read"]});
-    let first = post_once(&app, &minter, "/applications", &body, "mint-1")
+    let first = Caller::new(&app, &minter)
+        .post_once("/applications", &body, "mint-1")
         .await
         .expect(201);
     assert!(first.body["key"].is_string());
-    let replayed = post_once(&app, &minter, "/applications", &body, "mint-1")
+    let replayed = Caller::new(&app, &minter)
+        .post_once("/applications", &body, "mint-1")
         .await
         .expect(201);
     assert_eq!(
@@ -67,7 +51,8 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
         .put(&format!("/applications/{minter_id}"), revoked)
         .await
         .expect(200);
-    let refused = post_once(&app, &minter, "/applications", &body, "mint-1")
+    let refused = Caller::new(&app, &minter)
+        .post_once("/applications", &body, "mint-1")
         .await
         .expect(403);
     assert!(refused.body.get("key").is_none());
@@ -85,9 +70,7 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
 
 /// A token create's replay needs `token:create` on the container the token went to.
 async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let writer = app_key(
         &app,
@@ -96,7 +79,8 @@ async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatab
     )
     .await;
     let body = json!({"type": "token", "data": "x", "containers": ["/pci/low/"]});
-    post_once(&app, &writer, "/tokens", &body, "t-1")
+    Caller::new(&app, &writer)
+        .post_once("/tokens", &body, "t-1")
         .await
         .expect(201);
     let id = app_id(&app, admin, "w").await;
@@ -106,7 +90,8 @@ async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatab
         .put(&format!("/applications/{id}"), no_pci)
         .await
         .expect(200);
-    let r = post_once(&app, &writer, "/tokens", &body, "t-1")
+    let r = Caller::new(&app, &writer)
+        .post_once("/tokens", &body, "t-1")
         .await
         .expect(403);
     assert!(r.body["detail"]
@@ -117,13 +102,12 @@ async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatab
 
 /// A database copy holds no plain hash of a request body (which may hold a card number).
 async fn the_stored_request_hash_is_keyed(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let body = json!({"type": "card", "data": {"number": "4242424242424242"}});
     let raw = serde_json::to_vec(&body).expect("json");
-    post_once(&app, admin, "/tokens", &body, "card-1")
+    Caller::new(&app, admin)
+        .post_once("/tokens", &body, "card-1")
         .await
         .expect(201);
     let mut plain = Sha256::new();

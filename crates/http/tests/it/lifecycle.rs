@@ -11,7 +11,7 @@ use actix_web::{
 };
 use serde_json::{json, Value};
 use tessera_domain::{store::TokenStore, TokenId};
-use tessera_testkit::api::{app_key, send_raw, state, tenant, Caller, Reply};
+use tessera_testkit::api::{app_key, app_with_tenant, send_raw, state, tenant, Caller, Reply};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -119,9 +119,7 @@ fn pci_only(permission: &str) -> Value {
 }
 
 async fn patch_merges_metadata_and_replaces_data(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let mut body = card(CARD);
     body["metadata"] = json!({"a": "1", "b": "2"});
@@ -177,9 +175,7 @@ async fn patch_merges_metadata_and_replaces_data(db: &TestDatabase) {
 }
 
 async fn patch_refuses_immutables_and_invalid_values(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let mut body = card(CARD);
     body["metadata"] = json!({"a": "1", "b": "2"});
@@ -283,9 +279,7 @@ where
 }
 
 async fn expired_tokens_vanish_everywhere(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let expired = json!({"type": "token", "data": "x", "expires_at": in_secs(-1.0)});
     let r = post(&app, k, "/tokens", expired, None).await.expect(400);
@@ -510,9 +504,7 @@ async fn deduplication_answers_the_existing_token(db: &TestDatabase) {
 async fn an_idempotency_key_replays_the_first_answer_and_refuses_another_request(
     db: &TestDatabase,
 ) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let body = json!({"type": "token", "data": "idempotent"});
     let first = post(&app, k, "/tokens", body.clone(), Some("order-1"))
@@ -570,9 +562,7 @@ async fn idempotency_keys_belong_to_one_application(db: &TestDatabase) {
 }
 
 async fn a_failed_request_is_not_remembered_and_malformed_keys_are_refused(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     // A failed request is not remembered: the corrected retry runs.
     let invalid = json!({"type": "card", "data": {"number": "1"}});
@@ -601,9 +591,7 @@ async fn a_failed_request_is_not_remembered_and_malformed_keys_are_refused(db: &
 
 /// Applications: the replay carries the same new key, which is stored only sealed.
 async fn a_replayed_application_keeps_its_key_sealed(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let spec = json!({"name": "svc", "type": "private", "permissions": ["token:read"]});
     let made = post(&app, k, "/applications", spec.clone(), Some("app-1"))
@@ -622,9 +610,7 @@ async fn a_replayed_application_keeps_its_key_sealed(db: &TestDatabase) {
 }
 
 async fn bulk_and_child_creation_honour_idempotency_keys(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let body = json!({"type": "token", "data": "idempotent"});
     let both = json!([body.clone(), body.clone()]);
@@ -648,9 +634,7 @@ async fn bulk_and_child_creation_honour_idempotency_keys(db: &TestDatabase) {
 }
 
 async fn one_idempotency_key_sent_twenty_times_at_once_creates_one_token(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let body = json!({"type": "token", "data": "once"});
     let replies = futures_util::future::join_all(
@@ -679,9 +663,7 @@ async fn one_idempotency_key_sent_twenty_times_at_once_creates_one_token(db: &Te
 }
 
 async fn bulk_tokenize_is_ordered(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let r = post(&app, k, "/tokenize", json!([
         {"type": "token", "data": "first", "metadata": {"n": "0"}},
@@ -704,9 +686,7 @@ async fn bulk_tokenize_is_ordered(db: &TestDatabase) {
 }
 
 async fn bulk_tokenize_is_all_or_nothing(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     create(&app, k, card(CARD)).await;
     // One invalid element: 400 naming its index, nothing stored.
@@ -748,9 +728,7 @@ async fn bulk_tokenize_is_all_or_nothing(db: &TestDatabase) {
 
 /// Deduplicating elements answer an existing token or an earlier element.
 async fn bulk_tokenize_deduplicates_against_stored_tokens_and_earlier_elements(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let mut dedup = card(OTHER_CARD);
     dedup["deduplicate_token"] = json!(true);
@@ -804,9 +782,7 @@ where
 }
 
 async fn search_combines_filters_and_pages_newest_first(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let made = five_tokens(&app, k).await;
     let search = |body: Value| post(&app, k, "/tokens/search", body, None);
@@ -857,9 +833,7 @@ async fn search_combines_filters_and_pages_newest_first(db: &TestDatabase) {
 }
 
 async fn search_refuses_invalid_filters(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     five_tokens(&app, k).await;
     for (body, field) in [
