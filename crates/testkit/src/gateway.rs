@@ -295,6 +295,13 @@ impl Harness {
         }
     }
 
+    /// `method path` with no body, the proxy key and the API key: the plain call through a
+    /// proxy.
+    pub async fn keyed(&self, method: Method, path: &str, proxy_key: &str, api_key: &str) -> Reply {
+        let headers = [("svc-proxy-key", proxy_key), ("svc-api-key", api_key)];
+        self.call(method, path, &headers, "").await
+    }
+
     /// `POST /proxy` with a JSON `body`, the proxy key and (when given) an API key.
     pub async fn post_json(&self, proxy_key: &str, api_key: Option<&str>, body: &str) -> Reply {
         let mut headers = vec![
