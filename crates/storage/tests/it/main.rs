@@ -11,3 +11,4 @@ mod rotation;
 mod sealed_proxies;
 mod search_limits;
 mod store_suite;
+mod vaults;

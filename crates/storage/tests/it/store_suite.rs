@@ -121,6 +121,11 @@ fn token(
     }
 }
 
+/// A `token` token in `/general/high/` with `metadata`.
+fn plain_token(tenant_id: TenantId, by: ApplicationId, metadata: &[(&str, &str)]) -> StoredToken {
+    token(tenant_id, by, TokenType::Token, "/general/high/", metadata)
+}
+
 fn page(page: i64, size: i64) -> PageRequest {
     PageRequest::new(Some(page), Some(size)).expect("page")
 }
@@ -446,7 +451,7 @@ async fn token_lists_respect_container_scope(t: &TestDatabase) {
 async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
     let (a, by) = tenant(t).await;
     let (b, _) = tenant(t).await;
-    let tok = token(a, by, TokenType::Token, "/general/high/", &[("k", "v")]);
+    let tok = plain_token(a, by, &[("k", "v")]);
     t.db.insert_token(&tok).await.expect("insert");
     assert!(t.db.get_token(b, tok.id).await.expect("get").is_none());
     assert!(!t.db.delete_token(b, tok.id).await.expect("delete"));
@@ -471,13 +476,7 @@ async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
 
 async fn deleting_a_token_removes_its_metadata(t: &TestDatabase) {
     let (tenant_id, by) = tenant(t).await;
-    let tok = token(
-        tenant_id,
-        by,
-        TokenType::Token,
-        "/general/high/",
-        &[("k", "v")],
-    );
+    let tok = plain_token(tenant_id, by, &[("k", "v")]);
     t.db.insert_token(&tok).await.expect("insert");
     assert!(t.db.delete_token(tenant_id, tok.id).await.expect("delete"));
     assert!(t
@@ -499,13 +498,7 @@ async fn deleting_a_token_removes_its_metadata(t: &TestDatabase) {
 
 async fn duplicate_ids_are_conflicts(t: &TestDatabase) {
     let (tenant_id, by) = tenant(t).await;
-    let tok = token(
-        tenant_id,
-        by,
-        TokenType::Token,
-        "/general/high/",
-        &[("a", "1"), ("b", "2")],
-    );
+    let tok = plain_token(tenant_id, by, &[("a", "1"), ("b", "2")]);
     t.db.insert_token(&tok).await.expect("insert");
     let mut again = tok.clone();
     again.metadata.clear();
@@ -544,9 +537,9 @@ async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
     let (a, by_a) = tenant(t).await;
     let (b, by_b) = tenant(t).await;
     let mine: Vec<StoredToken> = (0..3)
-        .map(|_| token(a, by_a, TokenType::Token, "/general/high/", &[("k", "v")]))
+        .map(|_| plain_token(a, by_a, &[("k", "v")]))
         .collect();
-    let theirs = token(b, by_b, TokenType::Token, "/general/high/", &[]);
+    let theirs = plain_token(b, by_b, &[]);
     for tok in mine.iter().chain([&theirs]) {
         t.db.insert_token(tok).await.expect("insert");
     }

@@ -7,7 +7,7 @@ use serde_json::json;
 use tessera_domain::audit::{AuditAction, Outcome};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{browse, browse_setup, Tab};
+use super::{browse, browse_as_admin, browse_setup, Tab};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -120,11 +120,10 @@ async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
 }
 
 async fn audit_filters_and_verify(db: &TestDatabase) {
-    let Some(b) = browse(db, Duration::from_secs(60)).await else {
+    let Some(b) = browse_as_admin(db, Duration::from_secs(60)).await else {
         return;
     };
-    let (s, tab) = (&b.s, &b.tab);
-    sign_in(tab, &s.admin_key).await;
+    let tab = &b.tab;
     tab.go("/console/tokens/new").await;
     tab.set("#f-type", "token").await;
     tab.eval("document.querySelector('#f-type').dispatchEvent(new Event('change'))")
@@ -163,11 +162,10 @@ async fn audit_filters_and_verify(db: &TestDatabase) {
 }
 
 async fn sign_out_and_an_expired_session(db: &TestDatabase) {
-    let Some(b) = browse(db, Duration::from_millis(1500)).await else {
+    let Some(b) = browse_as_admin(db, Duration::from_millis(1500)).await else {
         return;
     };
     let (s, tab) = (&b.s, &b.tab);
-    sign_in(tab, &s.admin_key).await;
     assert_eq!(s.console.live_sessions(), 1);
     tab.click("form.signout button[type=submit]").await;
     assert_eq!(tab.path().await, "/console?signed_out=1");

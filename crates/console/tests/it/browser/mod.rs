@@ -151,6 +151,13 @@ impl Browsing {
     }
 }
 
+/// [`browse`], signed in with the tenant's admin key.
+pub(crate) async fn browse_as_admin(db: &TestDatabase, idle: Duration) -> Option<Browsing> {
+    let b = browse(db, idle).await?;
+    flows::sign_in(&b.tab, &b.s.admin_key).await;
+    Some(b)
+}
+
 /// [`browse`] over a prepared [`Setup`].
 pub(crate) async fn browse_setup(s: Setup) -> Option<Browsing> {
     let chromium = chromium().await?;

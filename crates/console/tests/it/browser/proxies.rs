@@ -8,7 +8,7 @@ use serde_json::json;
 use tessera_domain::{ApplicationId, ProxyId};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{browse, browse_setup, flows::sign_in};
+use super::{browse_as_admin, browse_setup, flows::sign_in};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -99,11 +99,10 @@ async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
 }
 
 async fn edit_an_applications_container_rules(db: &TestDatabase) {
-    let Some(b) = browse(db, Duration::from_secs(60)).await else {
+    let Some(b) = browse_as_admin(db, Duration::from_secs(60)).await else {
         return;
     };
     let (s, tab) = (&b.s, &b.tab);
-    sign_in(tab, &s.admin_key).await;
     tab.go("/console/applications/new").await;
     tab.type_into("#f-name", "checkout").await;
     tab.eval("document.querySelector('#perm-token-create').click()")
