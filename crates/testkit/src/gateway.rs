@@ -217,14 +217,7 @@ impl Harness {
 
     /// Creates an application from `spec` as the admin: its key.
     pub async fn key(&self, spec: Value) -> String {
-        let input: ApplicationInput = serde_json::from_value(spec).expect("application input");
-        self.vault
-            .create_application(&self.admin, input)
-            .await
-            .expect("application")
-            .api_key
-            .expose()
-            .to_string()
+        application_key(&self.vault, &self.admin, spec).await
     }
 
     /// The key of an application holding `token:use` everywhere.
@@ -313,6 +306,18 @@ impl Harness {
         }
         self.call(Method::POST, "/proxy", &headers, body).await
     }
+}
+
+/// Creates an application from `spec` (the API's JSON) in `vault` as `admin`: its key.
+pub async fn application_key(vault: &Vault, admin: &Principal, spec: Value) -> String {
+    let input: ApplicationInput = serde_json::from_value(spec).expect("application input");
+    vault
+        .create_application(admin, input)
+        .await
+        .expect("application")
+        .api_key
+        .expose()
+        .to_string()
 }
 
 /// A gateway over `vault` built with `options`, its metrics in `registry` (for mounting in the

@@ -85,6 +85,14 @@ impl Pair {
         format!("{}/healthz", self.api.base)
     }
 
+    /// A proxy "health" to the api's health endpoint, requiring authentication or not: its id
+    /// and key.
+    fn health_proxy(&self, require_auth: bool) -> (String, String) {
+        self.create_proxy(
+            json!({"name": "health", "destination_url": self.health(), "require_auth": require_auth}),
+        )
+    }
+
     /// Creates the proxy `body` describes: its id and key.
     fn create_proxy(&self, body: Value) -> (String, String) {
         let (status, proxy) = self.manage("POST", "/proxies", Some(body));
@@ -152,9 +160,7 @@ fn a_proxy_update_is_obeyed_here_at_once_and_by_the_other_process_within_two_sec
 #[test]
 fn an_application_key_change_is_obeyed_here_at_once_and_by_the_other_process_within_two_seconds() {
     let pair = Pair::start(&["serve"]);
-    let (_, key) = pair.create_proxy(
-        json!({"name": "health", "destination_url": pair.health(), "require_auth": true}),
-    );
+    let (_, key) = pair.health_proxy(true);
     let (status, app) = pair.manage(
         "POST",
         "/applications",
@@ -186,9 +192,7 @@ fn an_application_key_change_is_obeyed_here_at_once_and_by_the_other_process_wit
 #[test]
 fn a_deleted_proxy_is_unknown_everywhere() {
     let pair = Pair::start(&["serve"]);
-    let (id, key) = pair.create_proxy(
-        json!({"name": "health", "destination_url": pair.health(), "require_auth": false}),
-    );
+    let (id, key) = pair.health_proxy(false);
     for base in pair.bases() {
         assert_eq!(invoke(base, &key, None).0, 200, "known to {base} first");
     }
@@ -213,9 +217,7 @@ fn a_deleted_proxy_is_unknown_everywhere() {
 #[test]
 fn both_processes_serve_metrics_and_readiness() {
     let pair = Pair::start(&["serve"]);
-    let (_, key) = pair.create_proxy(
-        json!({"name": "health", "destination_url": pair.health(), "require_auth": false}),
-    );
+    let (_, key) = pair.health_proxy(false);
     for base in pair.bases() {
         assert_eq!(invoke(base, &key, None).0, 200, "{base}");
         let text = ureq::get(&format!("{base}/metrics"))
