@@ -197,3 +197,154 @@ where
         .expect("id")
         .to_string()
 }
+
+/// One API key's calls to an app: [`send`] without repeating the app and the key, so a test
+/// reads as the requests it makes.
+pub struct Caller<'a, S> {
+    app: &'a S,
+    key: &'a str,
+}
+
+impl<S> std::fmt::Debug for Caller<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is a secret: never printed.
+        f.debug_struct("Caller").finish_non_exhaustive()
+    }
+}
+
+impl<'a, S> Caller<'a, S> {
+    /// Calls to `app` with `key`.
+    pub fn new(app: &'a S, key: &'a str) -> Self {
+        Self { app, key }
+    }
+
+    /// `method uri` with an optional JSON body.
+    pub async fn send<B>(&self, method: Method, uri: &str, body: Option<Value>) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        send(self.app, method, uri, Some(self.key), body).await
+    }
+
+    /// `GET uri`.
+    pub async fn get<B>(&self, uri: &str) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::GET, uri, None).await
+    }
+
+    /// `POST uri` with `body`.
+    pub async fn post<B>(&self, uri: &str, body: Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::POST, uri, Some(body)).await
+    }
+
+    /// `PUT uri` with `body`.
+    pub async fn put<B>(&self, uri: &str, body: Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::PUT, uri, Some(body)).await
+    }
+
+    /// `PATCH uri` with `body`.
+    pub async fn patch<B>(&self, uri: &str, body: Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::PATCH, uri, Some(body)).await
+    }
+
+    /// `DELETE uri`.
+    pub async fn delete<B>(&self, uri: &str) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        self.send(Method::DELETE, uri, None).await
+    }
+
+    /// `POST uri` with `body` and an `Idempotency-Key`.
+    pub async fn post_once<B>(&self, uri: &str, body: &Value, idempotency_key: &str) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        let req = test::TestRequest::post()
+            .uri(uri)
+            .insert_header(("SVC-API-KEY", self.key))
+            .insert_header(("Idempotency-Key", idempotency_key))
+            .set_json(body);
+        send_raw(self.app, req).await
+    }
+
+    /// `PATCH uri` with `body` as `application/merge-patch+json`.
+    pub async fn merge_patch<B>(&self, uri: &str, body: &Value) -> Reply
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        let req = test::TestRequest::patch()
+            .uri(uri)
+            .insert_header(("SVC-API-KEY", self.key))
+            .insert_header(("content-type", "application/merge-patch+json"))
+            .set_payload(body.to_string());
+        send_raw(self.app, req).await
+    }
+
+    /// `POST uri` with `body`, expecting 201: the created resource's `id`.
+    pub async fn create<B>(&self, uri: &str, body: Value) -> String
+    where
+        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+        B: MessageBody,
+    {
+        create(self.app, self.key, uri, body).await
+    }
+}
+
+/// The id of the application named `name`, read with the admin key.
+pub async fn application_id<S, B>(app: &S, admin: &str, name: &str) -> String
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let page = send(
+        app,
+        Method::GET,
+        "/applications?size=100",
+        Some(admin),
+        None,
+    )
+    .await
+    .expect(200);
+    page.body["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["id"].as_str())
+        .expect("application")
+        .to_string()
+}
+
+/// The management API in-process over `db` (1 MiB bodies) with one tenant named `name`: the
+/// app and the tenant's admin key, the start of most API tests.
+pub async fn app_with_tenant(
+    db: &TestDatabase,
+    name: &str,
+) -> (
+    impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
+    TenantKeys,
+) {
+    let st = state(db, 1024 * 1024);
+    let t = tenant(&st, name).await;
+    (test::init_service(tessera_http::app(st)).await, t)
+}

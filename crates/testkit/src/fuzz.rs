@@ -26,6 +26,17 @@ pub fn fuzz<S: Strategy>(
     strategy: S,
     test: impl Fn(S::Value) -> Result<(), TestCaseError>,
 ) {
+    fuzz_in_rounds_of(256, name, strategy, test);
+}
+
+/// [`fuzz`] with `cases` per round: the budget is checked between rounds, so slow cases (a
+/// request each) want small rounds to stay near it.
+pub fn fuzz_in_rounds_of<S: Strategy>(
+    cases_per_round: u32,
+    name: &str,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
     let deadline = Instant::now() + budget();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -37,14 +48,14 @@ pub fn fuzz<S: Strategy>(
         seed[8..24].copy_from_slice(&started.to_le_bytes());
         round += 1;
         let config = Config {
-            cases: 256,
+            cases: cases_per_round,
             failure_persistence: None,
             ..Config::default()
         };
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed))
             .run(&strategy, &test)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        cases += 256;
+        cases += u64::from(cases_per_round);
     }
     eprintln!("{name}: {cases} cases");
 }

@@ -217,14 +217,7 @@ impl Harness {
 
     /// Creates an application from `spec` as the admin: its key.
     pub async fn key(&self, spec: Value) -> String {
-        let input: ApplicationInput = serde_json::from_value(spec).expect("application input");
-        self.vault
-            .create_application(&self.admin, input)
-            .await
-            .expect("application")
-            .api_key
-            .expose()
-            .to_string()
+        application_key(&self.vault, &self.admin, spec).await
     }
 
     /// The key of an application holding `token:use` everywhere.
@@ -295,6 +288,13 @@ impl Harness {
         }
     }
 
+    /// `method path` with no body, the proxy key and the API key: the plain call through a
+    /// proxy.
+    pub async fn keyed(&self, method: Method, path: &str, proxy_key: &str, api_key: &str) -> Reply {
+        let headers = [("svc-proxy-key", proxy_key), ("svc-api-key", api_key)];
+        self.call(method, path, &headers, "").await
+    }
+
     /// `POST /proxy` with a JSON `body`, the proxy key and (when given) an API key.
     pub async fn post_json(&self, proxy_key: &str, api_key: Option<&str>, body: &str) -> Reply {
         let mut headers = vec![
@@ -306,6 +306,18 @@ impl Harness {
         }
         self.call(Method::POST, "/proxy", &headers, body).await
     }
+}
+
+/// Creates an application from `spec` (the API's JSON) in `vault` as `admin`: its key.
+pub async fn application_key(vault: &Vault, admin: &Principal, spec: Value) -> String {
+    let input: ApplicationInput = serde_json::from_value(spec).expect("application input");
+    vault
+        .create_application(admin, input)
+        .await
+        .expect("application")
+        .api_key
+        .expose()
+        .to_string()
 }
 
 /// A gateway over `vault` built with `options`, its metrics in `registry` (for mounting in the

@@ -7,7 +7,8 @@
 //! * [`api`]: the management API in-process (actix's test service) with request helpers;
 //! * [`gateway`]: a real gateway on a socket in front of an [`upstream`] that echoes what it
 //!   received, plain or over TLS with a throw-away CA;
-//! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`).
+//! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`);
+//! * [`process`]: the binaries as real processes on a free port, and JSON calls to them.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -15,6 +16,7 @@ pub mod api;
 pub mod db;
 pub mod fuzz;
 pub mod gateway;
+pub mod process;
 pub mod upstream;
 
 /// The master key every test vault uses: one database, one master key, however many vaults a

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::cli::{command, get, post, Server};
+use crate::cli::{bootstrap, command, get, post, serve};
 
 /// `GET url` with headers: the status and the body.
 fn get_with(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
@@ -48,8 +48,8 @@ fn events(base: &str, admin: &str, query: &str) -> Vec<Value> {
 #[test]
 fn sync_events_survive_a_kill_right_after_the_answer() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = Server::start(dir.path(), &["--allow-private-destinations"]);
-    let printed: Value = serde_json::from_str(&server.first_line()).expect("bootstrap JSON");
+    let mut server = serve(dir.path(), &["--allow-private-destinations"], &[]);
+    let printed = bootstrap(&mut server);
     let admin = printed["api_key"].as_str().expect("api_key").to_string();
     let base = server.base.clone();
     let (_, app) = post(
@@ -90,7 +90,7 @@ fn sync_events_survive_a_kill_right_after_the_answer() {
         // SIGKILL at once: no graceful flush.
         server.child.kill().expect("kill -9");
         server.child.wait().expect("reaped");
-        server = Server::start(dir.path(), &["--allow-private-destinations"]);
+        server = serve(dir.path(), &["--allow-private-destinations"], &[]);
         let detokenized = events(&server.base, &admin, "action=token.detokenized");
         let this: Vec<&Value> = detokenized
             .iter()
@@ -110,8 +110,8 @@ fn sync_events_survive_a_kill_right_after_the_answer() {
 #[test]
 fn verify_passes_then_names_the_edited_event() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = Server::start(dir.path(), &[]);
-    let printed: Value = serde_json::from_str(&server.first_line()).expect("bootstrap JSON");
+    let mut server = serve(dir.path(), &[], &[]);
+    let printed = bootstrap(&mut server);
     let admin = printed["api_key"].as_str().expect("api_key").to_string();
     for i in 0..4 {
         let (status, _) = post(

@@ -2,24 +2,14 @@
 //! HTTP, graceful shutdown, and clear failures for bad configuration.
 
 use std::{
-    io::{BufRead, BufReader},
-    net::TcpListener,
     path::Path,
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    process::{Command, Output},
 };
 
 use serde_json::{json, Value};
+use tessera_testkit::process::{call, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_api");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
 
 pub(crate) fn command(dir: &Path) -> Command {
     let mut c = Command::new(BIN);
@@ -34,88 +24,24 @@ pub(crate) fn command(dir: &Path) -> Command {
     c
 }
 
-pub(crate) struct Server {
-    pub(crate) child: Child,
-    pub(crate) base: String,
-    stdout: BufReader<std::process::ChildStdout>,
+/// `api serve` with `extra` flags and `envs`, started in `dir` and answering.
+pub(crate) fn serve(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Server {
+    let mut c = command(dir);
+    c.arg("serve").args(extra).envs(envs.iter().copied());
+    Server::start(c)
 }
 
-impl Server {
-    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Self {
-        let port = free_port();
-        let mut child = command(dir)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn api");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while ureq::get(&format!("{base}/healthz")).call().is_err() {
-            assert!(Instant::now() < deadline, "server did not start");
-            assert!(
-                child.try_wait().expect("wait").is_none(),
-                "server exited early"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            base,
-            stdout,
-        }
-    }
-
-    pub(crate) fn first_line(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read stdout");
-        line
-    }
-
-    /// SIGTERM, as an orchestrator sends it.
-    pub(crate) fn terminate(&mut self) -> std::process::ExitStatus {
-        self.signal("-TERM")
-    }
-
-    fn signal(&mut self, signal: &str) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .expect("kill");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "server did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
+/// The bootstrap line a first start prints: the admin key and the ids it belongs to.
+pub(crate) fn bootstrap(server: &mut Server) -> Value {
+    serde_json::from_str(&server.first_line()).expect("bootstrap JSON on stdout")
 }
 
 pub(crate) fn post(url: &str, key: &str, body: Value) -> (u16, Value) {
-    match ureq::post(url).set("SVC-API-KEY", key).send_json(body) {
-        Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
-        Err(e) => panic!("{url}: {e}"),
-    }
+    call("POST", url, &[("SVC-API-KEY", key)], Some(body))
 }
 
 pub(crate) fn get(url: &str, key: &str) -> (u16, Value) {
-    match ureq::get(url).set("SVC-API-KEY", key).call() {
-        Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
-        Err(e) => panic!("{url}: {e}"),
-    }
+    call("GET", url, &[("SVC-API-KEY", key)], None)
 }
 
 #[cfg(unix)]
@@ -131,9 +57,8 @@ fn mode(path: &Path) -> u32 {
 #[test]
 fn serve_bootstraps_walks_through_the_readme_and_stops_gracefully() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = Server::start(dir.path(), &[]);
-    let printed: Value =
-        serde_json::from_str(&server.first_line()).expect("bootstrap JSON on stdout");
+    let mut server = serve(dir.path(), &[], &[]);
+    let printed = bootstrap(&mut server);
     let admin = printed["api_key"].as_str().expect("api_key").to_string();
     assert!(printed["tenant_id"].is_string() && printed["application_id"].is_string());
     let key_file = dir.path().join("data/admin-key");
@@ -180,12 +105,11 @@ fn serve_bootstraps_walks_through_the_readme_and_stops_gracefully() {
     assert!(server.terminate().success(), "SIGTERM is a clean exit");
 
     // A restart on the same data: no second bootstrap, same master key, same data.
-    let mut again = Server::start(dir.path(), &[]);
+    let mut again = serve(dir.path(), &[], &[]);
     let (status, read) = get(&format!("{}/tokens/{id}", again.base), &app_key);
     assert_eq!((status, &read["data"]), (200, &card));
-    assert!(again.signal("-INT").success(), "Ctrl-C is a clean exit too");
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut again.stdout, &mut rest).expect("stdout");
+    assert!(again.interrupt().success(), "Ctrl-C is a clean exit too");
+    let rest = again.rest_of_stdout();
     assert!(
         rest.is_empty(),
         "nothing printed on the second start: {rest}"
@@ -197,9 +121,8 @@ fn a_stale_admin_key_file_does_not_lose_the_new_key() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
     std::fs::write(dir.path().join("data/admin-key"), "key_stale").expect("stale file");
-    let mut server = Server::start(dir.path(), &[]);
-    let printed: Value =
-        serde_json::from_str(&server.first_line()).expect("bootstrap JSON on stdout");
+    let mut server = serve(dir.path(), &[], &[]);
+    let printed = bootstrap(&mut server);
     let admin = printed["api_key"].as_str().expect("api_key");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("data/admin-key")).expect("file"),
@@ -221,45 +144,44 @@ fn a_stale_admin_key_file_does_not_lose_the_new_key() {
 #[test]
 fn no_bootstrap_and_tenants_create() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = command(dir.path())
-        .args([
+    let created = succeeds(
+        dir.path(),
+        &[
             "tenants",
             "create",
             "--name",
             "acme",
             "--database-url",
             "sqlite://./db/t.db",
-        ])
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &[],
     );
-    let created: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     let key = created["api_key"].as_str().expect("api_key").to_string();
     assert_eq!(created.as_object().map(|o| o.len()), Some(3));
-    let mut server = Server::start(
+    let mut server = serve(
         dir.path(),
         &["--database-url", "sqlite://./db/t.db", "--no-bootstrap"],
+        &[],
     );
     let (status, _) = get(&format!("{}/applications", server.base), &key);
     assert_eq!(status, 200, "the CLI-created admin key works");
     assert!(server.terminate().success());
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut server.stdout, &mut rest).expect("stdout");
-    assert!(rest.is_empty());
+    assert!(server.rest_of_stdout().is_empty());
     assert!(!dir.path().join("data/admin-key").exists());
+}
+
+/// `api` with `args` and `envs` in `dir`, run to its end.
+fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    command(dir)
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("run")
 }
 
 fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = command(dir.path())
-        .args(args)
-        .envs(envs.iter().copied())
-        .output()
-        .expect("run");
+    let out = run(dir.path(), args, envs);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -321,22 +243,12 @@ fn migrate_applies_and_is_idempotent() {
 #[test]
 fn a_wrong_master_key_refuses_to_start() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = command(dir.path())
-        .args(["tenants", "create", "--name", "a"])
-        .output()
-        .expect("run");
-    assert!(out.status.success());
+    succeeds(dir.path(), &["tenants", "create", "--name", "a"], &[]);
     let other = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-    let out = command(dir.path())
-        .args(["tenants", "create", "--name", "b"])
-        .env("TESSERA_MASTER_KEY", other)
-        .output()
-        .expect("run");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("the master key does not open the data"),
-        "{stderr}"
+    refused_for_the_key(
+        dir.path(),
+        &["tenants", "create", "--name", "b"],
+        &[("TESSERA_MASTER_KEY", other)],
     );
     let out = command(dir.path())
         .args(["tenants", "create", "--name", "c"])
@@ -347,41 +259,53 @@ fn a_wrong_master_key_refuses_to_start() {
         .contains("TESSERA_MASTER_KEY: the master key must be base64 of exactly 32 bytes"));
 }
 
+/// `api` with `args` and `envs` in `dir`, which must succeed: its stdout as JSON.
+fn succeeds(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Value {
+    let out = run(dir, args, envs);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+/// `api` with `args` and `envs` in `dir`, refused because the master key does not open the
+/// data.
+fn refused_for_the_key(dir: &Path, args: &[&str], envs: &[(&str, &str)]) {
+    let out = run(dir, args, envs);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the master key does not open the data"),
+        "{stderr}"
+    );
+}
+
 /// The rotation procedure of docs/operations.md: the new key with the old one as previous,
 /// `rotate-master-key`, then the new key alone.
 #[test]
 fn the_master_key_rotates() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
     let (old, new) = (
         "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
         "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA=",
     );
-    let run = |args: &[&str], envs: &[(&str, &str)]| {
-        command(dir.path())
-            .args(args)
-            .envs(envs.iter().copied())
-            .output()
-            .expect("run")
-    };
     for name in ["a", "b"] {
-        let out = run(
+        succeeds(
+            dir,
             &["tenants", "create", "--name", name],
             &[("TESSERA_MASTER_KEY", old)],
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
     // The new key alone is refused until the rotation has run.
-    let out = run(&["rotate-master-key"], &[("TESSERA_MASTER_KEY", new)]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("the master key does not open the data"));
+    refused_for_the_key(dir, &["rotate-master-key"], &[("TESSERA_MASTER_KEY", new)]);
     // The previous key may also come from a file.
-    let old_file = dir.path().join("old.key");
+    let old_file = dir.join("old.key");
     std::fs::write(&old_file, format!("{old}\n")).expect("write");
-    let out = run(
+    let report = succeeds(
+        dir,
         &[
             "rotate-master-key",
             "--previous-master-key-file",
@@ -389,55 +313,33 @@ fn the_master_key_rotates() {
         ],
         &[("TESSERA_MASTER_KEY", new)],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(
         report,
         serde_json::json!({"rewrapped": 2, "already_current": 0, "changed_concurrently": 0})
     );
-    let out = run(
+    let report = succeeds(
+        dir,
         &["rotate-master-key"],
         &[
             ("TESSERA_MASTER_KEY", new),
             ("TESSERA_PREVIOUS_MASTER_KEY", old),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["rewrapped"], 0, "idempotent");
     assert_eq!(report["already_current"], 2);
     // Each re-wrap is in its tenant's audit chain (the second run re-wrapped nothing).
-    let out = run(&["audit", "verify"], &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let verified: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let verified = succeeds(dir, &["audit", "verify"], &[]);
     assert_eq!(verified["events_checked"], 2, "{verified}");
     assert_eq!(verified["chains"].as_array().map(Vec::len), Some(2));
     // Afterwards the new key alone opens the data and the old one does not.
-    let out = run(
+    succeeds(
+        dir,
         &["tenants", "create", "--name", "c"],
         &[("TESSERA_MASTER_KEY", new)],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(
+    refused_for_the_key(
+        dir,
         &["tenants", "create", "--name", "d"],
         &[("TESSERA_MASTER_KEY", old)],
     );
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("the master key does not open the data"));
 }

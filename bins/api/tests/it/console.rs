@@ -2,14 +2,11 @@
 //! (its pages and error pages keep their own headers), signing in over real HTTP, "Try it"
 //! through this process's own `/proxy`, and `--no-console` / `TESSERA_NO_CONSOLE`.
 
-use std::{
-    io::{BufRead, BufReader, Read, Write},
-    time::{Duration, Instant},
-};
+use std::io::{BufRead, BufReader, Read, Write};
 
 use serde_json::json;
 
-use crate::cli::{command, post, Server};
+use crate::cli::{bootstrap, command, post, serve};
 
 const CSP: &str =
     "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'";
@@ -144,8 +141,8 @@ fn sign_in(base: &str, key: &str) -> String {
 #[test]
 fn the_console_is_mounted_beside_the_api_and_tries_through_this_process() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = Server::start(dir.path(), &["--allow-private-destinations"]);
-    let admin: serde_json::Value = serde_json::from_str(&server.first_line()).expect("bootstrap");
+    let mut server = serve(dir.path(), &["--allow-private-destinations"], &[]);
+    let admin = bootstrap(&mut server);
     let admin = admin["api_key"].as_str().expect("key").to_string();
     let base = server.base.clone();
     for (method, path, status) in [
@@ -207,34 +204,6 @@ fn the_console_is_mounted_beside_the_api_and_tries_through_this_process() {
     assert!(server.terminate().success());
 }
 
-/// Starts `api serve` with `args` and `envs`; its base URL once `/healthz` answers.
-fn serve(
-    dir: &std::path::Path,
-    args: &[&str],
-    envs: &[(&str, &str)],
-) -> (std::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let child = command(dir)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(args)
-        .envs(envs.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while ureq::get(&format!("{base}/healthz")).call().is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child, base)
-}
-
 #[test]
 fn no_console_by_flag_or_environment_and_a_bad_ttl_is_refused() {
     for (args, envs) in [
@@ -242,12 +211,10 @@ fn no_console_by_flag_or_environment_and_a_bad_ttl_is_refused() {
         (vec![], vec![("TESSERA_NO_CONSOLE", "true")]),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (mut child, base) = serve(dir.path(), &args, &envs);
-        let a = send("GET", &format!("{base}/console"), "", None);
+        let server = serve(dir.path(), &args, &envs);
+        let a = send("GET", &format!("{}/console", server.base), "", None);
         assert_eq!(a.status, 404, "{args:?} {envs:?}");
         assert_eq!(a.header("content-type"), Some("application/problem+json"));
-        let _ = child.kill();
-        let _ = child.wait();
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let out = command(dir.path())

@@ -3,28 +3,23 @@
 //! (SUPPLEMENT §8), and immediately by the api itself.
 
 use std::{
-    net::TcpListener,
-    path::Path,
-    process::{Child, Command, Stdio},
+    path::{Path, PathBuf},
+    process::Command,
     time::{Duration, Instant},
 };
 
 use serde_json::{json, Value};
+use tempfile::TempDir;
+use tessera_testkit::{
+    process::{call, Server},
+    MASTER_KEY,
+};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_proxy-gateway");
-const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
 
 /// The `api` binary, built by the same workspace.
-fn api_binary() -> std::path::PathBuf {
-    let mut path = std::path::PathBuf::from(GATEWAY);
+fn api_binary() -> PathBuf {
+    let mut path = PathBuf::from(GATEWAY);
     path.set_file_name(if cfg!(windows) { "api.exe" } else { "api" });
     assert!(
         path.exists(),
@@ -34,56 +29,84 @@ fn api_binary() -> std::path::PathBuf {
     path
 }
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(bin: &Path, dir: &Path, args: &[&str]) -> (Proc, String) {
-    let port = free_port();
-    let child = Command::new(bin)
+/// `bin` with `args`, started in `dir` on the shared SQLite database.
+fn spawn(bin: &Path, dir: &Path, args: &[&str]) -> Server {
+    let mut command = Command::new(bin);
+    command
         .current_dir(dir)
         .args(args)
         .args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
             "--database-url",
             "sqlite://./shared.db",
             "--allow-private-destinations",
         ])
         .env("TESSERA_MASTER_KEY", MASTER_KEY)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while ureq::get(&format!("{base}/healthz")).call().is_err() {
-        assert!(Instant::now() < deadline, "{} did not start", bin.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Proc(child), base)
+        .env("RUST_LOG", "warn");
+    Server::start(command)
 }
 
-fn call(method: &str, url: &str, headers: &[(&str, &str)], body: Option<Value>) -> (u16, Value) {
-    let mut req = ureq::request(method, url);
-    for (k, v) in headers {
-        req = req.set(k, v);
+/// An `api` started with `api_args` and a `proxy-gateway`, on one database, and the admin key
+/// the api bootstrapped.
+struct Pair {
+    api: Server,
+    gateway: Server,
+    admin: String,
+    _dir: TempDir,
+}
+
+impl Pair {
+    fn start(api_args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut api = spawn(&api_binary(), dir.path(), api_args);
+        let admin: Value = serde_json::from_str(&api.first_line()).expect("bootstrap JSON");
+        let admin = admin["api_key"].as_str().expect("key").to_string();
+        let gateway = spawn(Path::new(GATEWAY), dir.path(), &[]);
+        Self {
+            api,
+            gateway,
+            admin,
+            _dir: dir,
+        }
     }
-    let result = match body {
-        Some(b) => req.send_json(b),
-        None => req.call(),
-    };
-    match result {
-        Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
-        Err(e) => panic!("{url}: {e}"),
+
+    /// Both bases, the api's first.
+    fn bases(&self) -> [&str; 2] {
+        [&self.api.base, &self.gateway.base]
     }
+
+    /// `method path` on the api's management API as the admin.
+    fn manage(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.api.base);
+        call(method, &url, &[("SVC-API-KEY", self.admin.as_str())], body)
+    }
+
+    /// The api's own health endpoint, as a proxy destination.
+    fn health(&self) -> String {
+        format!("{}/healthz", self.api.base)
+    }
+
+    /// A proxy "health" to the api's health endpoint, requiring authentication or not: its id
+    /// and key.
+    fn health_proxy(&self, require_auth: bool) -> (String, String) {
+        self.create_proxy(
+            json!({"name": "health", "destination_url": self.health(), "require_auth": require_auth}),
+        )
+    }
+
+    /// Creates the proxy `body` describes: its id and key.
+    fn create_proxy(&self, body: Value) -> (String, String) {
+        let (status, proxy) = self.manage("POST", "/proxies", Some(body));
+        assert_eq!(status, 201, "{proxy}");
+        let id = proxy["id"].as_str().expect("id").to_string();
+        (id, proxy["key"].as_str().expect("key").to_string())
+    }
+}
+
+/// `GET {base}/proxy` with the proxy key and, if any, an application key.
+fn invoke(base: &str, proxy_key: &str, api_key: Option<&str>) -> (u16, Value) {
+    let mut headers = vec![("SVC-PROXY-KEY", proxy_key)];
+    headers.extend(api_key.map(|key| ("SVC-API-KEY", key)));
+    call("GET", &format!("{base}/proxy"), &headers, None)
 }
 
 /// Polls `check` until it holds, returning how long that took; fails after 2 s.
@@ -101,131 +124,102 @@ fn within_two_seconds(what: &str, check: impl Fn() -> bool) -> Duration {
     }
 }
 
+/// A proxy made to require authentication: the api obeys at once, the gateway within 2 s.
 #[test]
-fn changes_through_the_api_reach_another_gateway_process_within_two_seconds() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (mut api, api_base) = spawn(&api_binary(), dir.path(), &["serve"]);
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(api.0.stdout.take().expect("stdout")),
-        &mut first,
-    )
-    .expect("line");
-    let admin: Value = serde_json::from_str(&first).expect("bootstrap JSON");
-    let admin = admin["api_key"].as_str().expect("key").to_string();
-    let (_gateway, gw_base) = spawn(Path::new(GATEWAY), dir.path(), &[]);
-    let auth = [("SVC-API-KEY", admin.as_str())];
-
+fn a_proxy_update_is_obeyed_here_at_once_and_by_the_other_process_within_two_seconds() {
+    let pair = Pair::start(&["serve"]);
     // A proxy whose destination is the api's own health endpoint.
-    let destination = format!("{api_base}/healthz");
-    let (status, proxy) = call(
-        "POST",
-        &format!("{api_base}/proxies"),
-        &auth,
-        Some(json!({"name": "health", "destination_url": destination, "require_auth": false})),
+    let destination = pair.health();
+    let (id, key) = pair.create_proxy(
+        json!({"name": "health", "destination_url": destination, "require_auth": false}),
     );
-    assert_eq!(status, 201, "{proxy}");
-    let id = proxy["id"].as_str().expect("id").to_string();
-    let key = proxy["key"].as_str().expect("key").to_string();
-    let invoke = |base: &str| {
-        call(
-            "GET",
-            &format!("{base}/proxy"),
-            &[("SVC-PROXY-KEY", key.as_str())],
-            None,
-        )
-    };
-    for base in [&api_base, &gw_base] {
-        let (status, body) = invoke(base);
+    for base in pair.bases() {
         assert_eq!(
-            (status, body),
+            invoke(base, &key, None),
             (200, json!({"status": "ok"})),
             "anonymous call through {base}"
         );
     }
-
-    // Require authentication: the api obeys at once, the gateway within 2 s.
-    let (status, _) = call(
+    let (status, _) = pair.manage(
         "PUT",
-        &format!("{api_base}/proxies/{id}"),
-        &auth,
+        &format!("/proxies/{id}"),
         Some(json!({"name": "health", "destination_url": destination, "require_auth": true})),
     );
     assert_eq!(status, 200);
     assert_eq!(
-        invoke(&api_base).0,
+        invoke(&pair.api.base, &key, None).0,
         401,
         "the process that made the change obeys at once"
     );
-    let took = within_two_seconds("update", || invoke(&gw_base).0 == 401);
+    let took = within_two_seconds("update", || invoke(&pair.gateway.base, &key, None).0 == 401);
     eprintln!("update obeyed by the other process after {took:?}");
+}
 
-    // An application key: regenerated, then deleted; each change is obeyed by the api at once
-    // and by the gateway within 2 s.
-    let (status, app) = call(
+/// An application key, regenerated, then deleted: each change is obeyed by the api at once and
+/// by the gateway within 2 s.
+#[test]
+fn an_application_key_change_is_obeyed_here_at_once_and_by_the_other_process_within_two_seconds() {
+    let pair = Pair::start(&["serve"]);
+    let (_, key) = pair.health_proxy(true);
+    let (status, app) = pair.manage(
         "POST",
-        &format!("{api_base}/applications"),
-        &auth,
+        "/applications",
         Some(json!({"name": "caller", "type": "private", "permissions": ["token:use"]})),
     );
     assert_eq!(status, 201, "{app}");
     let app_id = app["id"].as_str().expect("id").to_string();
     let old_key = app["key"].as_str().expect("key").to_string();
-    let invoke_as = |base: &str, api_key: &str| {
-        call(
-            "GET",
-            &format!("{base}/proxy"),
-            &[("SVC-PROXY-KEY", key.as_str()), ("SVC-API-KEY", api_key)],
-            None,
-        )
-        .0
-    };
-    for base in [&api_base, &gw_base] {
+    let invoke_as = |base: &str, api_key: &str| invoke(base, &key, Some(api_key)).0;
+    for base in pair.bases() {
         assert_eq!(invoke_as(base, &old_key), 200, "{base}");
     }
-    let (status, regenerated) = call(
-        "POST",
-        &format!("{api_base}/applications/{app_id}/regenerate"),
-        &auth,
-        None,
-    );
+    let (api, gateway) = (&pair.api.base, &pair.gateway.base);
+    let (status, regenerated) =
+        pair.manage("POST", &format!("/applications/{app_id}/regenerate"), None);
     assert_eq!(status, 200);
     let new_key = regenerated["key"].as_str().expect("key").to_string();
-    assert_eq!(invoke_as(&api_base, &old_key), 401, "revoked at once here");
-    let took = within_two_seconds("regenerate", || invoke_as(&gw_base, &old_key) == 401);
+    assert_eq!(invoke_as(api, &old_key), 401, "revoked at once here");
+    let took = within_two_seconds("regenerate", || invoke_as(gateway, &old_key) == 401);
     eprintln!("key regeneration obeyed by the other process after {took:?}");
-    assert_eq!(invoke_as(&gw_base, &new_key), 200);
-    let (status, _) = call(
-        "DELETE",
-        &format!("{api_base}/applications/{app_id}"),
-        &auth,
-        None,
-    );
+    assert_eq!(invoke_as(gateway, &new_key), 200);
+    let (status, _) = pair.manage("DELETE", &format!("/applications/{app_id}"), None);
     assert_eq!(status, 204);
-    assert_eq!(invoke_as(&api_base, &new_key), 401, "deleted at once here");
-    within_two_seconds("application delete", || {
-        invoke_as(&gw_base, &new_key) == 401
-    });
+    assert_eq!(invoke_as(api, &new_key), 401, "deleted at once here");
+    within_two_seconds("application delete", || invoke_as(gateway, &new_key) == 401);
+}
 
-    // Delete: the key stops working everywhere.
-    let (status, _) = call("DELETE", &format!("{api_base}/proxies/{id}"), &auth, None);
+/// A deleted proxy's key stops working everywhere: unknown here at once, there within 2 s.
+#[test]
+fn a_deleted_proxy_is_unknown_everywhere() {
+    let pair = Pair::start(&["serve"]);
+    let (id, key) = pair.health_proxy(false);
+    for base in pair.bases() {
+        assert_eq!(invoke(base, &key, None).0, 200, "known to {base} first");
+    }
+    let (status, _) = pair.manage("DELETE", &format!("/proxies/{id}"), None);
     assert_eq!(status, 204);
-    let (status, body) = invoke(&api_base);
+    let (status, body) = invoke(&pair.api.base, &key, None);
     assert_eq!(status, 401);
     assert!(body["proxy_error"]["detail"]
         .as_str()
         .expect("detail")
         .contains("unknown"));
     within_two_seconds("delete", || {
-        let (status, body) = invoke(&gw_base);
+        let (status, body) = invoke(&pair.gateway.base, &key, None);
         status == 401
             && body["proxy_error"]["detail"]
                 .as_str()
                 .is_some_and(|d| d.contains("unknown"))
     });
+}
 
-    // Metrics and readiness on both.
-    for base in [&api_base, &gw_base] {
+/// Both processes, having served proxied requests, expose their metrics and readiness.
+#[test]
+fn both_processes_serve_metrics_and_readiness() {
+    let pair = Pair::start(&["serve"]);
+    let (_, key) = pair.health_proxy(false);
+    for base in pair.bases() {
+        assert_eq!(invoke(base, &key, None).0, 200, "{base}");
         let text = ureq::get(&format!("{base}/metrics"))
             .call()
             .expect("metrics")
@@ -239,21 +233,8 @@ fn changes_through_the_api_reach_another_gateway_process_within_two_seconds() {
 #[test]
 fn the_gateway_stops_gracefully_and_reports_bad_flags() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut gw, _) = spawn(Path::new(GATEWAY), dir.path(), &[]);
-    let pid = gw.0.id().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = gw.0.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "no exit on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
+    let mut gateway = spawn(Path::new(GATEWAY), dir.path(), &[]);
+    assert!(gateway.terminate().success(), "a clean exit on SIGTERM");
     let out = Command::new(GATEWAY)
         .args(["--destination-timeout", "0"])
         .current_dir(dir.path())
@@ -283,38 +264,20 @@ fn peak_rss_kib(pid: u32) -> u64 {
 /// token is decrypted: 413, and the gateway's memory stays where it was.
 #[test]
 fn amplification_is_refused_before_memory_grows() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (mut api, api_base) = spawn(&api_binary(), dir.path(), &["serve", "--no-gateway"]);
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(api.0.stdout.take().expect("stdout")),
-        &mut first,
-    )
-    .expect("line");
-    let admin: Value = serde_json::from_str(&first).expect("bootstrap JSON");
-    let admin = admin["api_key"].as_str().expect("key").to_string();
-    let (gateway, gw_base) = spawn(Path::new(GATEWAY), dir.path(), &[]);
-    let auth = [("SVC-API-KEY", admin.as_str())];
-    let (status, token) = call(
+    let pair = Pair::start(&["serve", "--no-gateway"]);
+    let (status, token) = pair.manage(
         "POST",
-        &format!("{api_base}/tokens"),
-        &auth,
+        "/tokens",
         Some(json!({"type": "token", "data": "x".repeat(500 * 1024)})),
     );
     assert_eq!(status, 201, "{token}");
     let id = token["id"].as_str().expect("id").to_string();
-    let (status, proxy) = call(
-        "POST",
-        &format!("{api_base}/proxies"),
-        &auth,
-        Some(json!({"name": "p", "destination_url": format!("{api_base}/healthz")})),
-    );
-    assert_eq!(status, 201, "{proxy}");
-    let key = proxy["key"].as_str().expect("key").to_string();
+    let (_, key) = pair.create_proxy(json!({"name": "p", "destination_url": pair.health()}));
     let headers = [
         ("SVC-PROXY-KEY", key.as_str()),
-        ("SVC-API-KEY", admin.as_str()),
+        ("SVC-API-KEY", pair.admin.as_str()),
     ];
+    let gw_base = &pair.gateway.base;
     // One reference is fine.
     let one = json!({"a": format!("{{{{{id}}}}}")});
     let (status, body) = call("POST", &format!("{gw_base}/proxy"), &headers, Some(one));
@@ -322,7 +285,7 @@ fn amplification_is_refused_before_memory_grows() {
         body.get("proxy_error").is_none(),
         "forwarded: the health endpoint's own {status} came back"
     );
-    let before = peak_rss_kib(gateway.0.id());
+    let before = peak_rss_kib(pair.gateway.pid());
     let refs = format!("{{{{{id}}}}}").repeat(450);
     assert!(refs.len() >= 18_000);
     let (status, body) = call(
@@ -333,7 +296,7 @@ fn amplification_is_refused_before_memory_grows() {
     );
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["proxy_error"]["status"], json!(413));
-    let after = peak_rss_kib(gateway.0.id());
+    let after = peak_rss_kib(pair.gateway.pid());
     assert!(
         after < before + 32 * 1024,
         "peak RSS grew from {before} KiB to {after} KiB"
@@ -371,38 +334,14 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[cfg(target_os = "linux")]
 #[test]
 fn transforms_run_in_key_less_sandbox_processes_of_both_binaries() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (mut api, api_base) = spawn(&api_binary(), dir.path(), &["serve"]);
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(api.0.stdout.take().expect("stdout")),
-        &mut first,
-    )
-    .expect("line");
-    let admin: Value = serde_json::from_str(&first).expect("bootstrap JSON");
-    let admin = admin["api_key"].as_str().expect("key").to_string();
-    let (gateway, gw_base) = spawn(Path::new(GATEWAY), dir.path(), &[]);
-    let (status, proxy) = call(
-        "POST",
-        &format!("{api_base}/proxies"),
-        &[("SVC-API-KEY", admin.as_str())],
-        Some(
-            json!({"name": "shaped", "destination_url": format!("{api_base}/healthz"), "require_auth": false,
-            "response_transform": {"code": "module.exports = async (req) => ({ body: Object.assign(req.args.body, { shaped: true }) });"}}),
-        ),
+    let pair = Pair::start(&["serve"]);
+    let (_, key) = pair.create_proxy(
+        json!({"name": "shaped", "destination_url": pair.health(), "require_auth": false,
+        "response_transform": {"code": "module.exports = async (req) => ({ body: Object.assign(req.args.body, { shaped: true }) });"}}),
     );
-    assert_eq!(status, 201, "{proxy}");
-    let key = proxy["key"].as_str().expect("key").to_string();
-    for (name, base, pid) in [
-        ("api", &api_base, api.0.id()),
-        ("proxy-gateway", &gw_base, gateway.0.id()),
-    ] {
-        let (status, body) = call(
-            "GET",
-            &format!("{base}/proxy"),
-            &[("SVC-PROXY-KEY", key.as_str())],
-            None,
-        );
+    for (name, server) in [("api", &pair.api), ("proxy-gateway", &pair.gateway)] {
+        let (base, pid) = (&server.base, server.pid());
+        let (status, body) = invoke(base, &key, None);
         assert_eq!(
             (status, body),
             (200, json!({"status": "ok", "shaped": true})),

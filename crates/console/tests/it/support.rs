@@ -16,9 +16,12 @@ use serde_json::{json, Value};
 use tessera_console::{Console, ConsoleConfig, MAX_SESSION_AGE, SESSION_COOKIE, SIGN_IN_COOKIE};
 use tessera_domain::{
     audit::{AuditFilter, ChainedEvent},
-    ApplicationInput, NewToken, PageRequest, Principal, ProxyInput, TokenType, Vault,
+    NewToken, PageRequest, Principal, ProxyInput, TokenType, Vault,
 };
-use tessera_testkit::{db::TestDatabase, gateway::Harness};
+use tessera_testkit::{
+    db::TestDatabase,
+    gateway::{application_key, Harness},
+};
 
 /// A card number every test that needs one uses; no page may show it before Reveal.
 pub(crate) const CARD: &str = "4111111111111111";
@@ -62,14 +65,7 @@ impl Setup {
 
     /// An application of the tenant from the API's JSON `spec`: its key.
     pub(crate) async fn key(&self, spec: Value) -> String {
-        let input: ApplicationInput = serde_json::from_value(spec).expect("input");
-        self.vault()
-            .create_application(&self.admin, input)
-            .await
-            .expect("application")
-            .api_key
-            .expose()
-            .to_string()
+        application_key(self.vault(), &self.admin, spec).await
     }
 
     /// A proxy of the tenant from the API's JSON `spec`: its id and key.

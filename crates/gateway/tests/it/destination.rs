@@ -89,11 +89,11 @@ async fn dots_inside_names_are_forwarded(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
     let r = g
-        .call(
+        .keyed(
             Method::GET,
             "/proxy/v1.2/file..txt/.well-known",
-            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-            "",
+            &pkey,
+            &key,
         )
         .await
         .expect(200);
@@ -125,12 +125,7 @@ async fn informational_and_out_of_range_statuses_are_not_relayed(db: &TestDataba
         assert!(r.detail().contains(status), "{}", r.body);
     }
     // The gateway still serves on.
-    g.call(
-        Method::GET,
-        "/proxy",
-        &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-        "",
-    )
-    .await
-    .expect(200);
+    g.keyed(Method::GET, "/proxy", &pkey, &key)
+        .await
+        .expect(200);
 }

@@ -50,6 +50,11 @@ fn json_path_probe(card: &str, path: &str) -> String {
     json!({"probe": format!("{{{{ token: {card} | json: \"{path}\" }}}}")}).to_string()
 }
 
+/// The card probed at `path` through a destination that does not echo: the answer.
+async fn probe(g: &Harness, keys: &(String, String), card: &str, path: &str) -> Reply {
+    quiet(g, keys, &json_path_probe(card, path)).await
+}
+
 /// POSTs a JSON `body` to a destination that does not echo (it answers `{"ok":true}`).
 async fn quiet(g: &Harness, (key, pkey): &(String, String), body: &str) -> Reply {
     g.call(
@@ -75,20 +80,12 @@ async fn a_regular_expression_search_is_refused_whatever_the_token(db: &TestData
     let keys = keys(&g).await;
     let card = g.token(json!({"number": "4111111111111111"}), None).await;
     // The exact attack: refused at parse time, identically, whatever the card holds.
-    let matching = quiet(
-        &g,
-        &keys,
-        &json_path_probe(&card, "$[?search(@.data.number, '^41')]"),
-    )
-    .await
-    .proxy_error(400);
-    let other = quiet(
-        &g,
-        &keys,
-        &json_path_probe(&card, "$[?search(@.data.number, '^55')]"),
-    )
-    .await
-    .proxy_error(400);
+    let matching = probe(&g, &keys, &card, "$[?search(@.data.number, '^41')]")
+        .await
+        .proxy_error(400);
+    let other = probe(&g, &keys, &card, "$[?search(@.data.number, '^55')]")
+        .await
+        .proxy_error(400);
     assert_eq!(matching.body, other.body);
 }
 
@@ -97,13 +94,9 @@ async fn a_regular_expression_match_is_refused_as_not_allowed(db: &TestDatabase)
     let g = Harness::start(db).await;
     let keys = keys(&g).await;
     let card = g.token(json!({"number": "4111111111111111"}), None).await;
-    let m = quiet(
-        &g,
-        &keys,
-        &json_path_probe(&card, "$[?match(@.data.number, '4.*')]"),
-    )
-    .await
-    .proxy_error(400);
+    let m = probe(&g, &keys, &card, "$[?match(@.data.number, '4.*')]")
+        .await
+        .proxy_error(400);
     assert!(m.detail().contains("not allowed"), "{}", m.body);
 }
 
@@ -114,11 +107,11 @@ async fn a_comparison_answers_the_same_whether_it_selects_or_not(db: &TestDataba
     let keys = keys(&g).await;
     let card = g.token(json!({"number": "4111111111111111"}), None).await;
     let hits = g.upstream.hits();
-    let selected = quiet(&g, &keys, &json_path_probe(&card, "$[?@.number < '5']"))
+    let selected = probe(&g, &keys, &card, "$[?@.number < '5']")
         .await
         .expect(200);
     let sent_selected = g.upstream.last_body();
-    let unselected = quiet(&g, &keys, &json_path_probe(&card, "$[?@.number < '3']"))
+    let unselected = probe(&g, &keys, &card, "$[?@.number < '3']")
         .await
         .expect(200);
     let sent_unselected = g.upstream.last_body();

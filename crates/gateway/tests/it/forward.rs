@@ -96,12 +96,7 @@ async fn private_destinations_are_not_allowed(db: &TestDatabase) {
             .proxy(json!({"name": "internal", "destination_url": dest}))
             .await;
         let r = g
-            .call(
-                Method::GET,
-                "/proxy",
-                &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-                "",
-            )
+            .keyed(Method::GET, "/proxy", &pkey, &key)
             .await
             .proxy_error(502);
         assert_eq!(
@@ -120,12 +115,7 @@ async fn plain_http_destinations_are_refused(db: &TestDatabase) {
         .proxy(json!({"name": "insecure", "destination_url": "http://api.example.com/"}))
         .await;
     let r = g
-        .call(
-            Method::GET,
-            "/proxy",
-            &[("svc-proxy-key", &insecure), ("svc-api-key", &key)],
-            "",
-        )
+        .keyed(Method::GET, "/proxy", &insecure, &key)
         .await
         .proxy_error(502);
     assert!(r.detail().contains("plain http"), "{}", r.body);
@@ -157,14 +147,9 @@ async fn an_unreachable_destination_is_a_502(db: &TestDatabase) {
     let (_, dead) = g
         .proxy(json!({"name": "dead", "destination_url": format!("http://127.0.0.1:{closed}/")}))
         .await;
-    g.call(
-        Method::GET,
-        "/proxy",
-        &[("svc-proxy-key", &dead), ("svc-api-key", &key)],
-        "",
-    )
-    .await
-    .proxy_error(502);
+    g.keyed(Method::GET, "/proxy", &dead, &key)
+        .await
+        .proxy_error(502);
 }
 
 async fn a_destination_slower_than_the_timeout_is_a_504(db: &TestDatabase) {
@@ -183,14 +168,9 @@ async fn a_destination_slower_than_the_timeout_is_a_504(db: &TestDatabase) {
     )
     .await
     .proxy_error(504);
-    g.call(
-        Method::GET,
-        "/proxy",
-        &[("svc-proxy-key", &slow), ("svc-api-key", &key)],
-        "",
-    )
-    .await
-    .expect(200);
+    g.keyed(Method::GET, "/proxy", &slow, &key)
+        .await
+        .expect(200);
 }
 
 async fn a_tls_destination_signed_by_an_extra_ca_is_reached(db: &TestDatabase) {
@@ -240,12 +220,7 @@ async fn a_tls_destination_without_its_ca_is_a_502(db: &TestDatabase) {
     let (_, pkey) = g
         .proxy(json!({"name": "tls", "destination_url": format!("https://localhost:{}/", g.upstream.addr.port())}))
         .await;
-    g.call(
-        Method::GET,
-        "/proxy",
-        &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-        "",
-    )
-    .await
-    .proxy_error(502);
+    g.keyed(Method::GET, "/proxy", &pkey, &key)
+        .await
+        .proxy_error(502);
 }

@@ -104,14 +104,9 @@ async fn blocked_destinations_are_counted(db: &TestDatabase) {
         let (_, pkey) = g
             .proxy(json!({"name": "blocked", "destination_url": dest}))
             .await;
-        g.call(
-            Method::GET,
-            "/proxy",
-            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-            "",
-        )
-        .await
-        .proxy_error(502);
+        g.keyed(Method::GET, "/proxy", &pkey, &key)
+            .await
+            .proxy_error(502);
     }
     let text = g.registry.render();
     assert!(

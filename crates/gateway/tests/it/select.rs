@@ -18,12 +18,7 @@ async fn the_key_in_the_header_selects_the_proxy(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
     let r = g
-        .call(
-            Method::GET,
-            "/proxy",
-            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-            "",
-        )
+        .keyed(Method::GET, "/proxy", &pkey, &key)
         .await
         .expect(200);
     assert_eq!(r.echoed()["path"], json!("/base"));
@@ -53,11 +48,11 @@ async fn the_key_in_the_query_selects_the_proxy_and_is_not_forwarded(db: &TestDa
 async fn the_header_wins_over_the_query(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
-    g.call(
+    g.keyed(
         Method::GET,
         "/proxy?svc-proxy-key=unknownunknownunknownunknown0000",
-        &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-        "",
+        &pkey,
+        &key,
     )
     .await
     .expect(200);

@@ -62,13 +62,7 @@ async fn request_transform(g: &Harness, name: &str, code: &str) -> String {
 
 /// `POST /proxy` with no body through `pkey` with the API key `key`.
 async fn post(g: &Harness, pkey: &str, key: &str) -> Reply {
-    g.call(
-        Method::POST,
-        "/proxy",
-        &[("svc-proxy-key", pkey), ("svc-api-key", key)],
-        "",
-    )
-    .await
+    g.keyed(Method::POST, "/proxy", pkey, key).await
 }
 
 const ECHO_ARGS: &str = "module.exports = async function (req) {
@@ -233,12 +227,7 @@ async fn the_response_transform_shapes_2xx_answers(db: &TestDatabase, mode: Isol
     let key = g.use_key().await;
     let pkey = shaping_response_transform(&g).await;
     let r = g
-        .call(
-            Method::PUT,
-            "/proxy",
-            &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-            "",
-        )
+        .keyed(Method::PUT, "/proxy", &pkey, &key)
         .await
         .expect(200);
     assert_eq!(
@@ -506,68 +495,30 @@ async fn contained(db: &TestDatabase, mode: Isolation, code: &str) {
     let (key, good) = (g.use_key().await, g.plain_proxy().await);
     let pkey = request_transform(&g, "abuse", code).await;
     post(&g, &pkey, &key).await.proxy_error(500);
-    g.call(
-        Method::GET,
-        "/proxy",
-        &[("svc-proxy-key", &good), ("svc-api-key", &key)],
-        "",
-    )
-    .await
-    .expect(200);
+    g.keyed(Method::GET, "/proxy", &good, &key)
+        .await
+        .expect(200);
 }
 
-async fn an_endless_loop_is_stopped(db: &TestDatabase, mode: Isolation) {
-    contained(
-        db,
-        mode,
-        "module.exports = async () => { while (true) {} };",
-    )
-    .await;
+/// One test per abuse: a request transform running its code is [`contained`].
+macro_rules! contained_tests {
+    ($($name:ident: $code:literal;)*) => {
+        $(
+            async fn $name(db: &TestDatabase, mode: Isolation) {
+                contained(db, mode, $code).await;
+            }
+        )*
+    };
 }
 
-async fn unbounded_recursion_is_stopped(db: &TestDatabase, mode: Isolation) {
-    contained(
-        db,
-        mode,
-        "module.exports = async () => { const f = () => f(); f(); };",
-    )
-    .await;
-}
-
-async fn a_huge_allocation_is_stopped(db: &TestDatabase, mode: Isolation) {
-    contained(
-        db,
-        mode,
-        "module.exports = async () => ({ body: 'x'.repeat(100 * 1024 * 1024) });",
-    )
-    .await;
-}
-
-async fn a_promise_that_never_settles_is_stopped(db: &TestDatabase, mode: Isolation) {
-    contained(
-        db,
-        mode,
-        "module.exports = async () => new Promise(() => {});",
-    )
-    .await;
-}
-
-async fn eval_is_not_available(db: &TestDatabase, mode: Isolation) {
-    contained(
-        db,
-        mode,
-        "module.exports = async () => ({ body: eval('1') });",
-    )
-    .await;
-}
-
-async fn require_is_not_available(db: &TestDatabase, mode: Isolation) {
-    contained(
-        db,
-        mode,
-        "module.exports = async () => ({ body: require('fs') });",
-    )
-    .await;
+contained_tests! {
+    an_endless_loop_is_stopped: "module.exports = async () => { while (true) {} };";
+    unbounded_recursion_is_stopped: "module.exports = async () => { const f = () => f(); f(); };";
+    a_huge_allocation_is_stopped:
+        "module.exports = async () => ({ body: 'x'.repeat(100 * 1024 * 1024) });";
+    a_promise_that_never_settles_is_stopped: "module.exports = async () => new Promise(() => {});";
+    eval_is_not_available: "module.exports = async () => ({ body: eval('1') });";
+    require_is_not_available: "module.exports = async () => ({ body: require('fs') });";
 }
 
 async fn globals_and_prototypes_do_not_cross_proxies(db: &TestDatabase, mode: Isolation) {

@@ -2,100 +2,50 @@
 //! `/tokenize` and child create, lower-cased, returned on read, list and search, searched by,
 //! changed or removed with PATCH (by a reader only), and bad patterns named.
 
-use actix_web::{http::Method, test};
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, send, state, tenant};
+use tessera_testkit::api::{app_key, app_with_tenant, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
-    bindings_are_set_returned_and_searched,
+    bindings_are_set_on_every_create_and_returned,
+    tokens_are_searched_by_binding,
     bad_patterns_are_named,
-    patch_changes_or_removes_a_binding_for_readers_only,
+    only_a_reader_may_change_a_binding,
+    patch_changes_or_removes_a_binding_and_reseals_the_data,
 );
-
-const MIB: usize = 1024 * 1024;
 
 fn token(destinations: Value) -> Value {
     json!({"type": "token", "data": "sk_live_x", "destinations": destinations})
 }
 
-async fn bindings_are_set_returned_and_searched(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let created = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(token(json!(["API.Stripe.com", "*.openai.com:443"]))),
-    )
-    .await
-    .expect(201);
+async fn bindings_are_set_on_every_create_and_returned(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
+    let created = token(json!(["API.Stripe.com", "*.openai.com:443"]));
+    let created = c.post("/tokens", created).await.expect(201);
     assert_eq!(
         created.body["destinations"],
         json!(["api.stripe.com", "*.openai.com:443"])
     );
     let id = created.body["id"].as_str().expect("id").to_string();
-    let read = send(&app, Method::GET, &format!("/tokens/{id}"), Some(k), None)
-        .await
-        .expect(200);
+    let read = c.get(&format!("/tokens/{id}")).await.expect(200);
     assert_eq!(read.body["destinations"][0], "api.stripe.com");
-    let unbound = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(json!({"type": "token", "data": "u"})),
-    )
-    .await
-    .expect(201);
+    let unbound = json!({"type": "token", "data": "u"});
+    let unbound = c.post("/tokens", unbound).await.expect(201);
     assert_eq!(unbound.body["destinations"], Value::Null);
-    let bulk = send(
-        &app,
-        Method::POST,
-        "/tokenize",
-        Some(k),
-        Some(json!([
-            token(json!(["127.0.0.1:8443"])),
-            token(json!(["[2001:DB8::1]"]))
-        ])),
-    )
-    .await
-    .expect(201);
+    let bulk = json!([
+        token(json!(["127.0.0.1:8443"])),
+        token(json!(["[2001:DB8::1]"]))
+    ]);
+    let bulk = c.post("/tokenize", bulk).await.expect(201);
     assert_eq!(bulk.body[1]["destinations"], json!(["[2001:db8::1]"]));
-    let child = send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{id}/children"),
-        Some(k),
-        Some(token(json!(["api.stripe.com"]))),
-    )
-    .await
-    .expect(201);
-    assert_eq!(child.body["destinations"], json!(["api.stripe.com"]));
-
-    let search = |criteria: Value| {
-        let app = &app;
-        async move {
-            send(app, Method::POST, "/tokens/search", Some(k), Some(criteria))
-                .await
-                .expect(200)
-                .body["pagination"]["total_items"]
-                .as_u64()
-                .expect("count")
-        }
-    };
-    assert_eq!(search(json!({"destinations": ["api.stripe.com"]})).await, 2);
-    assert_eq!(
-        search(json!({"destinations": ["API.STRIPE.COM", "*.openai.com:443"]})).await,
-        1
-    );
-    assert_eq!(search(json!({"destinations": ["openai.com"]})).await, 0);
-    let list = send(&app, Method::GET, "/tokens?size=100", Some(k), None)
+    let child = token(json!(["api.stripe.com"]));
+    let child = c
+        .post(&format!("/tokens/{id}/children"), child)
         .await
-        .expect(200);
+        .expect(201);
+    assert_eq!(child.body["destinations"], json!(["api.stripe.com"]));
+    let list = c.get("/tokens?size=100").await.expect(200);
     assert!(list.body["data"]
         .as_array()
         .expect("data")
@@ -103,77 +53,61 @@ async fn bindings_are_set_returned_and_searched(db: &TestDatabase) {
         .any(|t| t["destinations"] == json!(["127.0.0.1:8443"])));
 }
 
+async fn tokens_are_searched_by_binding(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
+    let id = c
+        .create(
+            "/tokens",
+            token(json!(["API.Stripe.com", "*.openai.com:443"])),
+        )
+        .await;
+    c.post("/tokens", json!({"type": "token", "data": "u"}))
+        .await
+        .expect(201);
+    let child = token(json!(["api.stripe.com"]));
+    c.create(&format!("/tokens/{id}/children"), child).await;
+    for (destinations, total) in [
+        (json!(["api.stripe.com"]), 2),
+        (json!(["API.STRIPE.COM", "*.openai.com:443"]), 1),
+        (json!(["openai.com"]), 0),
+    ] {
+        let criteria = json!({"destinations": destinations});
+        let found = c.post("/tokens/search", criteria).await.expect(200);
+        assert_eq!(
+            found.body["pagination"]["total_items"], total,
+            "{destinations}"
+        );
+    }
+}
+
 async fn bad_patterns_are_named(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let r = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(token(json!(["ok.com", "*.com", "https://x.com"]))),
-    )
-    .await
-    .expect(400);
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
+    let bad = token(json!(["ok.com", "*.com", "https://x.com"]));
+    let r = c.post("/tokens", bad).await.expect(400);
     assert_eq!(r.error_fields(), vec!["destinations[1]", "destinations[2]"]);
     assert!(r.body["errors"]["destinations[1]"][0]
         .as_str()
         .expect("message")
         .contains("*.com"));
-    let r = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(token(json!([]))),
-    )
-    .await
-    .expect(400);
+    let r = c.post("/tokens", token(json!([]))).await.expect(400);
     assert_eq!(r.error_fields(), vec!["destinations"]);
     let many: Vec<String> = (0..21).map(|i| format!("h{i}.example.com")).collect();
-    send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(token(json!(many))),
-    )
-    .await
-    .expect(400);
-    let r = send(
-        &app,
-        Method::POST,
-        "/tokens/search",
-        Some(k),
-        Some(json!({"destinations": ["a b"]})),
-    )
-    .await
-    .expect(400);
+    c.post("/tokens", token(json!(many))).await.expect(400);
+    let criteria = json!({"destinations": ["a b"]});
+    let r = c.post("/tokens/search", criteria).await.expect(400);
     assert_eq!(r.error_fields(), vec!["destinations[0]"]);
 }
 
 /// Choosing where data may go is for those who may read it: a `token:update` key without
 /// `token:read` cannot bind a token to its own host (and then send it there).
-async fn patch_changes_or_removes_a_binding_for_readers_only(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+async fn only_a_reader_may_change_a_binding(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
-    let id = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(token(json!(["api.stripe.com"]))),
-    )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let id = Caller::new(&app, k)
+        .create("/tokens", token(json!(["api.stripe.com"])))
+        .await;
     let path = format!("/tokens/{id}");
     let updater = app_key(
         &app,
@@ -181,66 +115,35 @@ async fn patch_changes_or_removes_a_binding_for_readers_only(db: &TestDatabase) 
         json!({"name": "u", "type": "private", "permissions": ["token:update"]}),
     )
     .await;
-    let r = send(
-        &app,
-        Method::PATCH,
-        &path,
-        Some(&updater),
-        Some(json!({"destinations": ["evil.example"]})),
-    )
-    .await
-    .expect(403);
+    let updater = Caller::new(&app, &updater);
+    let elsewhere = json!({"destinations": ["evil.example"]});
+    let r = updater.patch(&path, elsewhere).await.expect(403);
     assert!(r.body["detail"]
         .as_str()
         .expect("detail")
         .contains("token:read"));
-    send(
-        &app,
-        Method::PATCH,
-        &path,
-        Some(&updater),
-        Some(json!({"destinations": null})),
-    )
-    .await
-    .expect(403);
-    send(
-        &app,
-        Method::PATCH,
-        &path,
-        Some(&updater),
-        Some(json!({"metadata": {"a": "b"}})),
-    )
-    .await
-    .expect(200);
-    let moved = send(
-        &app,
-        Method::PATCH,
-        &path,
-        Some(k),
-        Some(json!({"destinations": ["*.stripe.com"]})),
-    )
-    .await
-    .expect(200);
+    let unbind = json!({"destinations": null});
+    updater.patch(&path, unbind).await.expect(403);
+    let metadata = json!({"metadata": {"a": "b"}});
+    updater.patch(&path, metadata).await.expect(200);
+}
+
+async fn patch_changes_or_removes_a_binding_and_reseals_the_data(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
+    let id = c.create("/tokens", token(json!(["api.stripe.com"]))).await;
+    let path = format!("/tokens/{id}");
+    let moved = json!({"destinations": ["*.stripe.com"]});
+    let moved = c.patch(&path, moved).await.expect(200);
     assert_eq!(moved.body["destinations"], json!(["*.stripe.com"]));
-    let read = send(&app, Method::GET, &path, Some(k), None)
-        .await
-        .expect(200);
+    let read = c.get(&path).await.expect(200);
     assert_eq!(
         read.body["data"], "sk_live_x",
         "re-sealed under the new binding"
     );
-    let cleared = send(
-        &app,
-        Method::PATCH,
-        &path,
-        Some(k),
-        Some(json!({"destinations": null})),
-    )
-    .await
-    .expect(200);
+    let cleared = json!({"destinations": null});
+    let cleared = c.patch(&path, cleared).await.expect(200);
     assert_eq!(cleared.body["destinations"], Value::Null);
-    let read = send(&app, Method::GET, &path, Some(k), None)
-        .await
-        .expect(200);
+    let read = c.get(&path).await.expect(200);
     assert_eq!(read.body["data"], "sk_live_x");
 }

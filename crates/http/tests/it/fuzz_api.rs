@@ -5,25 +5,15 @@
 //! Runs a couple of seconds by default; `FUZZ_SECONDS=600 cargo test -p tessera-http --test
 //! fuzz_api -- --nocapture` runs each target for ten minutes (`just fuzz`).
 
-use std::time::{Duration, Instant};
-
-use actix_web::{http::Method, test as actix_test};
-use proptest::{
-    prelude::*,
-    test_runner::{Config, RngAlgorithm, TestRng, TestRunner},
+use actix_web::{
+    dev::{Service, ServiceResponse},
+    http::Method,
+    test as actix_test, Error,
 };
+use proptest::prelude::*;
 use serde_json::{json, Value};
-use tessera_testkit::api::{send_raw, state, tenant};
-use tessera_testkit::db::TestDatabase;
-
-fn budget() -> Duration {
-    Duration::from_secs(
-        std::env::var("FUZZ_SECONDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(2),
-    )
-}
+use tessera_testkit::api::{send_raw, state, tenant, Caller};
+use tessera_testkit::{db::TestDatabase, fuzz::fuzz_in_rounds_of};
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -156,29 +146,25 @@ mod postgres {
     }
 }
 
-fn fuzz_endpoints(rt: &tokio::runtime::Runtime, db: &TestDatabase) {
-    let st = state(db, 1024 * 1024);
-    let t = rt.block_on(tenant(&st, "fuzz"));
-    let app = rt.block_on(actix_test::init_service(tessera_http::app(st)));
-    let key = t.admin_key.clone();
-    // Real ids, so path-addressed endpoints get past the lookup sometimes.
-    let token = rt.block_on(send_raw(
-        &app,
-        actix_test::TestRequest::post()
-            .uri("/tokens")
-            .insert_header(("SVC-API-KEY", key.as_str()))
-            .set_json(json!({"type": "token", "data": 1})),
-    ));
+/// What the fuzzer sends to: bodies to the writes, query strings to the reads. Real ids, so
+/// path-addressed endpoints get past the lookup sometimes.
+struct Targets {
+    writes: Vec<(Method, String)>,
+    reads: Vec<String>,
+}
+
+async fn targets<S, B>(app: &S, key: &str) -> Targets
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: actix_web::body::MessageBody,
+{
+    let c = Caller::new(app, key);
+    let token = c.post("/tokens", json!({"type": "token", "data": 1})).await;
     let token_id = token.body["id"].as_str().expect("id").to_string();
-    let proxy = rt.block_on(send_raw(
-        &app,
-        actix_test::TestRequest::post()
-            .uri("/proxies")
-            .insert_header(("SVC-API-KEY", key.as_str()))
-            .set_json(json!({"name": "p", "destination_url": "https://a.example.com"})),
-    ));
+    let proxy = json!({"name": "p", "destination_url": "https://a.example.com"});
+    let proxy = c.post("/proxies", proxy).await;
     let proxy_id = proxy.body["id"].as_str().expect("id").to_string();
-    let writes: Vec<(Method, String)> = vec![
+    let writes = vec![
         (Method::POST, "/applications".into()),
         (Method::POST, "/tokens".into()),
         (Method::POST, "/tokenize".into()),
@@ -189,71 +175,72 @@ fn fuzz_endpoints(rt: &tokio::runtime::Runtime, db: &TestDatabase) {
         (Method::PUT, format!("/proxies/{proxy_id}")),
     ];
     let reads = ["/applications", "/tokens", "/proxies", "/audit-events"];
-    let reads: Vec<String> = reads
+    let reads = reads
         .iter()
         .map(|s| s.to_string())
         .chain([format!("/tokens/{token_id}/children")])
         .collect();
+    Targets { writes, reads }
+}
 
-    let deadline = Instant::now() + budget();
-    let mut cases = 0u64;
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let mut round = 0u64;
-    while Instant::now() < deadline {
-        // A fresh runner and seed each round: a runner stops after its configured successes.
-        let mut seed = [0u8; 32];
-        seed[..8].copy_from_slice(&round.to_le_bytes());
-        seed[8..24].copy_from_slice(&started.to_le_bytes());
-        round += 1;
-        let config = Config {
-            cases: 64,
-            failure_persistence: None,
-            ..Config::default()
-        };
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed))
-            .run(
-                &(0..writes.len(), body(), 0..reads.len(), query()),
-                |(w, bytes, r, q)| {
-                    let (method, uri) = &writes[w];
-                    let req = actix_test::TestRequest::default()
-                        .method(method.clone())
-                        .uri(uri)
-                        .insert_header(("SVC-API-KEY", key.as_str()))
-                        .insert_header(("content-type", "application/json"))
-                        .set_payload(bytes.clone());
-                    let reply = rt.block_on(send_raw(&app, req));
-                    prop_assert!(
-                        reply.status.as_u16() < 500,
-                        "{} {} -> {}: {}",
-                        method,
-                        uri,
-                        reply.status,
-                        String::from_utf8_lossy(&bytes)
-                    );
-                    if reply.status.as_u16() >= 400 {
-                        prop_assert_eq!(
-                            reply
-                                .headers
-                                .get("content-type")
-                                .and_then(|v| v.to_str().ok()),
-                            Some("application/problem+json")
-                        );
-                    }
-                    let uri = format!("{}?{q}", reads[r]);
-                    let reply = rt.block_on(send_raw(
-                        &app,
-                        actix_test::TestRequest::get()
-                            .uri(&uri)
-                            .insert_header(("SVC-API-KEY", key.as_str())),
-                    ));
-                    prop_assert!(reply.status.as_u16() < 500, "GET {uri} -> {}", reply.status);
-                    Ok(())
-                },
-            )
-            .expect("no input makes the API fail");
-        cases += 64;
+/// `bytes` as a JSON body to a write: a success or a problem+json 4xx, never a 5xx.
+async fn write_answers_without_a_server_error<S, B>(
+    app: &S,
+    key: &str,
+    (method, uri): &(Method, String),
+    bytes: Vec<u8>,
+) -> Result<(), TestCaseError>
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: actix_web::body::MessageBody,
+{
+    let req = actix_test::TestRequest::default()
+        .method(method.clone())
+        .uri(uri)
+        .insert_header(("SVC-API-KEY", key))
+        .insert_header(("content-type", "application/json"))
+        .set_payload(bytes.clone());
+    let reply = send_raw(app, req).await;
+    prop_assert!(
+        reply.status.as_u16() < 500,
+        "{} {} -> {}: {}",
+        method,
+        uri,
+        reply.status,
+        String::from_utf8_lossy(&bytes)
+    );
+    if reply.status.as_u16() >= 400 {
+        prop_assert_eq!(
+            reply
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/problem+json")
+        );
     }
-    eprintln!("fuzzed {cases} bodies and queries in {:?}", budget());
+    Ok(())
+}
+
+fn fuzz_endpoints(rt: &tokio::runtime::Runtime, db: &TestDatabase) {
+    let st = state(db, 1024 * 1024);
+    let t = rt.block_on(tenant(&st, "fuzz"));
+    let app = rt.block_on(actix_test::init_service(tessera_http::app(st)));
+    let key = t.admin_key.as_str();
+    let Targets { writes, reads } = rt.block_on(targets(&app, key));
+    let strategy = (0..writes.len(), body(), 0..reads.len(), query());
+    // 64 cases a round: each case is two requests, and the budget is checked between rounds.
+    fuzz_in_rounds_of(
+        64,
+        "no input makes the API fail",
+        strategy,
+        |(w, bytes, r, q)| {
+            rt.block_on(write_answers_without_a_server_error(
+                &app, key, &writes[w], bytes,
+            ))?;
+            let uri = format!("{}?{q}", reads[r]);
+            let reply = rt.block_on(Caller::new(&app, key).get(&uri));
+            prop_assert!(reply.status.as_u16() < 500, "GET {uri} -> {}", reply.status);
+            Ok(())
+        },
+    );
 }

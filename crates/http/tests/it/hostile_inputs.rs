@@ -2,9 +2,9 @@
 //! to answer 500 are each a 400 problem naming the field, and change nothing. On both
 //! backends.
 
-use actix_web::{http::Method, test};
+use actix_web::http::Method;
 use serde_json::{json, Value};
-use tessera_testkit::api::{send, state, tenant};
+use tessera_testkit::api::{app_with_tenant, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -14,14 +14,10 @@ backend_tests!(
     metadata_filters_are_bounded_at_ten_pairs,
 );
 
-const MIB: usize = 1024 * 1024;
-
 /// Finding 15: `["x","private",["token:read"]]` used to create an application.
 async fn json_bodies_must_be_objects_where_objects_belong(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
     let cases: [(&str, Value); 6] = [
         ("/applications", json!(["x", "private", ["token:read"]])),
         ("/tokens", json!(["token", "secret"])),
@@ -34,123 +30,75 @@ async fn json_bodies_must_be_objects_where_objects_belong(db: &TestDatabase) {
         ),
     ];
     for (path, body) in cases {
-        let r = send(&app, Method::POST, path, Some(k), Some(body.clone()))
-            .await
-            .expect(400);
+        let r = c.post(path, body.clone()).await.expect(400);
         assert!(r.body["errors"].is_object(), "{path} {body}: {}", r.body);
     }
-    let apps = send(&app, Method::GET, "/applications", Some(k), None)
-        .await
-        .expect(200);
+    let apps = c.get("/applications").await.expect(200);
     assert_eq!(apps.body["pagination"]["total_items"], 1, "only the admin");
-    let tokens = send(&app, Method::GET, "/tokens", Some(k), None)
-        .await
-        .expect(200);
+    let tokens = c.get("/tokens").await.expect(200);
     assert_eq!(tokens.body["pagination"]["total_items"], 0);
 }
 
 /// Finding 10: `9999-12-31T23:59:59-23:59` is in year 10000 in UTC and used to panic.
 async fn times_past_year_9999_in_utc_are_refused_everywhere(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
     let late = "9999-12-31T23:59:59-23:59";
-    let r = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(json!({"type": "token", "data": "x", "expires_at": late})),
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["expires_at"]);
-    let r = send(
-        &app,
-        Method::POST,
-        "/tokens/search",
-        Some(k),
-        Some(json!({"created_after": late})),
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["created_after"]);
-    let r = send(
-        &app,
-        Method::GET,
-        "/audit-events?from=9999-12-31T23%3A59%3A59-23%3A59",
-        Some(k),
-        None,
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["from"]);
-    let id = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(json!({"type": "token", "data": "x"})),
-    )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    let r = send(
-        &app,
-        Method::PATCH,
-        &format!("/tokens/{id}"),
-        Some(k),
-        Some(json!({"expires_at": late})),
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["expires_at"]);
+    let id = c
+        .create("/tokens", json!({"type": "token", "data": "x"}))
+        .await;
+    for (method, path, body, field) in [
+        (
+            Method::POST,
+            "/tokens".to_string(),
+            Some(json!({"type": "token", "data": "x", "expires_at": late})),
+            "expires_at",
+        ),
+        (
+            Method::POST,
+            "/tokens/search".into(),
+            Some(json!({"created_after": late})),
+            "created_after",
+        ),
+        (
+            Method::GET,
+            "/audit-events?from=9999-12-31T23%3A59%3A59-23%3A59".into(),
+            None,
+            "from",
+        ),
+        (
+            Method::PATCH,
+            format!("/tokens/{id}"),
+            Some(json!({"expires_at": late})),
+            "expires_at",
+        ),
+    ] {
+        let r = c.send(method, &path, body).await.expect(400);
+        assert_eq!(r.error_fields(), vec![field], "{path}");
+    }
 }
 
 /// Finding 13: a NUL in the fingerprint answered 500 on PostgreSQL.
 async fn search_fingerprints_are_64_hex_digits(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
     for bad in ["a\u{0}b", "abc", &"g".repeat(64), &"a".repeat(65), ""] {
-        let r = send(
-            &app,
-            Method::POST,
-            "/tokens/search",
-            Some(k),
-            Some(json!({"fingerprint": bad})),
-        )
-        .await
-        .expect(400);
+        let r = c
+            .post("/tokens/search", json!({"fingerprint": bad}))
+            .await
+            .expect(400);
         assert_eq!(r.error_fields(), vec!["fingerprint"]);
     }
-    let created = send(
-        &app,
-        Method::POST,
-        "/tokens",
-        Some(k),
-        Some(json!({"type": "token", "data": "x"})),
-    )
-    .await
-    .expect(201);
+    let created = json!({"type": "token", "data": "x"});
+    let created = c.post("/tokens", created).await.expect(201);
     let upper = created.body["fingerprint"]
         .as_str()
         .expect("fingerprint")
         .to_ascii_uppercase();
-    let found = send(
-        &app,
-        Method::POST,
-        "/tokens/search",
-        Some(k),
-        Some(json!({"fingerprint": upper})),
-    )
-    .await
-    .expect(200);
+    let found = c
+        .post("/tokens/search", json!({"fingerprint": upper}))
+        .await
+        .expect(200);
     assert_eq!(
         found.body["pagination"]["total_items"], 1,
         "case-insensitive"
@@ -159,55 +107,24 @@ async fn search_fingerprints_are_64_hex_digits(db: &TestDatabase) {
 
 /// Finding 7: at most ten metadata pairs per search or list filter.
 async fn metadata_filters_are_bounded_at_ten_pairs(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
     let pairs = |n: usize| -> serde_json::Map<String, Value> {
         (0..n).map(|i| (format!("k{i}"), json!("v"))).collect()
     };
-    send(
-        &app,
-        Method::POST,
-        "/tokens/search",
-        Some(k),
-        Some(json!({"metadata": pairs(10)})),
-    )
-    .await
-    .expect(200);
-    let r = send(
-        &app,
-        Method::POST,
-        "/tokens/search",
-        Some(k),
-        Some(json!({"metadata": pairs(11)})),
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["metadata"]);
     let query = |n: usize| {
         (0..n)
             .map(|i| format!("metadata.k{i}=v"))
             .collect::<Vec<_>>()
             .join("&")
     };
-    send(
-        &app,
-        Method::GET,
-        &format!("/tokens?{}", query(10)),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(200);
-    let r = send(
-        &app,
-        Method::GET,
-        &format!("/tokens?{}", query(11)),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["metadata"]);
+    for (n, status) in [(10, 200), (11, 400)] {
+        let search = json!({"metadata": pairs(n)});
+        let r = c.post("/tokens/search", search).await.expect(status);
+        let listed = c.get(&format!("/tokens?{}", query(n))).await.expect(status);
+        if status == 400 {
+            assert_eq!(r.error_fields(), vec!["metadata"]);
+            assert_eq!(listed.error_fields(), vec!["metadata"]);
+        }
+    }
 }

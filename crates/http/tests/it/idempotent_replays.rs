@@ -2,15 +2,9 @@
 //! is answered only to a caller that passes the first request's permission checks again. On
 //! both backends.
 
-use actix_web::{
-    body::MessageBody,
-    dev::{Service, ServiceResponse},
-    http::Method,
-    test, Error,
-};
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
-use tessera_testkit::api::{app_key, send, send_raw, state, tenant, Reply};
+use tessera_testkit::api::{app_key, app_with_tenant, application_id as app_id, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -19,51 +13,10 @@ backend_tests!(
     the_stored_request_hash_is_keyed,
 );
 
-const MIB: usize = 1024 * 1024;
-
-async fn post_once<S, B>(app: &S, key: &str, path: &str, body: &Value, idem: &str) -> Reply
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
-{
-    let req = test::TestRequest::post()
-        .uri(path)
-        .insert_header(("SVC-API-KEY", key))
-        .insert_header(("Idempotency-Key", idem))
-        .set_json(body);
-    send_raw(app, req).await
-}
-
-async fn app_id<S, B>(app: &S, admin: &str, name: &str) -> String
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-    B: MessageBody,
-{
-    let page = send(
-        app,
-        Method::GET,
-        "/applications?size=100",
-        Some(admin),
-        None,
-    )
-    .await
-    .expect(200);
-    page.body["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .find(|a| a["name"] == name)
-        .and_then(|a| a["id"].as_str())
-        .expect("application")
-        .to_string()
-}
-
 /// The finding as reported: after `application:create` was revoked, a replay still returned
 /// the stored 201 with the minted API key. Now it is a 403, recorded as a denial.
 async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let minter = app_key(
         &app,
@@ -72,11 +25,13 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
     )
     .await;
     let body = json!({"name": "child", "type": "management", "permissions": ["application:read"]});
-    let first = post_once(&app, &minter, "/applications", &body, "mint-1")
+    let first = Caller::new(&app, &minter)
+        .post_once("/applications", &body, "mint-1")
         .await
         .expect(201);
     assert!(first.body["key"].is_string());
-    let replayed = post_once(&app, &minter, "/applications", &body, "mint-1")
+    let replayed = Caller::new(&app, &minter)
+        .post_once("/applications", &body, "mint-1")
         .await
         .expect(201);
     assert_eq!(
@@ -89,31 +44,25 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
     assert_eq!(replayed.body["key"], first.body["key"]);
 
     let minter_id = app_id(&app, admin, "minter").await;
-    send(
-        &app,
-        Method::PUT,
-        &format!("/applications/{minter_id}"),
-        Some(admin),
-        Some(json!({"name": "minter", "type": "management", "permissions": ["application:read"]})),
-    )
-    .await
-    .expect(200);
-    let refused = post_once(&app, &minter, "/applications", &body, "mint-1")
+    let as_admin = Caller::new(&app, admin);
+    let revoked =
+        json!({"name": "minter", "type": "management", "permissions": ["application:read"]});
+    as_admin
+        .put(&format!("/applications/{minter_id}"), revoked)
+        .await
+        .expect(200);
+    let refused = Caller::new(&app, &minter)
+        .post_once("/applications", &body, "mint-1")
         .await
         .expect(403);
     assert!(refused.body.get("key").is_none());
     assert!(
         !String::from_utf8_lossy(&refused.raw).contains(first.body["key"].as_str().expect("key"))
     );
-    let trail = send(
-        &app,
-        Method::GET,
-        "/audit-events?outcome=denied",
-        Some(admin),
-        None,
-    )
-    .await
-    .expect(200);
+    let trail = as_admin
+        .get("/audit-events?outcome=denied")
+        .await
+        .expect(200);
     let denied = &trail.body["data"][0];
     assert_eq!(denied["action"], "application.created");
     assert_eq!(denied["actor"], minter_id.as_str());
@@ -121,9 +70,7 @@ async fn a_replay_after_the_permission_was_revoked_is_refused(db: &TestDatabase)
 
 /// A token create's replay needs `token:create` on the container the token went to.
 async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let writer = app_key(
         &app,
@@ -132,23 +79,19 @@ async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatab
     )
     .await;
     let body = json!({"type": "token", "data": "x", "containers": ["/pci/low/"]});
-    post_once(&app, &writer, "/tokens", &body, "t-1")
+    Caller::new(&app, &writer)
+        .post_once("/tokens", &body, "t-1")
         .await
         .expect(201);
     let id = app_id(&app, admin, "w").await;
-    send(
-        &app,
-        Method::PUT,
-        &format!("/applications/{id}"),
-        Some(admin),
-        Some(
-            json!({"name": "w", "type": "private", "permissions": ["token:create"],
-                    "rules": [{"priority": 1, "container": "/pci/", "permissions": []}]}),
-        ),
-    )
-    .await
-    .expect(200);
-    let r = post_once(&app, &writer, "/tokens", &body, "t-1")
+    let no_pci = json!({"name": "w", "type": "private", "permissions": ["token:create"],
+        "rules": [{"priority": 1, "container": "/pci/", "permissions": []}]});
+    Caller::new(&app, admin)
+        .put(&format!("/applications/{id}"), no_pci)
+        .await
+        .expect(200);
+    let r = Caller::new(&app, &writer)
+        .post_once("/tokens", &body, "t-1")
         .await
         .expect(403);
     assert!(r.body["detail"]
@@ -159,13 +102,12 @@ async fn a_replay_needs_the_container_grants_of_the_first_request(db: &TestDatab
 
 /// A database copy holds no plain hash of a request body (which may hold a card number).
 async fn the_stored_request_hash_is_keyed(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = app_with_tenant(db, "acme").await;
     let admin = t.admin_key.as_str();
     let body = json!({"type": "card", "data": {"number": "4242424242424242"}});
     let raw = serde_json::to_vec(&body).expect("json");
-    post_once(&app, admin, "/tokens", &body, "card-1")
+    Caller::new(&app, admin)
+        .post_once("/tokens", &body, "card-1")
         .await
         .expect(201);
     let mut plain = Sha256::new();

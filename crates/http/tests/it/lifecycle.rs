@@ -7,24 +7,33 @@ use std::time::Duration;
 use actix_web::{
     body::MessageBody,
     dev::{Service, ServiceResponse},
-    http::Method,
     test, Error,
 };
 use serde_json::{json, Value};
 use tessera_domain::{store::TokenStore, TokenId};
-use tessera_testkit::api::{app_key, send, send_raw, state, tenant, Reply};
+use tessera_testkit::api::{app_key, app_with_tenant, send_raw, state, tenant, Caller, Reply};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
-    patch_merges_metadata_replaces_data_and_keeps_immutables,
+    patch_merges_metadata_and_replaces_data,
+    patch_refuses_immutables_and_invalid_values,
     patch_needs_token_update_and_stays_in_the_tenant,
-    expired_tokens_vanish_everywhere_and_the_sweep_deletes_them,
+    expired_tokens_vanish_everywhere,
+    the_sweep_deletes_expired_tokens_and_their_links,
     fingerprints_are_equal_for_equal_data_within_a_tenant_only,
     deduplication_answers_the_existing_token,
-    idempotency_keys_replay_refuse_and_scope,
+    an_idempotency_key_replays_the_first_answer_and_refuses_another_request,
+    idempotency_keys_belong_to_one_application,
+    a_failed_request_is_not_remembered_and_malformed_keys_are_refused,
+    a_replayed_application_keeps_its_key_sealed,
+    bulk_and_child_creation_honour_idempotency_keys,
     one_idempotency_key_sent_twenty_times_at_once_creates_one_token,
-    bulk_tokenize_is_ordered_and_all_or_nothing,
-    search_combines_filters_pages_newest_first_and_narrows_by_permission,
+    bulk_tokenize_is_ordered,
+    bulk_tokenize_is_all_or_nothing,
+    bulk_tokenize_deduplicates_against_stored_tokens_and_earlier_elements,
+    search_combines_filters_and_pages_newest_first,
+    search_refuses_invalid_filters,
+    search_narrows_by_permission_and_tenant,
 );
 
 const MIB: usize = 1024 * 1024;
@@ -37,14 +46,10 @@ where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    let mut req = test::TestRequest::post()
-        .uri(path)
-        .insert_header(("SVC-API-KEY", key))
-        .set_json(body);
-    if let Some(k) = idem {
-        req = req.insert_header(("Idempotency-Key", k));
+    match idem {
+        Some(idem) => Caller::new(app, key).post_once(path, &body, idem).await,
+        None => Caller::new(app, key).post(path, body).await,
     }
-    send_raw(app, req).await
 }
 
 /// `PATCH /tokens/{id}` with `application/merge-patch+json`.
@@ -53,12 +58,9 @@ where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    let req = test::TestRequest::patch()
-        .uri(&format!("/tokens/{id}"))
-        .insert_header(("SVC-API-KEY", key))
-        .insert_header(("content-type", "application/merge-patch+json"))
-        .set_payload(body.to_string());
-    send_raw(app, req).await
+    Caller::new(app, key)
+        .merge_patch(&format!("/tokens/{id}"), &body)
+        .await
 }
 
 async fn create<S, B>(app: &S, key: &str, body: Value) -> Value
@@ -74,7 +76,16 @@ where
     S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    send(app, Method::GET, path, Some(key), None).await
+    Caller::new(app, key).get(path).await
+}
+
+/// How many items the list at `path` counts.
+async fn total<S, B>(app: &S, key: &str, path: &str) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    get(app, key, path).await.expect(200).body["pagination"]["total_items"].clone()
 }
 
 fn id(v: &Value) -> String {
@@ -101,10 +112,14 @@ fn in_secs(secs: f64) -> String {
         .expect("format")
 }
 
-async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+/// A key allowed `permission` under `/pci/` only.
+fn pci_only(permission: &str) -> Value {
+    json!({"name": "p", "type": "private", "permissions": [],
+        "rules": [{"description": "pci", "priority": 1, "container": "/pci/", "permissions": [permission]}]})
+}
+
+async fn patch_merges_metadata_and_replaces_data(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
     let k = t.admin_key.as_str();
     let mut body = card(CARD);
     body["metadata"] = json!({"a": "1", "b": "2"});
@@ -144,22 +159,27 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
     assert_eq!(read.body["fingerprint"], r.body["fingerprint"]);
 
     // `application/json` is accepted too; `metadata: null` clears every pair.
-    let r = send(
-        &app,
-        Method::PATCH,
-        &format!("/tokens/{tid}"),
-        Some(k),
-        Some(json!({"metadata": null, "expires_at": in_secs(3600.0)})),
-    )
-    .await
-    .expect(200);
+    let r = Caller::new(&app, k)
+        .patch(
+            &format!("/tokens/{tid}"),
+            json!({"metadata": null, "expires_at": in_secs(3600.0)}),
+        )
+        .await
+        .expect(200);
     assert_eq!(r.body["metadata"], json!({}));
     assert!(r.body["expires_at"].is_string());
     let r = patch(&app, k, &tid, json!({"expires_at": null}))
         .await
         .expect(200);
     assert_eq!(r.body["expires_at"], Value::Null, "cleared");
+}
 
+async fn patch_refuses_immutables_and_invalid_values(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let k = t.admin_key.as_str();
+    let mut body = card(CARD);
+    body["metadata"] = json!({"a": "1", "b": "2"});
+    let tid = id(&create(&app, k, body.clone()).await);
     for (body, field) in [
         (json!({"type": "bank"}), "type"),
         (json!({"containers": ["/pci/low/"]}), "containers"),
@@ -192,8 +212,8 @@ async fn patch_merges_metadata_replaces_data_and_keeps_immutables(db: &TestDatab
     send_raw(&app, req).await.expect(415);
     let read = get(&app, k, &format!("/tokens/{tid}")).await.expect(200);
     assert_eq!(
-        read.body["data"],
-        json!({"number": OTHER_CARD}),
+        (&read.body["data"], &read.body["metadata"]),
+        (&body["data"], &body["metadata"]),
         "refused patches change nothing"
     );
 }
@@ -216,17 +236,13 @@ async fn patch_needs_token_update_and_stays_in_the_tenant(db: &TestDatabase) {
         json!({"name": "u", "type": "private", "permissions": ["token:update"]}),
     )
     .await;
-    let pci_only = app_key(&app, &a.admin_key, json!({"name": "p", "type": "private", "permissions": [],
-        "rules": [{"description": "pci", "priority": 1, "container": "/pci/", "permissions": ["token:update"]}]})).await;
-    patch(&app, &reader, &tid, json!({"metadata": {"a": "1"}}))
+    let pci_only = app_key(&app, &a.admin_key, pci_only("token:update")).await;
+    let set_a = json!({"metadata": {"a": "1"}});
+    patch(&app, &reader, &tid, set_a.clone()).await.expect(403);
+    patch(&app, &pci_only, &tid, set_a.clone())
         .await
         .expect(403);
-    patch(&app, &pci_only, &tid, json!({"metadata": {"a": "1"}}))
-        .await
-        .expect(403);
-    let r = patch(&app, &updater, &tid, json!({"metadata": {"a": "1"}}))
-        .await
-        .expect(200);
+    let r = patch(&app, &updater, &tid, set_a).await.expect(200);
     assert_ne!(
         r.body["modified_by"], r.body["created_by"],
         "the updater is recorded"
@@ -244,46 +260,38 @@ async fn patch_needs_token_update_and_stays_in_the_tenant(db: &TestDatabase) {
     assert_eq!(read.body["metadata"], json!({"a": "1"}));
 }
 
-async fn expired_tokens_vanish_everywhere_and_the_sweep_deletes_them(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let vault = st.vault.clone();
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = t.admin_key.as_str();
-    let r = post(
-        &app,
-        k,
-        "/tokens",
-        json!({"type": "token", "data": "x", "expires_at": in_secs(-1.0)}),
-        None,
-    )
-    .await
-    .expect(400);
-    assert_eq!(r.error_fields(), vec!["expires_at"]);
-
-    let parent = id(&create(&app, k, json!({"type": "token", "data": "parent"})).await);
-    let short = create(&app, k, json!({"type": "token", "data": "short", "metadata": {"m": "1"}, "expires_at": in_secs(1.5)})).await;
+/// A parent and a child of it that expires in 1.5 s, with metadata `m: 1`: their ids.
+async fn parent_and_short_lived_child<S, B>(app: &S, k: &str) -> (String, String)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let parent = id(&create(app, k, json!({"type": "token", "data": "parent"})).await);
+    let short = create(app, k, json!({"type": "token", "data": "short", "metadata": {"m": "1"}, "expires_at": in_secs(1.5)})).await;
     let sid = id(&short);
     assert!(short["expires_at"].is_string());
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{parent}/children/{sid}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(204);
+    let link = format!("/tokens/{parent}/children/{sid}");
+    Caller::new(app, k)
+        .send(actix_web::http::Method::POST, &link, None)
+        .await
+        .expect(204);
+    (parent, sid)
+}
+
+async fn expired_tokens_vanish_everywhere(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let k = t.admin_key.as_str();
+    let expired = json!({"type": "token", "data": "x", "expires_at": in_secs(-1.0)});
+    let r = post(&app, k, "/tokens", expired, None).await.expect(400);
+    assert_eq!(r.error_fields(), vec!["expires_at"]);
+
+    let (parent, sid) = parent_and_short_lived_child(&app, k).await;
+    let children = format!("/tokens/{parent}/children");
     // Before its expiry: readable, listed, a child.
     get(&app, k, &format!("/tokens/{sid}")).await.expect(200);
     assert!(ids(&get(&app, k, "/tokens").await.expect(200).body).contains(&sid));
-    assert_eq!(
-        ids(&get(&app, k, &format!("/tokens/{parent}/children"))
-            .await
-            .expect(200)
-            .body),
-        vec![sid.clone()]
-    );
+    let kids = get(&app, k, &children).await.expect(200).body;
+    assert_eq!(ids(&kids), vec![sid.clone()]);
 
     tokio::time::sleep(Duration::from_millis(1700)).await;
     // After: an unknown token everywhere, though its row is still there.
@@ -291,23 +299,18 @@ async fn expired_tokens_vanish_everywhere_and_the_sweep_deletes_them(db: &TestDa
     patch(&app, k, &sid, json!({"metadata": {"m": "2"}}))
         .await
         .expect(404);
-    send(
-        &app,
-        Method::POST,
-        &format!("/tokens/{parent}/children/{sid}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
+    Caller::new(&app, k)
+        .send(
+            actix_web::http::Method::POST,
+            &format!("{children}/{sid}"),
+            None,
+        )
+        .await
+        .expect(404);
     let list = get(&app, k, "/tokens").await.expect(200).body;
     assert_eq!(ids(&list), vec![parent.clone()]);
     assert_eq!(list["pagination"]["total_items"], 1, "not counted");
-    let kids = get(&app, k, &format!("/tokens/{parent}/children"))
-        .await
-        .expect(200)
-        .body;
-    assert_eq!(kids["pagination"]["total_items"], 0);
+    assert_eq!(total(&app, k, &children).await, 0);
     let found = post(
         &app,
         k,
@@ -319,28 +322,31 @@ async fn expired_tokens_vanish_everywhere_and_the_sweep_deletes_them(db: &TestDa
     .expect(200)
     .body;
     assert_eq!(found["pagination"]["total_items"], 0);
-    let sid_parsed: TokenId = sid.parse().expect("id");
-    assert!(
-        db.db
-            .get_token(t.tenant_id, sid_parsed)
-            .await
-            .expect("read")
-            .is_some(),
-        "not swept yet"
-    );
+    let sid: TokenId = sid.parse().expect("id");
+    let row = db.db.get_token(t.tenant_id, sid).await.expect("read");
+    assert!(row.is_some(), "not swept yet");
+}
 
+async fn the_sweep_deletes_expired_tokens_and_their_links(db: &TestDatabase) {
+    let st = state(db, MIB);
+    let vault = st.vault.clone();
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let k = t.admin_key.as_str();
+    let (parent, sid) = parent_and_short_lived_child(&app, k).await;
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let sid_parsed: TokenId = sid.parse().expect("id");
     // A sweeper on a short interval removes the row (its link with it) within a few rounds.
     let sweeper =
         tessera_startup::spawn_sweeper(vault, Duration::from_millis(100)).expect("sweeper");
     let mut gone = false;
     for _ in 0..100 {
-        if db
+        let row = db
             .db
             .get_token(t.tenant_id, sid_parsed)
             .await
-            .expect("read")
-            .is_none()
-        {
+            .expect("read");
+        if row.is_none() {
             gone = true;
             break;
         }
@@ -349,15 +355,10 @@ async fn expired_tokens_vanish_everywhere_and_the_sweep_deletes_them(db: &TestDa
     sweeper.abort();
     assert!(gone, "the sweep deleted the expired token");
     get(&app, k, &format!("/tokens/{parent}")).await.expect(200);
-    send(
-        &app,
-        Method::DELETE,
-        &format!("/tokens/{parent}/children/{sid}"),
-        Some(k),
-        None,
-    )
-    .await
-    .expect(404);
+    Caller::new(&app, k)
+        .delete(&format!("/tokens/{parent}/children/{sid}"))
+        .await
+        .expect(404);
 }
 
 async fn fingerprints_are_equal_for_equal_data_within_a_tenant_only(db: &TestDatabase) {
@@ -500,11 +501,10 @@ async fn deduplication_answers_the_existing_token(db: &TestDatabase) {
     assert_eq!(ids(&kids), vec![id(&first)]);
 }
 
-async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let b = tenant(&st, "b").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+async fn an_idempotency_key_replays_the_first_answer_and_refuses_another_request(
+    db: &TestDatabase,
+) {
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let body = json!({"type": "token", "data": "idempotent"});
     let first = post(&app, k, "/tokens", body.clone(), Some("order-1"))
@@ -522,28 +522,29 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
         Some("true")
     );
     assert_eq!(again.body, first.body, "the first answer, byte for byte");
-    assert_eq!(
-        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"],
-        1
-    );
+    assert_eq!(total(&app, k, "/tokens").await, 1);
     // Same key, another body or path: 422, nothing created.
-    post(
-        &app,
-        k,
-        "/tokens",
-        json!({"type": "token", "data": "other"}),
-        Some("order-1"),
-    )
-    .await
-    .expect(422);
-    post(&app, k, "/tokenize", json!([body.clone()]), Some("order-1"))
+    let other = json!({"type": "token", "data": "other"});
+    post(&app, k, "/tokens", other, Some("order-1"))
         .await
         .expect(422);
-    assert_eq!(
-        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"],
-        1
-    );
-    // Keys belong to one application: another application (or tenant) may reuse the string.
+    post(&app, k, "/tokenize", json!([body]), Some("order-1"))
+        .await
+        .expect(422);
+    assert_eq!(total(&app, k, "/tokens").await, 1);
+}
+
+/// Keys belong to one application: another application (or tenant) may reuse the string.
+async fn idempotency_keys_belong_to_one_application(db: &TestDatabase) {
+    let st = state(db, MIB);
+    let a = tenant(&st, "a").await;
+    let b = tenant(&st, "b").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let k = a.admin_key.as_str();
+    let body = json!({"type": "token", "data": "idempotent"});
+    let first = post(&app, k, "/tokens", body.clone(), Some("order-1"))
+        .await
+        .expect(201);
     let other = app_key(
         &app,
         k,
@@ -555,23 +556,24 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
         .expect(201);
     assert!(theirs.headers.get("idempotent-replayed").is_none());
     assert_ne!(id(&theirs.body), id(&first.body));
-    post(&app, &b.admin_key, "/tokens", body.clone(), Some("order-1"))
+    post(&app, &b.admin_key, "/tokens", body, Some("order-1"))
         .await
         .expect(201);
+}
+
+async fn a_failed_request_is_not_remembered_and_malformed_keys_are_refused(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
     // A failed request is not remembered: the corrected retry runs.
-    post(
-        &app,
-        k,
-        "/tokens",
-        json!({"type": "card", "data": {"number": "1"}}),
-        Some("order-2"),
-    )
-    .await
-    .expect(400);
+    let invalid = json!({"type": "card", "data": {"number": "1"}});
+    post(&app, k, "/tokens", invalid, Some("order-2"))
+        .await
+        .expect(400);
     post(&app, k, "/tokens", card(CARD), Some("order-2"))
         .await
         .expect(201);
     // Malformed keys.
+    let body = json!({"type": "token", "data": "idempotent"});
     post(&app, k, "/tokens", body.clone(), Some(&"k".repeat(256)))
         .await
         .expect(400);
@@ -582,10 +584,15 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
             "Idempotency-Key",
             actix_web::http::header::HeaderValue::from_bytes(b"caf\xc3\xa9").expect("value"),
         ))
-        .set_json(body.clone());
+        .set_json(body);
     let r = send_raw(&app, req).await.expect(400);
     assert_eq!(r.error_fields(), vec!["Idempotency-Key"]);
-    // Applications: the replay carries the same new key, which is stored only sealed.
+}
+
+/// Applications: the replay carries the same new key, which is stored only sealed.
+async fn a_replayed_application_keeps_its_key_sealed(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
     let spec = json!({"name": "svc", "type": "private", "permissions": ["token:read"]});
     let made = post(&app, k, "/applications", spec.clone(), Some("app-1"))
         .await
@@ -600,57 +607,34 @@ async fn idempotency_keys_replay_refuse_and_scope(db: &TestDatabase) {
         !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
         "a replayable API key is on disk in clear"
     );
-    // Bulk and child creation honour keys as well.
-    let bulk = post(
-        &app,
-        k,
-        "/tokenize",
-        json!([body.clone(), body.clone()]),
-        Some("bulk-1"),
-    )
-    .await
-    .expect(201);
-    let bulk_again = post(
-        &app,
-        k,
-        "/tokenize",
-        json!([body.clone(), body.clone()]),
-        Some("bulk-1"),
-    )
-    .await
-    .expect(201);
-    assert_eq!(bulk.body, bulk_again.body);
-    let parent = id(&first.body);
-    let child = post(
-        &app,
-        k,
-        &format!("/tokens/{parent}/children"),
-        body.clone(),
-        Some("child-1"),
-    )
-    .await
-    .expect(201);
-    let child_again = post(
-        &app,
-        k,
-        &format!("/tokens/{parent}/children"),
-        body,
-        Some("child-1"),
-    )
-    .await
-    .expect(201);
-    assert_eq!(id(&child.body), id(&child_again.body));
-    let kids = get(&app, k, &format!("/tokens/{parent}/children"))
+}
+
+async fn bulk_and_child_creation_honour_idempotency_keys(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
+    let body = json!({"type": "token", "data": "idempotent"});
+    let both = json!([body.clone(), body.clone()]);
+    let bulk = post(&app, k, "/tokenize", both.clone(), Some("bulk-1"))
         .await
-        .expect(200)
-        .body;
-    assert_eq!(kids["pagination"]["total_items"], 1);
+        .expect(201);
+    let bulk_again = post(&app, k, "/tokenize", both, Some("bulk-1"))
+        .await
+        .expect(201);
+    assert_eq!(bulk.body, bulk_again.body);
+    let parent = id(&create(&app, k, body.clone()).await);
+    let children = format!("/tokens/{parent}/children");
+    let child = post(&app, k, &children, body.clone(), Some("child-1"))
+        .await
+        .expect(201);
+    let child_again = post(&app, k, &children, body, Some("child-1"))
+        .await
+        .expect(201);
+    assert_eq!(id(&child.body), id(&child_again.body));
+    assert_eq!(total(&app, k, &children).await, 1);
 }
 
 async fn one_idempotency_key_sent_twenty_times_at_once_creates_one_token(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let body = json!({"type": "token", "data": "once"});
     let replies = futures_util::future::join_all(
@@ -675,16 +659,11 @@ async fn one_idempotency_key_sent_twenty_times_at_once_creates_one_token(db: &Te
     }
     assert_eq!(created, 1, "exactly one request ran");
     assert_eq!(ids_seen.len(), 1, "every success names the same token");
-    assert_eq!(
-        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"],
-        1
-    );
+    assert_eq!(total(&app, k, "/tokens").await, 1);
 }
 
-async fn bulk_tokenize_is_ordered_and_all_or_nothing(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+async fn bulk_tokenize_is_ordered(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
     let k = a.admin_key.as_str();
     let r = post(&app, k, "/tokenize", json!([
         {"type": "token", "data": "first", "metadata": {"n": "0"}},
@@ -704,10 +683,14 @@ async fn bulk_tokenize_is_ordered_and_all_or_nothing(db: &TestDatabase) {
         .await
         .expect(200);
     assert_eq!(read.body["data"]["number"], CARD);
+}
 
+async fn bulk_tokenize_is_all_or_nothing(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
+    create(&app, k, card(CARD)).await;
     // One invalid element: 400 naming its index, nothing stored.
-    let before =
-        get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"].clone();
+    let before = total(&app, k, "/tokens").await;
     let r = post(
         &app,
         k,
@@ -722,46 +705,31 @@ async fn bulk_tokenize_is_ordered_and_all_or_nothing(db: &TestDatabase) {
     .await
     .expect(400);
     assert_eq!(r.error_fields(), vec!["[1].data.number", "[2].data"]);
-    post(&app, k, "/tokenize", json!([]), None)
-        .await
-        .expect(400);
     let many: Vec<Value> = (0..101)
         .map(|i| json!({"type": "token", "data": i}))
         .collect();
-    post(&app, k, "/tokenize", json!(many), None)
-        .await
-        .expect(400);
-    post(
-        &app,
-        k,
-        "/tokenize",
-        json!({"type": "token", "data": 1}),
-        None,
-    )
-    .await
-    .expect(400);
+    for refused in [json!([]), json!(many), json!({"type": "token", "data": 1})] {
+        post(&app, k, "/tokenize", refused, None).await.expect(400);
+    }
     // Permission on every target container, else 403 and nothing stored.
-    let pci = app_key(&app, k, json!({"name": "p", "type": "private", "permissions": [],
-        "rules": [{"description": "pci", "priority": 1, "container": "/pci/", "permissions": ["token:create"]}]})).await;
-    post(
-        &app,
-        &pci,
-        "/tokenize",
-        json!([card(CARD), {"type": "token", "data": "general"}]),
-        None,
-    )
-    .await
-    .expect(403);
+    let pci = app_key(&app, k, pci_only("token:create")).await;
+    let mixed = json!([card(CARD), {"type": "token", "data": "general"}]);
+    post(&app, &pci, "/tokenize", mixed, None).await.expect(403);
     post(&app, &pci, "/tokenize", json!([card(CARD)]), None)
         .await
         .expect(201);
-    let after = get(&app, k, "/tokens").await.expect(200).body["pagination"]["total_items"].clone();
+    let after = total(&app, k, "/tokens").await;
     assert_eq!(
         after.as_i64(),
         before.as_i64().map(|n| n + 1),
         "only the permitted batch"
     );
-    // Deduplicating elements answer an existing token or an earlier element.
+}
+
+/// Deduplicating elements answer an existing token or an earlier element.
+async fn bulk_tokenize_deduplicates_against_stored_tokens_and_earlier_elements(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
     let mut dedup = card(OTHER_CARD);
     dedup["deduplicate_token"] = json!(true);
     let r = post(
@@ -776,14 +744,20 @@ async fn bulk_tokenize_is_ordered_and_all_or_nothing(db: &TestDatabase) {
     let out = r.body.as_array().expect("array");
     assert_eq!(id(&out[0]), id(&out[1]));
     assert_ne!(id(&out[0]), id(&out[2]));
+    // A stored equal token answers in a later batch.
+    let r = post(&app, k, "/tokenize", json!([dedup]), None)
+        .await
+        .expect(201);
+    assert_eq!(id(&r.body[0]), id(&out[0]));
 }
 
-async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let a = tenant(&st, "a").await;
-    let b = tenant(&st, "b").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let k = a.admin_key.as_str();
+/// Five tokens of tenant `k`, oldest first: cards and plain tokens in several containers,
+/// for customers `c1` and `c2`.
+async fn five_tokens<S, B>(app: &S, k: &str) -> Vec<Value>
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     let mut made = Vec::new();
     for (i, (kind, container, customer)) in [
         ("card", "/pci/high/", "c1"),
@@ -800,10 +774,17 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
         } else {
             json!(format!("t{i}"))
         };
-        let t = create(&app, k, json!({"type": kind, "data": data, "containers": [container], "metadata": {"customer": customer, "i": i.to_string()}})).await;
+        let t = create(app, k, json!({"type": kind, "data": data, "containers": [container], "metadata": {"customer": customer, "i": i.to_string()}})).await;
         made.push(t);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    made
+}
+
+async fn search_combines_filters_and_pages_newest_first(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
+    let made = five_tokens(&app, k).await;
     let search = |body: Value| post(&app, k, "/tokens/search", body, None);
     let r = search(json!({"metadata": {"customer": "c1"}}))
         .await
@@ -815,29 +796,30 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
         "newest first"
     );
     assert!(r["data"][0].get("data").is_none(), "no data unless asked");
-    let r = search(json!({"metadata": {"customer": "c1"}, "type": ["card"], "container": "/pci/"}))
-        .await
-        .expect(200)
-        .body;
-    assert_eq!(ids(&r), vec![id(&made[1]), id(&made[0])]);
     let r = search(json!({"fingerprint": made[0]["fingerprint"], "include_data": true}))
         .await
         .expect(200)
         .body;
     assert_eq!(ids(&r), vec![id(&made[4]), id(&made[1]), id(&made[0])]);
     assert_eq!(r["data"][0]["data"], json!({"number": CARD}));
-    let r = search(json!({"container": "/pci/high/", "metadata": {"customer": "c2"}}))
-        .await
-        .expect(200)
-        .body;
-    assert_eq!(ids(&r), vec![id(&made[4])]);
-    let r = search(
-        json!({"created_after": made[1]["created_at"], "created_before": made[4]["created_at"]}),
-    )
-    .await
-    .expect(200)
-    .body;
-    assert_eq!(ids(&r), vec![id(&made[3]), id(&made[2])]);
+    for (filters, found) in [
+        (
+            json!({"metadata": {"customer": "c1"}, "type": ["card"], "container": "/pci/"}),
+            vec![1, 0],
+        ),
+        (
+            json!({"container": "/pci/high/", "metadata": {"customer": "c2"}}),
+            vec![4],
+        ),
+        (
+            json!({"created_after": made[1]["created_at"], "created_before": made[4]["created_at"]}),
+            vec![3, 2],
+        ),
+    ] {
+        let r = search(filters.clone()).await.expect(200).body;
+        let expected: Vec<String> = found.into_iter().map(|i| id(&made[i])).collect();
+        assert_eq!(ids(&r), expected, "{filters}");
+    }
     let r = search(json!({"size": 2, "page": 2})).await.expect(200).body;
     assert_eq!(ids(&r), vec![id(&made[2]), id(&made[1])]);
     assert_eq!(
@@ -848,6 +830,12 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
         search(json!({"size": 2, "page": 4})).await.expect(200).body["data"],
         json!([])
     );
+}
+
+async fn search_refuses_invalid_filters(db: &TestDatabase) {
+    let (app, a) = app_with_tenant(db, "a").await;
+    let k = a.admin_key.as_str();
+    five_tokens(&app, k).await;
     for (body, field) in [
         (json!({"size": 0}), "size"),
         (json!({"container": "pci"}), "container"),
@@ -855,22 +843,28 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
         (json!({"type": ["nope"]}), "type[0]"),
         (json!({"colour": "red"}), "colour"),
     ] {
-        let r = search(body.clone()).await.expect(400);
+        let r = post(&app, k, "/tokens/search", body.clone(), None)
+            .await
+            .expect(400);
         assert_eq!(r.error_fields(), vec![field.to_string()], "{body}");
     }
+}
+
+async fn search_narrows_by_permission_and_tenant(db: &TestDatabase) {
+    let st = state(db, MIB);
+    let a = tenant(&st, "a").await;
+    let b = tenant(&st, "b").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let k = a.admin_key.as_str();
+    let made = five_tokens(&app, k).await;
     // A key reading only /pci/high/ sees and counts only those.
     let narrow = app_key(&app, k, json!({"name": "n", "type": "private", "permissions": [],
         "rules": [{"description": "pci high", "priority": 1, "container": "/pci/high/", "permissions": ["token:read"]}]})).await;
-    let r = post(
-        &app,
-        &narrow,
-        "/tokens/search",
-        json!({"metadata": {"customer": "c1"}}),
-        None,
-    )
-    .await
-    .expect(200)
-    .body;
+    let c1 = json!({"metadata": {"customer": "c1"}});
+    let r = post(&app, &narrow, "/tokens/search", c1, None)
+        .await
+        .expect(200)
+        .body;
     assert_eq!(ids(&r), vec![id(&made[0])]);
     assert_eq!(r["pagination"]["total_items"], 1);
     let creator = app_key(
@@ -883,15 +877,10 @@ async fn search_combines_filters_pages_newest_first_and_narrows_by_permission(db
         .await
         .expect(403);
     // Another tenant finds nothing, even by this tenant's exact fingerprint.
-    let r = post(
-        &app,
-        &b.admin_key,
-        "/tokens/search",
-        json!({"fingerprint": made[0]["fingerprint"]}),
-        None,
-    )
-    .await
-    .expect(200)
-    .body;
+    let theirs = json!({"fingerprint": made[0]["fingerprint"]});
+    let r = post(&app, &b.admin_key, "/tokens/search", theirs, None)
+        .await
+        .expect(200)
+        .body;
     assert_eq!(r["pagination"]["total_items"], 0);
 }

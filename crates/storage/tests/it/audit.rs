@@ -21,7 +21,8 @@ use uuid::Uuid;
 
 backend_tests!(
     chains_are_per_tenant_and_listed_newest_first,
-    every_filter_narrows_the_list,
+    action_resource_actor_and_outcome_filters_narrow_the_list,
+    time_filters_bound_the_list,
     concurrent_appends_never_fork_a_chain,
     verification_names_an_altered_event,
     verification_names_a_deleted_event_and_a_cut_end,
@@ -132,7 +133,19 @@ async fn chains_are_per_tenant_and_listed_newest_first(t: &TestDatabase) {
     assert_eq!(only_b.events_checked, 5);
 }
 
-async fn every_filter_narrows_the_list(t: &TestDatabase) {
+/// Four events of one tenant, oldest first: alice creates `token`, bob reads it (and another),
+/// bob is refused its deletion, alice creates another token.
+struct FourEvents {
+    tenant: TenantId,
+    alice: ApplicationId,
+    token: Uuid,
+    first: AuditEvent,
+    read: AuditEvent,
+    denied: AuditEvent,
+    other: AuditEvent,
+}
+
+async fn four_events(t: &TestDatabase) -> FourEvents {
     let tenant = TenantId::new();
     let (alice, bob) = (ApplicationId::new(), ApplicationId::new());
     let token = Uuid::new_v4();
@@ -153,71 +166,101 @@ async fn every_filter_narrows_the_list(t: &TestDatabase) {
     );
     let other = created(tenant, alice, Uuid::new_v4());
     append(t, &[read.clone(), denied.clone(), other.clone()]).await;
+    FourEvents {
+        tenant,
+        alice,
+        token,
+        first,
+        read,
+        denied,
+        other,
+    }
+}
 
-    let ids = |filter: AuditFilter| async move {
-        list(t, tenant, &filter, page(1, 100))
-            .await
-            .items
-            .into_iter()
-            .map(|e| e.event.id)
-            .collect::<Vec<_>>()
-    };
-    let only = |f: fn(&mut AuditFilter)| {
-        let mut filter = AuditFilter::default();
-        f(&mut filter);
-        filter
-    };
-    assert_eq!(
-        ids(only(
-            |f| f.actions = vec![AuditAction::TokenRead, AuditAction::TokenDeleted]
-        ))
-        .await,
-        vec![denied.id, read.id]
-    );
+/// The ids of `tenant`'s events `filter` finds, newest first.
+async fn ids(t: &TestDatabase, tenant: TenantId, filter: AuditFilter) -> Vec<Uuid> {
+    list(t, tenant, &filter, page(1, 100))
+        .await
+        .items
+        .into_iter()
+        .map(|e| e.event.id)
+        .collect()
+}
+
+async fn action_resource_actor_and_outcome_filters_narrow_the_list(t: &TestDatabase) {
+    let e = four_events(t).await;
     let by_resource = AuditFilter {
-        resource_id: Some(token),
+        resource_id: Some(e.token),
         ..AuditFilter::default()
     };
-    assert_eq!(
-        ids(by_resource.clone()).await,
-        vec![denied.id, read.id, first.id]
-    );
-    let by_actor = AuditFilter {
-        actor: Some(Actor::Application(alice)),
-        ..AuditFilter::default()
-    };
-    assert_eq!(ids(by_actor).await, vec![other.id, first.id]);
-    assert_eq!(
-        ids(only(|f| f.outcome = Some(Outcome::Denied))).await,
-        vec![denied.id]
-    );
-    let stored = list(t, tenant, &AuditFilter::default(), page(1, 100)).await;
+    for (filter, found) in [
+        (
+            AuditFilter {
+                actions: vec![AuditAction::TokenRead, AuditAction::TokenDeleted],
+                ..AuditFilter::default()
+            },
+            vec![e.denied.id, e.read.id],
+        ),
+        (
+            by_resource.clone(),
+            vec![e.denied.id, e.read.id, e.first.id],
+        ),
+        (
+            AuditFilter {
+                actor: Some(Actor::Application(e.alice)),
+                ..AuditFilter::default()
+            },
+            vec![e.other.id, e.first.id],
+        ),
+        (
+            AuditFilter {
+                outcome: Some(Outcome::Denied),
+                ..AuditFilter::default()
+            },
+            vec![e.denied.id],
+        ),
+    ] {
+        assert_eq!(ids(t, e.tenant, filter.clone()).await, found, "{filter:?}");
+    }
+    let stored = list(t, e.tenant, &AuditFilter::default(), page(1, 100)).await;
     assert_eq!(
         stored.items[1].event.reason.as_deref(),
         Some("missing permission token:delete")
     );
-    let at = first.occurred_at;
+    // Another tenant sees none of it, whatever the filter.
+    let stranger = list(t, TenantId::new(), &by_resource, page(1, 100)).await;
+    assert_eq!(stranger.total_items, 0);
+}
+
+async fn time_filters_bound_the_list(t: &TestDatabase) {
+    let e = four_events(t).await;
+    let at = e.first.occurred_at;
     let until = |to| AuditFilter {
         to: Some(to),
         ..AuditFilter::default()
     };
     assert_eq!(
-        ids(until(at + Duration::microseconds(1))).await.last(),
-        Some(&first.id),
+        ids(t, e.tenant, until(at + Duration::microseconds(1)))
+            .await
+            .last(),
+        Some(&e.first.id),
         "`to` includes what came before it"
     );
-    assert!(ids(until(at)).await.is_empty(), "`to` is exclusive");
+    assert!(
+        ids(t, e.tenant, until(at)).await.is_empty(),
+        "`to` is exclusive"
+    );
     let since = |from| AuditFilter {
         from: Some(from),
         ..AuditFilter::default()
     };
-    assert!(ids(since(other.occurred_at + Duration::seconds(1)))
-        .await
-        .is_empty());
-    assert_eq!(ids(since(at)).await.len(), 4, "`from` is inclusive");
-    // Another tenant sees none of it, whatever the filter.
-    let stranger = list(t, TenantId::new(), &by_resource, page(1, 100)).await;
-    assert_eq!(stranger.total_items, 0);
+    let later = e.other.occurred_at + Duration::seconds(1);
+    assert!(ids(t, e.tenant, since(later)).await.is_empty());
+    assert_eq!(
+        ids(t, e.tenant, since(at)).await.len(),
+        4,
+        "`from` is inclusive"
+    );
 }
 
 async fn concurrent_appends_never_fork_a_chain(t: &TestDatabase) {

@@ -2,36 +2,20 @@
 //! (the reverse of its children, confined to what the caller may read and to its tenant) and
 //! the verification of one's own tenant's audit chain (needs `audit:read`).
 
-use std::sync::Arc;
-
 use serde_json::json;
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditEvent, Durability},
     error::Resource,
     ApplicationInput, NewToken, Principal, TokenId, TokenType, Vault, VaultError,
 };
-use tessera_storage::DetachedStore;
 use tessera_testkit::{backend_tests, db::TestDatabase};
+
+use crate::vaults::{admin, vault};
 
 backend_tests!(
     parents_are_listed_in_link_order_within_what_the_caller_reads,
     own_audit_verification_needs_audit_read_and_walks_one_chain,
 );
-
-fn vault(t: &TestDatabase) -> Vault {
-    Vault::new(
-        Arc::new(DetachedStore::new(t.db.clone())),
-        tessera_testkit::master_key(),
-    )
-}
-
-async fn admin(vault: &Vault, name: &str) -> Principal {
-    let tenant = vault.create_tenant(name).await.expect("tenant");
-    vault
-        .authenticate(Some(tenant.api_key.expose()))
-        .await
-        .expect("admin")
-}
 
 async fn token(vault: &Vault, caller: &Principal, container: &str) -> TokenId {
     let mut input = NewToken::new(TokenType::Token, json!("v"));

@@ -2,32 +2,16 @@
 //! with several processes on one database, and tokens written before fingerprints get theirs
 //! at start-up, equal to what a new token with the same data gets.
 
-use std::sync::Arc;
-
 use serde_json::json;
-use tessera_domain::{store::TokenStore, NewToken, Principal, TokenType, Vault};
-use tessera_storage::DetachedStore;
+use tessera_domain::{store::TokenStore, NewToken, TokenType, Vault};
 use tessera_testkit::{backend_tests, db::TestDatabase};
+
+use crate::vaults::{admin, vault};
 
 backend_tests!(
     concurrent_sweeps_delete_each_expired_token_once,
     legacy_tokens_get_the_fingerprint_new_tokens_get,
 );
-
-fn vault(t: &TestDatabase) -> Vault {
-    Vault::new(
-        Arc::new(DetachedStore::new(t.db.clone())),
-        tessera_testkit::master_key(),
-    )
-}
-
-async fn admin(vault: &Vault, name: &str) -> Principal {
-    let tenant = vault.create_tenant(name).await.expect("tenant");
-    vault
-        .authenticate(Some(tenant.api_key.expose()))
-        .await
-        .expect("admin")
-}
 
 /// Four "processes" (vaults over one database) sweep at once: every expired token is deleted,
 /// the counts add up to exactly that many, no sweep fails, and live tokens stay.
@@ -105,26 +89,19 @@ async fn legacy_tokens_get_the_fingerprint_new_tokens_get(t: &TestDatabase) {
         .expect("token");
     let expected = old.fingerprint.clone();
     t.execute("UPDATE tokens SET fingerprint = ''").await;
-    assert_eq!(
+    let stored_fingerprint = || async {
         t.db.get_token(admin.tenant_id(), old.id)
             .await
             .expect("read")
             .expect("row")
-            .fingerprint,
-        ""
-    );
+            .fingerprint
+    };
+    assert_eq!(stored_fingerprint().await, "");
     let read = vault.get_token(&admin, old.id).await.expect("read");
     assert_eq!(read.fingerprint, expected, "computed when read");
     assert_eq!(vault.backfill_fingerprints().await.expect("backfill"), 1);
     assert_eq!(vault.backfill_fingerprints().await.expect("again"), 0);
-    assert_eq!(
-        t.db.get_token(admin.tenant_id(), old.id)
-            .await
-            .expect("read")
-            .expect("row")
-            .fingerprint,
-        expected
-    );
+    assert_eq!(stored_fingerprint().await, expected);
     let new = vault
         .create_token(&admin, NewToken::new(TokenType::Card, card))
         .await

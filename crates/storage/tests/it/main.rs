@@ -12,3 +12,4 @@ mod rotation;
 mod sealed_proxies;
 mod search_limits;
 mod store_suite;
+mod vaults;

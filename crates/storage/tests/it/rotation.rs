@@ -5,12 +5,16 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tessera_domain::{store::TenantStore, MasterKey, NewToken, Rotation, Vault};
+use tessera_domain::{
+    proxy::Proxy, store::TenantStore, MasterKey, NewToken, Rotation, TokenId, Vault,
+};
 use tessera_storage::DetachedStore;
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
-    rotation_rewraps_every_tenant,
+    rotation_rewraps_every_tenant_once,
+    after_rotation_the_new_key_alone_opens_tokens_and_proxies,
+    a_tenant_no_configured_key_opens_stops_the_rotation,
     wrapped_keys_are_replaced_only_if_unchanged,
     an_unfinished_rotation_is_caught_at_start_up
 );
@@ -23,9 +27,16 @@ fn vault(t: &TestDatabase, master: MasterKey, previous: Vec<MasterKey>) -> Vault
     Vault::with_master_keys(Arc::new(DetachedStore::new(t.db.clone())), master, previous)
 }
 
-async fn rotation_rewraps_every_tenant(t: &TestDatabase) {
-    let (old, new) = (MasterKey::generate(), MasterKey::generate());
-    let before = vault(t, copy(&old), vec![]);
+/// What a rotation must keep readable: two tenants with a token each (admin key, token id,
+/// tenant name, which is also the token's secret) and a proxy of the first.
+struct Data {
+    tokens: Vec<(String, TokenId, &'static str)>,
+    proxy: Proxy,
+}
+
+/// Two tenants with a token each and a proxy, written under `old`.
+async fn data_under(t: &TestDatabase, old: &MasterKey) -> Data {
+    let before = vault(t, copy(old), vec![]);
     let mut tokens = Vec::new();
     for name in ["acme", "globex"] {
         let created = before.create_tenant(name).await.expect("tenant");
@@ -54,12 +65,22 @@ async fn rotation_rewraps_every_tenant(t: &TestDatabase) {
         )
         .await
         .expect("proxy");
+    Data { tokens, proxy }
+}
 
-    // The new key alone does not open the data yet; with the old one as previous it does.
-    assert!(vault(t, copy(&new), vec![])
+/// Whether a vault with `master` alone opens the data.
+async fn opens(t: &TestDatabase, master: &MasterKey) -> bool {
+    vault(t, copy(master), vec![])
         .verify_master_key()
         .await
-        .is_err());
+        .is_ok()
+}
+
+async fn rotation_rewraps_every_tenant_once(t: &TestDatabase) {
+    let (old, new) = (MasterKey::generate(), MasterKey::generate());
+    data_under(t, &old).await;
+    // The new key alone does not open the data yet; with the old one as previous it does.
+    assert!(!opens(t, &new).await);
     let during = vault(t, copy(&new), vec![copy(&old)]);
     during
         .verify_master_key()
@@ -82,28 +103,34 @@ async fn rotation_rewraps_every_tenant(t: &TestDatabase) {
         },
         "a second run changes nothing"
     );
+}
 
-    // After the rotation the new key alone reads every token and finds the proxy by its key;
-    // the old key opens nothing.
+/// After the rotation the new key alone reads every token and finds the proxy by its key; the
+/// old key opens nothing.
+async fn after_rotation_the_new_key_alone_opens_tokens_and_proxies(t: &TestDatabase) {
+    let (old, new) = (MasterKey::generate(), MasterKey::generate());
+    let data = data_under(t, &old).await;
+    let during = vault(t, copy(&new), vec![copy(&old)]);
+    during.rotate_master_key().await.expect("rotate");
     let after = vault(t, copy(&new), vec![]);
     after.verify_master_key().await.expect("new key opens");
     let found = after
-        .proxy_by_key(proxy.key.expose())
+        .proxy_by_key(data.proxy.key.expose())
         .await
         .expect("lookup")
         .expect("the proxy is still found by its key");
-    assert_eq!(found.id, proxy.id);
-    for (key, id, name) in &tokens {
+    assert_eq!(found.id, data.proxy.id);
+    for (key, id, name) in &data.tokens {
         let caller = after.authenticate(Some(key)).await.expect("admin");
         let token = after.get_token(&caller, *id).await.expect("readable");
         assert_eq!(token.data.expose(), &json!({"secret": name}));
     }
-    assert!(vault(t, copy(&old), vec![])
-        .verify_master_key()
-        .await
-        .is_err());
+    assert!(!opens(t, &old).await);
+}
 
-    // A tenant that no configured key opens stops the rotation with an error.
+/// A tenant that no configured key opens stops the rotation with an error.
+async fn a_tenant_no_configured_key_opens_stops_the_rotation(t: &TestDatabase) {
+    data_under(t, &MasterKey::generate()).await;
     let stranger = vault(t, MasterKey::generate(), vec![MasterKey::generate()]);
     assert!(stranger.rotate_master_key().await.is_err());
 }

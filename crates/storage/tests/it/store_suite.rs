@@ -18,10 +18,12 @@ use time::Duration;
 backend_tests!(
     ping_answers,
     tenants_round_trip_with_their_admin,
-    applications_crud_and_key_lookup,
+    applications_round_trip_and_list_oldest_first,
+    applications_update_rekey_and_delete,
     applications_are_confined_to_their_tenant,
     tokens_round_trip_exactly,
-    token_lists_filter_order_and_paginate,
+    token_lists_page_by_creation_then_id,
+    token_lists_filter_by_type_metadata_and_id,
     token_lists_respect_container_scope,
     tokens_are_confined_to_their_tenant,
     deleting_a_token_removes_its_metadata,
@@ -119,8 +121,26 @@ fn token(
     }
 }
 
+/// A `token` token in `/general/high/` with `metadata`.
+fn plain_token(tenant_id: TenantId, by: ApplicationId, metadata: &[(&str, &str)]) -> StoredToken {
+    token(tenant_id, by, TokenType::Token, "/general/high/", metadata)
+}
+
 fn page(page: i64, size: i64) -> PageRequest {
     PageRequest::new(Some(page), Some(size)).expect("page")
+}
+
+/// How many of `tenant`'s tokens `filter` finds within `scope`.
+async fn count(
+    t: &TestDatabase,
+    tenant: TenantId,
+    filter: &TokenFilter,
+    scope: &ContainerScope,
+) -> u64 {
+    t.db.list_tokens(tenant, filter, scope, page(1, 100))
+        .await
+        .expect("list")
+        .total_items
 }
 
 async fn ping_answers(t: &TestDatabase) {
@@ -160,8 +180,8 @@ async fn tenants_round_trip_with_their_admin(t: &TestDatabase) {
         .is_none());
 }
 
-async fn applications_crud_and_key_lookup(t: &TestDatabase) {
-    let (tenant_id, admin_id) = tenant(t).await;
+/// A private application reading tokens, allowed `token:use` under `/pci/` by a rule.
+fn pci_reader(tenant_id: TenantId) -> StoredApplication {
     let mut app = application(
         tenant_id,
         ApplicationType::Private,
@@ -173,6 +193,12 @@ async fn applications_crud_and_key_lookup(t: &TestDatabase) {
         container: Container::parse("/pci/").expect("c"),
         permissions: vec![Permission::TokenUse],
     }];
+    app
+}
+
+async fn applications_round_trip_and_list_oldest_first(t: &TestDatabase) {
+    let (tenant_id, admin_id) = tenant(t).await;
+    let app = pci_reader(tenant_id);
     t.db.insert_application(&app).await.expect("insert");
     let found =
         t.db.find_application_by_key_hash(&app.key_hash)
@@ -199,7 +225,12 @@ async fn applications_crud_and_key_lookup(t: &TestDatabase) {
             .await
             .expect("list");
     assert_eq!(second.items[0].id, app.application.id);
+}
 
+async fn applications_update_rekey_and_delete(t: &TestDatabase) {
+    let (tenant_id, admin_id) = tenant(t).await;
+    let app = pci_reader(tenant_id);
+    t.db.insert_application(&app).await.expect("insert");
     let mut changed = app.application.clone();
     changed.name = "renamed".into();
     changed.permissions = vec![Permission::TokenCreate];
@@ -218,36 +249,15 @@ async fn applications_crud_and_key_lookup(t: &TestDatabase) {
         .replace_application_key(tenant_id, changed.id, &new_hash, admin_id, timestamp::now())
         .await
         .expect("replace"));
-    assert!(
-        t.db.find_application_by_key_hash(&app.key_hash)
-            .await
-            .expect("old")
-            .is_none(),
-        "old key is gone"
-    );
-    assert!(t
-        .db
-        .find_application_by_key_hash(&new_hash)
-        .await
-        .expect("new")
-        .is_some());
+    let by_key = |hash| t.db.find_application_by_key_hash(hash);
+    let old = by_key(&app.key_hash).await.expect("old");
+    assert!(old.is_none(), "old key is gone");
+    assert!(by_key(&new_hash).await.expect("new").is_some());
 
-    assert!(t
-        .db
-        .delete_application(tenant_id, changed.id)
-        .await
-        .expect("delete"));
-    assert!(!t
-        .db
-        .delete_application(tenant_id, changed.id)
-        .await
-        .expect("again"));
-    assert!(t
-        .db
-        .find_application_by_key_hash(&new_hash)
-        .await
-        .expect("gone")
-        .is_none());
+    let delete = || t.db.delete_application(tenant_id, changed.id);
+    assert!(delete().await.expect("delete"));
+    assert!(!delete().await.expect("again"));
+    assert!(by_key(&new_hash).await.expect("gone").is_none());
 }
 
 async fn applications_are_confined_to_their_tenant(t: &TestDatabase) {
@@ -309,7 +319,10 @@ async fn tokens_round_trip_exactly(t: &TestDatabase) {
     );
 }
 
-async fn token_lists_filter_order_and_paginate(t: &TestDatabase) {
+/// 25 tokens of a new tenant in runs of three sharing a `created_at`: every fifth a card,
+/// `colour` red or blue by parity, `size` big for multiples of three. The tenant, and the
+/// tokens' (created_at, id) in list order.
+async fn twenty_five_tokens(t: &TestDatabase) -> (TenantId, Vec<(time::OffsetDateTime, TokenId)>) {
     let (tenant_id, by) = tenant(t).await;
     let mut ids = vec![];
     for i in 0..25 {
@@ -333,6 +346,11 @@ async fn token_lists_filter_order_and_paginate(t: &TestDatabase) {
         ids.push((tok.created_at, tok.id));
     }
     ids.sort();
+    (tenant_id, ids)
+}
+
+async fn token_lists_page_by_creation_then_id(t: &TestDatabase) {
+    let (tenant_id, ids) = twenty_five_tokens(t).await;
     let all = TokenFilter::default();
     let mut seen = vec![];
     for p in 1..=3 {
@@ -353,18 +371,14 @@ async fn token_lists_filter_order_and_paginate(t: &TestDatabase) {
             .expect("past");
     assert!(past.items.is_empty());
     assert_eq!(past.total_items, 25);
+}
 
+async fn token_lists_filter_by_type_metadata_and_id(t: &TestDatabase) {
+    let (tenant_id, ids) = twenty_five_tokens(t).await;
     let cards = TokenFilter {
         types: vec![TokenType::Card],
         ..Default::default()
     };
-    assert_eq!(
-        t.db.list_tokens(tenant_id, &cards, &ContainerScope::All, page(1, 100))
-            .await
-            .expect("cards")
-            .total_items,
-        5
-    );
     let red_big = TokenFilter {
         metadata: vec![
             ("colour".into(), "red".into()),
@@ -372,31 +386,25 @@ async fn token_lists_filter_order_and_paginate(t: &TestDatabase) {
         ],
         ..Default::default()
     };
-    // i even and i % 3 == 0: 0, 6, 12, 18, 24.
-    assert_eq!(
-        t.db.list_tokens(tenant_id, &red_big, &ContainerScope::All, page(1, 100))
-            .await
-            .expect("meta")
-            .total_items,
-        5
-    );
     let red_big_cards = TokenFilter {
         types: vec![TokenType::Card],
-        ..red_big
+        ..red_big.clone()
     };
-    // ... and i % 5 == 0: 0.
-    assert_eq!(
-        t.db.list_tokens(
-            tenant_id,
-            &red_big_cards,
-            &ContainerScope::All,
-            page(1, 100)
-        )
-        .await
-        .expect("and")
-        .total_items,
-        1
-    );
+    let no_match = TokenFilter {
+        metadata: vec![("colour".into(), "RED".into())],
+        ..Default::default()
+    };
+    for (filter, found, what) in [
+        (cards, 5, "cards"),
+        // i even and i % 3 == 0: 0, 6, 12, 18, 24.
+        (red_big, 5, "metadata pairs"),
+        // ... and i % 5 == 0: 0.
+        (red_big_cards, 1, "type and metadata"),
+        (no_match, 0, "metadata values match exactly"),
+    ] {
+        let total = count(t, tenant_id, &filter, &ContainerScope::All).await;
+        assert_eq!(total, found, "{what}");
+    }
     let by_id = TokenFilter {
         ids: vec![ids[3].1, ids[7].1, TokenId::new()],
         ..Default::default()
@@ -408,17 +416,6 @@ async fn token_lists_filter_order_and_paginate(t: &TestDatabase) {
     assert_eq!(
         got.items.iter().map(|t| t.id).collect::<Vec<_>>(),
         vec![ids[3].1, ids[7].1]
-    );
-    let no_match = TokenFilter {
-        metadata: vec![("colour".into(), "RED".into())],
-        ..Default::default()
-    };
-    assert_eq!(
-        t.db.list_tokens(tenant_id, &no_match, &ContainerScope::All, page(1, 100))
-            .await
-            .expect("exact")
-            .total_items,
-        0
     );
 }
 
@@ -448,19 +445,13 @@ async fn token_lists_respect_container_scope(t: &TestDatabase) {
         "tokens outside the scope are neither listed nor counted"
     );
     let none = ContainerScope::Only(vec![]);
-    assert_eq!(
-        t.db.list_tokens(tenant_id, &TokenFilter::default(), &none, page(1, 100))
-            .await
-            .expect("none")
-            .total_items,
-        0
-    );
+    assert_eq!(count(t, tenant_id, &TokenFilter::default(), &none).await, 0);
 }
 
 async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
     let (a, by) = tenant(t).await;
     let (b, _) = tenant(t).await;
-    let tok = token(a, by, TokenType::Token, "/general/high/", &[("k", "v")]);
+    let tok = plain_token(a, by, &[("k", "v")]);
     t.db.insert_token(&tok).await.expect("insert");
     assert!(t.db.get_token(b, tok.id).await.expect("get").is_none());
     assert!(!t.db.delete_token(b, tok.id).await.expect("delete"));
@@ -468,13 +459,7 @@ async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
         ids: vec![tok.id],
         ..Default::default()
     };
-    assert_eq!(
-        t.db.list_tokens(b, &filter, &ContainerScope::All, page(1, 10))
-            .await
-            .expect("list")
-            .total_items,
-        0
-    );
+    assert_eq!(count(t, b, &filter, &ContainerScope::All).await, 0);
     assert!(t
         .db
         .token_containers(b, &TokenFilter::default())
@@ -491,13 +476,7 @@ async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
 
 async fn deleting_a_token_removes_its_metadata(t: &TestDatabase) {
     let (tenant_id, by) = tenant(t).await;
-    let tok = token(
-        tenant_id,
-        by,
-        TokenType::Token,
-        "/general/high/",
-        &[("k", "v")],
-    );
+    let tok = plain_token(tenant_id, by, &[("k", "v")]);
     t.db.insert_token(&tok).await.expect("insert");
     assert!(t.db.delete_token(tenant_id, tok.id).await.expect("delete"));
     assert!(t
@@ -519,13 +498,7 @@ async fn deleting_a_token_removes_its_metadata(t: &TestDatabase) {
 
 async fn duplicate_ids_are_conflicts(t: &TestDatabase) {
     let (tenant_id, by) = tenant(t).await;
-    let tok = token(
-        tenant_id,
-        by,
-        TokenType::Token,
-        "/general/high/",
-        &[("a", "1"), ("b", "2")],
-    );
+    let tok = plain_token(tenant_id, by, &[("a", "1"), ("b", "2")]);
     t.db.insert_token(&tok).await.expect("insert");
     let mut again = tok.clone();
     again.metadata.clear();
@@ -538,13 +511,7 @@ async fn duplicate_ids_are_conflicts(t: &TestDatabase) {
         metadata: vec![("a".into(), "1".into())],
         ..Default::default()
     };
-    assert_eq!(
-        t.db.list_tokens(tenant_id, &filter, &ContainerScope::All, page(1, 10))
-            .await
-            .expect("list")
-            .total_items,
-        1
-    );
+    assert_eq!(count(t, tenant_id, &filter, &ContainerScope::All).await, 1);
     let app = application(
         tenant_id,
         ApplicationType::Private,
@@ -570,9 +537,9 @@ async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
     let (a, by_a) = tenant(t).await;
     let (b, by_b) = tenant(t).await;
     let mine: Vec<StoredToken> = (0..3)
-        .map(|_| token(a, by_a, TokenType::Token, "/general/high/", &[("k", "v")]))
+        .map(|_| plain_token(a, by_a, &[("k", "v")]))
         .collect();
-    let theirs = token(b, by_b, TokenType::Token, "/general/high/", &[]);
+    let theirs = plain_token(b, by_b, &[]);
     for tok in mine.iter().chain([&theirs]) {
         t.db.insert_token(tok).await.expect("insert");
     }

@@ -7,7 +7,7 @@ use serde_json::json;
 use tessera_domain::audit::{AuditAction, Outcome};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{chromium, Served, Tab};
+use super::{browse, browse_as_admin, browse_setup, Tab};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -28,12 +28,10 @@ pub(super) async fn sign_in(tab: &Tab, key: &str) {
 }
 
 async fn sign_in_with_a_bad_then_a_good_key(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
+    let Some(b) = browse(db, Duration::from_secs(60)).await else {
         return;
     };
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
+    let (s, tab) = (&b.s, &b.tab);
     tab.go("/console/tokens").await;
     assert_eq!(
         tab.path().await,
@@ -43,7 +41,7 @@ async fn sign_in_with_a_bad_then_a_good_key(db: &TestDatabase) {
     let text = tab.text().await;
     assert!(text.contains("API key") && text.contains("Sign in"));
     tab.screenshot("sign-in").await;
-    sign_in(&tab, "key_00000000000000000000000000000000").await;
+    sign_in(tab, "key_00000000000000000000000000000000").await;
     let text = tab.text().await;
     assert!(
         text.contains("the API key is unknown or has been revoked"),
@@ -54,7 +52,7 @@ async fn sign_in_with_a_bad_then_a_good_key(db: &TestDatabase) {
         .await;
     assert_eq!(invalid, json!("true"), "the error is tied to the field");
     tab.screenshot("sign-in-error").await;
-    sign_in(&tab, &s.admin_key).await;
+    sign_in(tab, &s.admin_key).await;
     assert_eq!(tab.path().await, "/console/tokens");
     let text = tab.text().await;
     for link in [
@@ -72,18 +70,17 @@ async fn sign_in_with_a_bad_then_a_good_key(db: &TestDatabase) {
         json!(""),
         "HttpOnly: no script reads the session"
     );
-    tab.close().await;
+    b.close().await;
 }
 
 async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
     let s = Setup::start(db, Duration::from_secs(60)).await;
     let card = s.card().await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &s.admin_key).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let (s, tab) = (&b.s, &b.tab);
+    sign_in(tab, &s.admin_key).await;
     tab.type_into("#f-metadata", "customer=c_1").await;
     tab.click("form.search button[type=submit]").await;
     assert!(tab.path().await.contains("metadata=customer%3Dc_1"));
@@ -119,17 +116,14 @@ async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
         text.contains("token.read") && text.contains(&card),
         "{text}"
     );
-    tab.close().await;
+    b.close().await;
 }
 
 async fn audit_filters_and_verify(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
+    let Some(b) = browse_as_admin(db, Duration::from_secs(60)).await else {
         return;
     };
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &s.admin_key).await;
+    let tab = &b.tab;
     tab.go("/console/tokens/new").await;
     tab.set("#f-type", "token").await;
     tab.eval("document.querySelector('#f-type').dispatchEvent(new Event('change'))")
@@ -164,17 +158,14 @@ async fn audit_filters_and_verify(db: &TestDatabase) {
     assert!(text.contains("The chain holds."), "{text}");
     assert!(text.contains("Chain head") && text.contains("hash"));
     tab.screenshot("audit").await;
-    tab.close().await;
+    b.close().await;
 }
 
 async fn sign_out_and_an_expired_session(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
+    let Some(b) = browse_as_admin(db, Duration::from_millis(1500)).await else {
         return;
     };
-    let s = Setup::start(db, Duration::from_millis(1500)).await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &s.admin_key).await;
+    let (s, tab) = (&b.s, &b.tab);
     assert_eq!(s.console.live_sessions(), 1);
     tab.click("form.signout button[type=submit]").await;
     assert_eq!(tab.path().await, "/console?signed_out=1");
@@ -182,7 +173,7 @@ async fn sign_out_and_an_expired_session(db: &TestDatabase) {
     assert_eq!(s.console.live_sessions(), 0, "ended on the server");
     tab.go("/console/tokens").await;
     assert_eq!(tab.path().await, "/console");
-    sign_in(&tab, &s.admin_key).await;
+    sign_in(tab, &s.admin_key).await;
     assert_eq!(tab.path().await, "/console/tokens");
     tokio::time::sleep(Duration::from_millis(1800)).await;
     tab.go("/console/proxies").await;
@@ -191,20 +182,19 @@ async fn sign_out_and_an_expired_session(db: &TestDatabase) {
         .text()
         .await
         .contains("Your session has ended. Sign in again."));
-    tab.close().await;
+    b.close().await;
 }
 
 async fn a_key_without_proxy_read_sees_not_permitted(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
     let s = Setup::start(db, Duration::from_secs(60)).await;
     let key = s
         .key(json!({"name": "reader", "type": "private", "permissions": ["token:read"]}))
         .await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &key).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let tab = &b.tab;
+    sign_in(tab, &key).await;
     tab.click("nav a[href='/console/proxies']").await;
     let text = tab.text().await;
     assert!(text.contains("Not permitted"), "{text}");
@@ -216,18 +206,17 @@ async fn a_key_without_proxy_read_sees_not_permitted(db: &TestDatabase) {
         .await;
     tab.click("main form.stack button[type=submit]").await;
     assert!(tab.text().await.contains("Not permitted"));
-    tab.close().await;
+    b.close().await;
 }
 
 async fn a_forged_form_is_refused(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
     let s = Setup::start(db, Duration::from_secs(60)).await;
     let card = s.card().await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &s.admin_key).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let (s, tab) = (&b.s, &b.tab);
+    sign_in(tab, &s.admin_key).await;
     tab.go(&format!("/console/tokens/{card}")).await;
     tab.eval("document.querySelector('section.data input[name=csrf]').value = 'forged'")
         .await;
@@ -243,23 +232,22 @@ async fn a_forged_form_is_refused(db: &TestDatabase) {
         .await
         .iter()
         .all(|e| e.event.action != AuditAction::TokenRead));
-    tab.close().await;
+    b.close().await;
 }
 
 /// Fields of the page that no label names (hidden inputs aside).
 const UNLABELLED: &str = "Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea')).filter(e => !(e.labels && e.labels.length)).map(e => e.name)";
 
 async fn every_field_is_labelled_and_the_keyboard_signs_in(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
     let s = Setup::start(db, Duration::from_secs(60)).await;
     let card = s.card().await;
     let (proxy, _) = s
         .proxy(json!({"name": "p", "destination_url": s.harness.upstream_url()}))
         .await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let (s, tab) = (&b.s, &b.tab);
     tab.go("/console").await;
     let focused = tab.eval("document.activeElement === document.body").await;
     assert_eq!(focused, json!(true));
@@ -301,5 +289,5 @@ async fn every_field_is_labelled_and_the_keyboard_signs_in(db: &TestDatabase) {
         .eval("(() => { const b = document.querySelector('main button, main .button'); b.focus(); return getComputedStyle(b).outlineStyle; })()")
         .await;
     assert_eq!(outline, json!("solid"), "focus is visible");
-    tab.close().await;
+    b.close().await;
 }

@@ -30,6 +30,9 @@ use chromiumoxide::{
 };
 use futures_util::StreamExt;
 use tessera_console::Console;
+use tessera_testkit::db::TestDatabase;
+
+use crate::support::Setup;
 
 /// The running Chromium and its throw-away profile.
 pub(crate) struct Chromium {
@@ -125,6 +128,46 @@ fn launch(exe: PathBuf) -> Chromium {
         browser,
         _profile: profile,
     }
+}
+
+/// A browser test's world: the console over a tenant, on a socket, and a fresh tab on it.
+/// Dropped in this order: the tab, then the server, then the database.
+pub(crate) struct Browsing {
+    pub(crate) tab: Tab,
+    _served: Served,
+    pub(crate) s: Setup,
+}
+
+/// The console over `db` (sessions idle out after `idle`), served, with a tab open on it and
+/// not signed in; `None`, and the test skips, without Chromium.
+pub(crate) async fn browse(db: &TestDatabase, idle: Duration) -> Option<Browsing> {
+    browse_setup(Setup::start(db, idle).await).await
+}
+
+impl Browsing {
+    /// Closes the tab (the server and the database go when this is dropped).
+    pub(crate) async fn close(self) {
+        self.tab.close().await;
+    }
+}
+
+/// [`browse`], signed in with the tenant's admin key.
+pub(crate) async fn browse_as_admin(db: &TestDatabase, idle: Duration) -> Option<Browsing> {
+    let b = browse(db, idle).await?;
+    flows::sign_in(&b.tab, &b.s.admin_key).await;
+    Some(b)
+}
+
+/// [`browse`] over a prepared [`Setup`].
+pub(crate) async fn browse_setup(s: Setup) -> Option<Browsing> {
+    let chromium = chromium().await?;
+    let served = Served::start(&s.console);
+    let tab = Tab::open(chromium, &served.base).await;
+    Some(Browsing {
+        tab,
+        _served: served,
+        s,
+    })
 }
 
 /// The console on a socket (as `api` serves it), stopped when dropped.

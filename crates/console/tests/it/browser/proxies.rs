@@ -8,7 +8,7 @@ use serde_json::json;
 use tessera_domain::{ApplicationId, ProxyId};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{chromium, flows::sign_in, Served, Tab};
+use super::{browse_as_admin, browse_setup, flows::sign_in};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -21,14 +21,13 @@ const BROKEN: &str = "module.exports = async function (req) {\n  const body = re
 const FIXED: &str = "module.exports = async function (req) {\n  const body = req.args.body;\n  body.via = req.configuration.TAG;\n  return { body, headers: req.args.headers };\n};\n";
 
 async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
     let s = Setup::start(db, Duration::from_secs(60)).await;
     let card = s.card().await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &s.admin_key).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let (s, tab) = (&b.s, &b.tab);
+    sign_in(tab, &s.admin_key).await;
     tab.go("/console/proxies/new").await;
     tab.type_into("#f-name", "payments").await;
     tab.type_into("#f-destination-url", &s.harness.upstream_url())
@@ -96,17 +95,14 @@ async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
         "detokenized, transformed"
     );
     tab.screenshot("proxy-try-it").await;
-    tab.close().await;
+    b.close().await;
 }
 
 async fn edit_an_applications_container_rules(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
+    let Some(b) = browse_as_admin(db, Duration::from_secs(60)).await else {
         return;
     };
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
-    sign_in(&tab, &s.admin_key).await;
+    let (s, tab) = (&b.s, &b.tab);
     tab.go("/console/applications/new").await;
     tab.type_into("#f-name", "checkout").await;
     tab.eval("document.querySelector('#perm-token-create').click()")
@@ -159,23 +155,22 @@ async fn edit_an_applications_container_rules(db: &TestDatabase) {
         text.contains("There is a problem") && text.contains("rules[1].container"),
         "{text}"
     );
-    tab.close().await;
+    b.close().await;
 }
 
 async fn a_phone_width_page_fits(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
     let s = Setup::start(db, Duration::from_secs(60)).await;
     s.card().await;
-    let served = Served::start(&s.console);
-    let tab = Tab::open(chromium, &served.base).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let (s, tab) = (&b.s, &b.tab);
     tab.width(390, true).await;
-    sign_in(&tab, &s.admin_key).await;
+    sign_in(tab, &s.admin_key).await;
     let overflow = tab
         .eval("document.documentElement.scrollWidth <= window.innerWidth + 1")
         .await;
     assert_eq!(overflow, json!(true), "no sideways scrolling of the page");
     tab.screenshot("phone-tokens").await;
-    tab.close().await;
+    b.close().await;
 }
