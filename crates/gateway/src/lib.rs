@@ -71,10 +71,18 @@ pub use metrics::GatewayMetrics;
 use audit::audited;
 use context::RequestContext;
 use stages::{
-    authenticate::authenticate, destination::destination, detokenize::detokenize, forward::forward,
-    not_quarantined::not_quarantined, read_body::read_body, respond::respond,
-    select_proxy::select_proxy, transform_request::transform_request,
-    transform_response::transform_response, within_rate_limit::within_rate_limit, Answer, Halt,
+    authenticate::{authenticate, look_up_key, presented_key},
+    destination::destination,
+    detokenize::detokenize,
+    forward::forward,
+    not_quarantined::not_quarantined,
+    read_body::read_body,
+    respond::respond,
+    select_proxy::select_proxy,
+    transform_request::transform_request,
+    transform_response::transform_response,
+    within_rate_limit::within_rate_limit,
+    Answer, Halt,
 };
 
 /// The gateway: the vault, the outbound client and what every request shares. Cheap to clone;
@@ -166,8 +174,11 @@ impl Gateway {
 
     /// The stages, in order; the first failure or early answer ends the request.
     async fn run(&self, ctx: &mut RequestContext<'_>, body: LocalBody) -> Result<Answer, Halt> {
-        let selected = select_proxy(self, ctx).await?;
-        let (proxy, caller) = authenticate(self, ctx, selected).await?;
+        // The API key is looked up while the proxy is found, not after (both cached).
+        let key = presented_key(ctx);
+        let (selected, looked_up) =
+            tokio::join!(select_proxy(self, ctx), look_up_key(self, key.as_ref()));
+        let (proxy, caller) = authenticate(ctx, selected?, looked_up)?;
         within_rate_limit(self, &proxy)?;
         not_quarantined(self, &proxy)?;
         let uri = destination(ctx, &proxy)?;

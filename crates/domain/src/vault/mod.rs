@@ -196,7 +196,17 @@ impl Vault {
         tenant: TenantId,
         presented: Option<&str>,
     ) -> Result<Principal, VaultError> {
-        let principal = self.authenticate(presented).await?;
+        Self::confine(self.authenticate(presented).await, tenant)
+    }
+
+    /// What [`Vault::authenticate_in`] answers, given what [`Vault::authenticate`] answered for
+    /// the same key: for a caller that looked its key up before it knew the tenant (the gateway
+    /// looks up the API key while it finds the proxy, not after).
+    pub fn confine(
+        authenticated: Result<Principal, VaultError>,
+        tenant: TenantId,
+    ) -> Result<Principal, VaultError> {
+        let principal = authenticated?;
         if principal.tenant_id() == tenant {
             Ok(principal)
         } else {

@@ -2,54 +2,63 @@
 //!
 //! - A `require_auth` proxy needs a `SVC-API-KEY` *of the proxy's tenant* (another tenant's key
 //!   answers exactly like an unknown one: 401) holding `token:use` on some container (403).
-//! - An anonymous proxy needs no key, and a key that is sent is ignored.
+//! - An anonymous proxy needs no key, and a key that is sent is ignored (it is looked up, since
+//!   the lookup starts before the proxy is known, but its answer is not used).
 //! - An ephemeral proxy (issue 27) needs a key of any tenant holding `token:use` somewhere; the
 //!   proxy it stands for is the caller's, in the caller's tenant, with no key, transforms or
 //!   application.
 
 use std::sync::Arc;
 
-use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal, TenantId};
+use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal, Secret, Vault};
 
 use super::{select_proxy::Selected, Halt};
 use crate::{context::RequestContext, headers::API_KEY_HEADER, Gateway};
 
+/// The request's `SVC-API-KEY`, looked up by [`look_up_key`] while `select_proxy` finds the
+/// proxy (issue 24): on a cold request the two lookups overlap instead of following each
+/// other. Kept until the proxy is known; an anonymous proxy ignores it.
+pub(crate) type LookedUp = Result<Principal, tessera_domain::VaultError>;
+
+/// The key the request presents, copied out of the context so that its lookup can run beside
+/// `select_proxy` (which needs the context mutably). A header that is not visible ASCII cannot
+/// be a key: it is looked up as a malformed one.
+pub(crate) fn presented_key(ctx: &RequestContext<'_>) -> Option<Secret<String>> {
+    ctx.parts
+        .headers
+        .get(API_KEY_HEADER)
+        .map(|v| Secret::new(v.to_str().unwrap_or("\u{0}").to_string()))
+}
+
+/// Looks `key` up in whatever tenant (cached by the vault).
+pub(crate) async fn look_up_key(gw: &Gateway, key: Option<&Secret<String>>) -> LookedUp {
+    gw.vault
+        .authenticate(key.map(|k| k.expose().as_str()))
+        .await
+}
+
 /// The proxy invoked and its authenticated caller (`None`: an anonymous proxy).
-pub(crate) async fn authenticate(
-    gw: &Gateway,
+pub(crate) fn authenticate(
     ctx: &mut RequestContext<'_>,
     selected: Selected,
+    looked_up: LookedUp,
 ) -> Result<(Arc<Proxy>, Option<Principal>), Halt> {
     match selected {
         Selected::Configured(proxy) if !proxy.require_auth => Ok((proxy, None)),
         Selected::Configured(proxy) => {
-            let caller = caller(gw, ctx, Some(proxy.tenant_id)).await?;
+            let caller = caller(ctx, Vault::confine(looked_up, proxy.tenant_id))?;
             Ok((proxy, Some(caller)))
         }
         Selected::Ephemeral(url) => {
-            let caller = caller(gw, ctx, None).await?;
+            let caller = caller(ctx, looked_up)?;
             Ok((Arc::new(Proxy::ephemeral(&caller, url)), Some(caller)))
         }
     }
 }
 
-/// The caller of the request's `SVC-API-KEY` — of `tenant` when given — holding `token:use`
-/// somewhere.
-async fn caller(
-    gw: &Gateway,
-    ctx: &mut RequestContext<'_>,
-    tenant: Option<TenantId>,
-) -> Result<Principal, Halt> {
-    // A header that is not visible ASCII cannot be a key: treat it like a malformed one.
-    let presented = ctx
-        .parts
-        .headers
-        .get(API_KEY_HEADER)
-        .map(|v| v.to_str().unwrap_or("\u{0}"));
-    let caller = match tenant {
-        Some(tenant) => gw.vault.authenticate_in(tenant, presented).await?,
-        None => gw.vault.authenticate(presented).await?,
-    };
+/// The caller, holding `token:use` somewhere, recorded in the context's audit facts.
+fn caller(ctx: &mut RequestContext<'_>, authenticated: LookedUp) -> Result<Principal, Halt> {
+    let caller = authenticated?;
     ctx.audit.tenant = Some(caller.tenant_id());
     ctx.audit.actor = Some(Actor::Application(caller.application_id()));
     caller.require_somewhere(Permission::TokenUse)?;

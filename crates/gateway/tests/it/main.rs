@@ -3,6 +3,7 @@
 
 mod audit;
 mod authenticate;
+mod batched_reads;
 mod binding;
 mod body;
 mod caching;
