@@ -7,7 +7,7 @@
 //!
 //! `cargo bench -p tessera-storage --bench audit_append`
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use criterion::{
     criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput,
@@ -15,10 +15,10 @@ use criterion::{
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditEvent},
     store::AuditStore,
-    ApplicationId, MasterKey, ProxyId, TenantId, Vault,
+    ApplicationId, ProxyId, TenantId,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::{bench_each_backend, TestDatabase};
+use tessera_testkit::db::{bench_each_backend, storage_runtime, TestDatabase};
 use uuid::Uuid;
 
 /// Events appended per measured iteration.
@@ -26,29 +26,24 @@ const EVENTS: usize = 1000;
 /// Events per `append_audit_events` call (per committed batch).
 const BATCH_SIZES: [usize; 3] = [1, 32, 1000];
 
+/// A store opened on the storage runtime `rt` (which then owns its detached tasks, as in the
+/// binaries), and a chain to append to. A chain is keyed by its tenant id alone (no foreign
+/// key, before or after blocks), so the tenant needs no row of its own.
 struct Fixture {
     _db: TestDatabase,
     store: DetachedStore,
     tenant: TenantId,
 }
 
-/// A tenant, created on the storage runtime `rt` (which then owns the store's detached tasks,
-/// as in the binaries).
-fn fixture(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Fixture {
-    rt.block_on(async move {
-        let store = DetachedStore::new(db.db.clone());
-        let vault = Vault::new(Arc::new(store.clone()), MasterKey::generate());
-        let tenant = vault.create_tenant("bench").await.expect("tenant");
-        let admin = vault
-            .authenticate(Some(tenant.api_key.expose()))
-            .await
-            .expect("admin");
-        Fixture {
+impl Fixture {
+    fn new(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Self {
+        let store = rt.block_on(async { DetachedStore::new(db.db.clone()) });
+        Self {
             _db: db,
             store,
-            tenant: admin.tenant_id(),
+            tenant: TenantId::new(),
         }
-    })
+    }
 }
 
 /// `EVENTS` events of one proxy invocation each, as the gateway records them.
@@ -100,13 +95,9 @@ fn bench_backend(c: &mut Criterion, rt: &tokio::runtime::Runtime, name: &str, f:
 }
 
 fn audit_append(c: &mut Criterion) {
-    let storage = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("storage runtime");
+    let storage = storage_runtime();
     bench_each_backend(&storage, |name, db| {
-        bench_backend(c, &storage, name, &fixture(&storage, db));
+        bench_backend(c, &storage, name, &Fixture::new(&storage, db));
     });
 }
 
