@@ -17,7 +17,7 @@ use tessera_domain::{
     ApiKey, MasterKey, NewToken, Secret, TenantId, TokenId, TokenType, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::{bench_each_backend, TestDatabase};
+use tessera_testkit::db::{bench_each_backend, storage_runtime, TestDatabase};
 
 const POOL: usize = 400;
 
@@ -99,11 +99,7 @@ fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
 }
 
 fn token_reads(c: &mut Criterion) {
-    let storage = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("storage runtime");
+    let storage = storage_runtime();
     bench_each_backend(&storage, |name, db| {
         bench_backend(c, name, &fixture(&storage, db));
     });

@@ -282,6 +282,20 @@ pub async fn postgres_admin(sql: &str) -> Option<()> {
     Some(())
 }
 
+/// For benchmarks: a multi-threaded runtime of two workers (the measuring machine's cores) to
+/// open the databases on with [`bench_each_backend`], so that the store's work runs there and
+/// not on the thread that measures, as in the binaries.
+///
+/// # Panics
+/// When the runtime cannot be built (a broken environment).
+pub fn storage_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("storage runtime")
+}
+
 /// For benchmarks: runs `bench` with a fresh SQLite database, then with a fresh PostgreSQL
 /// one when `TESSERA_TEST_DATABASE_URL` is set (saying so when it is not), each opened on `rt`
 /// (which then owns the store's work, as in the binaries) and dropped before the next.

@@ -1,0 +1,112 @@
+//! The audit trail's write path: 1,000 gateway events (`token.detokenized`, two tokens, a
+//! proxy and a request id) appended to one tenant's chain through `DetachedStore`, as the
+//! `AuditWriter` appends them — one `append_audit_events` call per committed batch — for the
+//! batch sizes the writer forms: 1 (one request at a time), 32 (a busy serving turn) and 1,000
+//! (a backlog). Reported per 1,000 events (`Throughput::Elements`), so criterion also shows the
+//! per-event rate. On SQLite, and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set.
+//!
+//! `cargo bench -p tessera-storage --bench audit_append`
+
+use std::time::Duration;
+
+use criterion::{
+    criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
+use tessera_domain::{
+    audit::{Actor, AuditAction, AuditEvent},
+    store::AuditStore,
+    ApplicationId, ProxyId, TenantId,
+};
+use tessera_storage::DetachedStore;
+use tessera_testkit::db::{bench_each_backend, storage_runtime, TestDatabase};
+use uuid::Uuid;
+
+/// Events appended per measured iteration.
+const EVENTS: usize = 1000;
+/// Events per `append_audit_events` call (per committed batch).
+const BATCH_SIZES: [usize; 3] = [1, 32, 1000];
+
+/// A store opened on the storage runtime `rt` (which then owns its detached tasks, as in the
+/// binaries), and a chain to append to. A chain is keyed by its tenant id alone (no foreign
+/// key, before or after blocks), so the tenant needs no row of its own.
+struct Fixture {
+    _db: TestDatabase,
+    store: DetachedStore,
+    tenant: TenantId,
+}
+
+impl Fixture {
+    fn new(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Self {
+        let store = rt.block_on(async { DetachedStore::new(db.db.clone()) });
+        Self {
+            _db: db,
+            store,
+            tenant: TenantId::new(),
+        }
+    }
+}
+
+/// `EVENTS` events of one proxy invocation each, as the gateway records them.
+fn gateway_events(tenant: TenantId) -> Vec<AuditEvent> {
+    let actor = Actor::Application(ApplicationId::new());
+    let proxy = ProxyId::new();
+    (0..EVENTS)
+        .map(|i| {
+            AuditEvent::success(
+                tenant,
+                AuditAction::TokenDetokenized,
+                actor,
+                vec![Uuid::new_v4(), Uuid::new_v4()],
+            )
+            .with_proxy(proxy)
+            .with_request_id(&format!("bench-{i:08}"))
+        })
+        .collect()
+}
+
+/// Appends `events` in calls of `batch`, each of which must write its chain.
+async fn append(store: &DetachedStore, events: &[AuditEvent], batch: usize) {
+    for chunk in events.chunks(batch) {
+        for chain in store.append_audit_events(chunk).await.expect("append") {
+            chain.result.expect("the chain is written");
+        }
+    }
+}
+
+fn bench_backend(c: &mut Criterion, rt: &tokio::runtime::Runtime, name: &str, f: &Fixture) {
+    let mut group = c.benchmark_group(format!("{name}: append {EVENTS} audit events"));
+    group.throughput(Throughput::Elements(EVENTS as u64));
+    // One iteration is up to a thousand commits: the same few iterations per sample.
+    group.sampling_mode(SamplingMode::Flat);
+    for batch in BATCH_SIZES {
+        group.bench_with_input(
+            BenchmarkId::new("batches of", batch),
+            &batch,
+            |b, &batch| {
+                b.iter_batched(
+                    || gateway_events(f.tenant),
+                    |events| rt.block_on(append(&f.store, &events, batch)),
+                    BatchSize::PerIteration,
+                )
+            },
+        );
+    }
+    group.finish();
+}
+
+fn audit_append(c: &mut Criterion) {
+    let storage = storage_runtime();
+    bench_each_backend(&storage, |name, db| {
+        bench_backend(c, &storage, name, &Fixture::new(&storage, db));
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    targets = audit_append
+}
+criterion_main!(benches);
