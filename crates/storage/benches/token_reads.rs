@@ -87,6 +87,41 @@ fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
             rows
         })
     });
+    // 16 concurrent requests of 2 tokens each, as one turn of a busy serving thread: through
+    // the store's read batches (one statement) and through the database directly (each
+    // request its own reads).
+    let requests = |start: usize| -> Vec<[TokenId; 2]> {
+        (0..16)
+            .map(|i| {
+                let at = (start + i * 13) % (POOL - 1);
+                [f.ids[at], f.ids[at + 1]]
+            })
+            .collect()
+    };
+    for (label, batched) in [("batched", true), ("unbatched", false)] {
+        let mut start = 0usize;
+        c.bench_function(
+            &format!("{name}: 16 concurrent requests x get_tokens 2, {label}"),
+            |b| {
+                b.iter(|| {
+                    start = (start + 29) % POOL;
+                    let wanted = requests(start);
+                    let reads = wanted.iter().map(|ids| async move {
+                        if batched {
+                            f.store.get_tokens(f.tenant, ids).await
+                        } else {
+                            f.store.database().get_tokens(f.tenant, ids).await
+                        }
+                    });
+                    let answers = serving.block_on(futures_util::future::join_all(reads));
+                    for rows in &answers {
+                        assert_eq!(rows.as_ref().expect("read").len(), 2);
+                    }
+                    answers
+                })
+            },
+        );
+    }
     let hash = f.key.hash();
     c.bench_function(&format!("{name}: find_application_by_key_hash"), |b| {
         b.iter(|| {
