@@ -13,7 +13,8 @@
 //! stays on the calling thread), where being dropped half-way is harmless: a SQLite read runs
 //! to its end inside one poll, and dropping a PostgreSQL read only discards its answer. They
 //! are what a cold proxy request does three times, and the hop to another runtime and back was
-//! most of its time.
+//! most of its time. Token reads by id go through this thread's read batch on PostgreSQL
+//! (`read_batch`): concurrent requests' reads share one statement.
 
 use std::{future::Future, sync::Arc};
 
