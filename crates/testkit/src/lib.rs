@@ -8,7 +8,8 @@
 //! * [`gateway`]: a real gateway on a socket in front of an [`upstream`] that echoes what it
 //!   received, plain or over TLS with a throw-away CA;
 //! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`);
-//! * [`process`]: the binaries as real processes on a free port, and JSON calls to them.
+//! * [`process`]: the binaries as real processes on a free port, and JSON calls to them;
+//! * [`vault`]: tenants and tokens written straight through a vault.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -18,6 +19,7 @@ pub mod fuzz;
 pub mod gateway;
 pub mod process;
 pub mod upstream;
+pub mod vault;
 
 /// The master key every test vault uses: one database, one master key, however many vaults a
 /// test opens on it.

@@ -7,11 +7,12 @@ use std::collections::HashMap;
 
 use http::Method;
 use serde_json::{json, Value};
-use tessera_domain::{NewToken, Secret, TokenType};
+use tessera_domain::{NewToken, TokenType};
 use tessera_testkit::{
     backend_tests,
     db::TestDatabase,
     gateway::{Harness, Reply},
+    vault::{plain_token, tenant_admin},
 };
 
 backend_tests!(
@@ -398,29 +399,9 @@ async fn an_unterminated_expression_is_a_400(db: &TestDatabase) {
 async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = keys(&g).await;
-    let other = g.vault.create_tenant("other").await.expect("tenant");
-    let other_admin = g
-        .vault
-        .authenticate(Some(other.api_key.expose()))
+    let other_admin = tenant_admin(&g.vault, "other").await;
+    let foreign = plain_token(&g.vault, &other_admin, json!("theirs"))
         .await
-        .expect("admin");
-    let foreign = g
-        .vault
-        .create_token(
-            &other_admin,
-            NewToken {
-                token_type: TokenType::Token,
-                data: Some(Secret::new(json!("theirs"))),
-                metadata: None,
-                containers: None,
-                expires_at: None,
-                deduplicate_token: false,
-                destinations: None,
-            },
-        )
-        .await
-        .expect("token")
-        .id
         .to_string();
     let unknown = uuid::Uuid::new_v4().to_string();
     let before = g.upstream.hits();
