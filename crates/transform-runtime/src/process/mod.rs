@@ -200,13 +200,7 @@ pub(crate) async fn run<H: HostFn>(
     inner: &Inner,
     run: Run<'_, H>,
 ) -> Result<Outcome, TransformError> {
-    let Run {
-        program,
-        scope,
-        tags,
-        input,
-        host,
-    } = run;
+    let tags = &run.tags;
     let Some(command) = inner.config.sandbox.as_ref() else {
         return Err(TransformError::Engine("no sandbox command".into()));
     };
@@ -228,16 +222,16 @@ pub(crate) async fn run<H: HostFn>(
     let time_left = inner.config.time_limit;
     let message = ToChild::Run {
         job,
-        program: *program.hash(),
-        scope: scope.to_string(),
+        program: *run.program.hash(),
+        scope: run.scope.to_string(),
         tags: tags.clone(),
-        input: Box::new(input),
-        svc: host.is_some(),
+        input: Box::new(run.input),
+        svc: run.host.is_some(),
         time_limit_ms: u64::try_from(time_left.as_millis()).unwrap_or(u64::MAX),
     };
     let result = tokio::time::timeout_at(
         hard_stop,
-        sandbox.job(program, message, job, host.as_ref(), &tags),
+        sandbox.job(run.program, message, job, run.host.as_ref(), tags),
     )
     .await;
     let result = match result {
