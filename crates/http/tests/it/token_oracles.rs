@@ -9,7 +9,7 @@ use actix_web::{
     Error,
 };
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, app_with_tenant, send, Reply, TenantKeys};
+use tessera_testkit::api::{app_key, app_with_tenant, create, send, Reply, TenantKeys};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -151,18 +151,13 @@ async fn bulk_and_child_deduplication_need_read_too(db: &TestDatabase) {
         .expect(200);
     assert_eq!(general.body["pagination"]["total_items"], 0, "all or none");
 
-    let parent = post(
+    let parent = create(
         &app,
         &creator,
         "/tokens",
         json!({"type": "token", "data": "p"}),
     )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    .await;
     post(
         &app,
         &creator,
@@ -252,18 +247,13 @@ async fn setting_or_shortening_an_expiry_needs_delete(db: &TestDatabase) {
             .format(&time::format_description::well_known::Rfc3339)
             .expect("format")
     };
-    let id = post(
+    let id = create(
         &app,
         admin,
         "/tokens",
         json!({"type": "token", "data": "v"}),
     )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    .await;
     let path = format!("/tokens/{id}");
     let patch = |key: String, body: Value| {
         let path = path.clone();
