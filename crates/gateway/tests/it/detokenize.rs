@@ -283,21 +283,24 @@ async fn send(g: &Harness, method: Method, header: (&str, &str), body: &str) -> 
     .expect(200)
 }
 
-/// A token holding `4242 4242&x=1`: form syntax in the data.
-async fn form_breaking_card(g: &Harness) -> String {
-    g.token(json!("4242 4242&x=1"), None).await
+/// POSTs `body(card)` as `content_type` through a plain proxy, where `card` is a token holding
+/// `4242 4242&x=1` (form syntax in the data): the answer and the body sent.
+async fn send_form_breaking_card(
+    db: &TestDatabase,
+    content_type: &str,
+    body: impl FnOnce(&str) -> String,
+) -> (Reply, String) {
+    let g = Harness::start(db).await;
+    let card = g.token(json!("4242 4242&x=1"), None).await;
+    let body = body(&card);
+    let r = send(&g, Method::POST, ("content-type", content_type), &body).await;
+    (r, body)
 }
 
 async fn form_values_are_percent_encoded_so_they_cannot_add_fields(db: &TestDatabase) {
-    let g = Harness::start(db).await;
-    let card = form_breaking_card(&g).await;
-    let form = format!("number=%7B%7B{card}%7D%7D&amount=100");
-    let r = send(
-        &g,
-        Method::POST,
-        ("content-type", "application/x-www-form-urlencoded"),
-        &form,
-    )
+    let (r, _) = send_form_breaking_card(db, "application/x-www-form-urlencoded", |card| {
+        format!("number=%7B%7B{card}%7D%7D&amount=100")
+    })
     .await;
     let sent = r.echoed()["body"].as_str().expect("body").to_string();
     let pairs: HashMap<String, String> = form_urlencoded::parse(sent.as_bytes())
@@ -312,28 +315,15 @@ async fn form_values_are_percent_encoded_so_they_cannot_add_fields(db: &TestData
 }
 
 async fn text_bodies_are_substituted(db: &TestDatabase) {
-    let g = Harness::start(db).await;
-    let card = form_breaking_card(&g).await;
-    let r = send(
-        &g,
-        Method::POST,
-        ("content-type", "text/plain"),
-        &format!("pan={{{{{card}}}}};"),
-    )
-    .await;
+    let (r, _) =
+        send_form_breaking_card(db, "text/plain", |card| format!("pan={{{{{card}}}}};")).await;
     assert_eq!(r.echoed()["body"], json!("pan=4242 4242&x=1;"));
 }
 
 async fn opaque_bodies_pass_through_untouched(db: &TestDatabase) {
-    let g = Harness::start(db).await;
-    let card = form_breaking_card(&g).await;
-    let raw = format!("{{{{{card}}}}}");
-    let r = send(
-        &g,
-        Method::POST,
-        ("content-type", "application/octet-stream"),
-        &raw,
-    )
+    let (r, raw) = send_form_breaking_card(db, "application/octet-stream", |card| {
+        format!("{{{{{card}}}}}")
+    })
     .await;
     assert_eq!(r.echoed()["body"], json!(raw));
 }
