@@ -386,6 +386,18 @@ async fn an_unterminated_expression_is_a_400(db: &TestDatabase) {
     assert_eq!(g.upstream.hits(), before, "nothing reached the destination");
 }
 
+/// `{"a": "{{id}}"}`: a JSON body naming token `id`.
+fn token_body(id: &str) -> String {
+    format!(r#"{{"a": "{{{{{id}}}}}"}}"#)
+}
+
+/// [`token_body`] of `id` sent through the plain proxy, expecting the gateway's 400.
+async fn refused_token(g: &Harness, key: &str, pkey: &str, id: &str) -> Reply {
+    g.post_json(pkey, Some(key), &token_body(id))
+        .await
+        .proxy_error(400)
+}
+
 async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = keys(&g).await;
@@ -395,22 +407,8 @@ async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase
         .to_string();
     let unknown = uuid::Uuid::new_v4().to_string();
     let before = g.upstream.hits();
-    let a = g
-        .post_json(
-            &pkey,
-            Some(&key),
-            &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#),
-        )
-        .await
-        .proxy_error(400);
-    let b = g
-        .post_json(
-            &pkey,
-            Some(&key),
-            &format!(r#"{{"a": "{{{{{foreign}}}}}"}}"#),
-        )
-        .await
-        .proxy_error(400);
+    let a = refused_token(&g, &key, &pkey, &unknown).await;
+    let b = refused_token(&g, &key, &pkey, &foreign).await;
     assert_eq!(
         a.detail().replace(&unknown, "ID"),
         b.detail().replace(&foreign, "ID"),
@@ -437,23 +435,15 @@ async fn an_expired_token_is_answered_like_an_unknown_one_even_when_cached(db: &
         .expect("token")
         .id
         .to_string();
-    let body = format!(r#"{{"a": "{{{{{id}}}}}"}}"#);
-    let ok = g.post_json(&pkey, Some(&key), &body).await;
+    let ok = g.post_json(&pkey, Some(&key), &token_body(&id)).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
     let sent: Value = serde_json::from_str(&g.upstream.last_body()).expect("json");
     assert_eq!(sent["a"], "short-lived");
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     let before = g.upstream.hits();
-    let gone = g.post_json(&pkey, Some(&key), &body).await.proxy_error(400);
+    let gone = refused_token(&g, &key, &pkey, &id).await;
     let unknown = uuid::Uuid::new_v4().to_string();
-    let never = g
-        .post_json(
-            &pkey,
-            Some(&key),
-            &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#),
-        )
-        .await
-        .proxy_error(400);
+    let never = refused_token(&g, &key, &pkey, &unknown).await;
     assert_eq!(
         gone.detail().replace(&id, "ID"),
         never.detail().replace(&unknown, "ID")
