@@ -21,6 +21,17 @@ pub mod process;
 pub mod upstream;
 pub mod vault;
 
+/// The error classes a transform may throw and the status each answers with (SUPPLEMENT §7),
+/// as the engine's and the gateway's tests expect them.
+pub const TRANSFORM_ERROR_CLASSES: [(&str, u16); 6] = [
+    ("AuthenticationError", 401),
+    ("AuthorizationError", 403),
+    ("BadRequestError", 400),
+    ("InvalidPaymentMethodError", 402),
+    ("RateLimitError", 429),
+    ("ServiceUnavailableError", 503),
+];
+
 /// The master key every test vault uses: one database, one master key, however many vaults a
 /// test opens on it.
 pub const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";

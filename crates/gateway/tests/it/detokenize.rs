@@ -58,15 +58,11 @@ async fn probe(g: &Harness, keys: &(String, String), card: &str, path: &str) -> 
 
 /// POSTs a JSON `body` to a destination that does not echo (it answers `{"ok":true}`).
 async fn quiet(g: &Harness, (key, pkey): &(String, String), body: &str) -> Reply {
-    g.call(
+    g.call_keyed(
         Method::POST,
         "/proxy",
-        &[
-            ("svc-proxy-key", pkey),
-            ("svc-api-key", key),
-            ("content-type", "application/json"),
-            ("x-echo-quiet", "1"),
-        ],
+        (pkey, key),
+        &[("content-type", "application/json"), ("x-echo-quiet", "1")],
         body,
     )
     .await

@@ -5,6 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
+use tessera_testkit::TRANSFORM_ERROR_CLASSES;
 use tessera_transform_runtime::{
     Args, Body, EngineConfig, HostError, HostOp, Input, Isolation, Outcome, SandboxCommand,
     TransformEngine, TransformError,
@@ -206,14 +207,7 @@ async fn bodies_arrive_parsed_and_leave_encoded(config: EngineConfig) {
 
 async fn error_classes_custom_responses_and_crashes(config: EngineConfig) {
     let e = engine(config);
-    for (class, status) in [
-        ("AuthenticationError", 401),
-        ("AuthorizationError", 403),
-        ("BadRequestError", 400),
-        ("InvalidPaymentMethodError", 402),
-        ("RateLimitError", 429),
-        ("ServiceUnavailableError", 503),
-    ] {
+    for (class, status) in TRANSFORM_ERROR_CLASSES {
         let code = format!("module.exports = async () => {{ throw new {class}('nope'); }};");
         match run(&e, "errors", &code, json!({})).await {
             Ok(Outcome::Http {
