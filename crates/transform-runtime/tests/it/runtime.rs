@@ -59,6 +59,16 @@ fn engine(config: EngineConfig) -> TransformEngine {
     TransformEngine::new(config).expect("engine")
 }
 
+/// `config` with one process per thread (so successive calls meet the same warm runtime) and
+/// a 2-second limit: the memory tests' engine.
+fn one_process(config: EngineConfig) -> EngineConfig {
+    EngineConfig {
+        processes_per_thread: 1,
+        time_limit: Duration::from_secs(2),
+        ..config
+    }
+}
+
 type NoHost = fn(HostOp, Value) -> std::future::Ready<Result<Value, HostError>>;
 
 /// An input whose JSON body is `body` and whose configuration is `configuration`.
@@ -476,10 +486,8 @@ async fn many_parallel_invocations(config: EngineConfig) {
 /// the same runtime: the allowance is measured afresh whenever the context changes.
 async fn a_proxys_retained_memory_does_not_count_against_another(config: EngineConfig) {
     let e = engine(EngineConfig {
-        processes_per_thread: 1,
-        time_limit: Duration::from_secs(2),
         memory_limit: 24 * 1024 * 1024,
-        ..config
+        ..one_process(config)
     });
     // The hoarder keeps 8 MiB more on every call; the spender needs 16 MiB of its 24 MiB.
     let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(8 * 1024 * 1024) + globalThis.kept.length); return { body: 'kept' }; };";
@@ -499,11 +507,7 @@ async fn a_proxys_retained_memory_does_not_count_against_another(config: EngineC
 /// between invocations, above which they are dropped: the hoard starts again, and every call
 /// succeeds.
 async fn retained_memory_is_bounded(config: EngineConfig) {
-    let e = engine(EngineConfig {
-        processes_per_thread: 1,
-        time_limit: Duration::from_secs(2),
-        ..config
-    });
+    let e = engine(one_process(config));
     let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(6 * 1024 * 1024) + globalThis.kept.length); return { body: String(globalThis.kept.length) }; };";
     let mut counts = Vec::new();
     for _ in 0..24 {
@@ -525,11 +529,7 @@ async fn retained_memory_is_bounded(config: EngineConfig) {
 /// which looked like the tenant's own `throw null` and left the runtime in use. Either way the
 /// runtime is discarded: the proxy's warm globals are gone on its next call.
 async fn a_thrown_null_discards_the_runtime(config: EngineConfig) {
-    let e = engine(EngineConfig {
-        processes_per_thread: 1,
-        time_limit: Duration::from_secs(2),
-        ..config
-    });
+    let e = engine(one_process(config));
     let code = "module.exports = async (req) => { globalThis.n = (globalThis.n || 0) + 1; if (req.args.body.fail) throw null; return { body: globalThis.n }; };";
     assert_eq!(body(run(&e, "p", code, json!({})).await), json!(1));
     assert_eq!(body(run(&e, "p", code, json!({})).await), json!(2), "warm");
