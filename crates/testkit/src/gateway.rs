@@ -246,8 +246,13 @@ impl Harness {
             deduplicate_token: false,
             destinations: destinations.map(|d| d.iter().map(|p| p.to_string()).collect()),
         };
+        self.create_token(t).await
+    }
+
+    /// Creates the token `input` as the tenant's admin: its id.
+    pub async fn create_token(&self, input: NewToken) -> String {
         self.vault
-            .create_token(&self.admin, t)
+            .create_token(&self.admin, input)
             .await
             .expect("token")
             .id

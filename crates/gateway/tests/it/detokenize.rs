@@ -424,13 +424,7 @@ async fn an_expired_token_is_answered_like_an_unknown_one_even_when_cached(db: &
         .expect("format");
     let mut input = NewToken::new(TokenType::Token, json!("short-lived"));
     input.expires_at = Some(soon);
-    let id = g
-        .vault
-        .create_token(&g.admin, input)
-        .await
-        .expect("token")
-        .id
-        .to_string();
+    let id = g.create_token(input).await;
     let ok = g.post_json(&pkey, Some(&key), &token_body(&id)).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
     let sent: Value = serde_json::from_str(&g.upstream.last_body()).expect("json");
