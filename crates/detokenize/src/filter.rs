@@ -175,31 +175,57 @@ impl Filter {
 /// literals, if any.
 fn regex_function(path: &str) -> Option<&'static str> {
     let bytes = path.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(_) if b == b'\\' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if b == b'\'' || b == b'"' => quote = Some(b),
-            None => {
-                let boundary = i == 0 || !is_name_byte(bytes[i - 1]);
-                if boundary {
-                    for name in ["match", "search"] {
-                        if path[i..].starts_with(name)
-                            && path[i + name.len()..].trim_start().starts_with('(')
-                        {
-                            return Some(name);
-                        }
-                    }
+    for i in Unquoted::new(path) {
+        let boundary = i == 0 || !is_name_byte(bytes[i - 1]);
+        if boundary {
+            for name in ["match", "search"] {
+                if path[i..].starts_with(name)
+                    && path[i + name.len()..].trim_start().starts_with('(')
+                {
+                    return Some(name);
                 }
             }
         }
-        i += 1;
     }
     None
+}
+
+/// The positions of a JSONPath's bytes outside its string literals (the quotes excluded), in
+/// order: what the scans of the path's text look at, so that a name or a `..` inside a
+/// literal counts for nothing.
+struct Unquoted<'a> {
+    bytes: &'a [u8],
+    i: usize,
+    quote: Option<u8>,
+}
+
+impl<'a> Unquoted<'a> {
+    fn new(path: &'a str) -> Self {
+        Self {
+            bytes: path.as_bytes(),
+            i: 0,
+            quote: None,
+        }
+    }
+}
+
+impl Iterator for Unquoted<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while let Some(&b) = self.bytes.get(self.i) {
+            let i = self.i;
+            self.i += 1;
+            match self.quote {
+                Some(_) if b == b'\\' => self.i += 1,
+                Some(q) if b == q => self.quote = None,
+                Some(_) => {}
+                None if b == b'\'' || b == b'"' => self.quote = Some(b),
+                None => return Some(i),
+            }
+        }
+        None
+    }
 }
 
 fn is_name_byte(b: u8) -> bool {
@@ -213,38 +239,30 @@ fn is_name_byte(b: u8) -> bool {
 /// which only over-estimates.
 fn path_growth(path: &str) -> u64 {
     let bytes = path.as_bytes();
-    let mut quote: Option<u8> = None;
     let (mut depth, mut selectors, mut growth) = (0u32, 1u64, 1u64);
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(_) if b == b'\\' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None => match b {
-                b'\'' | b'"' => quote = Some(b),
-                b'.' if depth == 0 && bytes.get(i + 1) == Some(&b'.') => {
-                    growth = growth.saturating_mul(MAX_DEPTH);
-                    i += 1;
+    let mut scan = Unquoted::new(path);
+    while let Some(i) = scan.next() {
+        match bytes[i] {
+            b'.' if depth == 0 && bytes.get(i + 1) == Some(&b'.') => {
+                growth = growth.saturating_mul(MAX_DEPTH);
+                // The second dot of `..`.
+                scan.next();
+            }
+            b'[' => {
+                depth += 1;
+                if depth == 1 {
+                    selectors = 1;
                 }
-                b'[' => {
-                    depth += 1;
-                    if depth == 1 {
-                        selectors = 1;
-                    }
+            }
+            b',' if depth == 1 => selectors += 1,
+            b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    growth = growth.saturating_mul(selectors);
                 }
-                b',' if depth == 1 => selectors += 1,
-                b']' if depth > 0 => {
-                    depth -= 1;
-                    if depth == 0 {
-                        growth = growth.saturating_mul(selectors);
-                    }
-                }
-                _ => {}
-            },
+            }
+            _ => {}
         }
-        i += 1;
     }
     growth
 }

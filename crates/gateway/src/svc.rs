@@ -20,26 +20,33 @@ fn host_error(e: VaultError) -> HostError {
     }
 }
 
-/// One `req.svc` call, made in-process as the proxy's application with its permissions.
-pub(crate) async fn host_call(
-    vault: &Vault,
-    principal: &Principal,
-    target: Option<&Target>,
-    audit: Option<&SvcAudit>,
-    op: HostOp,
-    payload: Value,
-) -> Result<Value, HostError> {
-    // What a refusal would name, taken before the payload is consumed.
-    let attempt = audit.map(|_| match op {
-        HostOp::Tokenize | HostOp::Create => (AuditAction::TokenCreatedByTransform, vec![]),
-        HostOp::Retrieve => (AuditAction::TokenReadByTransform, payload_id(&payload)),
-        HostOp::Delete => (AuditAction::TokenDeleted, payload_id(&payload)),
-    });
-    let answer = svc_call(vault, principal, target, audit, op, payload).await;
-    if let (Some(audit), Some((action, ids)), Err(e)) = (audit, attempt, &answer) {
-        audit.refused(action, ids, e.status, &e.message);
+/// Who answers a transform's `req.svc` calls: the vault, as the proxy's application
+/// (`principal`), for a proxy sending to `target`, recording into `audit` when the proxy has
+/// an audit trail.
+#[derive(Clone, Copy)]
+pub(crate) struct SvcHost<'a> {
+    pub(crate) vault: &'a Vault,
+    pub(crate) principal: &'a Principal,
+    pub(crate) target: Option<&'a Target>,
+    pub(crate) audit: Option<&'a SvcAudit>,
+}
+
+impl SvcHost<'_> {
+    /// One `req.svc` call, made in-process as the proxy's application with its permissions.
+    pub(crate) async fn call(self, op: HostOp, payload: Value) -> Result<Value, HostError> {
+        let audit = self.audit;
+        // What a refusal would name, taken before the payload is consumed.
+        let attempt = audit.map(|_| match op {
+            HostOp::Tokenize | HostOp::Create => (AuditAction::TokenCreatedByTransform, vec![]),
+            HostOp::Retrieve => (AuditAction::TokenReadByTransform, payload_id(&payload)),
+            HostOp::Delete => (AuditAction::TokenDeleted, payload_id(&payload)),
+        });
+        let answer = svc_call(self, op, payload).await;
+        if let (Some(audit), Some((action, ids)), Err(e)) = (audit, attempt, &answer) {
+            audit.refused(action, ids, e.status, &e.message);
+        }
+        answer
     }
-    answer
 }
 
 fn payload_id(payload: &Value) -> Vec<uuid::Uuid> {
@@ -50,17 +57,16 @@ fn payload_id(payload: &Value) -> Vec<uuid::Uuid> {
         .collect()
 }
 
-/// [`host_call`] without the refusal's audit event. `target` is where the proxy sends its
+/// [`SvcHost::call`] without the refusal's audit event. `target` is where the proxy sends its
 /// requests: a token bound to other destinations is not handed to its transform (issue 27),
 /// which could otherwise send it there itself.
-async fn svc_call(
-    vault: &Vault,
-    principal: &Principal,
-    target: Option<&Target>,
-    audit: Option<&SvcAudit>,
-    op: HostOp,
-    payload: Value,
-) -> Result<Value, HostError> {
+async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, HostError> {
+    let SvcHost {
+        vault,
+        principal,
+        target,
+        audit,
+    } = host;
     let bad = |m: String| HostError {
         status: 400,
         message: m,

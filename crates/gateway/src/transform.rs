@@ -23,7 +23,7 @@ use crate::{
     error::{ErrorKind, GatewayError},
     headers,
     stages::Halt,
-    svc::host_call,
+    svc::SvcHost,
     Gateway,
 };
 
@@ -243,9 +243,15 @@ async fn run(
         .as_ref()
         .and_then(|url| Target::of(url, false));
     let target = target.as_ref();
-    let host = principal
-        .as_ref()
-        .map(|p| move |op: HostOp, payload: Value| host_call(vault, p, target, audit, op, payload));
+    let host = principal.as_ref().map(|principal| {
+        let svc = SvcHost {
+            vault,
+            principal,
+            target,
+            audit,
+        };
+        move |op: HostOp, payload: Value| svc.call(op, payload)
+    });
     engine
         .run(program, &proxy_id, (&tenant, &proxy_id), input, host)
         .await

@@ -7,6 +7,9 @@
 //!
 //! `cargo bench -p tessera-storage --bench audit_append`
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::time::Duration;
 
 use criterion::{

@@ -13,9 +13,12 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use tessera_domain::{
     store::{ContainerScope, TokenFilter, TokenStore},
-    MasterKey, NewToken, PageRequest, Principal, Secret, TokenId, TokenType, Vault,
+    MasterKey, NewToken, PageRequest, Principal, TokenId, TokenType, Vault,
 };
-use tessera_testkit::db::{bench_each_backend, TestDatabase};
+use tessera_testkit::{
+    db::{bench_each_backend, TestDatabase},
+    vault::{plain_token, tenant_admin},
+};
 
 const CHILDREN: usize = 10_000;
 
@@ -30,25 +33,9 @@ struct Fixture {
 async fn fixture(db: TestDatabase) -> Fixture {
     let store = db.db.clone();
     let vault = Vault::new(Arc::new(store.clone()), MasterKey::generate());
-    let tenant = vault.create_tenant("bench").await.expect("tenant");
-    let admin = vault
-        .authenticate(Some(tenant.api_key.expose()))
-        .await
-        .expect("admin");
-    let token = |t: TokenType, data| NewToken {
-        token_type: t,
-        data: Some(Secret::new(data)),
-        metadata: None,
-        containers: None,
-        expires_at: None,
-        deduplicate_token: false,
-        destinations: None,
-    };
-    let parent = vault
-        .create_token(&admin, token(TokenType::Token, json!("parent")))
-        .await
-        .expect("parent")
-        .id;
+    let admin = tenant_admin(&vault, "bench").await;
+    let token = NewToken::new;
+    let parent = plain_token(&vault, &admin, json!("parent")).await;
     for i in 0..CHILDREN {
         let child = if i % 2 == 0 {
             token(TokenType::Card, json!({"number": "4242424242424242"}))

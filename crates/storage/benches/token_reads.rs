@@ -14,10 +14,13 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use tessera_domain::{
     store::{ApplicationStore, TokenStore},
-    ApiKey, MasterKey, NewToken, Secret, TenantId, TokenId, TokenType, Vault,
+    ApiKey, MasterKey, TenantId, TokenId, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::{bench_each_backend, storage_runtime, TestDatabase};
+use tessera_testkit::{
+    db::{bench_each_backend_detached, TestDatabase},
+    vault::plain_token,
+};
 
 const POOL: usize = 400;
 
@@ -42,16 +45,7 @@ fn fixture(rt: &tokio::runtime::Runtime, db: TestDatabase) -> Fixture {
             .expect("admin");
         let mut ids = Vec::with_capacity(POOL);
         for i in 0..POOL {
-            let token = NewToken {
-                token_type: TokenType::Token,
-                data: Some(Secret::new(json!(format!("4242424242424{i:03}")))),
-                metadata: None,
-                containers: None,
-                expires_at: None,
-                deduplicate_token: false,
-                destinations: None,
-            };
-            ids.push(vault.create_token(&admin, token).await.expect("token").id);
+            ids.push(plain_token(&vault, &admin, json!(format!("4242424242424{i:03}"))).await);
         }
         let key = ApiKey::parse(tenant.api_key.expose()).expect("key");
         Fixture {
@@ -134,10 +128,7 @@ fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
 }
 
 fn token_reads(c: &mut Criterion) {
-    let storage = storage_runtime();
-    bench_each_backend(&storage, |name, db| {
-        bench_backend(c, name, &fixture(&storage, db));
-    });
+    bench_each_backend_detached(fixture, |name, f| bench_backend(c, name, f));
 }
 
 criterion_group! {

@@ -19,7 +19,7 @@ use tessera_domain::{
     Container, Principal, TenantId, TokenId, TokenType, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::{bench_each_backend, storage_runtime, TestDatabase};
+use tessera_testkit::db::{bench_each_backend_detached, TestDatabase};
 
 const TOKENS: usize = 100_000;
 /// Distinct data values (each held by TOKENS / DISTINCT tokens, so a fingerprint matches 2).
@@ -195,10 +195,7 @@ fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
 }
 
 fn token_search(c: &mut Criterion) {
-    let storage = storage_runtime();
-    bench_each_backend(&storage, |name, db| {
-        bench_backend(c, name, &fixture(&storage, db));
-    });
+    bench_each_backend_detached(fixture, |name, f| bench_backend(c, name, f));
 }
 
 criterion_group! {

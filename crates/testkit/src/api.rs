@@ -198,12 +198,21 @@ where
         .to_string()
 }
 
-/// One API key's calls to an app: [`send`] without repeating the app and the key, so a test
-/// reads as the requests it makes.
+/// One caller of the in-process management API: the app and the key it sends (or none). Tests
+/// then read as the requests they make (`admin.get("/proxies")`) instead of repeating
+/// [`send`]'s five arguments on every request.
 pub struct Caller<'a, S> {
     app: &'a S,
-    key: &'a str,
+    key: Option<&'a str>,
 }
+
+impl<S> Clone for Caller<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Caller<'_, S> {}
 
 impl<S> std::fmt::Debug for Caller<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -212,102 +221,131 @@ impl<S> std::fmt::Debug for Caller<'_, S> {
     }
 }
 
-impl<'a, S> Caller<'a, S> {
+impl<'a, S, B> Caller<'a, S>
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     /// Calls to `app` with `key`.
     pub fn new(app: &'a S, key: &'a str) -> Self {
-        Self { app, key }
+        Self {
+            app,
+            key: Some(key),
+        }
+    }
+
+    /// Calls to `app` sending no key.
+    pub fn anonymous(app: &'a S) -> Self {
+        Self { app, key: None }
+    }
+
+    /// Another caller of the same app, sending `key`.
+    pub fn with_key(&self, key: &'a str) -> Self {
+        Self::new(self.app, key)
     }
 
     /// `method uri` with an optional JSON body.
-    pub async fn send<B>(&self, method: Method, uri: &str, body: Option<Value>) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
-        send(self.app, method, uri, Some(self.key), body).await
+    pub async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Reply {
+        send(self.app, method, uri, self.key, body).await
     }
 
     /// `GET uri`.
-    pub async fn get<B>(&self, uri: &str) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
+    pub async fn get(&self, uri: &str) -> Reply {
         self.send(Method::GET, uri, None).await
     }
 
     /// `POST uri` with `body`.
-    pub async fn post<B>(&self, uri: &str, body: Value) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
+    pub async fn post(&self, uri: &str, body: Value) -> Reply {
         self.send(Method::POST, uri, Some(body)).await
     }
 
+    /// `POST uri` without a body (links, key regeneration).
+    pub async fn post_empty(&self, uri: &str) -> Reply {
+        self.send(Method::POST, uri, None).await
+    }
+
     /// `PUT uri` with `body`.
-    pub async fn put<B>(&self, uri: &str, body: Value) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
+    pub async fn put(&self, uri: &str, body: Value) -> Reply {
         self.send(Method::PUT, uri, Some(body)).await
     }
 
     /// `PATCH uri` with `body`.
-    pub async fn patch<B>(&self, uri: &str, body: Value) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
+    pub async fn patch(&self, uri: &str, body: Value) -> Reply {
         self.send(Method::PATCH, uri, Some(body)).await
     }
 
     /// `DELETE uri`.
-    pub async fn delete<B>(&self, uri: &str) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
+    pub async fn delete(&self, uri: &str) -> Reply {
         self.send(Method::DELETE, uri, None).await
     }
 
+    /// `req` with this caller's key, if any.
+    fn keyed(&self, req: test::TestRequest) -> test::TestRequest {
+        match self.key {
+            Some(k) => req.insert_header(("SVC-API-KEY", k)),
+            None => req,
+        }
+    }
+
     /// `POST uri` with `body` and an `Idempotency-Key`.
-    pub async fn post_once<B>(&self, uri: &str, body: &Value, idempotency_key: &str) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
-        let req = test::TestRequest::post()
-            .uri(uri)
-            .insert_header(("SVC-API-KEY", self.key))
+    pub async fn post_once(&self, uri: &str, body: &Value, idempotency_key: &str) -> Reply {
+        let req = self
+            .keyed(test::TestRequest::post().uri(uri))
             .insert_header(("Idempotency-Key", idempotency_key))
             .set_json(body);
         send_raw(self.app, req).await
     }
 
     /// `PATCH uri` with `body` as `application/merge-patch+json`.
-    pub async fn merge_patch<B>(&self, uri: &str, body: &Value) -> Reply
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
-        let req = test::TestRequest::patch()
-            .uri(uri)
-            .insert_header(("SVC-API-KEY", self.key))
+    pub async fn merge_patch(&self, uri: &str, body: &Value) -> Reply {
+        let req = self
+            .keyed(test::TestRequest::patch().uri(uri))
             .insert_header(("content-type", "application/merge-patch+json"))
             .set_payload(body.to_string());
         send_raw(self.app, req).await
     }
 
     /// `POST uri` with `body`, expecting 201: the created resource's `id`.
-    pub async fn create<B>(&self, uri: &str, body: Value) -> String
-    where
-        S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
-        B: MessageBody,
-    {
-        create(self.app, self.key, uri, body).await
+    pub async fn create(&self, uri: &str, body: Value) -> String {
+        id_of(&self.post(uri, body).await.expect(201).body)
     }
+
+    /// `GET uri` expecting 200: the body.
+    pub async fn page(&self, uri: &str) -> Value {
+        self.get(uri).await.expect(200).body
+    }
+
+    /// `GET uri` expecting 200: its `pagination.total_items`.
+    pub async fn total(&self, uri: &str) -> Value {
+        total(&self.page(uri).await).clone()
+    }
+
+    /// `POST path` with `body`, expecting a 400 whose `errors` name `field`.
+    pub async fn refuses(&self, path: &str, body: Value, field: &str) -> Reply {
+        let r = self.post(path, body.clone()).await.expect(400);
+        assert!(
+            r.error_fields().iter().any(|f| f == field),
+            "{body} should fail on {field}: {:?}",
+            r.body
+        );
+        r
+    }
+
+    /// Creates an application expecting 201: its key.
+    pub async fn app_key(&self, spec: Value) -> String {
+        let created = self.post("/applications", spec).await.expect(201);
+        created.body["key"].as_str().expect("key").to_string()
+    }
+}
+
+/// `pagination.total_items` of a list page.
+pub fn total(page: &Value) -> &Value {
+    &page["pagination"]["total_items"]
+}
+
+/// The `id` of a resource.
+pub fn id_of(resource: &Value) -> String {
+    resource["id"].as_str().expect("id").to_string()
 }
 
 /// The id of the application named `name`, read with the admin key.

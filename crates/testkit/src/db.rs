@@ -318,6 +318,20 @@ pub fn bench_each_backend(
     }
 }
 
+/// [`bench_each_backend`] for benches of the detached store: a two-thread storage runtime (as
+/// in the binaries) builds each backend's fixture with `fixture`, then `bench` measures it.
+pub fn bench_each_backend_detached<F>(
+    fixture: impl Fn(&tokio::runtime::Runtime, TestDatabase) -> F,
+    mut bench: impl FnMut(&'static str, &F),
+) {
+    let storage = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("storage runtime");
+    bench_each_backend(&storage, |name, db| bench(name, &fixture(&storage, db)));
+}
+
 /// Whether PostgreSQL tests must run: under `CI=true` a missing `TESSERA_TEST_DATABASE_URL` is
 /// an error, not a skip.
 pub fn postgres_required() -> bool {

@@ -246,12 +246,32 @@ impl Harness {
             deduplicate_token: false,
             destinations: destinations.map(|d| d.iter().map(|p| p.to_string()).collect()),
         };
+        self.create_token(t).await
+    }
+
+    /// Creates the token `input` as the tenant's admin: its id.
+    pub async fn create_token(&self, input: NewToken) -> String {
         self.vault
-            .create_token(&self.admin, t)
+            .create_token(&self.admin, input)
             .await
             .expect("token")
             .id
             .to_string()
+    }
+
+    /// [`Harness::call`] through the proxy `proxy_key` with the API key `api_key`, then
+    /// `headers`: the two keys most proxied calls send first.
+    pub async fn call_keyed(
+        &self,
+        method: Method,
+        path: &str,
+        (proxy_key, api_key): (&str, &str),
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        let mut all = vec![("svc-proxy-key", proxy_key), ("svc-api-key", api_key)];
+        all.extend_from_slice(headers);
+        self.call(method, path, &all, body).await
     }
 
     /// Sends `method path` with `headers` and `body` to the gateway.

@@ -8,7 +8,8 @@
 //! * [`gateway`]: a real gateway on a socket in front of an [`upstream`] that echoes what it
 //!   received, plain or over TLS with a throw-away CA;
 //! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`);
-//! * [`process`]: the binaries as real processes on a free port, and JSON calls to them.
+//! * [`process`]: the binaries as real processes on a free port, and JSON calls to them;
+//! * [`vault`]: tenants and tokens written straight through a vault.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -18,6 +19,18 @@ pub mod fuzz;
 pub mod gateway;
 pub mod process;
 pub mod upstream;
+pub mod vault;
+
+/// The error classes a transform may throw and the status each answers with (SUPPLEMENT §7),
+/// as the engine's and the gateway's tests expect them.
+pub const TRANSFORM_ERROR_CLASSES: [(&str, u16); 6] = [
+    ("AuthenticationError", 401),
+    ("AuthorizationError", 403),
+    ("BadRequestError", 400),
+    ("InvalidPaymentMethodError", 402),
+    ("RateLimitError", 429),
+    ("ServiceUnavailableError", 503),
+];
 
 /// The master key every test vault uses: one database, one master key, however many vaults a
 /// test opens on it.

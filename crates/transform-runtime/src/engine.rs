@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::{
     config::{EngineConfig, Isolation},
-    host::Inner,
+    host::{Inner, Run},
     inline,
     message::{HostError, HostOp, Input, Outcome, TransformError},
     natives::Tags,
@@ -82,11 +82,16 @@ impl TransformEngine {
             proxy: proxy.to_string(),
         };
         // Each mode starts the clock when the invocation starts, not when it was asked for.
+        let run = Run {
+            program: &program,
+            scope,
+            tags,
+            input,
+            host,
+        };
         match self.inner.config.isolation {
-            Isolation::Inline => inline::run(&self.inner, &program, scope, tags, input, host).await,
-            Isolation::Process => {
-                process::run(&self.inner, &program, scope, tags, input, host).await
-            }
+            Isolation::Inline => inline::run(&self.inner, run).await,
+            Isolation::Process => process::run(&self.inner, run).await,
         }
     }
 }

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::{
     config::EngineConfig,
-    message::{HostError, HostOp},
+    message::{HostError, HostOp, Input},
+    natives::Tags,
     program::{Compiler, Program},
 };
 
@@ -18,15 +19,40 @@ pub(crate) struct Inner {
     pub(crate) prelude: Arc<Program>,
 }
 
-/// Answers `calls` with `host`, concurrently, as JSON text.
-pub(crate) async fn answer<H, F>(
-    host: Option<&H>,
-    calls: Vec<crate::natives::PendingCall>,
-) -> Vec<(u64, Result<String, HostError>)>
+/// The caller's host function: answers one `req.svc` call. Named once here so that each mode's
+/// functions bound their host by it instead of repeating its signature.
+pub(crate) trait HostFn: Fn(HostOp, Value) -> Self::Answer {
+    /// The future of one answer.
+    type Answer: Future<Output = Result<Value, HostError>>;
+}
+
+impl<H, F> HostFn for H
 where
     H: Fn(HostOp, Value) -> F,
     F: Future<Output = Result<Value, HostError>>,
 {
+    type Answer = F;
+}
+
+/// One invocation, as [`crate::TransformEngine::run`] hands it to either isolation mode.
+pub(crate) struct Run<'a, H> {
+    /// The compiled transform.
+    pub(crate) program: &'a Program,
+    /// What keys warm contexts (the proxy id).
+    pub(crate) scope: &'a str,
+    /// The `console.log` labels.
+    pub(crate) tags: Tags,
+    /// The request or response the transform sees.
+    pub(crate) input: Input,
+    /// Answers `req.svc` calls; without it `req.svc` is absent.
+    pub(crate) host: Option<H>,
+}
+
+/// Answers `calls` with `host`, concurrently, as JSON text.
+pub(crate) async fn answer<H: HostFn>(
+    host: Option<&H>,
+    calls: Vec<crate::natives::PendingCall>,
+) -> Vec<(u64, Result<String, HostError>)> {
     let answers = calls.into_iter().map(|call| async move {
         let result = match host {
             Some(h) => {

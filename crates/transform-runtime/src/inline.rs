@@ -4,15 +4,12 @@
 //! serving, and other transforms may run on the same runtime (see `runtime.rs`). A runtime that
 //! hit a limit is replaced for new invocations and freed when the last one using it ends.
 
-use std::{cell::RefCell, future::Future, rc::Rc, time::Instant};
-
-use serde_json::Value;
+use std::{cell::RefCell, rc::Rc, time::Instant};
 
 use crate::{
-    host::{answer, Inner},
-    message::{HostError, HostOp, Input, Outcome, TransformError},
+    host::{answer, HostFn, Inner, Run},
+    message::{Outcome, TransformError},
     natives::{LogSink, Tags},
-    program::Program,
     runtime::{Job, JsRuntime, Step},
 };
 
@@ -42,18 +39,17 @@ fn runtime(inner: &Inner) -> Result<Rc<JsRuntime>, TransformError> {
     })
 }
 
-pub(crate) async fn run<H, F>(
+pub(crate) async fn run<H: HostFn>(
     inner: &Inner,
-    program: &Program,
-    scope: &str,
-    tags: Tags,
-    input: Input,
-    host: Option<H>,
-) -> Result<Outcome, TransformError>
-where
-    H: Fn(HostOp, Value) -> F,
-    F: Future<Output = Result<Value, HostError>>,
-{
+    run: Run<'_, H>,
+) -> Result<Outcome, TransformError> {
+    let Run {
+        program,
+        scope,
+        tags,
+        input,
+        host,
+    } = run;
     let deadline = Instant::now() + inner.config.time_limit;
     let rt = runtime(inner)?;
     let job = Job {

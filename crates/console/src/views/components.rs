@@ -156,17 +156,42 @@ impl<'a> Input<'a> {
     /// The field with `problems`.
     pub(crate) fn render(&self, problems: &Problems) -> Markup {
         let field = self.field.unwrap_or(self.name);
-        let invalid = !problems.of(field).is_empty();
-        let describedby = describedby(field, self.hint.is_some(), invalid);
-        html! {
-            div.field.invalid[invalid] {
-                label for=(field_id(field)) { (self.label) }
-                @if let Some(hint) = self.hint { p.hint id={ "h" (&field_id(field)[1..]) } { (hint) } }
-                (field_errors(problems, field))
+        labelled(self.label, field, self.hint, problems, |aria| {
+            html! {
                 input id=(field_id(field)) type=(self.kind) name=(self.name) value=(self.value)
-                    required[self.required] aria-invalid=[invalid.then_some("true")]
-                    aria-describedby=[describedby] autocomplete="off" spellcheck="false";
+                    required[self.required] aria-invalid=[aria.invalid]
+                    aria-describedby=[aria.describedby] autocomplete="off" spellcheck="false";
             }
+        })
+    }
+}
+
+/// The `aria-invalid` and `aria-describedby` of a labelled control.
+struct Aria {
+    invalid: Option<&'static str>,
+    describedby: Option<String>,
+}
+
+/// What every labelled control shares: the label, the hint if any and the problems of
+/// `field`, then the control itself, built by `control` with its `aria-*` values.
+fn labelled(
+    label: &str,
+    field: &str,
+    hint: Option<&str>,
+    problems: &Problems,
+    control: impl FnOnce(Aria) -> Markup,
+) -> Markup {
+    let invalid = !problems.of(field).is_empty();
+    let aria = Aria {
+        invalid: invalid.then_some("true"),
+        describedby: describedby(field, hint.is_some(), invalid),
+    };
+    html! {
+        div.field.invalid[invalid] {
+            label for=(field_id(field)) { (label) }
+            @if let Some(hint) = hint { p.hint id={ "h" (&field_id(field)[1..]) } { (hint) } }
+            (field_errors(problems, field))
+            (control(aria))
         }
     }
 }
@@ -193,18 +218,14 @@ pub(crate) fn textarea(
     hint: Option<&str>,
     problems: &Problems,
 ) -> Markup {
-    let invalid = !problems.of(name).is_empty();
-    html! {
-        div.field.invalid[invalid] {
-            label for=(field_id(name)) { (label) }
-            @if let Some(hint) = hint { p.hint id={ "h" (&field_id(name)[1..]) } { (hint) } }
-            (field_errors(problems, name))
+    labelled(label, name, hint, problems, |aria| {
+        html! {
             textarea.code[code] id=(field_id(name)) name=(name) rows=(rows)
                 data-code-editor=[code.then_some("true")] spellcheck="false" autocomplete="off"
-                aria-invalid=[invalid.then_some("true")]
-                aria-describedby=[describedby(name, hint.is_some(), invalid)] { (value) }
+                aria-invalid=[aria.invalid]
+                aria-describedby=[aria.describedby] { (value) }
         }
-    }
+    })
 }
 
 /// A code editor (a monospace textarea; the script adds line numbers) named `name`, whose
@@ -218,20 +239,16 @@ pub(crate) fn code_editor(
     hint: &str,
     problems: &Problems,
 ) -> Markup {
-    let invalid = !problems.of(field).is_empty();
-    html! {
-        div.field.invalid[invalid] {
-            label for=(field_id(field)) { (label) }
-            p.hint id={ "h" (&field_id(field)[1..]) } { (hint) }
-            (field_errors(problems, field))
+    labelled(label, field, Some(hint), problems, |aria| {
+        html! {
             div.editor {
                 textarea.code id=(field_id(field)) name=(name) rows="12" data-code-editor="true"
                     spellcheck="false" autocomplete="off" autocapitalize="off" wrap="off"
-                    aria-invalid=[invalid.then_some("true")]
-                    aria-describedby=[describedby(field, true, invalid)] { (value) }
+                    aria-invalid=[aria.invalid]
+                    aria-describedby=[aria.describedby] { (value) }
             }
         }
-    }
+    })
 }
 
 /// A labelled select of `(value, label)` options.
@@ -242,19 +259,16 @@ pub(crate) fn select(
     selected: &str,
     problems: &Problems,
 ) -> Markup {
-    let invalid = !problems.of(name).is_empty();
-    html! {
-        div.field.invalid[invalid] {
-            label for=(field_id(name)) { (label) }
-            (field_errors(problems, name))
-            select id=(field_id(name)) name=(name) aria-invalid=[invalid.then_some("true")]
-                aria-describedby=[describedby(name, false, invalid)] {
+    labelled(label, name, None, problems, |aria| {
+        html! {
+            select id=(field_id(name)) name=(name) aria-invalid=[aria.invalid]
+                aria-describedby=[aria.describedby] {
                 @for (value, text) in options {
                     option value=(value) selected[*value == selected] { (text) }
                 }
             }
         }
-    }
+    })
 }
 
 /// A checkbox with its label after it.

@@ -134,23 +134,8 @@ pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<Cha
 
 #[cfg(test)]
 mod tests {
-    use uuid::Uuid;
-
     use super::*;
-    use crate::audit::{Actor, AuditAction};
-
-    fn events(n: usize, tenant: TenantId) -> Vec<AuditEvent> {
-        (0..n)
-            .map(|_| {
-                AuditEvent::success(
-                    tenant,
-                    AuditAction::TokenRead,
-                    Actor::Anonymous,
-                    vec![Uuid::new_v4()],
-                )
-            })
-            .collect()
-    }
+    use crate::audit::test_events as events;
 
     #[test]
     fn a_sealed_block_reads_back_as_the_events_it_holds() {

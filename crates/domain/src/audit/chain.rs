@@ -206,20 +206,7 @@ impl ChainCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{block::seal, Actor, AuditEvent};
-
-    fn events(n: usize, tenant: TenantId) -> Vec<AuditEvent> {
-        (0..n)
-            .map(|_| {
-                AuditEvent::success(
-                    tenant,
-                    AuditAction::TokenRead,
-                    Actor::Anonymous,
-                    vec![Uuid::new_v4()],
-                )
-            })
-            .collect()
-    }
+    use crate::audit::{block::seal, test_events as events, AuditEvent};
 
     fn walk(head: &ChainHead, blocks: &[AuditBlock]) -> Result<u64, BrokenLink> {
         let mut check = ChainCheck::new(head.clone());

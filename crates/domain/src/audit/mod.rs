@@ -17,6 +17,21 @@ mod list;
 mod log;
 mod store;
 
+/// `n` anonymous token reads of `tenant`: the events the block and chain tests seal.
+#[cfg(test)]
+fn test_events(n: usize, tenant: crate::TenantId) -> Vec<AuditEvent> {
+    (0..n)
+        .map(|_| {
+            AuditEvent::success(
+                tenant,
+                AuditAction::TokenRead,
+                Actor::Anonymous,
+                vec![uuid::Uuid::new_v4()],
+            )
+        })
+        .collect()
+}
+
 pub use block::{seal, AuditBlock};
 pub use canonical::{decode, encode, encode_legacy, link_hash, DecodeError, LegacyColumns};
 pub use chain::{BrokenLink, ChainCheck};

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use time::OffsetDateTime;
 use zeroize::Zeroizing;
 
 use crate::{
@@ -10,7 +11,7 @@ use crate::{
     application::ApplicationType,
     crypto::DataKey,
     error::{Resource, VaultError},
-    ids::{ProxyId, TenantId},
+    ids::{ApplicationId, ProxyId, TenantId},
     pagination::{Page, PageRequest},
     permission::Permission,
     proxy::{self, Configuration, Proxy, ProxyInput, ValidProxy},
@@ -41,27 +42,17 @@ impl Vault {
         let (tenant, id) = (caller.tenant_id(), ProxyId::new());
         let sealer = self.sealer(tenant, id).await?;
         let mut key = Secret::new(proxy::generate_key());
-        let mut stored = StoredProxy {
+        let stamp = (caller.application_id(), now);
+        let mut stored = sealer.record(
             id,
-            tenant_id: tenant,
-            name: valid.name.clone(),
-            key_lookup: self.proxy_key_lookup(key.expose()).await?,
-            key_sealed: sealer.seal(KEY_PURPOSE, key.expose())?,
-            destination_url: valid.destination_url.clone(),
-            request_transform_sealed: sealer
-                .seal_optional(REQUEST_TRANSFORM_PURPOSE, valid.request_transform.as_ref())?,
-            response_transform_sealed: sealer.seal_optional(
-                RESPONSE_TRANSFORM_PURPOSE,
-                valid.response_transform.as_ref(),
-            )?,
-            application_id: valid.application_id,
-            configuration_ciphertext: sealer.seal_configuration(valid.configuration.as_ref())?,
-            require_auth: valid.require_auth,
-            created_by: caller.application_id(),
-            created_at: now,
-            modified_by: caller.application_id(),
-            modified_at: now,
-        };
+            &valid,
+            (
+                self.proxy_key_lookup(key.expose()).await?,
+                sealer.seal(KEY_PURPOSE, key.expose())?,
+            ),
+            stamp,
+            stamp,
+        )?;
         let mut attempt = 1;
         loop {
             match self.store.insert_proxy(&stored).await {
@@ -122,22 +113,13 @@ impl Vault {
         let existing = self.stored_proxy(caller, id).await?;
         let sealer = self.sealer(caller.tenant_id(), id).await?;
         let key = Secret::new(sealer.open_string(KEY_PURPOSE, &existing.key_sealed)?);
-        let stored = StoredProxy {
-            name: valid.name.clone(),
-            destination_url: valid.destination_url.clone(),
-            request_transform_sealed: sealer
-                .seal_optional(REQUEST_TRANSFORM_PURPOSE, valid.request_transform.as_ref())?,
-            response_transform_sealed: sealer.seal_optional(
-                RESPONSE_TRANSFORM_PURPOSE,
-                valid.response_transform.as_ref(),
-            )?,
-            application_id: valid.application_id,
-            configuration_ciphertext: sealer.seal_configuration(valid.configuration.as_ref())?,
-            require_auth: valid.require_auth,
-            modified_by: caller.application_id(),
-            modified_at: timestamp::now(),
-            ..existing
-        };
+        let stored = sealer.record(
+            id,
+            &valid,
+            (existing.key_lookup, existing.key_sealed),
+            (existing.created_by, existing.created_at),
+            (caller.application_id(), timestamp::now()),
+        )?;
         if !self.store.update_proxy(&stored).await? {
             return Err(VaultError::NotFound(Resource::Proxy));
         }
@@ -327,7 +309,44 @@ struct Sealer {
     record: String,
 }
 
+/// Who changed a record and when.
+type Stamp = (ApplicationId, OffsetDateTime);
+
 impl Sealer {
+    /// The record of proxy `id` with `valid`'s settings, its transforms and configuration
+    /// sealed to it: what create and update both store. `key` is the key's lookup and sealed
+    /// value.
+    fn record(
+        &self,
+        id: ProxyId,
+        valid: &ValidProxy,
+        (key_lookup, key_sealed): ([u8; 32], Vec<u8>),
+        (created_by, created_at): Stamp,
+        (modified_by, modified_at): Stamp,
+    ) -> Result<StoredProxy, VaultError> {
+        Ok(StoredProxy {
+            id,
+            tenant_id: self.tenant,
+            name: valid.name.clone(),
+            key_lookup,
+            key_sealed,
+            destination_url: valid.destination_url.clone(),
+            request_transform_sealed: self
+                .seal_optional(REQUEST_TRANSFORM_PURPOSE, valid.request_transform.as_ref())?,
+            response_transform_sealed: self.seal_optional(
+                RESPONSE_TRANSFORM_PURPOSE,
+                valid.response_transform.as_ref(),
+            )?,
+            application_id: valid.application_id,
+            configuration_ciphertext: self.seal_configuration(valid.configuration.as_ref())?,
+            require_auth: valid.require_auth,
+            created_by,
+            created_at,
+            modified_by,
+            modified_at,
+        })
+    }
+
     fn seal(&self, purpose: &str, plaintext: &str) -> Result<Vec<u8>, VaultError> {
         Ok(self.key.seal_record(
             self.tenant,

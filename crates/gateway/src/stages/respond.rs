@@ -60,23 +60,22 @@ fn log(ctx: &RequestContext<'_>, e: &GatewayError) {
         ctx.proxy_id.map(|p| p.to_string()).unwrap_or_default(),
         e.source().map(|s| s.to_string()).unwrap_or_default(),
     );
+    // `tracing`'s macros take their level as a constant: one line, written once, per level.
+    macro_rules! proxy_error {
+        ($level:ident) => {
+            tracing::$level!(
+                request_id = ctx.request_id,
+                proxy,
+                status,
+                detail = e.detail(),
+                cause,
+                "proxy error"
+            )
+        };
+    }
     match e.kind().log_level() {
-        Some(tracing::Level::ERROR) => tracing::error!(
-            request_id = ctx.request_id,
-            proxy,
-            status,
-            detail = e.detail(),
-            cause,
-            "proxy error"
-        ),
-        Some(_) => tracing::warn!(
-            request_id = ctx.request_id,
-            proxy,
-            status,
-            detail = e.detail(),
-            cause,
-            "proxy error"
-        ),
+        Some(tracing::Level::ERROR) => proxy_error!(error),
+        Some(_) => proxy_error!(warn),
         None => {}
     }
 }

@@ -61,12 +61,11 @@ async fn a_detokenizing_invocation_is_recorded_once_with_its_tokens(t: &TestData
     );
     let body = json!({"x": format!("{{{{{a}}}}}"), "y": format!("{{{{{b}}}}}"), "z": format!("{{{{{a}}}}}")});
     let r = g
-        .call(
+        .call_keyed(
             Method::POST,
             "/proxy",
+            (&pkey, &key),
             &[
-                ("svc-proxy-key", &pkey),
-                ("svc-api-key", &key),
                 ("content-type", "application/json"),
                 ("x-request-id", "req-detok-1"),
             ],

@@ -16,6 +16,56 @@ use tessera_testkit::{
 
 backend_tests!(concurrent_requests_sharing_batches_get_each_their_own_answer);
 
+/// Eight rounds of six requests: own tokens (200), with a foreign, a missing or an expired one
+/// (400), outside the key's containers (403), and `/pci/` with a key that may use it (200).
+fn cases(f: &Fixture) -> Vec<Case> {
+    let Fixture {
+        all,
+        general_only,
+        mine,
+        pci,
+        foreign,
+        expired,
+        missing,
+    } = f;
+    let values = |ids: &[usize]| ids.iter().map(|i| format!("mine-{i}")).collect::<Vec<_>>();
+    let mut cases = Vec::new();
+    for round in 0..8 {
+        let (a, b) = (round % 4, (round + 1) % 4);
+        cases.push(Case {
+            key: all.clone(),
+            ids: vec![mine[a].clone(), mine[b].clone()],
+            expect: Ok(values(&[a, b])),
+        });
+        cases.push(Case {
+            key: all.clone(),
+            ids: vec![mine[a].clone(), foreign.clone()],
+            expect: Err(400),
+        });
+        cases.push(Case {
+            key: all.clone(),
+            ids: vec![missing.clone(), mine[b].clone()],
+            expect: Err(400),
+        });
+        cases.push(Case {
+            key: all.clone(),
+            ids: vec![expired.clone()],
+            expect: Err(400),
+        });
+        cases.push(Case {
+            key: general_only.clone(),
+            ids: vec![mine[a].clone(), pci.clone()],
+            expect: Err(403),
+        });
+        cases.push(Case {
+            key: all.clone(),
+            ids: vec![pci.clone(), mine[b].clone()],
+            expect: Ok(vec!["pci-secret".into(), format!("mine-{b}")]),
+        });
+    }
+    cases
+}
+
 /// One request of the mix: the tokens it names and what it must get.
 struct Case {
     key: String,
@@ -24,13 +74,20 @@ struct Case {
     expect: Result<Vec<String>, u16>,
 }
 
-async fn concurrent_requests_sharing_batches_get_each_their_own_answer(db: &TestDatabase) {
-    let options = Options {
-        cache_ttl: Some(Duration::ZERO),
-        ..Options::default()
-    };
-    let g = Harness::start_with(db, options).await;
-    let pkey = g.plain_proxy().await;
+/// What the requests name: the keys, and tokens of every kind a read can meet.
+struct Fixture {
+    all: String,
+    general_only: String,
+    mine: Vec<String>,
+    pci: String,
+    foreign: String,
+    expired: String,
+    missing: String,
+}
+
+/// A tenant with four general tokens and one `/pci/` token, a key for all and one for
+/// `/general/` only; another tenant's token; one of ours that has expired; an id never used.
+async fn fixture(g: &Harness) -> Fixture {
     let all = g.use_key().await;
     let general_only = g
         .key(json!({"name": "scoped", "type": "private", "rules": [
@@ -71,42 +128,25 @@ async fn concurrent_requests_sharing_batches_get_each_their_own_answer(db: &Test
         .to_string();
     tokio::time::sleep(Duration::from_millis(700)).await;
     let missing = uuid::Uuid::new_v4().to_string();
-
-    let values = |ids: &[usize]| ids.iter().map(|i| format!("mine-{i}")).collect::<Vec<_>>();
-    let mut cases = Vec::new();
-    for round in 0..8 {
-        let (a, b) = (round % 4, (round + 1) % 4);
-        cases.push(Case {
-            key: all.clone(),
-            ids: vec![mine[a].clone(), mine[b].clone()],
-            expect: Ok(values(&[a, b])),
-        });
-        cases.push(Case {
-            key: all.clone(),
-            ids: vec![mine[a].clone(), foreign.clone()],
-            expect: Err(400),
-        });
-        cases.push(Case {
-            key: all.clone(),
-            ids: vec![missing.clone(), mine[b].clone()],
-            expect: Err(400),
-        });
-        cases.push(Case {
-            key: all.clone(),
-            ids: vec![expired.clone()],
-            expect: Err(400),
-        });
-        cases.push(Case {
-            key: general_only.clone(),
-            ids: vec![mine[a].clone(), pci.clone()],
-            expect: Err(403),
-        });
-        cases.push(Case {
-            key: all.clone(),
-            ids: vec![pci.clone(), mine[b].clone()],
-            expect: Ok(vec!["pci-secret".into(), format!("mine-{b}")]),
-        });
+    Fixture {
+        all,
+        general_only,
+        mine,
+        pci,
+        foreign,
+        expired,
+        missing,
     }
+}
+
+async fn concurrent_requests_sharing_batches_get_each_their_own_answer(db: &TestDatabase) {
+    let options = Options {
+        cache_ttl: Some(Duration::ZERO),
+        ..Options::default()
+    };
+    let g = Harness::start_with(db, options).await;
+    let pkey = g.plain_proxy().await;
+    let cases = cases(&fixture(&g).await);
     let replies = futures_util::future::join_all(cases.iter().map(|case| {
         let body = Value::Array(
             case.ids

@@ -18,14 +18,11 @@ async fn the_sub_path_and_query_are_appended_to_the_destination(db: &TestDatabas
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
     let r = g
-        .call(
+        .call_keyed(
             Method::POST,
             "/proxy/charges/ch_1?expand=x&svc-proxy-key=ignored&b=%20",
-            &[
-                ("svc-proxy-key", &pkey),
-                ("svc-api-key", &key),
-                ("content-type", "application/json"),
-            ],
+            (&pkey, &key),
+            &[("content-type", "application/json")],
             r#"{"a":1}"#,
         )
         .await
@@ -40,12 +37,7 @@ async fn every_method_is_forwarded(db: &TestDatabase) {
     for m in ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
         let method = Method::from_bytes(m.as_bytes()).expect("method");
         let r = g
-            .call(
-                method,
-                "/proxy/m",
-                &[("svc-proxy-key", &pkey), ("svc-api-key", &key)],
-                "x",
-            )
+            .call_keyed(method, "/proxy/m", (&pkey, &key), &[], "x")
             .await
             .expect(200);
         assert_eq!(r.echoed()["method"], json!(m));
@@ -110,14 +102,11 @@ async fn informational_and_out_of_range_statuses_are_not_relayed(db: &TestDataba
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
     for status in ["101", "600"] {
         let r = g
-            .call(
+            .call_keyed(
                 Method::GET,
                 "/proxy",
-                &[
-                    ("svc-proxy-key", &pkey),
-                    ("svc-api-key", &key),
-                    ("x-echo-status", status),
-                ],
+                (&pkey, &key),
+                &[("x-echo-status", status)],
                 "",
             )
             .await

@@ -7,11 +7,12 @@ use std::collections::HashMap;
 
 use http::Method;
 use serde_json::{json, Value};
-use tessera_domain::{NewToken, Secret, TokenType};
+use tessera_domain::{NewToken, TokenType};
 use tessera_testkit::{
     backend_tests,
     db::TestDatabase,
     gateway::{Harness, Reply},
+    vault::{plain_token, tenant_admin},
 };
 
 backend_tests!(
@@ -57,15 +58,11 @@ async fn probe(g: &Harness, keys: &(String, String), card: &str, path: &str) -> 
 
 /// POSTs a JSON `body` to a destination that does not echo (it answers `{"ok":true}`).
 async fn quiet(g: &Harness, (key, pkey): &(String, String), body: &str) -> Reply {
-    g.call(
+    g.call_keyed(
         Method::POST,
         "/proxy",
-        &[
-            ("svc-proxy-key", pkey),
-            ("svc-api-key", key),
-            ("content-type", "application/json"),
-            ("x-echo-quiet", "1"),
-        ],
+        (pkey, key),
+        &[("content-type", "application/json"), ("x-echo-quiet", "1")],
         body,
     )
     .await
@@ -282,21 +279,24 @@ async fn send(g: &Harness, method: Method, header: (&str, &str), body: &str) -> 
     .expect(200)
 }
 
-/// A token holding `4242 4242&x=1`: form syntax in the data.
-async fn form_breaking_card(g: &Harness) -> String {
-    g.token(json!("4242 4242&x=1"), None).await
+/// POSTs `body(card)` as `content_type` through a plain proxy, where `card` is a token holding
+/// `4242 4242&x=1` (form syntax in the data): the answer and the body sent.
+async fn send_form_breaking_card(
+    db: &TestDatabase,
+    content_type: &str,
+    body: impl FnOnce(&str) -> String,
+) -> (Reply, String) {
+    let g = Harness::start(db).await;
+    let card = g.token(json!("4242 4242&x=1"), None).await;
+    let body = body(&card);
+    let r = send(&g, Method::POST, ("content-type", content_type), &body).await;
+    (r, body)
 }
 
 async fn form_values_are_percent_encoded_so_they_cannot_add_fields(db: &TestDatabase) {
-    let g = Harness::start(db).await;
-    let card = form_breaking_card(&g).await;
-    let form = format!("number=%7B%7B{card}%7D%7D&amount=100");
-    let r = send(
-        &g,
-        Method::POST,
-        ("content-type", "application/x-www-form-urlencoded"),
-        &form,
-    )
+    let (r, _) = send_form_breaking_card(db, "application/x-www-form-urlencoded", |card| {
+        format!("number=%7B%7B{card}%7D%7D&amount=100")
+    })
     .await;
     let sent = r.echoed()["body"].as_str().expect("body").to_string();
     let pairs: HashMap<String, String> = form_urlencoded::parse(sent.as_bytes())
@@ -311,28 +311,15 @@ async fn form_values_are_percent_encoded_so_they_cannot_add_fields(db: &TestData
 }
 
 async fn text_bodies_are_substituted(db: &TestDatabase) {
-    let g = Harness::start(db).await;
-    let card = form_breaking_card(&g).await;
-    let r = send(
-        &g,
-        Method::POST,
-        ("content-type", "text/plain"),
-        &format!("pan={{{{{card}}}}};"),
-    )
-    .await;
+    let (r, _) =
+        send_form_breaking_card(db, "text/plain", |card| format!("pan={{{{{card}}}}};")).await;
     assert_eq!(r.echoed()["body"], json!("pan=4242 4242&x=1;"));
 }
 
 async fn opaque_bodies_pass_through_untouched(db: &TestDatabase) {
-    let g = Harness::start(db).await;
-    let card = form_breaking_card(&g).await;
-    let raw = format!("{{{{{card}}}}}");
-    let r = send(
-        &g,
-        Method::POST,
-        ("content-type", "application/octet-stream"),
-        &raw,
-    )
+    let (r, raw) = send_form_breaking_card(db, "application/octet-stream", |card| {
+        format!("{{{{{card}}}}}")
+    })
     .await;
     assert_eq!(r.echoed()["body"], json!(raw));
 }
@@ -395,51 +382,29 @@ async fn an_unterminated_expression_is_a_400(db: &TestDatabase) {
     assert_eq!(g.upstream.hits(), before, "nothing reached the destination");
 }
 
+/// `{"a": "{{id}}"}`: a JSON body naming token `id`.
+fn token_body(id: &str) -> String {
+    format!(r#"{{"a": "{{{{{id}}}}}"}}"#)
+}
+
+/// [`token_body`] of `id` sent through the plain proxy, expecting the gateway's 400.
+async fn refused_token(g: &Harness, key: &str, pkey: &str, id: &str) -> Reply {
+    g.post_json(pkey, Some(key), &token_body(id))
+        .await
+        .proxy_error(400)
+}
+
 async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = keys(&g).await;
-    let other = g.vault.create_tenant("other").await.expect("tenant");
-    let other_admin = g
-        .vault
-        .authenticate(Some(other.api_key.expose()))
+    let other_admin = tenant_admin(&g.vault, "other").await;
+    let foreign = plain_token(&g.vault, &other_admin, json!("theirs"))
         .await
-        .expect("admin");
-    let foreign = g
-        .vault
-        .create_token(
-            &other_admin,
-            NewToken {
-                token_type: TokenType::Token,
-                data: Some(Secret::new(json!("theirs"))),
-                metadata: None,
-                containers: None,
-                expires_at: None,
-                deduplicate_token: false,
-                destinations: None,
-            },
-        )
-        .await
-        .expect("token")
-        .id
         .to_string();
     let unknown = uuid::Uuid::new_v4().to_string();
     let before = g.upstream.hits();
-    let a = g
-        .post_json(
-            &pkey,
-            Some(&key),
-            &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#),
-        )
-        .await
-        .proxy_error(400);
-    let b = g
-        .post_json(
-            &pkey,
-            Some(&key),
-            &format!(r#"{{"a": "{{{{{foreign}}}}}"}}"#),
-        )
-        .await
-        .proxy_error(400);
+    let a = refused_token(&g, &key, &pkey, &unknown).await;
+    let b = refused_token(&g, &key, &pkey, &foreign).await;
     assert_eq!(
         a.detail().replace(&unknown, "ID"),
         b.detail().replace(&foreign, "ID"),
@@ -459,30 +424,16 @@ async fn an_expired_token_is_answered_like_an_unknown_one_even_when_cached(db: &
         .expect("format");
     let mut input = NewToken::new(TokenType::Token, json!("short-lived"));
     input.expires_at = Some(soon);
-    let id = g
-        .vault
-        .create_token(&g.admin, input)
-        .await
-        .expect("token")
-        .id
-        .to_string();
-    let body = format!(r#"{{"a": "{{{{{id}}}}}"}}"#);
-    let ok = g.post_json(&pkey, Some(&key), &body).await;
+    let id = g.create_token(input).await;
+    let ok = g.post_json(&pkey, Some(&key), &token_body(&id)).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
     let sent: Value = serde_json::from_str(&g.upstream.last_body()).expect("json");
     assert_eq!(sent["a"], "short-lived");
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     let before = g.upstream.hits();
-    let gone = g.post_json(&pkey, Some(&key), &body).await.proxy_error(400);
+    let gone = refused_token(&g, &key, &pkey, &id).await;
     let unknown = uuid::Uuid::new_v4().to_string();
-    let never = g
-        .post_json(
-            &pkey,
-            Some(&key),
-            &format!(r#"{{"a": "{{{{{unknown}}}}}"}}"#),
-        )
-        .await
-        .proxy_error(400);
+    let never = refused_token(&g, &key, &pkey, &unknown).await;
     assert_eq!(
         gone.detail().replace(&id, "ID"),
         never.detail().replace(&unknown, "ID")

@@ -64,14 +64,11 @@ async fn destination_errors_pass_through_unwrapped(db: &TestDatabase) {
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
     for status in ["404", "422", "500", "503"] {
         let r = g
-            .call(
+            .call_keyed(
                 Method::POST,
                 "/proxy",
-                &[
-                    ("svc-proxy-key", &pkey),
-                    ("svc-api-key", &key),
-                    ("x-echo-status", status),
-                ],
+                (&pkey, &key),
+                &[("x-echo-status", status)],
                 "x",
             )
             .await;
@@ -156,14 +153,11 @@ async fn a_destination_slower_than_the_timeout_is_a_504(db: &TestDatabase) {
     let g = quick(db).await;
     let key = g.use_key().await;
     let slow = g.plain_proxy().await;
-    g.call(
+    g.call_keyed(
         Method::GET,
         "/proxy",
-        &[
-            ("svc-proxy-key", &slow),
-            ("svc-api-key", &key),
-            ("x-echo-delay-ms", "2000"),
-        ],
+        (&slow, &key),
+        &[("x-echo-delay-ms", "2000")],
         "",
     )
     .await
@@ -189,14 +183,11 @@ async fn a_tls_destination_signed_by_an_extra_ca_is_reached(db: &TestDatabase) {
         .proxy(json!({"name": "tls", "destination_url": format!("https://localhost:{}/secure", g.upstream.addr.port())}))
         .await;
     let r = g
-        .call(
+        .call_keyed(
             Method::POST,
             "/proxy/x",
-            &[
-                ("svc-proxy-key", &pkey),
-                ("svc-api-key", &key),
-                ("content-type", "application/json"),
-            ],
+            (&pkey, &key),
+            &[("content-type", "application/json")],
             &format!(r#"{{"n":"{{{{{token}}}}}"}}"#),
         )
         .await

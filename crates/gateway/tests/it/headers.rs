@@ -25,12 +25,11 @@ backend_tests!(
 /// `Connection`-listed header, an extra `svc-*` header and a request id.
 async fn forwarded(g: &Harness) -> Reply {
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
-    g.call(
+    g.call_keyed(
         Method::POST,
         "/proxy/charges/ch_1",
+        (&pkey, &key),
         &[
-            ("svc-proxy-key", &pkey),
-            ("svc-api-key", &key),
             ("authorization", "Bearer dest-token"),
             ("x-custom", "kept"),
             ("connection", "x-hop"),
@@ -101,14 +100,11 @@ async fn the_destinations_request_id_passes_through(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
     let r = g
-        .call(
+        .call_keyed(
             Method::GET,
             "/proxy",
-            &[
-                ("svc-proxy-key", &pkey),
-                ("svc-api-key", &key),
-                ("x-echo-request-id", "1"),
-            ],
+            (&pkey, &key),
+            &[("x-echo-request-id", "1")],
             "",
         )
         .await

@@ -11,7 +11,7 @@ use tessera_domain::{vault::IssuedKey, ApplicationInput};
 use tessera_testkit::{
     db::TestDatabase,
     gateway::{Harness, Isolation, Options, Reply},
-    isolation_backend_tests,
+    isolation_backend_tests, TRANSFORM_ERROR_CLASSES,
 };
 
 isolation_backend_tests!(
@@ -86,12 +86,11 @@ async fn echo_args(g: &Harness) -> Reply {
         json!({"configuration": {"MERCHANT": "m_1"}, "request_transform": {"code": ECHO_ARGS}}),
     )
     .await;
-    g.call(
+    g.call_keyed(
         Method::PATCH,
         "/proxy/a/b?x=1&svc-proxy-key=hidden",
+        (&pkey, &key),
         &[
-            ("svc-proxy-key", &pkey),
-            ("svc-api-key", &key),
             ("content-type", "application/json"),
             ("user-agent", "UA/1"),
             ("x-remove-me", "gone"),
@@ -184,12 +183,7 @@ async fn a_returned_string_body_is_sent_as_it_is(db: &TestDatabase, mode: Isolat
     let key = g.use_key().await;
     let skey = request_transform(&g, "s", "module.exports = async (req) => ({ body: 'raw:' + req.args.path + ':' + req.args.query, headers: req.args.headers });").await;
     let r = g
-        .call(
-            Method::POST,
-            "/proxy",
-            &[("svc-proxy-key", &skey), ("svc-api-key", &key)],
-            "ignored",
-        )
+        .call_keyed(Method::POST, "/proxy", (&skey, &key), &[], "ignored")
         .await
         .expect(200);
     assert_eq!(r.echoed()["body"], json!("raw::"));
@@ -200,14 +194,11 @@ async fn a_form_body_arrives_as_an_object_and_is_re_encoded(db: &TestDatabase, m
     let key = g.use_key().await;
     let fkey = request_transform(&g, "f", "module.exports = async (req) => { const b = req.args.body; b.extra = 'a b'; return { body: b, headers: req.args.headers }; };").await;
     let r = g
-        .call(
+        .call_keyed(
             Method::POST,
             "/proxy",
-            &[
-                ("svc-proxy-key", &fkey),
-                ("svc-api-key", &key),
-                ("content-type", "application/x-www-form-urlencoded"),
-            ],
+            (&fkey, &key),
+            &[("content-type", "application/x-www-form-urlencoded")],
             "x=1",
         )
         .await
@@ -243,14 +234,11 @@ async fn non_2xx_answers_skip_the_response_transform(db: &TestDatabase, mode: Is
     let key = g.use_key().await;
     let pkey = shaping_response_transform(&g).await;
     let r = g
-        .call(
+        .call_keyed(
             Method::PUT,
             "/proxy",
-            &[
-                ("svc-proxy-key", &pkey),
-                ("svc-api-key", &key),
-                ("x-echo-status", "404"),
-            ],
+            (&pkey, &key),
+            &[("x-echo-status", "404")],
             "",
         )
         .await
@@ -412,14 +400,7 @@ async fn req_svc_acts_with_the_applications_current_permissions(
 async fn thrown_error_classes_map_to_statuses(db: &TestDatabase, mode: Isolation) {
     let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
-    for (class, status) in [
-        ("AuthenticationError", 401),
-        ("AuthorizationError", 403),
-        ("BadRequestError", 400),
-        ("InvalidPaymentMethodError", 402),
-        ("RateLimitError", 429),
-        ("ServiceUnavailableError", 503),
-    ] {
+    for (class, status) in TRANSFORM_ERROR_CLASSES {
         let code =
             format!("module.exports = async () => {{ throw new {class}('card declined'); }};");
         let pkey = request_transform(&g, class, &code).await;

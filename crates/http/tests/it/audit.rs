@@ -8,6 +8,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use crate::caller::MIB;
 use actix_web::{
     body::MessageBody,
     dev::{Service, ServiceResponse},
@@ -37,7 +38,6 @@ backend_tests!(
     a_planted_record_gets_503s_and_loses_no_event,
 );
 
-const MIB: usize = 1024 * 1024;
 const CARD_NUMBER: &str = "4242424242424242";
 const CONFIG_VALUE: &str = "cfg-value-sk_live_51Hx9";
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::caller::MIB;
 use actix_web::{
     body::MessageBody,
     dev::{Service, ServiceResponse},
@@ -36,7 +37,6 @@ backend_tests!(
     search_narrows_by_permission_and_tenant,
 );
 
-const MIB: usize = 1024 * 1024;
 const CARD: &str = "4242424242424242";
 const OTHER_CARD: &str = "5555555555554444";
 

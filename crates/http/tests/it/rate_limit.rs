@@ -2,6 +2,7 @@
 //! per application, 429 with `Retry-After`, other credentials unaffected. (The gateway's, per
 //! proxy, are tested in `tessera-gateway`.)
 
+use crate::caller::MIB;
 use actix_web::{http::Method, test};
 use serde_json::json;
 use tessera_domain::proxy::DestinationPolicy;
@@ -13,8 +14,6 @@ use tessera_testkit::{
 };
 
 backend_tests!(management_calls_are_limited_per_application);
-
-const MIB: usize = 1024 * 1024;
 
 fn limit() -> RateLimit {
     // Two at once, then one every 100 s: the test never sees a refill.

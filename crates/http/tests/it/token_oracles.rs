@@ -6,10 +6,10 @@ use actix_web::{
     body::MessageBody,
     dev::{Service, ServiceResponse},
     http::Method,
-    test, Error,
+    Error,
 };
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_key, send, state, tenant, Reply};
+use tessera_testkit::api::{app_key, app_with_tenant, create, send, Reply, TenantKeys};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -21,7 +21,6 @@ backend_tests!(
     setting_or_shortening_an_expiry_needs_delete,
 );
 
-const MIB: usize = 1024 * 1024;
 const CARD: &str = "4242424242424242";
 
 fn card(container: Option<&str>, dedup: bool) -> Value {
@@ -34,6 +33,21 @@ fn card(container: Option<&str>, dedup: bool) -> Value {
         body["deduplicate_token"] = json!(true);
     }
     body
+}
+
+/// The API over `db` with the tenant "acme" and one application of `spec` in it: the app, the
+/// tenant's keys and the application's key.
+async fn acme_with_key(
+    db: &TestDatabase,
+    spec: Value,
+) -> (
+    impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = Error>,
+    TenantKeys,
+    String,
+) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let key = app_key(&app, &t.admin_key, spec).await;
+    (app, t, key)
 }
 
 async fn post<S, B>(app: &S, key: &str, path: &str, body: Value) -> Reply
@@ -60,16 +74,12 @@ where
 /// A `public` key holding only `token:create` asks to deduplicate: 403, the same answer
 /// before and after an equal token exists, and nothing is created.
 async fn deduplication_without_read_is_refused_whatever_exists(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let admin = t.admin_key.as_str();
-    let public = app_key(
-        &app,
-        admin,
+    let (app, t, public) = acme_with_key(
+        db,
         json!({"name": "web", "type": "public", "permissions": ["token:create"]}),
     )
     .await;
+    let admin = t.admin_key.as_str();
     let before = post(&app, &public, "/tokens", card(None, true))
         .await
         .expect(403);
@@ -96,17 +106,9 @@ async fn deduplication_without_read_is_refused_whatever_exists(db: &TestDatabase
 /// A key that may create everywhere but read only `/pci/low/` deduplicates there and
 /// nowhere else; the decision is by the target container, whatever the key's other grants.
 async fn deduplication_follows_the_target_containers_read_rule(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t, scoped) = acme_with_key(db, json!({"name": "scoped", "type": "private", "permissions": ["token:create"],
+               "rules": [{"priority": 1, "container": "/pci/low/", "permissions": ["token:create", "token:read"]}]})).await;
     let admin = t.admin_key.as_str();
-    let scoped = app_key(
-        &app,
-        admin,
-        json!({"name": "scoped", "type": "private", "permissions": ["token:create"],
-               "rules": [{"priority": 1, "container": "/pci/low/", "permissions": ["token:create", "token:read"]}]}),
-    )
-    .await;
     for c in ["/pci/high/", "/pci/low/"] {
         post(&app, admin, "/tokens", card(Some(c), false))
             .await
@@ -130,20 +132,16 @@ async fn deduplication_follows_the_target_containers_read_rule(db: &TestDatabase
 /// deduplicate without read; a child created under a readable parent into an unreadable
 /// container is refused the same way.
 async fn bulk_and_child_deduplication_need_read_too(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let admin = t.admin_key.as_str();
-    post(&app, admin, "/tokens", card(None, false))
-        .await
-        .expect(201);
-    let creator = app_key(
-        &app,
-        admin,
+    let (app, t, creator) = acme_with_key(
+        db,
         json!({"name": "c", "type": "private", "permissions": ["token:create"],
                "rules": [{"priority": 1, "container": "/general/", "permissions": ["token:create", "token:read"]}]}),
     )
     .await;
+    let admin = t.admin_key.as_str();
+    post(&app, admin, "/tokens", card(None, false))
+        .await
+        .expect(201);
     let batch = json!([{"type": "token", "data": "x"}, card(None, true)]);
     let refused = post(&app, &creator, "/tokenize", batch).await.expect(403);
     assert!(!refused.raw.windows(5).any(|w| w == b"alice"));
@@ -153,18 +151,13 @@ async fn bulk_and_child_deduplication_need_read_too(db: &TestDatabase) {
         .expect(200);
     assert_eq!(general.body["pagination"]["total_items"], 0, "all or none");
 
-    let parent = post(
+    let parent = create(
         &app,
         &creator,
         "/tokens",
         json!({"type": "token", "data": "p"}),
     )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    .await;
     post(
         &app,
         &creator,
@@ -179,16 +172,12 @@ async fn bulk_and_child_deduplication_need_read_too(db: &TestDatabase) {
 /// Create, update and search-without-data answers carry the fingerprint only for a caller
 /// that may read the token.
 async fn fingerprints_are_shown_only_to_readers(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let admin = t.admin_key.as_str();
-    let writer = app_key(
-        &app,
-        admin,
+    let (app, t, writer) = acme_with_key(
+        db,
         json!({"name": "w", "type": "private", "permissions": ["token:create", "token:update"]}),
     )
     .await;
+    let admin = t.admin_key.as_str();
     let created = post(&app, admin, "/tokens", card(None, false))
         .await
         .expect(201);
@@ -222,17 +211,9 @@ async fn fingerprints_are_shown_only_to_readers(db: &TestDatabase) {
 
 /// Searching by a fingerprint finds only tokens the caller may read.
 async fn fingerprint_search_is_narrowed_to_readable_containers(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t, low_reader) = acme_with_key(db, json!({"name": "r", "type": "private", "permissions": [],
+               "rules": [{"priority": 1, "container": "/pci/low/", "permissions": ["token:read"]}]})).await;
     let admin = t.admin_key.as_str();
-    let low_reader = app_key(
-        &app,
-        admin,
-        json!({"name": "r", "type": "private", "permissions": [],
-               "rules": [{"priority": 1, "container": "/pci/low/", "permissions": ["token:read"]}]}),
-    )
-    .await;
     let high = post(&app, admin, "/tokens", card(Some("/pci/high/"), false))
         .await
         .expect(201);
@@ -255,33 +236,24 @@ async fn fingerprint_search_is_narrowed_to_readable_containers(db: &TestDatabase
 /// Finding 9: an expiry is a scheduled delete. Setting one, or bringing one forward, needs
 /// `token:delete` too; postponing or clearing it does not.
 async fn setting_or_shortening_an_expiry_needs_delete(db: &TestDatabase) {
-    let st = state(db, MIB);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let admin = t.admin_key.as_str();
-    let updater = app_key(
-        &app,
-        admin,
+    let (app, t, updater) = acme_with_key(
+        db,
         json!({"name": "u", "type": "private", "permissions": ["token:update", "token:read"]}),
     )
     .await;
+    let admin = t.admin_key.as_str();
     let at = |days: i64| {
         (time::OffsetDateTime::now_utc() + time::Duration::days(days))
             .format(&time::format_description::well_known::Rfc3339)
             .expect("format")
     };
-    let id = post(
+    let id = create(
         &app,
         admin,
         "/tokens",
         json!({"type": "token", "data": "v"}),
     )
-    .await
-    .expect(201)
-    .body["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    .await;
     let path = format!("/tokens/{id}");
     let patch = |key: String, body: Value| {
         let path = path.clone();

@@ -7,11 +7,13 @@
 use std::{collections::BTreeSet, sync::Arc};
 
 use serde_json::json;
-use tessera_domain::{
-    store::TokenStore, NewToken, Principal, Secret, TenantId, TokenId, TokenType, Vault,
-};
+use tessera_domain::{store::TokenStore, Principal, TenantId, TokenId, Vault};
 use tessera_storage::{Backend, DetachedStore};
-use tessera_testkit::{backend_tests, db::TestDatabase};
+use tessera_testkit::{
+    backend_tests,
+    db::TestDatabase,
+    vault::{plain_token, tenant_admin},
+};
 
 backend_tests!(
     concurrent_reads_share_a_batch_and_each_gets_only_its_own_rows,
@@ -20,29 +22,10 @@ backend_tests!(
 
 /// A tenant with `n` tokens, written through `vault`.
 async fn tenant_with_tokens(vault: &Vault, name: &str, n: usize) -> (TenantId, Vec<TokenId>) {
-    let tenant = vault.create_tenant(name).await.expect("tenant");
-    let admin: Principal = vault
-        .authenticate(Some(tenant.api_key.expose()))
-        .await
-        .expect("admin");
+    let admin: Principal = tenant_admin(vault, name).await;
     let mut ids = Vec::new();
     for i in 0..n {
-        let token = vault
-            .create_token(
-                &admin,
-                NewToken {
-                    token_type: TokenType::Token,
-                    data: Some(Secret::new(json!(format!("secret-{name}-{i}")))),
-                    metadata: None,
-                    containers: None,
-                    expires_at: None,
-                    deduplicate_token: false,
-                    destinations: None,
-                },
-            )
-            .await
-            .expect("token");
-        ids.push(token.id);
+        ids.push(plain_token(vault, &admin, json!(format!("secret-{name}-{i}"))).await);
     }
     (admin.tenant_id(), ids)
 }

@@ -8,10 +8,14 @@ use std::sync::Arc;
 use serde_json::json;
 use tessera_domain::{
     store::{StoreError, TokenStore},
-    MasterKey, NewToken, Principal, Secret, TokenType, Vault,
+    MasterKey, Principal, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::{backend_tests, db::TestDatabase};
+use tessera_testkit::{
+    backend_tests,
+    db::TestDatabase,
+    vault::{plain_token, tenant_admin},
+};
 
 backend_tests!(
     point_reads_do_not_need_the_storage_runtime,
@@ -21,27 +25,9 @@ backend_tests!(
 
 /// A tenant with one token, written through `vault`; returns the admin principal.
 async fn tenant_with_token(vault: &Vault) -> (Principal, tessera_domain::TokenId) {
-    let tenant = vault.create_tenant("acme").await.expect("tenant");
-    let admin = vault
-        .authenticate(Some(tenant.api_key.expose()))
-        .await
-        .expect("admin");
-    let token = vault
-        .create_token(
-            &admin,
-            NewToken {
-                token_type: TokenType::Token,
-                data: Some(Secret::new(json!("4242424242424242"))),
-                metadata: None,
-                containers: None,
-                expires_at: None,
-                deduplicate_token: false,
-                destinations: None,
-            },
-        )
-        .await
-        .expect("token");
-    (admin, token.id)
+    let admin = tenant_admin(vault, "acme").await;
+    let token = plain_token(vault, &admin, json!("4242424242424242")).await;
+    (admin, token)
 }
 
 /// With the runtime that owns the store's detached tasks shut down, point reads still answer

@@ -28,11 +28,9 @@ mod shm;
 mod slots;
 
 use std::{
-    cell::RefCell, collections::HashSet, future::Future, os::fd::OwnedFd, process::Stdio, rc::Rc,
-    time::Instant,
+    cell::RefCell, collections::HashSet, os::fd::OwnedFd, process::Stdio, rc::Rc, time::Instant,
 };
 
-use serde_json::Value;
 use tokio::net::UnixStream;
 
 use channel::Channel;
@@ -41,8 +39,8 @@ use protocol::{FromChild, ToChild};
 
 use crate::{
     config::SandboxCommand,
-    host::{answer, Inner},
-    message::{HostError, HostOp, Input, Outcome, TransformError},
+    host::{answer, HostFn, Inner, Run},
+    message::{Outcome, TransformError},
     natives::Tags,
     program::Program,
 };
@@ -165,18 +163,14 @@ impl Sandbox {
     }
 
     /// Runs one job to its end, answering `req.svc` calls and relaying log lines.
-    async fn job<H, F>(
+    async fn job<H: HostFn>(
         &mut self,
         program: &Program,
         run: ToChild,
         job: u64,
         host: Option<&H>,
         tags: &Tags,
-    ) -> Result<Outcome, TransformError>
-    where
-        H: Fn(HostOp, Value) -> F,
-        F: Future<Output = Result<Value, HostError>>,
-    {
+    ) -> Result<Outcome, TransformError> {
         if !self.loaded.contains(program.hash()) {
             self.send(&ToChild::Load {
                 hash: *program.hash(),
@@ -202,18 +196,11 @@ impl Sandbox {
     }
 }
 
-pub(crate) async fn run<H, F>(
+pub(crate) async fn run<H: HostFn>(
     inner: &Inner,
-    program: &Program,
-    scope: &str,
-    tags: Tags,
-    input: Input,
-    host: Option<H>,
-) -> Result<Outcome, TransformError>
-where
-    H: Fn(HostOp, Value) -> F,
-    F: Future<Output = Result<Value, HostError>>,
-{
+    run: Run<'_, H>,
+) -> Result<Outcome, TransformError> {
+    let tags = &run.tags;
     let Some(command) = inner.config.sandbox.as_ref() else {
         return Err(TransformError::Engine("no sandbox command".into()));
     };
@@ -235,16 +222,16 @@ where
     let time_left = inner.config.time_limit;
     let message = ToChild::Run {
         job,
-        program: *program.hash(),
-        scope: scope.to_string(),
+        program: *run.program.hash(),
+        scope: run.scope.to_string(),
         tags: tags.clone(),
-        input: Box::new(input),
-        svc: host.is_some(),
+        input: Box::new(run.input),
+        svc: run.host.is_some(),
         time_limit_ms: u64::try_from(time_left.as_millis()).unwrap_or(u64::MAX),
     };
     let result = tokio::time::timeout_at(
         hard_stop,
-        sandbox.job(program, message, job, host.as_ref(), &tags),
+        sandbox.job(run.program, message, job, run.host.as_ref(), tags),
     )
     .await;
     let result = match result {

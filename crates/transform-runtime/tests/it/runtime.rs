@@ -5,6 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
+use tessera_testkit::TRANSFORM_ERROR_CLASSES;
 use tessera_transform_runtime::{
     Args, Body, EngineConfig, HostError, HostOp, Input, Isolation, Outcome, SandboxCommand,
     TransformEngine, TransformError,
@@ -56,6 +57,16 @@ fn config(isolation: Isolation) -> EngineConfig {
 
 fn engine(config: EngineConfig) -> TransformEngine {
     TransformEngine::new(config).expect("engine")
+}
+
+/// `config` with one process per thread (so successive calls meet the same warm runtime) and
+/// a 2-second limit: the memory tests' engine.
+fn one_process(config: EngineConfig) -> EngineConfig {
+    EngineConfig {
+        processes_per_thread: 1,
+        time_limit: Duration::from_secs(2),
+        ..config
+    }
 }
 
 type NoHost = fn(HostOp, Value) -> std::future::Ready<Result<Value, HostError>>;
@@ -206,14 +217,7 @@ async fn bodies_arrive_parsed_and_leave_encoded(config: EngineConfig) {
 
 async fn error_classes_custom_responses_and_crashes(config: EngineConfig) {
     let e = engine(config);
-    for (class, status) in [
-        ("AuthenticationError", 401),
-        ("AuthorizationError", 403),
-        ("BadRequestError", 400),
-        ("InvalidPaymentMethodError", 402),
-        ("RateLimitError", 429),
-        ("ServiceUnavailableError", 503),
-    ] {
+    for (class, status) in TRANSFORM_ERROR_CLASSES {
         let code = format!("module.exports = async () => {{ throw new {class}('nope'); }};");
         match run(&e, "errors", &code, json!({})).await {
             Ok(Outcome::Http {
@@ -482,10 +486,8 @@ async fn many_parallel_invocations(config: EngineConfig) {
 /// the same runtime: the allowance is measured afresh whenever the context changes.
 async fn a_proxys_retained_memory_does_not_count_against_another(config: EngineConfig) {
     let e = engine(EngineConfig {
-        processes_per_thread: 1,
-        time_limit: Duration::from_secs(2),
         memory_limit: 24 * 1024 * 1024,
-        ..config
+        ..one_process(config)
     });
     // The hoarder keeps 8 MiB more on every call; the spender needs 16 MiB of its 24 MiB.
     let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(8 * 1024 * 1024) + globalThis.kept.length); return { body: 'kept' }; };";
@@ -505,11 +507,7 @@ async fn a_proxys_retained_memory_does_not_count_against_another(config: EngineC
 /// between invocations, above which they are dropped: the hoard starts again, and every call
 /// succeeds.
 async fn retained_memory_is_bounded(config: EngineConfig) {
-    let e = engine(EngineConfig {
-        processes_per_thread: 1,
-        time_limit: Duration::from_secs(2),
-        ..config
-    });
+    let e = engine(one_process(config));
     let hoard = "module.exports = async () => { (globalThis.kept ||= []).push('x'.repeat(6 * 1024 * 1024) + globalThis.kept.length); return { body: String(globalThis.kept.length) }; };";
     let mut counts = Vec::new();
     for _ in 0..24 {
@@ -531,11 +529,7 @@ async fn retained_memory_is_bounded(config: EngineConfig) {
 /// which looked like the tenant's own `throw null` and left the runtime in use. Either way the
 /// runtime is discarded: the proxy's warm globals are gone on its next call.
 async fn a_thrown_null_discards_the_runtime(config: EngineConfig) {
-    let e = engine(EngineConfig {
-        processes_per_thread: 1,
-        time_limit: Duration::from_secs(2),
-        ..config
-    });
+    let e = engine(one_process(config));
     let code = "module.exports = async (req) => { globalThis.n = (globalThis.n || 0) + 1; if (req.args.body.fail) throw null; return { body: globalThis.n }; };";
     assert_eq!(body(run(&e, "p", code, json!({})).await), json!(1));
     assert_eq!(body(run(&e, "p", code, json!({})).await), json!(2), "warm");

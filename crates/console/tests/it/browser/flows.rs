@@ -7,7 +7,7 @@ use serde_json::json;
 use tessera_domain::audit::{AuditAction, Outcome};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{browse, browse_as_admin, browse_setup, Tab};
+use super::{browse, browse_as_admin, browse_setup, browse_with_card, Tab};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -74,13 +74,10 @@ async fn sign_in_with_a_bad_then_a_good_key(db: &TestDatabase) {
 }
 
 async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let card = s.card().await;
-    let Some(b) = browse_setup(s).await else {
+    let Some((b, card)) = browse_with_card(db).await else {
         return;
     };
     let (s, tab) = (&b.s, &b.tab);
-    sign_in(tab, &s.admin_key).await;
     tab.type_into("#f-metadata", "customer=c_1").await;
     tab.click("form.search button[type=submit]").await;
     assert!(tab.path().await.contains("metadata=customer%3Dc_1"));
@@ -210,13 +207,10 @@ async fn a_key_without_proxy_read_sees_not_permitted(db: &TestDatabase) {
 }
 
 async fn a_forged_form_is_refused(db: &TestDatabase) {
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let card = s.card().await;
-    let Some(b) = browse_setup(s).await else {
+    let Some((b, card)) = browse_with_card(db).await else {
         return;
     };
     let (s, tab) = (&b.s, &b.tab);
-    sign_in(tab, &s.admin_key).await;
     tab.go(&format!("/console/tokens/{card}")).await;
     tab.eval("document.querySelector('section.data input[name=csrf]').value = 'forged'")
         .await;

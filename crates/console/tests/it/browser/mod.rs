@@ -158,6 +158,15 @@ pub(crate) async fn browse_as_admin(db: &TestDatabase, idle: Duration) -> Option
     Some(b)
 }
 
+/// [`browse_as_admin`] with one card token created first: the browsing and the card's id.
+pub(crate) async fn browse_with_card(db: &TestDatabase) -> Option<(Browsing, String)> {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let card = s.card().await;
+    let b = browse_setup(s).await?;
+    flows::sign_in(&b.tab, &b.s.admin_key).await;
+    Some((b, card))
+}
+
 /// [`browse`] over a prepared [`Setup`].
 pub(crate) async fn browse_setup(s: Setup) -> Option<Browsing> {
     let chromium = chromium().await?;

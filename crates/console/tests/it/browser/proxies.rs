@@ -8,7 +8,7 @@ use serde_json::json;
 use tessera_domain::{ApplicationId, ProxyId};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{browse_as_admin, browse_setup, flows::sign_in};
+use super::{browse_as_admin, browse_setup, browse_with_card, flows::sign_in};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -21,13 +21,10 @@ const BROKEN: &str = "module.exports = async function (req) {\n  const body = re
 const FIXED: &str = "module.exports = async function (req) {\n  const body = req.args.body;\n  body.via = req.configuration.TAG;\n  return { body, headers: req.args.headers };\n};\n";
 
 async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let card = s.card().await;
-    let Some(b) = browse_setup(s).await else {
+    let Some((b, card)) = browse_with_card(db).await else {
         return;
     };
     let (s, tab) = (&b.s, &b.tab);
-    sign_in(tab, &s.admin_key).await;
     tab.go("/console/proxies/new").await;
     tab.type_into("#f-name", "payments").await;
     tab.type_into("#f-destination-url", &s.harness.upstream_url())
