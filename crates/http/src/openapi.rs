@@ -20,6 +20,8 @@ use utoipa::{
     Modify, OpenApi,
 };
 
+use tessera_service::proxy_error::ErrorKind;
+
 use crate::problem::{Problem, PROBLEM_JSON};
 
 /// The root of the document: metadata and tags. [`document`] adds the operations, then the
@@ -82,7 +84,7 @@ pub fn document() -> Document {
     for modifier in [
         &SecuritySchemes as &dyn Modify,
         &SharedErrors,
-        &crate::proxy_mount::ProxyErrors,
+        &ProxyErrors,
         &Idempotency,
         &ResponseHeaders,
     ] {
@@ -127,7 +129,7 @@ impl Modify for SecuritySchemes {
 }
 
 /// The operations of a path (the methods this API uses).
-pub(crate) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         &mut item.get,
         &mut item.put,
@@ -305,6 +307,45 @@ impl Modify for ResponseHeaders {
                             ),
                         );
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Adds the proxy's own failures to both `/proxy` operations, one response per status, from
+/// the gateway's [`ErrorKind`] table: the document lists exactly the statuses the gateway
+/// answers with, described by the kinds that give them.
+struct ProxyErrors;
+
+impl utoipa::Modify for ProxyErrors {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+
+        let documented = ErrorKind::documented_statuses();
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if path != "/proxy" && !path.starts_with("/proxy/") {
+                continue;
+            }
+            for operation in operations(item) {
+                for (status, description) in &documented {
+                    let response = ResponseBuilder::new()
+                        .description(if path == "/proxy" {
+                            description.as_str()
+                        } else {
+                            "As for `/proxy`."
+                        })
+                        .content(
+                            "application/json",
+                            ContentBuilder::new()
+                                .schema(Some(Ref::from_schema_name("ProxyErrorBody")))
+                                .build(),
+                        )
+                        .build();
+                    operation
+                        .responses
+                        .responses
+                        .insert(status.as_str().to_string(), response.into());
                 }
             }
         }

@@ -11,10 +11,7 @@ use actix_web::{http::StatusCode as ActixStatus, web, HttpMessage, HttpRequest, 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http_body_util::{BodyDataStream, StreamBody};
-use tessera_service::{
-    mount::{BoxError, LocalBody, ProxyHandler, ResponseBody},
-    proxy_error::ErrorKind,
-};
+use tessera_service::mount::{BoxError, LocalBody, ProxyHandler, ResponseBody};
 
 use crate::{problem::Problem, request_id::RequestId};
 
@@ -128,44 +125,5 @@ fn to_actix(res: http::Response<ResponseBody>) -> HttpResponse {
     match exact {
         Some(length) => out.body(actix_web::body::SizedStream::new(length, stream)),
         None => out.streaming(stream),
-    }
-}
-
-/// Adds the proxy's own failures to both `/proxy` operations, one response per status, from
-/// the gateway's [`ErrorKind`] table: the document lists exactly the statuses the gateway
-/// answers with, described by the kinds that give them.
-pub(crate) struct ProxyErrors;
-
-impl utoipa::Modify for ProxyErrors {
-    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-
-        let documented = ErrorKind::documented_statuses();
-        for (path, item) in doc.paths.paths.iter_mut() {
-            if path != "/proxy" && !path.starts_with("/proxy/") {
-                continue;
-            }
-            for operation in crate::openapi::operations(item) {
-                for (status, description) in &documented {
-                    let response = ResponseBuilder::new()
-                        .description(if path == "/proxy" {
-                            description.as_str()
-                        } else {
-                            "As for `/proxy`."
-                        })
-                        .content(
-                            "application/json",
-                            ContentBuilder::new()
-                                .schema(Some(Ref::from_schema_name("ProxyErrorBody")))
-                                .build(),
-                        )
-                        .build();
-                    operation
-                        .responses
-                        .responses
-                        .insert(status.as_str().to_string(), response.into());
-                }
-            }
-        }
     }
 }

@@ -12,6 +12,7 @@ use tessera_testkit::{
     backend_tests,
     db::TestDatabase,
     gateway::{Harness, Options},
+    vault::{plain_token, tenant_admin},
 };
 
 backend_tests!(concurrent_requests_sharing_batches_get_each_their_own_answer);
@@ -19,47 +20,38 @@ backend_tests!(concurrent_requests_sharing_batches_get_each_their_own_answer);
 /// Eight rounds of six requests: own tokens (200), with a foreign, a missing or an expired one
 /// (400), outside the key's containers (403), and `/pci/` with a key that may use it (200).
 fn cases(f: &Fixture) -> Vec<Case> {
-    let Fixture {
-        all,
-        general_only,
-        mine,
-        pci,
-        foreign,
-        expired,
-        missing,
-    } = f;
     let values = |ids: &[usize]| ids.iter().map(|i| format!("mine-{i}")).collect::<Vec<_>>();
     let mut cases = Vec::new();
     for round in 0..8 {
         let (a, b) = (round % 4, (round + 1) % 4);
         cases.push(Case {
-            key: all.clone(),
-            ids: vec![mine[a].clone(), mine[b].clone()],
+            key: f.all.clone(),
+            ids: vec![f.mine[a].clone(), f.mine[b].clone()],
             expect: Ok(values(&[a, b])),
         });
         cases.push(Case {
-            key: all.clone(),
-            ids: vec![mine[a].clone(), foreign.clone()],
+            key: f.all.clone(),
+            ids: vec![f.mine[a].clone(), f.foreign.clone()],
             expect: Err(400),
         });
         cases.push(Case {
-            key: all.clone(),
-            ids: vec![missing.clone(), mine[b].clone()],
+            key: f.all.clone(),
+            ids: vec![f.missing.clone(), f.mine[b].clone()],
             expect: Err(400),
         });
         cases.push(Case {
-            key: all.clone(),
-            ids: vec![expired.clone()],
+            key: f.all.clone(),
+            ids: vec![f.expired.clone()],
             expect: Err(400),
         });
         cases.push(Case {
-            key: general_only.clone(),
-            ids: vec![mine[a].clone(), pci.clone()],
+            key: f.general_only.clone(),
+            ids: vec![f.mine[a].clone(), f.pci.clone()],
             expect: Err(403),
         });
         cases.push(Case {
-            key: all.clone(),
-            ids: vec![pci.clone(), mine[b].clone()],
+            key: f.all.clone(),
+            ids: vec![f.pci.clone(), f.mine[b].clone()],
             expect: Ok(vec!["pci-secret".into(), format!("mine-{b}")]),
         });
     }
@@ -98,34 +90,17 @@ async fn fixture(g: &Harness) -> Fixture {
         mine.push(g.token(json!(format!("mine-{i}")), None).await);
     }
     let pci = g.token(json!("pci-secret"), Some("/pci/")).await;
-    let other = g.vault.create_tenant("other").await.expect("tenant");
-    let other_admin = g
-        .vault
-        .authenticate(Some(other.api_key.expose()))
+    let other_admin = tenant_admin(&g.vault, "other").await;
+    let foreign = plain_token(&g.vault, &other_admin, json!("theirs"))
         .await
-        .expect("admin");
-    let foreign = g
-        .vault
-        .create_token(
-            &other_admin,
-            NewToken::new(TokenType::Token, json!("theirs")),
-        )
-        .await
-        .expect("token")
-        .id
         .to_string();
     let soon = (time::OffsetDateTime::now_utc() + time::Duration::milliseconds(500))
         .format(&time::format_description::well_known::Rfc3339)
         .expect("format");
     let mut short = NewToken::new(TokenType::Token, json!("short-lived"));
     short.expires_at = Some(soon);
-    let expired = g
-        .vault
-        .create_token(&g.admin, short)
-        .await
-        .expect("token")
-        .id
-        .to_string();
+    let expired = g.vault.create_token(&g.admin, short).await;
+    let expired = expired.expect("token").id.to_string();
     tokio::time::sleep(Duration::from_millis(700)).await;
     let missing = uuid::Uuid::new_v4().to_string();
     Fixture {
