@@ -7,7 +7,7 @@ use crate::{
 };
 
 /// Why the store failed. Messages never include secret values.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The database could not be reached or a connection could not be had.
     #[error("database unavailable: {0}")]

@@ -45,7 +45,7 @@ use thread_local::ThreadLocal;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::{
-    database::{checkout, DbResultExt, Pools},
+    database::{checkout, DbResultExt, PerThreadPools, Pools},
     rows::TokenRow,
     Database,
 };
@@ -54,7 +54,7 @@ use crate::{
 type Found = HashMap<(TenantId, TokenId), StoredToken>;
 
 /// What a waiting read receives: the whole batch's rows (it picks its own), or the error.
-type Outcome = Result<Arc<Found>, Arc<StoreError>>;
+type Outcome = Result<Arc<Found>, StoreError>;
 
 /// Batches token reads per calling thread; see the module docs.
 #[derive(Debug, Default)]
@@ -144,17 +144,13 @@ impl ReadBatcher {
         tenant: TenantId,
         ids: &[TokenId],
     ) -> Result<Vec<StoredToken>, StoreError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        if let Pools::Sqlite { .. } = db.pools {
-            return db.get_tokens(tenant, ids).await;
-        }
+        let reads = match &db.pools {
+            Pools::Postgres { reads, .. } if !ids.is_empty() => reads,
+            _ => return db.get_tokens(tenant, ids).await,
+        };
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let receiver = self.join(db, tenant, ids);
-        let found = match receiver.await {
-            Ok(Ok(found)) => found,
-            Ok(Err(e)) => return Err(copy_error(&e)),
+        let found = match self.join(reads, tenant, ids).await {
+            Ok(answer) => answer?,
             // The runner is a spawned task that always answers; only a runtime shutting down
             // drops it.
             Err(_) => return Err(StoreError::Unavailable("the read batch was dropped".into())),
@@ -169,7 +165,12 @@ impl ReadBatcher {
     }
 
     /// Joins this thread's open batch, or opens one and spawns its runner.
-    fn join(&self, db: &Database, tenant: TenantId, ids: &[TokenId]) -> oneshot::Receiver<Outcome> {
+    fn join(
+        &self,
+        reads: &Arc<PerThreadPools>,
+        tenant: TenantId,
+        ids: &[TokenId],
+    ) -> oneshot::Receiver<Outcome> {
         let thread = self.threads.get_or_default();
         let mut open = lock(&thread.open);
         if let Some(receiver) = open.as_ref().and_then(|batch| batch.join(tenant, ids)) {
@@ -186,7 +187,7 @@ impl ReadBatcher {
         *open = Some(batch.clone());
         drop(open);
         self.batches.fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(run(db.clone(), batch, thread.in_flight.clone()));
+        tokio::spawn(run(reads.clone(), batch, thread.in_flight.clone()));
         receiver
     }
 
@@ -201,11 +202,11 @@ impl ReadBatcher {
 
 /// The runner: waits for this thread's batch in flight (reads keep joining meanwhile) and one
 /// more turn of the event loop, then reads the whole batch in one statement.
-async fn run(db: Database, batch: Arc<Batch>, in_flight: Arc<Semaphore>) {
+async fn run(reads: Arc<PerThreadPools>, batch: Arc<Batch>, in_flight: Arc<Semaphore>) {
     let permit = in_flight.acquire_owned().await;
     tokio::task::yield_now().await;
     let (wanted, waiters) = batch.take();
-    let outcome = read(&db, wanted).await.map(Arc::new).map_err(Arc::new);
+    let outcome = read(&reads, wanted).await.map(Arc::new);
     drop(permit);
     for waiter in waiters {
         // A read whose request went away no longer listens; nothing to do for it.
@@ -213,42 +214,29 @@ async fn run(db: Database, batch: Arc<Batch>, in_flight: Arc<Semaphore>) {
     }
 }
 
-/// Reads every wanted row.
-async fn read(db: &Database, mut wanted: Vec<(TenantId, TokenId)>) -> Result<Found, StoreError> {
+/// Reads every wanted row in one statement on this thread's PostgreSQL read pool.
+async fn read(
+    reads: &PerThreadPools,
+    mut wanted: Vec<(TenantId, TokenId)>,
+) -> Result<Found, StoreError> {
     wanted.sort_unstable();
     wanted.dedup();
-    let rows = match &db.pools {
-        // Not batched (see the module docs), but correct should that change.
-        Pools::Sqlite { .. } => {
-            let mut rows = Vec::with_capacity(wanted.len());
-            for (tenant, id) in wanted {
-                rows.extend(db.get_token(tenant, id).await?);
-            }
-            rows
-        }
-        Pools::Postgres { reads, .. } => {
-            let (tenants, ids): (Vec<String>, Vec<String>) = wanted
-                .iter()
-                .map(|(tenant, id)| (tenant.to_string(), id.to_string()))
-                .unzip();
-            let mut conn = checkout(reads.local()?).await?;
-            let rows: Vec<TokenRow> = diesel_async::RunQueryDsl::load(
-                diesel::sql_query(BATCH_READ_SQL)
-                    .bind::<Array<Text>, _>(&tenants)
-                    .bind::<Array<Text>, _>(&ids),
-                &mut *conn,
-            )
-            .await
-            .db()?;
-            rows.into_iter()
-                .map(StoredToken::try_from)
-                .collect::<Result<_, _>>()?
-        }
-    };
-    Ok(rows
-        .into_iter()
-        .map(|row| ((row.tenant_id, row.id), row))
-        .collect())
+    let (tenants, ids): (Vec<String>, Vec<String>) = wanted
+        .iter()
+        .map(|(tenant, id)| (tenant.to_string(), id.to_string()))
+        .unzip();
+    let mut conn = checkout(reads.local()?).await?;
+    let rows: Vec<TokenRow> = diesel_async::RunQueryDsl::load(
+        diesel::sql_query(BATCH_READ_SQL)
+            .bind::<Array<Text>, _>(&tenants)
+            .bind::<Array<Text>, _>(&ids),
+        &mut *conn,
+    )
+    .await
+    .db()?;
+    rows.into_iter()
+        .map(|row| StoredToken::try_from(row).map(|t| ((t.tenant_id, t.id), t)))
+        .collect()
 }
 
 /// PostgreSQL: the wanted keys as a relation joined to the primary key. The statement's text
@@ -257,14 +245,3 @@ async fn read(db: &Database, mut wanted: Vec<(TenantId, TokenId)>) -> Result<Fou
 /// generic plan was seen scanning a tenant's tokens through another index.
 const BATCH_READ_SQL: &str = "SELECT t.* FROM unnest($1::text[], $2::text[]) AS k(tenant_id, id) \
      JOIN tokens t ON t.tenant_id = k.tenant_id AND t.id = k.id";
-
-/// A copy of a batch's error for each of its reads (the error is shared, not `Clone`).
-fn copy_error(e: &StoreError) -> StoreError {
-    match e {
-        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-        StoreError::Conflict(m) => StoreError::Conflict(m.clone()),
-        StoreError::Timeout(m) => StoreError::Timeout(m.clone()),
-        StoreError::Corrupt(m) => StoreError::Corrupt(m.clone()),
-        StoreError::Backend(m) => StoreError::Backend(m.clone()),
-    }
-}

@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal, Secret, Vault};
+use http::HeaderValue;
+use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal, Vault};
 
 use super::{select_proxy::Selected, Halt};
 use crate::{context::RequestContext, headers::API_KEY_HEADER, Gateway};
@@ -20,21 +21,17 @@ use crate::{context::RequestContext, headers::API_KEY_HEADER, Gateway};
 /// other. Kept until the proxy is known; an anonymous proxy ignores it.
 pub(crate) type LookedUp = Result<Principal, tessera_domain::VaultError>;
 
-/// The key the request presents, copied out of the context so that its lookup can run beside
-/// `select_proxy` (which needs the context mutably). A header that is not visible ASCII cannot
-/// be a key: it is looked up as a malformed one.
-pub(crate) fn presented_key(ctx: &RequestContext<'_>) -> Option<Secret<String>> {
-    ctx.parts
-        .headers
-        .get(API_KEY_HEADER)
-        .map(|v| Secret::new(v.to_str().unwrap_or("\u{0}").to_string()))
+/// The key the request presents, taken out of the context (a reference-counted handle, not a
+/// copy) so that its lookup can run beside `select_proxy`, which needs the context mutably.
+pub(crate) fn presented_key(ctx: &RequestContext<'_>) -> Option<HeaderValue> {
+    ctx.parts.headers.get(API_KEY_HEADER).cloned()
 }
 
-/// Looks `key` up in whatever tenant (cached by the vault).
-pub(crate) async fn look_up_key(gw: &Gateway, key: Option<&Secret<String>>) -> LookedUp {
-    gw.vault
-        .authenticate(key.map(|k| k.expose().as_str()))
-        .await
+/// Looks `key` up in whatever tenant (cached by the vault). A header that is not visible
+/// ASCII cannot be a key: it is looked up as a malformed one.
+pub(crate) async fn look_up_key(gw: &Gateway, key: Option<&HeaderValue>) -> LookedUp {
+    let presented = key.map(|v| v.to_str().unwrap_or("\u{0}"));
+    gw.vault.authenticate(presented).await
 }
 
 /// The proxy invoked and its authenticated caller (`None`: an anonymous proxy).
