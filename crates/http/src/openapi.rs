@@ -318,10 +318,8 @@ impl Modify for ResponseHeaders {
 /// answers with, described by the kinds that give them.
 struct ProxyErrors;
 
-impl utoipa::Modify for ProxyErrors {
-    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-
+impl Modify for ProxyErrors {
+    fn modify(&self, doc: &mut Document) {
         let documented = ErrorKind::documented_statuses();
         for (path, item) in doc.paths.paths.iter_mut() {
             if path != "/proxy" && !path.starts_with("/proxy/") {
@@ -329,23 +327,15 @@ impl utoipa::Modify for ProxyErrors {
             }
             for operation in operations(item) {
                 for (status, description) in &documented {
-                    let response = ResponseBuilder::new()
-                        .description(if path == "/proxy" {
-                            description.as_str()
-                        } else {
-                            "As for `/proxy`."
-                        })
-                        .content(
-                            "application/json",
-                            ContentBuilder::new()
-                                .schema(Some(Ref::from_schema_name("ProxyErrorBody")))
-                                .build(),
-                        )
-                        .build();
-                    operation
-                        .responses
-                        .responses
-                        .insert(status.as_str().to_string(), response.into());
+                    let description = if path == "/proxy" {
+                        description.as_str()
+                    } else {
+                        "As for `/proxy`."
+                    };
+                    operation.responses.responses.insert(
+                        status.as_str().to_string(),
+                        error_response(description, "application/json", "ProxyErrorBody"),
+                    );
                 }
             }
         }
@@ -369,13 +359,18 @@ fn is_empty_requirement(requirement: &utoipa::openapi::security::SecurityRequire
 }
 
 fn problem_response(description: &str) -> RefOr<Response> {
+    error_response(description, PROBLEM_JSON, "Problem")
+}
+
+/// A failure response: `description`, with a `content_type` body of the component `schema`.
+fn error_response(description: &str, content_type: &str, schema: &str) -> RefOr<Response> {
     RefOr::T(
         ResponseBuilder::new()
             .description(description)
             .content(
-                PROBLEM_JSON,
+                content_type,
                 ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .schema(Some(Ref::from_schema_name(schema)))
                     .build(),
             )
             .build(),
