@@ -50,8 +50,9 @@ use crate::{
     Database,
 };
 
-/// The rows a batch found, by tenant and id.
-type Found = HashMap<(TenantId, TokenId), StoredToken>;
+/// The rows a batch found, by tenant and id. A row that cannot be understood is an error for
+/// the reads that wanted it alone, not for the other requests (other tenants') in its batch.
+type Found = HashMap<(TenantId, TokenId), Result<StoredToken, StoreError>>;
 
 /// What a waiting read receives: the whole batch's rows (it picks its own), or the error.
 type Outcome = Result<Arc<Found>, StoreError>;
@@ -158,10 +159,9 @@ impl ReadBatcher {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
-        Ok(ids
-            .into_iter()
+        ids.into_iter()
             .filter_map(|id| found.get(&(tenant, id)).cloned())
-            .collect())
+            .collect()
     }
 
     /// Joins this thread's open batch, or opens one and spawns its runner.
@@ -217,14 +217,13 @@ async fn run(reads: Arc<PerThreadPools>, batch: Arc<Batch>, in_flight: Arc<Semap
 /// Reads every wanted row in one statement on this thread's PostgreSQL read pool.
 async fn read(
     reads: &PerThreadPools,
-    mut wanted: Vec<(TenantId, TokenId)>,
+    wanted: Vec<(TenantId, TokenId)>,
 ) -> Result<Found, StoreError> {
-    wanted.sort_unstable();
-    wanted.dedup();
-    let (tenants, ids): (Vec<String>, Vec<String>) = wanted
+    let keys: HashMap<(String, String), (TenantId, TokenId)> = wanted
         .iter()
-        .map(|(tenant, id)| (tenant.to_string(), id.to_string()))
-        .unzip();
+        .map(|&(tenant, id)| ((tenant.to_string(), id.to_string()), (tenant, id)))
+        .collect();
+    let (tenants, ids): (Vec<String>, Vec<String>) = keys.keys().cloned().unzip();
     let mut conn = checkout(reads.local()?).await?;
     let rows: Vec<TokenRow> = diesel_async::RunQueryDsl::load(
         diesel::sql_query(BATCH_READ_SQL)
@@ -234,9 +233,15 @@ async fn read(
     )
     .await
     .db()?;
-    rows.into_iter()
-        .map(|row| StoredToken::try_from(row).map(|t| ((t.tenant_id, t.id), t)))
-        .collect()
+    // The join matched each row's key to a wanted one, as text: that is the row's key here,
+    // whether or not the rest of the row can be understood.
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let key = *keys.get(&(row.tenant_id.clone(), row.id.clone()))?;
+            Some((key, StoredToken::try_from(row)))
+        })
+        .collect())
 }
 
 /// PostgreSQL: the wanted keys as a relation joined to the primary key. The statement's text

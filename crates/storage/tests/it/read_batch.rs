@@ -2,7 +2,8 @@
 //! same turn of a serving thread's event loop share one statement (SQLite reads are not
 //! batched: nothing to save in-process); on both backends each read answers exactly what an
 //! unbatched read of its own tenant and ids answers — another tenant's token and a missing one
-//! are absent, duplicates count once, and no read ever receives another's rows.
+//! are absent, duplicates count once, no read ever receives another's rows, and a row that
+//! cannot be understood fails only the reads that want it, not another tenant's in its batch.
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -18,6 +19,7 @@ use tessera_testkit::{
 backend_tests!(
     concurrent_reads_share_a_batch_and_each_gets_only_its_own_rows,
     reads_after_a_batch_open_the_next_one,
+    a_corrupt_row_fails_only_the_reads_that_want_it,
 );
 
 /// A tenant with `n` tokens, written through `vault`.
@@ -104,5 +106,34 @@ async fn reads_after_a_batch_open_the_next_one(t: &TestDatabase) {
     assert_eq!(
         (after.reads - before.reads, after.batches - before.batches),
         expected
+    );
+}
+
+/// A row planted with an unknown token type (write access to the database) fails the read
+/// that wants it; another tenant's read in the same batch is answered as usual.
+async fn a_corrupt_row_fails_only_the_reads_that_want_it(t: &TestDatabase) {
+    let store = Arc::new(DetachedStore::new(t.db.clone()));
+    let vault = Vault::new(store.clone(), tessera_testkit::master_key());
+    let (acme, acme_ids) = tenant_with_tokens(&vault, "acme", 2).await;
+    let (globex, globex_ids) = tenant_with_tokens(&vault, "globex", 1).await;
+    t.execute(&format!(
+        "UPDATE tokens SET token_type = 'bogus' WHERE id = '{}'",
+        acme_ids[0]
+    ))
+    .await;
+    let (broken, healthy, fine) = tokio::join!(
+        store.get_tokens(acme, &acme_ids),
+        store.get_tokens(acme, &acme_ids[1..]),
+        store.get_tokens(globex, &globex_ids),
+    );
+    let error = broken.expect_err("the corrupt row fails its read");
+    assert!(!error.to_string().contains("secret"), "{error}");
+    assert_eq!(
+        ids_of(&healthy.expect("read")),
+        BTreeSet::from([acme_ids[1]])
+    );
+    assert_eq!(
+        ids_of(&fine.expect("read")),
+        BTreeSet::from([globex_ids[0]])
     );
 }
