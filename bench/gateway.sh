@@ -80,7 +80,7 @@ gateway() { # port database [flags…]: a proxy-gateway in the background
 # An api on `port` serving `url` (in the background, its output in the work directory).
 api() {
   local url=$1 port=$2
-  "$bin/api" serve --no-bootstrap --no-gateway --listen 127.0.0.1:$port --database-url "$url" \
+  "$bin/api" serve --no-bootstrap --no-gateway --no-console --listen 127.0.0.1:$port --database-url "$url" \
     --data-dir "$work" --allow-private-destinations >"$work/api-$port.log" 2>&1 & pids+=($!)
   healthy "$port"
 }

@@ -44,7 +44,7 @@ cleanup() {
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
-"$api_bin" serve --listen "127.0.0.1:$port" --data-dir "$work" \
+"$api_bin" serve --listen "127.0.0.1:$port" --no-console --data-dir "$work" \
   --database-url "sqlite://$work/tessera.db" --allow-private-destinations \
   >"$work/api.log" 2>&1 &
 api_pid=$!

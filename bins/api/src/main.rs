@@ -167,40 +167,69 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(limit) = args.gateway.rate_limit()? {
         state = state.with_rate_limit(limit);
     }
-    let console_on = console.is_some();
-    let mut server = actix_web::HttpServer::new(move || {
-        tessera_http::app(state.clone()).configure(|cfg| {
-            if let Some(console) = &console {
-                console.configure(cfg);
-            }
-        })
-    })
-    .shutdown_timeout(30)
-    // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
-    .disable_signals()
-    .bind(args.listen)
-    .with_context(|| format!("cannot listen on {}", args.listen))?;
+    if console.is_some() && args.console.console_listen == args.listen {
+        anyhow::bail!(
+            "--console-listen must differ from --listen: the console never shares an origin with /proxy"
+        );
+    }
+    let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
+        .shutdown_timeout(30)
+        // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
+        .disable_signals()
+        .bind(args.listen)
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (choose another with --listen)",
+                args.listen
+            )
+        })?;
     if let Some(workers) = args.workers {
         server = server.workers(workers);
     }
+    let _pruner = console
+        .as_ref()
+        .map(|c| c.spawn_pruner(std::time::Duration::from_secs(60)));
+    let console_server = console
+        .map(|console| console_server(console, args.console.console_listen))
+        .transpose()?;
     tracing::info!(
         listen = %args.listen,
         database = %args.db.database_url_display(),
         gateway = !args.no_gateway,
-        console = console_on,
+        console = console_server.as_ref().map(|_| args.console.console_listen.to_string()),
         "tessera api listening"
     );
-    let server = server.run();
-    let handle = server.handle();
+    let servers: Vec<_> = std::iter::once(server.run())
+        .chain(console_server)
+        .collect();
+    let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
     tokio::spawn(async move {
         tessera_startup::shutdown_signal().await;
         tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
-        handle.stop(true).await;
+        futures_util::future::join_all(handles.iter().map(|h| h.stop(true))).await;
     });
-    let served = server.await.context("the HTTP server failed");
+    let served: Result<Vec<()>, std::io::Error> = futures_util::future::try_join_all(servers).await;
     // Async mode: commit what is still queued before the process ends.
     audit.audit().flush().await;
-    served?;
+    served.context("the HTTP server failed")?;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// The console's own server on `listen`: it serves the console and nothing else, so no answer
+/// chosen by a tenant or a destination ever comes from its origin (docs/console.md).
+fn console_server(
+    console: tessera_console::Console,
+    listen: std::net::SocketAddr,
+) -> anyhow::Result<actix_web::dev::Server> {
+    Ok(actix_web::HttpServer::new(move || {
+        let console = console.clone();
+        actix_web::App::new().configure(move |cfg| console.configure(cfg))
+    })
+    .shutdown_timeout(30)
+    .disable_signals()
+    .workers(2)
+    .bind(listen)
+    .with_context(|| format!("the console cannot listen on {listen} (choose another with --console-listen, or --no-console)"))?
+    .run())
 }

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-/// A session ends after this long whatever its activity (issue 26: 12 h in any case).
+/// A session ends after this long whatever its activity (12 h, docs/console.md).
 pub const MAX_SESSION_AGE: Duration = Duration::from_secs(12 * 60 * 60);
 
 /// Default idle lifetime of a session, in seconds (15 minutes).
@@ -20,6 +20,8 @@ pub struct ConsoleConfig {
     pub gateway_url: Option<String>,
     /// Largest form body accepted, in bytes (413 above).
     pub max_body_bytes: usize,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (for the sign-in throttle).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for ConsoleConfig {
@@ -29,16 +31,26 @@ impl Default for ConsoleConfig {
             session_max_age: MAX_SESSION_AGE,
             gateway_url: None,
             max_body_bytes: tessera_service::DEFAULT_MAX_BODY_BYTES,
+            trusted_proxies: Vec::new(),
         }
     }
 }
 
+/// Where the console listens unless told otherwise: its own port, so that it never shares an
+/// origin with `/proxy` (docs/console.md, "Its own origin").
+pub const DEFAULT_CONSOLE_LISTEN: &str = "127.0.0.1:8082";
+
 /// The console's flags of `api serve`; each also reads `TESSERA_<FLAG>`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConsoleArgs {
-    /// Do not serve the web console at `/console`.
+    /// Do not serve the web console.
     #[arg(long, env = "TESSERA_NO_CONSOLE")]
     pub no_console: bool,
+    /// Address the web console listens on, at `/console`: a listener of its own that serves
+    /// nothing else, so the console never shares an origin with `/proxy`. Must differ from
+    /// `--listen`.
+    #[arg(long, env = "TESSERA_CONSOLE_LISTEN", default_value = DEFAULT_CONSOLE_LISTEN)]
+    pub console_listen: SocketAddr,
     /// Seconds a console session survives without a request (1 to 43200); a session ends
     /// after 12 hours whatever its activity.
     #[arg(long, env = "TESSERA_CONSOLE_SESSION_TTL", default_value_t = DEFAULT_SESSION_TTL_SECS,
@@ -49,6 +61,10 @@ pub struct ConsoleArgs {
     /// unavailable.
     #[arg(long, env = "TESSERA_CONSOLE_GATEWAY_URL", value_parser = parse_gateway_url)]
     pub console_gateway_url: Option<String>,
+    /// IP addresses of reverse proxies in front of the console (comma-separated): from these
+    /// peers only, `X-Forwarded-For` names the client whose failed sign-ins are throttled.
+    #[arg(long, env = "TESSERA_CONSOLE_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub console_trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 fn parse_ttl(raw: &str) -> Result<f64, String> {
@@ -98,6 +114,7 @@ impl ConsoleArgs {
             session_max_age: MAX_SESSION_AGE,
             gateway_url,
             max_body_bytes,
+            trusted_proxies: self.console_trusted_proxies.clone(),
         })
     }
 }
@@ -145,8 +162,10 @@ mod tests {
     fn the_default_gateway_is_this_process_over_loopback() {
         let args = ConsoleArgs {
             no_console: false,
+            console_listen: DEFAULT_CONSOLE_LISTEN.parse().expect("addr"),
             console_session_ttl: 60.0,
             console_gateway_url: None,
+            console_trusted_proxies: vec![],
         };
         let c = args
             .config("0.0.0.0:8080".parse().expect("addr"), true, 10)

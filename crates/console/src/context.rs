@@ -9,52 +9,29 @@
 use std::{future::Future, pin::Pin};
 
 use actix_web::{
-    cookie::{Cookie, SameSite},
-    dev::Payload,
-    http::StatusCode,
-    web, FromRequest, HttpMessage, HttpRequest, HttpResponse,
+    dev::Payload, http::StatusCode, web, FromRequest, HttpMessage, HttpRequest, HttpResponse,
 };
 use maud::Markup;
-use tessera_domain::{error::ErrorClass, Principal, VaultError};
+use tessera_domain::{
+    vault::{tokens_match, ConsoleSession, SessionLookup},
+    Principal, VaultError,
+};
 
 use crate::{
     error::ConsoleError,
     form::Form,
     security::RequestId,
-    session::{tokens_match, LiveSession, Lookup},
+    session::{self, Presented},
     views::{self, layout::Chrome, Section},
-    State, MOUNT, SESSION_COOKIE,
+    State,
 };
-
-/// `Set-Cookie` of the session cookie: `HttpOnly`, `SameSite=Strict`, `Path=/console`,
-/// `Secure` when the request came over TLS (directly or, per `Forwarded`/`X-Forwarded-Proto`,
-/// through a proxy). No `Max-Age`: the server decides when a session ends.
-pub(crate) fn session_cookie(
-    req: &HttpRequest,
-    name: &'static str,
-    value: String,
-) -> Cookie<'static> {
-    let mut cookie = Cookie::new(name, value);
-    cookie.set_path(MOUNT);
-    cookie.set_http_only(true);
-    cookie.set_same_site(SameSite::Strict);
-    cookie.set_secure(req.connection_info().scheme() == "https");
-    cookie
-}
-
-/// The cookie that deletes `name` (same path and flags, expired).
-pub(crate) fn removal_cookie(req: &HttpRequest, name: &'static str) -> Cookie<'static> {
-    let mut cookie = session_cookie(req, name, String::new());
-    cookie.make_removal();
-    cookie
-}
 
 /// A signed-in request.
 pub(crate) struct Ctx {
     pub(crate) state: web::Data<State>,
     /// The signed-in application, as the vault resolved its key just now.
     pub(crate) principal: Principal,
-    pub(crate) session: LiveSession,
+    pub(crate) session: ConsoleSession,
     pub(crate) request_id: String,
     pub(crate) req: HttpRequest,
 }
@@ -64,33 +41,32 @@ impl Ctx {
         let Some(state) = req.app_data::<web::Data<State>>().cloned() else {
             return Err(ConsoleError::Unavailable("console state missing".into()));
         };
-        let Some(cookie) = req.cookie(SESSION_COOKIE) else {
-            return Err(ConsoleError::SignIn { expired: false });
-        };
-        let session = match state.sessions.lookup(cookie.value()) {
-            Lookup::Live(session) => session,
-            Lookup::Expired => return Err(ConsoleError::SignIn { expired: true }),
-            Lookup::Unknown => return Err(ConsoleError::SignIn { expired: false }),
-        };
-        let principal = match state
-            .vault
-            .authenticate(Some(session.api_key.expose()))
-            .await
-        {
-            Ok(p) => p,
-            Err(e) if e.class() == ErrorClass::Unauthenticated => {
-                // Regenerated or deleted since sign-in: the session ends with the key.
-                state.sessions.remove(session.key);
-                return Err(ConsoleError::SignIn { expired: true });
+        let id = match session::presented(req) {
+            Presented::None => return Err(ConsoleError::SignIn { expired: false }),
+            Presented::One(id) => id,
+            Presented::Several(ids) => {
+                for id in ids {
+                    let hash = tessera_domain::vault::session_id_hash(&id);
+                    if let Err(e) = state.vault.end_console_session(&hash).await {
+                        return Err(ConsoleError::Unavailable(e.public_message()));
+                    }
+                }
+                tracing::warn!(
+                    path = req.path(),
+                    "console request with several session cookies: signed out"
+                );
+                return Err(ConsoleError::SeveralSessions(session::clear_everywhere(
+                    req,
+                )));
             }
+        };
+        let session = match state.vault.console_session(&id, state.limits).await {
+            Ok(SessionLookup::Live(session)) => session,
+            Ok(SessionLookup::Ended) => return Err(ConsoleError::SignIn { expired: true }),
+            Ok(SessionLookup::Unknown) => return Err(ConsoleError::SignIn { expired: false }),
             Err(e) => return Err(ConsoleError::Unavailable(e.public_message())),
         };
-        if principal.tenant_id() != session.tenant_id
-            || principal.application_id() != session.application_id
-        {
-            state.sessions.remove(session.key);
-            return Err(ConsoleError::SignIn { expired: true });
-        }
+        let principal = session.principal.clone();
         let request_id = req
             .extensions()
             .get::<RequestId>()

@@ -17,6 +17,10 @@ pub(crate) enum ConsoleError {
         /// Whether a session existed and has ended.
         expired: bool,
     },
+    /// Several session cookies at once (one may be planted): every session they named has
+    /// ended; the answer clears the cookies (these removals) and asks for sign-in.
+    #[error("several session cookies")]
+    SeveralSessions(Vec<actix_web::cookie::Cookie<'static>>),
     /// A POST without this session's CSRF token.
     #[error("missing or wrong CSRF token")]
     Csrf,
@@ -36,7 +40,7 @@ pub(crate) enum ConsoleError {
 impl ResponseError for ConsoleError {
     fn status_code(&self) -> StatusCode {
         match self {
-            ConsoleError::SignIn { .. } => StatusCode::SEE_OTHER,
+            ConsoleError::SignIn { .. } | ConsoleError::SeveralSessions(_) => StatusCode::SEE_OTHER,
             ConsoleError::Csrf => StatusCode::FORBIDDEN,
             ConsoleError::Body { status, .. } => *status,
             ConsoleError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -52,6 +56,14 @@ impl ResponseError for ConsoleError {
                     MOUNT.to_string()
                 };
                 see_other(&location)
+            }
+            ConsoleError::SeveralSessions(removals) => {
+                let mut res = see_other(&format!("{MOUNT}?expired=1"));
+                for removal in removals {
+                    // Adding a cookie to a response built here cannot fail.
+                    let _ = res.add_cookie(removal);
+                }
+                res
             }
             ConsoleError::Csrf => views::errors::message_page(
                 StatusCode::FORBIDDEN,

@@ -1,13 +1,15 @@
 //! # tessera-console
 //!
-//! The web console for tenants, served by `api` at `/console`: server-rendered HTML (maud, so
+//! The web console for tenants, served by `api` at `/console` on a listener of its own (it never
+//! shares an origin with `/proxy`, docs/console.md): server-rendered HTML (maud, so
 //! every value is escaped unless a template says otherwise) with a little progressive
 //! JavaScript, and its stylesheet and script compiled into the binary. Nothing is fetched from
 //! another host.
 //!
 //! ```text
 //!   browser ─► security middleware (request id, CSP and friends on every answer)
-//!           ─► route ─► Ctx (session cookie → API key held here → Vault::authenticate)
+//!           ─► route ─► Ctx (one session cookie → Vault::console_session: the stored
+//!                        session, its application read by key hash, never cached)
 //!                    ─► Posted (+ form body + CSRF token check) for every POST
 //!           ─► Vault use-case, as the signed-in application ─► audit events (as the API's)
 //!           ─► page (maud)
@@ -32,28 +34,33 @@ mod mask;
 mod routes;
 mod security;
 mod session;
+mod throttle;
 mod views;
 
 use actix_web::{middleware::from_fn, web};
-use tessera_domain::Vault;
+use tessera_domain::{vault::SessionLimits, Vault};
 
-pub use config::{ConsoleArgs, ConsoleConfig, DEFAULT_SESSION_TTL_SECS, MAX_SESSION_AGE};
+pub use config::{
+    ConsoleArgs, ConsoleConfig, DEFAULT_CONSOLE_LISTEN, DEFAULT_SESSION_TTL_SECS, MAX_SESSION_AGE,
+};
 pub use security::{CONTENT_SECURITY_POLICY, SECURITY_HEADERS};
 
 /// Where the console is mounted.
 pub const MOUNT: &str = "/console";
 
-/// The session cookie's name.
+/// The session cookie's name (`__Host-` before it over TLS).
 pub const SESSION_COOKIE: &str = "tessera_console";
 
-/// The cookie that carries the sign-in form's CSRF token before a session exists.
+/// The cookie that carries the sign-in form's CSRF token before a session exists (`__Host-`
+/// before it over TLS).
 pub const SIGN_IN_COOKIE: &str = "tessera_console_signin";
 
 /// What every console handler shares.
 pub(crate) struct State {
     pub(crate) vault: Vault,
     pub(crate) config: ConsoleConfig,
-    pub(crate) sessions: session::SessionStore,
+    pub(crate) limits: SessionLimits,
+    pub(crate) sign_ins: throttle::SignInThrottle,
     pub(crate) gateway: Option<gateway_client::GatewayClient>,
 }
 
@@ -67,16 +74,19 @@ impl std::fmt::Debug for Console {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Console")
             .field("config", &self.state.config)
-            .field("sessions", &self.state.sessions)
             .finish_non_exhaustive()
     }
 }
 
 impl Console {
-    /// A console over `vault` with `config` and no session yet. Build it once per process
-    /// (outside `HttpServer::new`) so that every worker shares the sessions.
+    /// A console over `vault` with `config`. Its sessions are the vault's, stored: every
+    /// worker and every replica serves them.
     pub fn new(vault: Vault, config: ConsoleConfig) -> Self {
-        let sessions = session::SessionStore::new(config.session_idle, config.session_max_age);
+        let sign_ins = throttle::SignInThrottle::new(config.trusted_proxies.clone());
+        let limits = SessionLimits {
+            idle: config.session_idle,
+            max_age: config.session_max_age,
+        };
         let gateway = config
             .gateway_url
             .as_deref()
@@ -85,14 +95,25 @@ impl Console {
             state: web::Data::new(State {
                 vault,
                 config,
-                sessions,
+                limits,
+                sign_ins,
                 gateway,
             }),
         }
     }
 
-    /// Registers the console's routes under [`MOUNT`].
+    /// Registers the console's routes under [`MOUNT`], and `GET /` as a redirect there. The
+    /// console's listener serves nothing else (docs/console.md, "Its own origin").
     pub fn configure(&self, cfg: &mut web::ServiceConfig) {
+        cfg.route(
+            "/",
+            web::get().to(|| async {
+                actix_web::HttpResponse::SeeOther()
+                    .insert_header((actix_web::http::header::LOCATION, MOUNT))
+                    .finish()
+            }),
+        );
+        cfg.default_service(web::to(security::not_found));
         cfg.service(
             routes::scope(web::scope(MOUNT))
                 .app_data(self.state.clone())
@@ -100,8 +121,40 @@ impl Console {
         );
     }
 
-    /// Sessions held now (for tests and operators' curiosity; never their contents).
-    pub fn live_sessions(&self) -> usize {
-        self.state.sessions.len()
+    /// Sessions stored now, of every replica (for tests and operators' curiosity; never their
+    /// contents).
+    pub async fn stored_sessions(&self) -> u64 {
+        self.state
+            .vault
+            .console_sessions_stored()
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Prunes ended sessions every `every`, on the current tokio runtime, for as long as the
+    /// process runs.
+    pub fn spawn_pruner(&self, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        let console = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match console.prune_sessions().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(pruned = n, "ended console sessions removed"),
+                    Err(e) => tracing::warn!(error = %e, "pruning console sessions failed"),
+                }
+            }
+        })
+    }
+
+    /// Removes the sessions that have ended (idle or too old); returns how many. Run on a
+    /// schedule ([`Console::spawn_pruner`]) by the process that serves the console.
+    pub async fn prune_sessions(&self) -> Result<u64, tessera_domain::VaultError> {
+        self.state
+            .vault
+            .prune_console_sessions(self.state.limits)
+            .await
     }
 }

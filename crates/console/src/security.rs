@@ -16,10 +16,12 @@ use actix_web::{
 
 use crate::views;
 
-/// The Content-Security-Policy of every console response (issue 26): nothing but the
-/// console's own files, no inline script, no plugins, never framed.
+/// The Content-Security-Policy of every console response (docs/console.md): nothing but the
+/// console's own files, no inline script, no plugins, never framed, forms posted only to the
+/// console itself and no `<base>` that could redirect its relative links.
 pub const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'";
+    "default-src 'self'; script-src 'self'; object-src 'none'; \
+     frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /// The headers every console response carries, with their values.
 pub const SECURITY_HEADERS: [(&str, &str); 6] = [
@@ -51,6 +53,19 @@ fn apply(headers: &mut HeaderMap, request_id: &str) {
             headers.insert(X_REQUEST_ID.clone(), value);
         }
     }
+}
+
+/// Anything outside the console on its listener (`/proxy` included): the console's own 404
+/// page, with the console's headers.
+pub(crate) async fn not_found(req: actix_web::HttpRequest) -> actix_web::HttpResponse {
+    let id = tessera_service::request_id::choose(
+        req.headers()
+            .get(&X_REQUEST_ID)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let mut res = views::errors::status_page(StatusCode::NOT_FOUND);
+    apply(res.headers_mut(), &id);
+    res
 }
 
 fn is_html(headers: &HeaderMap) -> bool {

@@ -1,15 +1,15 @@
 //! A whole request prepared once: the content type classified, the body parsed by it, and the
 //! header values scanned, so that the caller fetches exactly the tokens listed and renders.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use tessera_domain::TokenId;
+use tessera_domain::{token::TokenView, vault::TokenSize, Token, TokenId};
 
 use crate::{
     body::{BodyKind, Template},
     error::DetokenizeError,
     expression::{scan, Binding, Expression},
-    render::{header_safe, splice, Context, SourceSize, Values},
+    render::{header_safe, splice, Context, ResolvedToken, SourceSize, Values},
 };
 
 /// One header value that holds expressions.
@@ -149,6 +149,48 @@ impl RequestTemplate {
             return Err(DetokenizeError::TooLarge { bound, max });
         }
         Ok(())
+    }
+
+    /// Checks, before any token is decrypted, what the stored rows allow: every token this
+    /// template names is among `found` (the rows fetched, with their stored sizes; the first
+    /// one missing is [`DetokenizeError::UnknownToken`]), and the rendering cannot exceed `max`
+    /// bytes ([`RequestTemplate::check_bound`] over the rounded sizes).
+    pub fn check_found(
+        &self,
+        body_len: usize,
+        found: impl IntoIterator<Item = (TokenId, TokenSize)>,
+        max: u64,
+    ) -> Result<(), DetokenizeError> {
+        let sizes: HashMap<TokenId, SourceSize> = found
+            .into_iter()
+            .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))
+            .collect();
+        if let Some(missing) = self.token_ids().iter().find(|id| !sizes.contains_key(id)) {
+            return Err(DetokenizeError::UnknownToken(missing.to_string()));
+        }
+        self.check_bound(
+            body_len,
+            |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
+            max,
+        )
+    }
+
+    /// The values to render with, from the decrypted `tokens`: each one's data, and its whole
+    /// object only for the tokens a `token:` expression names.
+    pub fn values(&self, tokens: Vec<Token>) -> Values {
+        tokens
+            .into_iter()
+            .map(|t| {
+                let object = self
+                    .needs_object(t.id)
+                    .then(|| TokenView::with_data(t.clone()).to_json());
+                let resolved = ResolvedToken {
+                    data: t.data,
+                    object,
+                };
+                (t.id, resolved)
+            })
+            .collect()
     }
 
     /// Renders the body and the header values with `values`. Only a token missing from

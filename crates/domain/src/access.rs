@@ -76,6 +76,18 @@ impl Principal {
         }
     }
 
+    /// About how many bytes this principal owns on the heap (its permissions and rules), for
+    /// the byte budgets of the caches that keep principals.
+    pub fn heap_bytes(&self) -> usize {
+        let permissions = self.permissions.len() * (std::mem::size_of::<Permission>() + 16);
+        let rules = self.rules.capacity() * std::mem::size_of::<Rule>();
+        self.rules.iter().fold(permissions + rules, |n, rule| {
+            n + rule.container.as_str().len()
+                + rule.description.as_ref().map_or(0, String::capacity)
+                + rule.permissions.capacity() * std::mem::size_of::<Permission>()
+        })
+    }
+
     /// This caller, writing down every check it passes from now on (the returned principal
     /// and its clones share one list; `self` is unaffected).
     pub fn recording(&self) -> Self {

@@ -109,6 +109,52 @@ pub struct ApplicationInput {
     pub rules: Vec<Rule>,
 }
 
+/// What a caller supplies to replace an application (`PUT`): the body of a create, but `type`
+/// may be left out to keep the current type (Basis Theory's SDKs send none).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "name": "checkout service",
+    "permissions": ["token:create", "token:read"]
+})))]
+#[serde(deny_unknown_fields)]
+pub struct ApplicationUpdate {
+    /// Display name, 1–200 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    pub name: String,
+    /// The new type; left out (or `null`), the application keeps its type.
+    #[serde(default, rename = "type")]
+    pub app_type: Option<ApplicationType>,
+    /// Tenant-wide permissions; `token:*` entries here act as a last rule on `/`.
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    /// Container-scoped token permissions.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+impl ApplicationUpdate {
+    /// The full input, of the type the body names, else of `current`.
+    pub fn with_type_or(self, current: ApplicationType) -> ApplicationInput {
+        ApplicationInput {
+            name: self.name,
+            app_type: self.app_type.unwrap_or(current),
+            permissions: self.permissions,
+            rules: self.rules,
+        }
+    }
+}
+
+impl From<ApplicationInput> for ApplicationUpdate {
+    fn from(input: ApplicationInput) -> Self {
+        Self {
+            name: input.name,
+            app_type: Some(input.app_type),
+            permissions: input.permissions,
+            rules: input.rules,
+        }
+    }
+}
+
 /// Input that passed validation: permissions deduplicated, rules sorted by priority.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidApplication {
@@ -248,6 +294,36 @@ mod tests {
             container: Container::parse(container).expect("container"),
             permissions,
         }
+    }
+
+    #[test]
+    fn an_update_may_leave_the_type_out() {
+        let update: ApplicationUpdate = serde_json::from_value(serde_json::json!({
+            "name": "a", "permissions": ["token:read"]}))
+        .expect("no type");
+        assert_eq!(update.app_type, None);
+        let kept = update.with_type_or(ApplicationType::Private);
+        assert_eq!(kept.app_type, ApplicationType::Private);
+        assert!(kept.validate().is_ok());
+        let typed: ApplicationUpdate = serde_json::from_value(serde_json::json!({
+            "name": "a", "type": "public", "permissions": ["token:create"]}))
+        .expect("typed");
+        assert_eq!(
+            typed.with_type_or(ApplicationType::Private).app_type,
+            ApplicationType::Public
+        );
+        for bad in [
+            serde_json::json!({"name": "a", "type": "admin", "permissions": []}),
+            serde_json::json!({"name": "a", "permissions": [], "extra": 1}),
+            serde_json::json!({"permissions": ["token:read"]}),
+        ] {
+            assert!(
+                serde_json::from_value::<ApplicationUpdate>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        let from = ApplicationUpdate::from(input(ApplicationType::Public, vec![], vec![]));
+        assert_eq!(from.app_type, Some(ApplicationType::Public));
     }
 
     #[test]

@@ -30,7 +30,6 @@ const VERSION: u8 = 1;
 const NONCE_LEN: usize = 12;
 const KEY_LEN: usize = 32;
 const TAG_LEN: usize = 16;
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Why encryption or decryption failed. Never carries key material or plaintext.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -213,13 +212,7 @@ impl DataKey {
     pub fn fingerprint(&self, input: &[u8]) -> String {
         let mut mac = self.fingerprint.clone();
         mac.update(input);
-        let digest = mac.finalize().into_bytes();
-        let mut out = String::with_capacity(digest.len() * 2);
-        for byte in digest {
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        out
+        crate::hex::encode(&mac.finalize().into_bytes())
     }
 
     /// Encrypts token data, bound to its tenant and id, and to its destination `binding`

@@ -14,6 +14,10 @@ use crate::{
     validation::{char_len, check_name, check_no_nul, has_nul, ValidationErrors, NUL_MESSAGE},
 };
 
+mod patch;
+
+pub use patch::ProxyPatch;
+
 /// Longest proxy name, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
 /// Longest destination URL, in characters.
@@ -47,6 +51,33 @@ pub struct TransformInput {
     /// CommonJS source exporting an async function of `req`; at most 50,000 characters.
     #[cfg_attr(feature = "openapi", schema(max_length = 50000, value_type = String))]
     pub code: Secret<String>,
+    /// The kind of transform; `code` is the only one. Optional (Basis Theory's SDKs send it);
+    /// not stored, and not part of the proxy object.
+    #[serde(default, rename = "type")]
+    pub kind: Option<TransformKind>,
+}
+
+/// The kinds of transform a proxy may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// Read through a string, so that any other value (a number too) is an error on its own path.
+#[serde(rename_all = "lowercase", try_from = "String")]
+pub enum TransformKind {
+    /// JavaScript in `code`.
+    Code,
+}
+
+impl TryFrom<String> for TransformKind {
+    type Error = String;
+
+    fn try_from(kind: String) -> Result<Self, String> {
+        match kind.as_str() {
+            "code" => Ok(TransformKind::Code),
+            _ => Err(format!(
+                "`{kind}` is not a transform type: the only one is `code`"
+            )),
+        }
+    }
 }
 
 /// The application whose key the transform's `req.svc` client uses.
@@ -233,6 +264,13 @@ pub fn generate_key() -> String {
         .collect()
 }
 
+/// Whether `key` has the shape of every invocation key ([`generate_key`]): exactly
+/// [`KEY_CHARS`] ASCII letters and digits. Anything else cannot be a proxy's key, so it is
+/// refused before any lookup, as malformed API keys are.
+pub fn is_well_formed_key(key: &str) -> bool {
+    key.len() == KEY_CHARS && key.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
 /// The stored `name` search form and a `LIKE` pattern for the list filter: case-insensitive,
 /// unanchored, `*` matching any run of characters; `%`, `_` and `\` match themselves (the
 /// pattern escapes them with `\`).
@@ -383,6 +421,30 @@ mod tests {
     };
 
     #[test]
+    fn a_transform_may_say_it_is_code_and_nothing_else() {
+        let with = |kind: serde_json::Value| {
+            serde_json::from_value::<ProxyInput>(serde_json::json!({
+                "name": "p", "destination_url": "https://api.example.com",
+                "request_transform": {"code": "x", "type": kind}}))
+        };
+        for kind in [serde_json::json!("code"), serde_json::Value::Null] {
+            let v = with(kind.clone())
+                .expect("accepted")
+                .validate(STRICT)
+                .expect("valid");
+            assert_eq!(
+                v.request_transform.map(|c| c.expose().clone()).as_deref(),
+                Some("x"),
+                "{kind}"
+            );
+        }
+        for kind in ["Code", "matcher", "", "javascript"] {
+            assert!(with(serde_json::json!(kind)).is_err(), "{kind}");
+        }
+        assert!(with(serde_json::json!(1)).is_err());
+    }
+
+    #[test]
     fn defaults_and_a_valid_proxy() {
         let v = input(
             serde_json::json!({"name": "p", "destination_url": "https://api.example.com/v1"}),
@@ -458,7 +520,23 @@ mod tests {
         let k = generate_key();
         assert_eq!(k.len(), KEY_CHARS);
         assert!(k.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert!(is_well_formed_key(&k));
         assert_ne!(k, generate_key());
+    }
+
+    #[test]
+    fn only_keys_of_the_generated_shape_are_well_formed() {
+        assert!(is_well_formed_key(&"aZ09".repeat(8)));
+        for bad in [
+            String::new(),
+            "a".repeat(KEY_CHARS - 1),
+            "a".repeat(KEY_CHARS + 1),
+            format!("{}-", "a".repeat(KEY_CHARS - 1)),
+            format!("{}é", "a".repeat(KEY_CHARS - 2)),
+            "a".repeat(60 * 1024),
+        ] {
+            assert!(!is_well_formed_key(&bad), "{bad:.40}");
+        }
     }
 
     #[test]

@@ -58,6 +58,7 @@ mod tests {
     fn input(request: Option<&str>, response: Option<&str>) -> ProxyInput {
         let transform = |code: &str| TransformInput {
             code: Secret::new(code.to_string()),
+            kind: None,
         };
         ProxyInput {
             name: "p".into(),

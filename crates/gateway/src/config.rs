@@ -4,7 +4,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
-use tessera_domain::{proxy::DestinationPolicy, Vault};
+use tessera_domain::{proxy::DestinationPolicy, seconds::SecondsRange, Vault};
 use tessera_service::rate_limit::RateLimit;
 use tessera_transform_runtime::{EngineConfig, Isolation, SandboxCommand};
 
@@ -14,6 +14,10 @@ use crate::client::ClientConfig;
 pub const DEFAULT_MAX_RENDERED_BYTES: u64 = 10 * 1024 * 1024;
 /// Default time a request body may take to arrive, from the start of the request.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(15);
+/// What `--body-timeout` and `--destination-timeout` accept: more than 0, at most an hour.
+pub const REQUEST_TIMEOUT: SecondsRange = SecondsRange::positive(3600.0);
+/// What `--transform-timeout` accepts: more than 0, at most a minute.
+pub const TRANSFORM_TIMEOUT: SecondsRange = SecondsRange::positive(60.0);
 
 /// Gateway settings.
 #[derive(Debug, Clone)]
@@ -70,7 +74,7 @@ pub enum TransformIsolation {
 /// A flag value clap cannot check by itself.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct InvalidFlag(&'static str);
+pub struct InvalidFlag(std::borrow::Cow<'static, str>);
 
 /// Flags of the proxy gateway (also accepted by `api serve`, which mounts it at `/proxy`).
 #[derive(Debug, Clone, Args)]
@@ -84,8 +88,9 @@ pub struct GatewayArgs {
     #[arg(long, env = "TESSERA_MAX_RENDERED_BYTES", default_value_t = DEFAULT_MAX_RENDERED_BYTES)]
     pub max_rendered_bytes: u64,
     /// Seconds a proxied request's body may take to arrive, from the start of the request
-    /// (408 after).
-    #[arg(long, env = "TESSERA_BODY_TIMEOUT", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs_f64())]
+    /// (408 after); more than 0, at most 3600.
+    #[arg(long, env = "TESSERA_BODY_TIMEOUT", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs_f64(),
+          value_parser = REQUEST_TIMEOUT.parser())]
     pub body_timeout: f64,
     /// Accept proxy destinations over plain `http` and in private, loopback and link-local
     /// ranges (tests and internal deployments only).
@@ -99,8 +104,9 @@ pub struct GatewayArgs {
     #[arg(long, env = "TESSERA_EPHEMERAL_UNBOUND_TOKENS")]
     pub ephemeral_unbound_tokens: bool,
     /// Seconds to wait for a destination's response headers, from the start of the connect
-    /// (504 after).
-    #[arg(long, env = "TESSERA_DESTINATION_TIMEOUT", default_value_t = 25.0)]
+    /// (504 after); more than 0, at most 3600.
+    #[arg(long, env = "TESSERA_DESTINATION_TIMEOUT", default_value_t = 25.0,
+          value_parser = REQUEST_TIMEOUT.parser())]
     pub destination_timeout: f64,
     /// Extra trusted CA certificate(s), PEM, for destinations on a private PKI.
     #[arg(long, env = "TESSERA_DESTINATION_CA_FILE")]
@@ -114,8 +120,10 @@ pub struct GatewayArgs {
     /// from --cache-ttl (default: --cache-ttl). 0 reads every token from storage; at most 2.
     #[arg(long, env = "TESSERA_TOKEN_CACHE_TTL")]
     pub token_cache_ttl: Option<f64>,
-    /// Seconds one transform invocation may run (its runtime is discarded after).
-    #[arg(long, env = "TESSERA_TRANSFORM_TIMEOUT", default_value_t = 2.0)]
+    /// Seconds one transform invocation may run (its runtime is discarded after); more than 0,
+    /// at most 60.
+    #[arg(long, env = "TESSERA_TRANSFORM_TIMEOUT", default_value_t = 2.0,
+          value_parser = TRANSFORM_TIMEOUT.parser())]
     pub transform_timeout: f64,
     /// Where transforms run: `process` (the default on Linux), in sandbox processes that hold
     /// no key material, may not open files or sockets, and are killed when a transform
@@ -141,8 +149,9 @@ pub struct GatewayArgs {
         default_value = "65534:65534"
     )]
     pub transform_sandbox_user: String,
-    /// Memory one transform invocation may allocate, in MiB.
-    #[arg(long, env = "TESSERA_TRANSFORM_MEMORY_MB", default_value_t = 32)]
+    /// Memory one transform invocation may allocate, in MiB (1 to 4096).
+    #[arg(long, env = "TESSERA_TRANSFORM_MEMORY_MB", default_value_t = 32,
+          value_parser = parse_memory_mb)]
     pub transform_memory_mb: usize,
     /// Most distinct tokens one proxied request may detokenize.
     #[arg(long, env = "TESSERA_MAX_TOKENS_PER_REQUEST", default_value_t = 100)]
@@ -161,39 +170,47 @@ impl GatewayArgs {
     /// Checks the values clap cannot, so that a bad flag stops the process before it touches
     /// the database.
     pub fn validate(&self) -> Result<(), InvalidFlag> {
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(self.destination_timeout) {
-            return Err(InvalidFlag(
-                "--destination-timeout must be a positive number of seconds",
-            ));
-        }
-        if !positive(self.body_timeout) {
-            return Err(InvalidFlag(
-                "--body-timeout must be a positive number of seconds",
-            ));
+        // The flags' parsers check these too; a `GatewayArgs` built in code is checked here,
+        // before `config` turns them into durations.
+        let timeouts = [
+            (
+                "--destination-timeout",
+                self.destination_timeout,
+                REQUEST_TIMEOUT,
+            ),
+            ("--body-timeout", self.body_timeout, REQUEST_TIMEOUT),
+            (
+                "--transform-timeout",
+                self.transform_timeout,
+                TRANSFORM_TIMEOUT,
+            ),
+        ];
+        for (flag, secs, range) in timeouts {
+            range
+                .check(secs)
+                .map_err(|e| InvalidFlag(format!("{flag} {e}").into()))?;
         }
         if !(0.0..=2.0).contains(&self.cache_ttl) {
-            return Err(InvalidFlag("--cache-ttl must be between 0 and 2 seconds"));
+            return Err(InvalidFlag(
+                "--cache-ttl must be between 0 and 2 seconds".into(),
+            ));
         }
         if self
             .token_cache_ttl
             .is_some_and(|ttl| !(0.0..=2.0).contains(&ttl))
         {
             return Err(InvalidFlag(
-                "--token-cache-ttl must be between 0 and 2 seconds",
-            ));
-        }
-        if !positive(self.transform_timeout) {
-            return Err(InvalidFlag(
-                "--transform-timeout must be a positive number of seconds",
+                "--token-cache-ttl must be between 0 and 2 seconds".into(),
             ));
         }
         if self.transform_processes == 0 {
-            return Err(InvalidFlag("--transform-processes must be at least 1"));
+            return Err(InvalidFlag(
+                "--transform-processes must be at least 1".into(),
+            ));
         }
         if self.sandbox_user().is_none() {
             return Err(InvalidFlag(
-                "--transform-sandbox-user must be UID:GID, neither of them 0",
+                "--transform-sandbox-user must be UID:GID, neither of them 0".into(),
             ));
         }
         self.rate_limit().map(|_| ())
@@ -215,7 +232,7 @@ impl GatewayArgs {
         match RateLimit::new(self.rate_limit, burst) {
             Some(limit) if burst.is_finite() && burst >= 0.0 => Ok(Some(limit)),
             _ => Err(InvalidFlag(
-                "--rate-limit must be a positive number of requests per second (0 for none) and --rate-limit-burst a positive number",
+                "--rate-limit must be a positive number of requests per second (0 for none) and --rate-limit-burst a positive number".into(),
             )),
         }
     }
@@ -318,11 +335,27 @@ impl GatewayArgs {
     }
 }
 
+/// Most memory a transform invocation may be given, in MiB.
+const MAX_TRANSFORM_MEMORY_MB: usize = 4096;
+
+/// `--transform-memory-mb`: a whole number of MiB from 1 to [`MAX_TRANSFORM_MEMORY_MB`], so the
+/// limit in bytes never overflows.
+fn parse_memory_mb(raw: &str) -> Result<usize, String> {
+    let mb: usize = raw
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a whole number of MiB"))?;
+    if (1..=MAX_TRANSFORM_MEMORY_MB).contains(&mb) {
+        Ok(mb)
+    } else {
+        Err(format!("must be from 1 to {MAX_TRANSFORM_MEMORY_MB} MiB"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
 
-    use super::GatewayArgs;
+    use super::{parse_memory_mb, GatewayArgs};
 
     #[derive(Parser)]
     struct Cli {
@@ -334,6 +367,66 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once("gateway").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
         cli.gateway.validate().map_err(|e| e.to_string())
+    }
+
+    /// Huge timeouts panicked at start-up (`Duration::from_secs_f64`) or on every request
+    /// (`Instant + Duration`): the parsers refuse them, and anything not a positive number.
+    #[test]
+    fn transform_memory_is_bounded_when_parsed() {
+        assert_eq!(parse_memory_mb("32"), Ok(32));
+        assert_eq!(parse_memory_mb("4096"), Ok(4096));
+        for bad in ["0", "4097", "18446744073709551615", "-1", "1.5", "lots"] {
+            assert!(parse_memory_mb(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timeouts_are_bounded_when_parsed() {
+        let cases = [
+            ("--destination-timeout", "3600"),
+            ("--body-timeout", "3600"),
+            ("--transform-timeout", "60"),
+        ];
+        for (flag, max) in cases {
+            assert_eq!(validate(&[flag, max]), Ok(()), "{flag}");
+            assert_eq!(validate(&[flag, "0.5"]), Ok(()), "{flag}");
+            let bound = format!("must be more than 0 and at most {max} seconds");
+            for bad in [
+                "0", "-1", "3600.5", "61", "1e19", "9.2e18", "NaN", "inf", "-inf",
+            ] {
+                if bad == "61" && max == "3600" {
+                    continue;
+                }
+                let error = validate(&[&format!("{flag}={bad}")]).expect_err(bad);
+                assert!(
+                    error.contains(&format!("invalid value '{bad}' for '{flag}"))
+                        && error.contains(&bound),
+                    "{flag}={bad}: {error}"
+                );
+            }
+            let error = validate(&[flag, "soon"]).expect_err("not a number");
+            assert!(
+                error.contains("`soon` is not a number of seconds"),
+                "{error}"
+            );
+        }
+    }
+
+    /// Arguments built in code, past the parsers, are checked by `validate`.
+    #[test]
+    fn validate_bounds_timeouts_set_in_code() {
+        let mut cli = Cli::try_parse_from(["gateway"]).expect("defaults");
+        cli.gateway.destination_timeout = 1e19;
+        assert_eq!(
+            cli.gateway.validate().map_err(|e| e.to_string()),
+            Err("--destination-timeout must be more than 0 and at most 3600 seconds".to_string())
+        );
+        cli.gateway.destination_timeout = 25.0;
+        cli.gateway.transform_timeout = f64::NAN;
+        assert_eq!(
+            cli.gateway.validate().map_err(|e| e.to_string()),
+            Err("--transform-timeout must be more than 0 and at most 60 seconds".to_string())
+        );
     }
 
     #[test]

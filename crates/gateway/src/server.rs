@@ -195,11 +195,9 @@ async fn route(
     served: &Served,
     req: Request<Incoming>,
 ) -> Response<ResponseBody> {
-    let id = request_id::choose(
-        req.headers()
-            .get(request_id::HEADER)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let id =
+        request_id::choose_either(header(request_id::HEADER), header(request_id::TRACE_HEADER));
     let path = req.uri().path();
     if path == "/proxy" || path.starts_with("/proxy/") {
         let req = req.map(|body| Box::pin(body.map_err(|e| Box::new(e) as BoxError)) as LocalBody);

@@ -1,14 +1,23 @@
 //! `req.svc` (SUPPLEMENT §7): the small management API a proxy's transforms reach, answered
 //! in-process as the proxy's application, with its permissions, and recorded in the audit
 //! trail under it. Not a stage: the engine calls it while a transform runs.
+//!
+//! A destination-bound token's data is handed only to a request transform of a proxy whose
+//! destination the binding allows, and taints the invocation ([`BoundReads`]): its context is
+//! not kept warm, it may not create tokens any more, and `crate::transform` withholds whatever
+//! it would answer the caller itself.
+
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 use tessera_domain::{
-    audit::AuditAction, binding::Target, token::TokenView, NewToken, Principal, TokenId, Vault,
-    VaultError,
+    audit::AuditAction,
+    binding::{self, Destinations, Target},
+    token::TokenView,
+    NewToken, Principal, TokenId, Vault, VaultError,
 };
 use tessera_service::problem::class_status;
-use tessera_transform_runtime::{HostError, HostOp};
+use tessera_transform_runtime::{HostError, HostOp, Taint};
 
 use crate::audit::SvcAudit;
 
@@ -20,14 +29,56 @@ fn host_error(e: VaultError) -> HostError {
     }
 }
 
+/// Which of a proxy's transforms is running: what a request transform returns goes to the
+/// destination, what a response transform returns goes to the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The request transform.
+    Request,
+    /// The response transform.
+    Response,
+}
+
+/// The destination-bound tokens one invocation was handed, and its taint, which the engine
+/// reads to discard the context and the gateway to withhold the transform's own answer (see
+/// docs/api.md, "Brokering credentials").
+#[derive(Debug, Default)]
+pub(crate) struct BoundReads {
+    taint: Taint,
+    ids: Mutex<Vec<uuid::Uuid>>,
+}
+
+impl BoundReads {
+    /// The invocation's taint.
+    pub(crate) fn taint(&self) -> &Taint {
+        &self.taint
+    }
+
+    /// The bound tokens handed out, in order.
+    pub(crate) fn ids(&self) -> Vec<uuid::Uuid> {
+        self.ids.lock().map(|ids| ids.clone()).unwrap_or_default()
+    }
+
+    fn handed_out(&self, id: uuid::Uuid) {
+        self.taint.mark();
+        if let Ok(mut ids) = self.ids.lock() {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+}
+
 /// Who answers a transform's `req.svc` calls: the vault, as the proxy's application
-/// (`principal`), for a proxy sending to `target`, recording into `audit` when the proxy has
-/// an audit trail.
+/// (`principal`), for the `stage` transform of a proxy sending to `target`, noting bound tokens
+/// handed out in `bound`, and recording into `audit` when the proxy has an audit trail.
 #[derive(Clone, Copy)]
 pub(crate) struct SvcHost<'a> {
     pub(crate) vault: &'a Vault,
     pub(crate) principal: &'a Principal,
     pub(crate) target: Option<&'a Target>,
+    pub(crate) stage: Stage,
+    pub(crate) bound: &'a BoundReads,
     pub(crate) audit: Option<&'a SvcAudit>,
 }
 
@@ -57,105 +108,126 @@ fn payload_id(payload: &Value) -> Vec<uuid::Uuid> {
         .collect()
 }
 
-/// [`SvcHost::call`] without the refusal's audit event. `target` is where the proxy sends its
-/// requests: a token bound to other destinations is not handed to its transform (issue 27),
-/// which could otherwise send it there itself.
-async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, HostError> {
-    let SvcHost {
-        vault,
-        principal,
-        target,
-        audit,
-    } = host;
-    let bad = |m: String| HostError {
+fn bad(message: String) -> HostError {
+    HostError {
         status: 400,
-        message: m,
-    };
-    let create = |request: Value| async move {
-        let input: NewToken = serde_json::from_value(request)
-            .map_err(|e| bad(format!("invalid token request: {e}")))?;
-        let token = vault
-            .create_token(principal, input)
-            .await
-            .map_err(host_error)?;
-        let id = *token.id.as_uuid();
-        serde_json::to_value(TokenView::without_data(token, principal))
-            .map(|view| (view, id))
-            .map_err(|e| bad(e.to_string()))
-    };
+        message,
+    }
+}
+
+/// [`SvcHost::call`] without the refusal's audit event.
+async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, HostError> {
     let id = |payload: &Value| {
         payload
             .as_str()
             .and_then(|s| s.parse::<TokenId>().ok())
-            .ok_or_else(|| HostError {
-                status: 400,
-                message: "a token id is required".into(),
-            })
+            .ok_or_else(|| bad("a token id is required".into()))
     };
     match op {
-        HostOp::Tokenize | HostOp::Create => {
-            // One event per call, listing what it created (an array may fail part-way: the
-            // tokens created before the failure are recorded).
-            let mut created = Vec::new();
-            let answer = match payload {
-                Value::Array(requests) if op == HostOp::Tokenize => {
-                    let mut out = Vec::with_capacity(requests.len());
-                    let mut failed = None;
-                    for request in requests {
-                        match create(request).await {
-                            Ok((view, id)) => {
-                                out.push(view);
-                                created.push(id);
-                            }
-                            Err(e) => {
-                                failed = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                    failed.map_or(Ok(Value::Array(out)), Err)
-                }
-                request => create(request).await.map(|(view, id)| {
-                    created.push(id);
-                    view
-                }),
-            };
-            if let Some(audit) = audit {
-                audit.success(AuditAction::TokenCreatedByTransform, created);
-            }
-            answer
-        }
+        HostOp::Tokenize | HostOp::Create => create(host, op, payload).await,
         HostOp::Retrieve => {
-            let token = vault
-                .get_token(principal, id(&payload)?)
+            let token = host
+                .vault
+                .get_token(host.principal, id(&payload)?)
                 .await
                 .map_err(host_error)?;
-            if let Some(bound) = &token.destinations {
-                let allowed = target.is_some_and(|t| bound.allows(&t.host, t.port));
-                if !allowed {
-                    return Err(host_error(VaultError::DestinationRefused(format!(
-                        "token {} may not be read by this proxy's transform: its destination is not allowed for it",
-                        token.id
-                    ))));
-                }
+            if let Some(destinations) = &token.destinations {
+                hand_out_bound(host, token.id, destinations)?;
             }
-            if let Some(audit) = audit {
+            if let Some(audit) = host.audit {
                 audit.success(AuditAction::TokenReadByTransform, vec![*token.id.as_uuid()]);
             }
             serde_json::to_value(TokenView::with_data(token)).map_err(|e| bad(e.to_string()))
         }
         HostOp::Delete => {
             let token = id(&payload)?;
-            vault
-                .delete_token(principal, token)
+            host.vault
+                .delete_token(host.principal, token)
                 .await
                 .map_err(host_error)?;
-            if let Some(audit) = audit {
+            if let Some(audit) = host.audit {
                 audit.success(AuditAction::TokenDeleted, vec![*token.as_uuid()]);
             }
             Ok(json!({}))
         }
     }
+}
+
+/// Whether the transform may be handed the data of token `id`, bound to `destinations`: only a
+/// request transform (whose result goes to the destination, not to the caller) of a proxy whose
+/// destination the binding allows. Handing it out taints the invocation.
+fn hand_out_bound(
+    host: SvcHost<'_>,
+    id: TokenId,
+    destinations: &Destinations,
+) -> Result<(), HostError> {
+    let refused = |message: String| host_error(VaultError::DestinationRefused(message));
+    if host.stage == Stage::Response {
+        return Err(refused(format!(
+            "token {id} is destination-bound: a destination-bound token cannot be read in a response transform"
+        )));
+    }
+    let Some(target) = host.target else {
+        return Err(refused(format!(
+            "token {id} may not be read by this proxy's transform: the proxy's destination has no host"
+        )));
+    };
+    binding::check(id, Some(destinations), target, false).map_err(host_error)?;
+    host.bound.handed_out(*id.as_uuid());
+    Ok(())
+}
+
+/// `tokenize` and `tokens.create`: one event per call, listing what it created (an array may
+/// fail part-way: the tokens created before the failure are recorded). Refused once the
+/// invocation was handed a bound token, so that it cannot keep an unbound copy.
+async fn create(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, HostError> {
+    if host.bound.taint().is_marked() {
+        return Err(host_error(VaultError::DestinationRefused(
+            "req.svc cannot create tokens in an invocation that read a destination-bound token"
+                .into(),
+        )));
+    }
+    let one = |request: Value| async move {
+        let input: NewToken = serde_json::from_value(request)
+            .map_err(|e| bad(format!("invalid token request: {e}")))?;
+        let token = host
+            .vault
+            .create_token(host.principal, input)
+            .await
+            .map_err(host_error)?;
+        let id = *token.id.as_uuid();
+        serde_json::to_value(TokenView::without_data(token, host.principal))
+            .map(|view| (view, id))
+            .map_err(|e| bad(e.to_string()))
+    };
+    let mut created = Vec::new();
+    let answer = match payload {
+        Value::Array(requests) if op == HostOp::Tokenize => {
+            let mut out = Vec::with_capacity(requests.len());
+            let mut failed = None;
+            for request in requests {
+                match one(request).await {
+                    Ok((view, id)) => {
+                        out.push(view);
+                        created.push(id);
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            failed.map_or(Ok(Value::Array(out)), Err)
+        }
+        request => one(request).await.map(|(view, id)| {
+            created.push(id);
+            view
+        }),
+    };
+    if let Some(audit) = host.audit {
+        audit.success(AuditAction::TokenCreatedByTransform, created);
+    }
+    answer
 }
 
 #[cfg(test)]

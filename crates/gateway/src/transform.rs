@@ -12,7 +12,12 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tessera_detokenize::BodyKind;
-use tessera_domain::{audit::Actor, binding::Target, proxy::Proxy, Vault};
+use tessera_domain::{
+    audit::{Actor, AuditAction},
+    binding::Target,
+    proxy::Proxy,
+    Vault,
+};
 use tessera_transform_runtime::{
     Args, Body, HostOp, Input, Outcome, TransformEngine, TransformError,
 };
@@ -23,16 +28,22 @@ use crate::{
     error::{ErrorKind, GatewayError},
     headers,
     stages::Halt,
-    svc::SvcHost,
+    svc::{BoundReads, Stage, SvcHost},
     Gateway,
 };
 
-/// Runs `code` on `args` for `proxy`; `req.svc` acts as the proxy's application when it has
-/// one, and its calls are recorded under it. A timeout puts the proxy in quarantine.
+/// What a transform that read a destination-bound token is answered with instead of its own
+/// error, custom response or (response transform) result.
+const WITHHELD: &str = "its answer was withheld: it read a destination-bound token, whose value may go only to the destinations the token is bound to";
+
+/// Runs `code`, the `stage` transform of `proxy`, on `args`; `req.svc` acts as the proxy's
+/// application when it has one, and its calls are recorded under it. A transform that read a
+/// destination-bound token gets no answer of its own to the caller (see [`withhold`]). A
+/// timeout puts the proxy in quarantine.
 pub(crate) async fn run_transform(
     gw: &Gateway,
     ctx: &mut RequestContext<'_>,
-    proxy: &Proxy,
+    (proxy, stage): (&Proxy, Stage),
     code: &str,
     args: Args,
 ) -> Result<Outcome, TransformError> {
@@ -50,7 +61,14 @@ pub(crate) async fn run_transform(
         )),
         _ => None,
     };
-    let outcome = run(engine, &gw.vault, proxy, code, args, svc_audit.as_ref()).await;
+    let bound = BoundReads::default();
+    let svc = Svc {
+        stage,
+        bound: &bound,
+        audit: svc_audit.as_ref(),
+    };
+    let outcome = run(engine, &gw.vault, proxy, code, args, svc).await;
+    let outcome = withhold(stage, outcome, &bound, svc_audit.as_ref());
     if let Some(svc_audit) = svc_audit {
         ctx.audit.events.extend(svc_audit.into_events());
     }
@@ -59,6 +77,48 @@ pub(crate) async fn run_transform(
         tracing::warn!(proxy = %proxy.id, tenant = %proxy.tenant_id, backoff_s = backoff.as_secs(), "transform timed out: proxy quarantined");
     }
     outcome
+}
+
+/// What a transform may still answer once it read a destination-bound token (its taint is
+/// marked): a request transform's result, which goes to the destination the binding allowed,
+/// and the limits' own failures. Its errors, custom responses and a response transform's
+/// result would reach the caller: they become one generic failure, recorded as a refusal.
+fn withhold(
+    stage: Stage,
+    outcome: Result<Outcome, TransformError>,
+    bound: &BoundReads,
+    audit: Option<&SvcAudit>,
+) -> Result<Outcome, TransformError> {
+    if !bound.taint().is_marked() {
+        return outcome;
+    }
+    let keep = match &outcome {
+        // Headers the gateway would refuse would be named in the error: checked here.
+        Ok(Outcome::Ok { headers, .. }) => {
+            stage == Stage::Request && replace_headers(headers.clone(), HeaderMap::new()).is_ok()
+        }
+        Ok(Outcome::Http { .. } | Outcome::Custom { .. }) | Err(TransformError::Crashed(_)) => {
+            false
+        }
+        Err(
+            TransformError::TimedOut
+            | TransformError::OutOfMemory
+            | TransformError::Engine(_)
+            | TransformError::Busy,
+        ) => true,
+    };
+    if keep {
+        return outcome;
+    }
+    if let Some(audit) = audit {
+        audit.refused(
+            AuditAction::TokenReadByTransform,
+            bound.ids(),
+            403,
+            WITHHELD,
+        );
+    }
+    Err(TransformError::Crashed(WITHHELD.into()))
 }
 
 /// `req.args.body`: a JSON body as its text (the engine parses it), a form body as its decoded
@@ -196,6 +256,14 @@ pub(crate) fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returne
     }
 }
 
+/// What `req.svc` needs of one invocation besides the vault and the proxy.
+#[derive(Clone, Copy)]
+struct Svc<'a> {
+    stage: Stage,
+    bound: &'a BoundReads,
+    audit: Option<&'a SvcAudit>,
+}
+
 /// Runs `code` on `args` with the proxy's configuration; `req.svc` acts as the proxy's
 /// application when it has one.
 async fn run(
@@ -204,7 +272,7 @@ async fn run(
     proxy: &Proxy,
     code: &str,
     args: Args,
-    audit: Option<&SvcAudit>,
+    svc: Svc<'_>,
 ) -> Result<Outcome, TransformError> {
     let program = engine
         .compile(code)
@@ -243,23 +311,88 @@ async fn run(
         .as_ref()
         .and_then(|url| Target::of(url, false));
     let target = target.as_ref();
+    let Svc {
+        stage,
+        bound,
+        audit,
+    } = svc;
     let host = principal.as_ref().map(|principal| {
         let svc = SvcHost {
             vault,
             principal,
             target,
+            stage,
+            bound,
             audit,
         };
         move |op: HostOp, payload: Value| svc.call(op, payload)
     });
     engine
-        .run(program, &proxy_id, (&tenant, &proxy_id), input, host)
+        .run_with_taint(
+            program,
+            &proxy_id,
+            (&tenant, &proxy_id),
+            input,
+            host,
+            bound.taint(),
+        )
         .await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once a destination-bound token was handed out, only a request transform's result and
+    /// the limits' failures stand; anything the transform would tell the caller is withheld.
+    #[test]
+    fn a_tainted_transform_answers_nothing_of_its_own() {
+        let ok = |headers: Option<Vec<(String, String)>>| {
+            Ok(Outcome::Ok {
+                body: Some("v".into()),
+                headers,
+            })
+        };
+        let withheld = Err(TransformError::Crashed(WITHHELD.into()));
+        let clean = BoundReads::default();
+        assert_eq!(withhold(Stage::Response, ok(None), &clean, None), ok(None));
+        let tainted = BoundReads::default();
+        tainted.taint().mark();
+        assert_eq!(withhold(Stage::Request, ok(None), &tainted, None), ok(None));
+        assert_eq!(
+            withhold(Stage::Response, ok(None), &tainted, None),
+            withheld
+        );
+        let bad_header = Some(vec![("x v".to_string(), "1".to_string())]);
+        assert_eq!(
+            withhold(Stage::Request, ok(bad_header), &tainted, None),
+            withheld
+        );
+        for own in [
+            Ok(Outcome::Http {
+                status: 400,
+                name: "BadRequestError".into(),
+                message: "v".into(),
+            }),
+            Ok(Outcome::Custom {
+                status: 200,
+                headers: None,
+                body: "v".into(),
+            }),
+            Err(TransformError::Crashed("v".into())),
+        ] {
+            assert_eq!(withhold(Stage::Request, own, &tainted, None), withheld);
+        }
+        assert_eq!(
+            withhold(
+                Stage::Request,
+                Err(TransformError::TimedOut),
+                &tainted,
+                None
+            ),
+            Err(TransformError::TimedOut)
+        );
+    }
 
     #[test]
     fn bodies_go_to_the_engine_by_content_type() {

@@ -12,6 +12,10 @@
 //! authenticated) caller passes them all again — else 403, recorded as a denial. A replay is
 //! recorded as `request.replayed` (attack finding 14).
 //!
+//! The key may also come as [`IDEMPOTENCY_KEY_ALIAS`] (`SVC-IDEMPOTENCY-KEY`), the header
+//! Basis Theory's SDKs send with this deployment's prefix: the same key, checked the same way.
+//! Both headers with different values are a 400 naming them (docs/migrating.md).
+//!
 //! [`Vault::claim_idempotency`]: tessera_domain::Vault::claim_idempotency
 
 use std::time::Duration;
@@ -19,14 +23,17 @@ use std::time::Duration;
 use actix_web::{
     body::{BoxBody, MessageBody},
     dev::{ServiceRequest, ServiceResponse},
-    http::{header, Method, StatusCode},
+    http::{
+        header::{self, HeaderMap},
+        Method, StatusCode,
+    },
     middleware::Next,
     web, Error, HttpMessage, HttpResponse,
 };
 use tessera_domain::{
     audit::AuditAction,
     vault::{validate_idempotency_key, IdempotencyClaim, IdempotentRequest, ReplayedResponse},
-    Principal,
+    Principal, ValidationErrors,
 };
 
 use crate::{
@@ -37,7 +44,10 @@ use crate::{
 };
 
 /// The request header (matched case-insensitively).
-pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub(crate) const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+/// The same header as the SDKs name it: `<header prefix>-IDEMPOTENCY-KEY`. The one place that
+/// names it (the middleware, its problems and the OpenAPI document read it from here).
+pub(crate) const IDEMPOTENCY_KEY_ALIAS: &str = "SVC-IDEMPOTENCY-KEY";
 /// The response header marking a replayed answer.
 pub(crate) const REPLAYED: &str = "idempotent-replayed";
 
@@ -61,17 +71,15 @@ pub(crate) async fn idempotent(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
-    let key = match req.headers().get(IDEMPOTENCY_KEY) {
-        // A value that is not visible ASCII cannot be a key: the domain's check refuses it.
-        Some(value) if req.method() == Method::POST && is_json(req.request()) => {
-            value.to_str().unwrap_or("\u{0}").to_string()
-        }
-        _ => return Ok(next.call(req).await?.map_into_boxed_body()),
-    };
-    // Before the body is read: a malformed key is a 400 whatever the body.
-    if let Err(e) = validate_idempotency_key(&key) {
-        return Ok(req.error_response(ApiError::validation(&e)));
+    if req.method() != Method::POST || !is_json(req.request()) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
     }
+    // Before the body is read: a malformed key is a 400 whatever the body.
+    let key = match presented_key(req.headers()) {
+        Ok(Some(key)) => key,
+        Ok(None) => return Ok(next.call(req).await?.map_into_boxed_body()),
+        Err(e) => return Ok(req.error_response(e)),
+    };
     let (Some(state), Some(caller)) = (
         req.app_data::<web::Data<ApiState>>().cloned(),
         req.extensions().get::<Principal>().cloned(),
@@ -179,6 +187,38 @@ pub(crate) async fn idempotent(
     ))
 }
 
+/// The idempotency key a request presents, in `Idempotency-Key` or in its alias, checked
+/// (1–255 printable ASCII characters; a problem names the header that carried it). Both headers
+/// may be sent only with the same value.
+fn presented_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let (header, value) = match (
+        headers.get(IDEMPOTENCY_KEY),
+        headers.get(IDEMPOTENCY_KEY_ALIAS),
+    ) {
+        (None, None) => return Ok(None),
+        (Some(standard), Some(alias)) if standard != alias => {
+            return Err(ApiError::field(
+                IDEMPOTENCY_KEY_ALIAS,
+                format!(
+                    "differs from {IDEMPOTENCY_KEY}: send the key in one of the two headers, or the same key in both"
+                ),
+            ))
+        }
+        (Some(value), _) => (IDEMPOTENCY_KEY, value),
+        (None, Some(value)) => (IDEMPOTENCY_KEY_ALIAS, value),
+    };
+    // A value that is not visible ASCII cannot be a key: the domain's check refuses it.
+    let key = value.to_str().unwrap_or("\u{0}").to_string();
+    validate_idempotency_key(&key).map_err(|e| {
+        let mut named = ValidationErrors::new();
+        for message in e.fields().values().flatten() {
+            named.add(header, message.clone());
+        }
+        ApiError::validation(&named)
+    })?;
+    Ok(Some(key))
+}
+
 /// The stored answer, as it was first sent, marked as a replay (header and audit event).
 fn replay(answer: ReplayedResponse) -> HttpResponse {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
@@ -187,4 +227,60 @@ fn replay(answer: ReplayedResponse) -> HttpResponse {
         .insert_header((REPLAYED, "true"))
         .body(answer.body);
     mark(response, AuditAction::RequestReplayed, answer.resources)
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::http::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static [u8])]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            let value = HeaderValue::from_bytes(value).expect("value");
+            map.append(header::HeaderName::from_static(name), value);
+        }
+        map
+    }
+
+    fn fields(e: &ApiError) -> Vec<String> {
+        e.errors()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn either_header_or_both_alike_give_the_key() {
+        for pairs in [
+            &[("idempotency-key", &b"k-1"[..])][..],
+            &[("svc-idempotency-key", &b"k-1"[..])][..],
+            &[
+                ("idempotency-key", &b"k-1"[..]),
+                ("svc-idempotency-key", &b"k-1"[..]),
+            ][..],
+        ] {
+            let key = presented_key(&headers(pairs)).expect("valid");
+            assert_eq!(key.as_deref(), Some("k-1"), "{pairs:?}");
+        }
+        assert_eq!(presented_key(&headers(&[])).expect("none"), None);
+    }
+
+    #[test]
+    fn different_keys_and_malformed_keys_are_refused_naming_the_header() {
+        let both = headers(&[("idempotency-key", b"a"), ("svc-idempotency-key", b"b")]);
+        let e = presented_key(&both).expect_err("differ");
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(fields(&e), vec![IDEMPOTENCY_KEY_ALIAS]);
+        assert!(e.detail().contains(IDEMPOTENCY_KEY), "{}", e.detail());
+        for (name, shown) in [
+            ("idempotency-key", IDEMPOTENCY_KEY),
+            ("svc-idempotency-key", IDEMPOTENCY_KEY_ALIAS),
+        ] {
+            for bad in [&b""[..], "é".as_bytes()] {
+                let e = presented_key(&headers(&[(name, bad)])).expect_err("malformed");
+                assert_eq!(fields(&e), vec![shown], "{name}");
+            }
+        }
+    }
 }

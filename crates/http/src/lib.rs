@@ -6,6 +6,7 @@
 //!
 //! ```text
 //!   request ─► request_id (id, log line, problem+json for any bare error)
+//!           ─► trailing_slash (`/tokens/` is `/tokens`; not under `/proxy`)
 //!           ─► route ─► extractors: Caller (SVC-API-KEY) ─► path ─► JsonBody / ListQuery
 //!           ─► Vault use-case ─► view (JSON) or ApiError (problem+json)
 //! ```
@@ -22,6 +23,7 @@ mod request_id;
 mod routes;
 mod state;
 mod strict_json;
+mod trailing_slash;
 mod views;
 
 use actix_web::{
@@ -52,6 +54,8 @@ pub fn app(
     let proxy = state.proxy.clone();
     App::new()
         .app_data(web::Data::new(state))
+        // Outermost last: the request id and its log line, then the trailing slash.
+        .wrap(from_fn(trailing_slash::trim))
         .wrap(from_fn(request_id::middleware))
         .configure(routes::configure)
         .configure(openapi::configure)

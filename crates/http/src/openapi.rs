@@ -22,7 +22,10 @@ use utoipa::{
 
 use tessera_service::proxy_error::ErrorKind;
 
-use crate::problem::{Problem, PROBLEM_JSON};
+use crate::{
+    idempotency::{IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_ALIAS},
+    problem::{Problem, PROBLEM_JSON},
+};
 
 /// The root of the document: metadata and tags. [`document`] adds the operations, then the
 /// security schemes and shared error responses.
@@ -33,7 +36,8 @@ use crate::problem::{Problem, PROBLEM_JSON};
         description = "Self-hosted tokenization vault with a detokenizing proxy. Every \
             management call needs an `SVC-API-KEY` header. Failures are RFC 7807 \
             `application/problem+json`; proxy failures are `{\"proxy_error\": <problem>}`. \
-            Every response carries `X-Request-Id` (echoed when the caller sent one).",
+            Every response carries `X-Request-Id` (echoed when the caller sent one, else \
+            the caller's `SVC-TRACE-ID`). One trailing slash on a management path is ignored.",
         license(name = "Apache-2.0")
     ),
     components(schemas(Problem)),
@@ -204,7 +208,7 @@ fn add_shared_errors(operation: &mut Operation, has_id: bool) {
     }
 }
 
-/// The `Idempotency-Key` header, its 409 and 422, and the `Idempotent-Replayed` header on the
+/// The `Idempotency-Key` header (and its alias), its 409 and 422, and the `Idempotent-Replayed` header on the
 /// operations that honour it.
 struct Idempotency;
 
@@ -224,19 +228,29 @@ impl Modify for Idempotency {
                 .max_length(Some(tessera_domain::vault::MAX_IDEMPOTENCY_KEY_LEN))
                 .pattern(Some("^[\\x20-\\x7E]+$"))
                 .build();
-            operation.parameters.get_or_insert_with(Vec::new).push(
-                ParameterBuilder::new()
-                    .name("Idempotency-Key")
-                    .parameter_in(ParameterIn::Header)
-                    .required(utoipa::openapi::Required::False)
-                    .description(Some(
-                        "Makes retries safe: the first successful answer to this key (per \
-                         application, for 24 hours) is replayed with `Idempotent-Replayed: true` \
-                         instead of creating again.",
-                    ))
-                    .schema(Some(schema))
-                    .build(),
+            let alias = format!(
+                "The same key as `{IDEMPOTENCY_KEY}`, under the name Basis Theory's SDKs send; \
+                 both may be sent only with the same value (else 400)."
             );
+            for (name, description) in [
+                (
+                    IDEMPOTENCY_KEY,
+                    "Makes retries safe: the first successful answer to this key (per \
+                     application, for 24 hours) is replayed with `Idempotent-Replayed: true` \
+                     instead of creating again.",
+                ),
+                (IDEMPOTENCY_KEY_ALIAS, alias.as_str()),
+            ] {
+                operation.parameters.get_or_insert_with(Vec::new).push(
+                    ParameterBuilder::new()
+                        .name(name)
+                        .parameter_in(ParameterIn::Header)
+                        .required(utoipa::openapi::Required::False)
+                        .description(Some(description))
+                        .schema(Some(schema.clone()))
+                        .build(),
+                );
+            }
             for (status, description) in [
                 (
                     "409",

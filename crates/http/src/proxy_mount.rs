@@ -23,6 +23,12 @@ pub struct ProxyErrorBody {
     pub proxy_error: Problem,
 }
 
+/// Whether `path` is proxy invocation (`/proxy` or under `/proxy/`): the destination's business,
+/// left exactly as sent.
+pub(crate) fn is_proxy_path(path: &str) -> bool {
+    path == "/proxy" || path.starts_with("/proxy/")
+}
+
 /// Registers the proxy routes for every method.
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/proxy", web::to(invoke_root))
@@ -97,8 +103,12 @@ async fn invoke(
     let body: LocalBody = Box::pin(StreamBody::new(frames));
     match builder.body(body) {
         Ok(request) => to_actix(handler.handle(request, &id).await),
+        // The gateway's own answers are hardened for browsers by the gateway; this one, made
+        // before it, carries the same two headers (docs/api.md, "What comes back").
         Err(e) => HttpResponse::BadRequest()
             .content_type("application/json")
+            .insert_header(("x-content-type-options", "nosniff"))
+            .insert_header(("content-security-policy", "sandbox"))
             .body(
                 Problem::new(
                     http::StatusCode::BAD_REQUEST,

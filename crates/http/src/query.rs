@@ -1,5 +1,6 @@
 //! List query strings: `page`, `size`, and for tokens repeatable `id`/`type` plus
 //! `metadata.<key>=<value>` (SUPPLEMENT §1.2). Unknown parameters are a 400 so typos surface.
+//! Metadata filters may also be written `metadata[<key>]=<value>` (docs/migrating.md).
 
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditFilter, Outcome},
@@ -26,8 +27,7 @@ pub(crate) struct PageParams {
 }
 
 /// The token-list filters [`token_list`] accepts besides [`PageParams`] (OpenAPI description
-/// only). Any number of `metadata.<key>=<value>` pairs may be added; they AND together and
-/// match exactly.
+/// only). Up to 10 metadata pairs may be added; they AND together and match exactly.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)] // read by the OpenAPI derive, never constructed
@@ -38,6 +38,10 @@ pub(crate) struct TokenListParams {
     /// Only these types (repeat the key for several).
     #[param(rename = "type", style = Form, explode, inline)]
     token_type: Option<Vec<TokenType>>,
+    /// Only tokens whose metadata holds each of these pairs, exactly (at most 10):
+    /// `metadata[<key>]=<value>`, or equally `metadata.<key>=<value>`.
+    #[param(style = DeepObject, explode)]
+    metadata: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The proxy-list filters [`proxy_list`] accepts besides [`PageParams`] (OpenAPI description
@@ -105,6 +109,17 @@ pub(crate) fn page_only(query: &str) -> Result<PageRequest, ApiError> {
     request.ok_or_else(|| ApiError::field("page", "invalid"))
 }
 
+/// The metadata key a token-list parameter filters on: `metadata.<key>`, or the deepObject
+/// form `metadata[<key>]` that Basis Theory's Python SDK sends (everything between the first
+/// `[` and the last `]` is the key, brackets included). `None` for any other parameter.
+fn metadata_key(parameter: &str) -> Option<&str> {
+    parameter.strip_prefix("metadata.").or_else(|| {
+        parameter
+            .strip_prefix("metadata[")
+            .and_then(|rest| rest.strip_suffix(']'))
+    })
+}
+
 /// Parses a token-list query.
 pub(crate) fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
     let (mut page, mut size) = (None, None);
@@ -124,7 +139,7 @@ pub(crate) fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
                     format!("`{value}` is not a token type (token, card, bank)"),
                 ),
             },
-            k => match k.strip_prefix("metadata.") {
+            k => match metadata_key(k) {
                 Some(meta_key) if has_nul(meta_key) || has_nul(&value) => {
                     errors.add("metadata", format!("filters {NUL_MESSAGE}"));
                 }
@@ -294,6 +309,38 @@ mod tests {
             vec![("colour".to_string(), "red ish".to_string())]
         );
         assert_eq!((q.page.page(), q.page.size()), (2, 50));
+    }
+
+    #[test]
+    fn metadata_filters_may_be_written_as_deep_objects() {
+        let dotted = token_list("metadata.colour=red%20ish&metadata.a%5Bb%5D=1").expect("valid");
+        let deep = token_list("metadata%5Bcolour%5D=red%20ish&metadata[a[b]]=1").expect("valid");
+        assert_eq!(deep.filter.metadata, dotted.filter.metadata);
+        assert_eq!(
+            deep.filter.metadata,
+            vec![
+                ("colour".to_string(), "red ish".to_string()),
+                ("a[b]".to_string(), "1".to_string())
+            ]
+        );
+        let mixed = token_list("metadata.a=1&metadata[b]=2").expect("valid");
+        assert_eq!(mixed.filter.metadata.len(), 2);
+        for bad in [
+            "metadata[]=x",
+            "metadata[colour=x",
+            "metadata[colour]x=y",
+            "metadata=x",
+            "metadata[k%00]=x",
+        ] {
+            let e = token_list(bad).expect_err(bad);
+            assert_eq!(e.status().as_u16(), 400, "{bad}");
+        }
+        let eleven: Vec<String> = (0..11).map(|i| format!("metadata[k{i}]=v")).collect();
+        let e = token_list(&eleven.join("&")).expect_err("over the bound");
+        assert_eq!(
+            e.errors().map(|m| m.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["metadata".to_string()])
+        );
     }
 
     #[test]

@@ -28,11 +28,13 @@ pub(crate) static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
+/// The caller's `X-Request-Id`, else its `SVC-TRACE-ID` (what Basis Theory's SDKs send), else
+/// a new id.
 fn choose_id(req: &ServiceRequest) -> String {
-    tessera_service::request_id::choose(
-        req.headers()
-            .get(&X_REQUEST_ID)
-            .and_then(|v| v.to_str().ok()),
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    tessera_service::request_id::choose_either(
+        header(tessera_service::request_id::HEADER),
+        header(tessera_service::request_id::TRACE_HEADER),
     )
 }
 
@@ -46,7 +48,7 @@ pub(crate) async fn middleware(
     let method = req.method().clone();
     let path = req.path().to_string();
     // Proxied responses belong to the destination: never rewritten, counted by the gateway.
-    let proxied = path == "/proxy" || path.starts_with("/proxy/");
+    let proxied = crate::proxy_mount::is_proxy_path(&path);
     let metrics = req
         .app_data::<actix_web::web::Data<ApiState>>()
         .map(|s| s.metrics.requests.clone());

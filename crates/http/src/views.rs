@@ -3,7 +3,8 @@
 use serde::Serialize;
 use tessera_domain::{
     application::{Application, ApplicationType},
-    audit::{to_hex, ChainedEvent},
+    audit::ChainedEvent,
+    hex,
     proxy::Configuration,
     timestamp::serde_rfc3339,
     ApplicationId, Page, Permission, Proxy, ProxyId, Rule, Secret, TenantId,
@@ -256,11 +257,11 @@ impl AuditEventView {
             ephemeral: e.ephemeral,
             pruned: e.pruned.map(|p| PrunedView {
                 through_seq: p.through_seq,
-                last_hash: to_hex(&p.last_hash),
+                last_hash: hex::encode(&p.last_hash),
             }),
             seq: c.seq,
-            prev_hash: to_hex(&c.prev_hash),
-            hash: to_hex(&c.hash),
+            prev_hash: hex::encode(&c.prev_hash),
+            hash: hex::encode(&c.hash),
         }
     }
 }

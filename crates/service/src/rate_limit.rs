@@ -78,6 +78,28 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
         self.check_at(key, Instant::now())
     }
 
+    /// Whether `key`'s bucket holds a request now, without taking it: for limits counted only
+    /// on some outcomes (failed sign-ins), checked before the attempt and taken after it.
+    pub fn peek(&self, key: &K) -> Result<(), Duration> {
+        let RateLimit { per_second, burst } = self.limit;
+        let now = Instant::now();
+        let buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(bucket) = buckets.map.get(key) else {
+            return Ok(());
+        };
+        let tokens = (bucket.tokens
+            + now.saturating_duration_since(bucket.at).as_secs_f64() * per_second)
+            .min(burst);
+        if tokens >= 1.0 {
+            Ok(())
+        } else {
+            Err(Duration::try_from_secs_f64((1.0 - tokens) / per_second).unwrap_or(Duration::MAX))
+        }
+    }
+
     fn check_at(&self, key: &K, now: Instant) -> Result<(), Duration> {
         let RateLimit { per_second, burst } = self.limit;
         // A poisoned lock only means another thread panicked mid-update of a counter.
@@ -122,6 +144,17 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peek_does_not_take() {
+        let limiter = RateLimiter::new(RateLimit::new(0.001, 2.0).expect("limit"));
+        for _ in 0..5 {
+            assert!(limiter.peek(&"a").is_ok(), "peeking takes nothing");
+        }
+        assert!(limiter.check(&"a").is_ok() && limiter.check(&"a").is_ok());
+        assert!(limiter.peek(&"a").is_err(), "empty now");
+        assert!(limiter.peek(&"b").is_ok(), "another key");
+    }
 
     #[test]
     fn bursts_then_refills_at_the_rate() {

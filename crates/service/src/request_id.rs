@@ -1,13 +1,32 @@
 //! `X-Request-Id` (SUPPLEMENT §1): echoed when the caller sent a usable one, else generated.
+//! Basis Theory's SDKs send their correlation id as `<prefix>-TRACE-ID` instead: without a usable
+//! `X-Request-Id`, a usable [`TRACE_HEADER`] is the request id (docs/migrating.md).
 
 /// The header name.
 pub const HEADER: &str = "x-request-id";
 
+/// The SDKs' correlation-id header, with this deployment's header prefix (`SVC`).
+pub const TRACE_HEADER: &str = "svc-trace-id";
+
 /// The caller's id if it is 1–200 visible ASCII characters; otherwise a fresh one.
 pub fn choose(presented: Option<&str>) -> String {
     presented
-        .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .filter(|v| usable(v))
         .map_or_else(new_id, str::to_string)
+}
+
+/// The request id of a request carrying `request_id` (`X-Request-Id`) and `trace_id`
+/// ([`TRACE_HEADER`]): the first of them that is usable (see [`choose`]), else a fresh one.
+pub fn choose_either(request_id: Option<&str>, trace_id: Option<&str>) -> String {
+    match request_id.filter(|v| usable(v)) {
+        Some(id) => id.to_string(),
+        None => choose(trace_id),
+    }
+}
+
+/// 1–200 visible ASCII characters.
+fn usable(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// A fresh random UUID (v4) from the thread-local CSPRNG: unique and unguessable without a
@@ -31,5 +50,14 @@ mod tests {
         }
         assert_ne!(new_id(), new_id());
         assert_eq!(choose(Some(&"x".repeat(201))).len(), 36);
+    }
+
+    #[test]
+    fn a_trace_id_stands_in_for_a_missing_or_unusable_request_id() {
+        assert_eq!(choose_either(Some("req-1"), Some("trace-1")), "req-1");
+        assert_eq!(choose_either(None, Some("trace-1")), "trace-1");
+        assert_eq!(choose_either(Some("has space"), Some("trace-1")), "trace-1");
+        assert_eq!(choose_either(None, Some("bad trace")).len(), 36);
+        assert_eq!(choose_either(None, None).len(), 36);
     }
 }

@@ -13,7 +13,7 @@ pub mod telemetry;
 use std::{path::PathBuf, sync::Arc};
 
 use clap::{Args, ValueEnum};
-use tessera_domain::{Vault, VaultError};
+use tessera_domain::{seconds::SecondsRange, Vault, VaultError};
 use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
 
 /// Why the process could not start. Each message names what to fix.
@@ -100,12 +100,12 @@ pub struct DbArgs {
     /// Seconds between sweeps of a serving process (expired tokens, idempotency keys older
     /// than 24 h); fractions allowed, at most 60. `0` turns sweeping off in this process
     /// (another process on the same database must then sweep).
-    #[arg(long, env = "TESSERA_SWEEP_INTERVAL", default_value_t = 30.0, value_parser = parse_sweep_interval)]
+    #[arg(long, env = "TESSERA_SWEEP_INTERVAL", default_value_t = 30.0, value_parser = SWEEP_INTERVAL.parser())]
     pub sweep_interval: f64,
     /// Longest one SQL statement may run, in seconds (fractions allowed); a request whose
     /// query runs longer gets 503. `0` turns the limit off. PostgreSQL: `statement_timeout`;
     /// SQLite: a progress handler.
-    #[arg(long, env = "TESSERA_QUERY_TIMEOUT", default_value_t = tessera_storage::DEFAULT_QUERY_TIMEOUT.as_secs_f64(), value_parser = parse_query_timeout)]
+    #[arg(long, env = "TESSERA_QUERY_TIMEOUT", default_value_t = tessera_storage::DEFAULT_QUERY_TIMEOUT.as_secs_f64(), value_parser = QUERY_TIMEOUT.parser())]
     pub query_timeout: f64,
 }
 
@@ -123,27 +123,10 @@ impl std::fmt::Debug for DbArgs {
     }
 }
 
-fn parse_query_timeout(raw: &str) -> Result<f64, String> {
-    let secs: f64 = raw
-        .parse()
-        .map_err(|_| format!("`{raw}` is not a number of seconds"))?;
-    if secs.is_finite() && (0.0..=3600.0).contains(&secs) {
-        Ok(secs)
-    } else {
-        Err("must be from 0 to 3600 seconds".to_string())
-    }
-}
-
-fn parse_sweep_interval(raw: &str) -> Result<f64, String> {
-    let secs: f64 = raw
-        .parse()
-        .map_err(|_| format!("`{raw}` is not a number of seconds"))?;
-    if secs.is_finite() && (0.0..=60.0).contains(&secs) {
-        Ok(secs)
-    } else {
-        Err("must be from 0 to 60 seconds".to_string())
-    }
-}
+/// What `--query-timeout` accepts (0: no limit).
+const QUERY_TIMEOUT: SecondsRange = SecondsRange::between(0.0, 3600.0);
+/// What `--sweep-interval` accepts (0: no sweeping).
+const SWEEP_INTERVAL: SecondsRange = SecondsRange::between(0.0, 60.0);
 
 /// Sweeps expired tokens, old idempotency keys and audit events past retention every `interval` (see [`Vault::sweep`]),
 /// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the
@@ -375,6 +358,26 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         db: super::DbArgs,
+    }
+
+    #[test]
+    fn seconds_flags_are_bounded() {
+        let parse = |arg: &str| {
+            Cli::try_parse_from(["x", arg])
+                .map(|cli| (cli.db.query_timeout, cli.db.sweep_interval))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(parse("--query-timeout=3600"), Ok((3600.0, 30.0)));
+        assert_eq!(parse("--sweep-interval=0"), Ok((10.0, 0.0)));
+        for (arg, bound) in [
+            ("--query-timeout=1e19", "must be from 0 to 3600 seconds"),
+            ("--query-timeout=NaN", "must be from 0 to 3600 seconds"),
+            ("--sweep-interval=61", "must be from 0 to 60 seconds"),
+            ("--sweep-interval=-1", "must be from 0 to 60 seconds"),
+        ] {
+            let error = parse(arg).expect_err(arg);
+            assert!(error.contains(bound), "{arg}: {error}");
+        }
     }
 
     #[test]

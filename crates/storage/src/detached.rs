@@ -23,10 +23,11 @@ use tessera_domain::{
     application::Application,
     audit::{AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead},
     store::{
-        ApplicationStore, AssociationStore, AuditStore, ContainerScope, HealthStore,
-        IdempotencyRecord, IdempotencyScope, IdempotencyStore, NewAssociation, ProxyFilter,
-        ProxyStore, SealedProxySecrets, StoreError, StoredApplication, StoredProxy, StoredTenant,
-        StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate, UnsealedProxy,
+        ApplicationStore, AssociationStore, AuditStore, ConsoleSessionRecord, ConsoleSessionStore,
+        ContainerScope, HealthStore, IdempotencyRecord, IdempotencyScope, IdempotencyStore,
+        NewAssociation, ProxyFilter, ProxyStore, SealedProxySecrets, StoreError, StoredApplication,
+        StoredProxy, StoredTenant, StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore,
+        TokenUpdate, UnsealedProxy,
     },
     ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId, TokenType,
 };
@@ -444,6 +445,68 @@ impl IdempotencyStore for DetachedStore {
     ) -> Result<u64, StoreError> {
         self.run(|db| async move { db.delete_idempotency_keys_before(before).await })
             .await
+    }
+}
+
+#[async_trait]
+impl ConsoleSessionStore for DetachedStore {
+    async fn insert_console_session(
+        &self,
+        session: &ConsoleSessionRecord,
+    ) -> Result<(), StoreError> {
+        let session = session.clone();
+        self.run(|db| async move { db.insert_console_session(&session).await })
+            .await
+    }
+
+    async fn get_console_session(
+        &self,
+        id_hash: &[u8; 32],
+    ) -> Result<Option<ConsoleSessionRecord>, StoreError> {
+        self.db.get_console_session(id_hash).await
+    }
+
+    async fn touch_console_session(
+        &self,
+        id_hash: &[u8; 32],
+        at: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let id_hash = *id_hash;
+        self.run(|db| async move { db.touch_console_session(&id_hash, at).await })
+            .await
+    }
+
+    async fn rekey_console_session(
+        &self,
+        id_hash: &[u8; 32],
+        key_hash: &ApiKeyHash,
+        key_sealed: &[u8],
+    ) -> Result<(), StoreError> {
+        let (id_hash, key_hash, sealed) = (*id_hash, key_hash.clone(), key_sealed.to_vec());
+        self.run(|db| async move { db.rekey_console_session(&id_hash, &key_hash, &sealed).await })
+            .await
+    }
+
+    async fn delete_console_session(&self, id_hash: &[u8; 32]) -> Result<(), StoreError> {
+        let id_hash = *id_hash;
+        self.run(|db| async move { db.delete_console_session(&id_hash).await })
+            .await
+    }
+
+    async fn count_console_sessions(&self) -> Result<u64, StoreError> {
+        self.db.count_console_sessions().await
+    }
+
+    async fn delete_expired_console_sessions(
+        &self,
+        idle_before: OffsetDateTime,
+        opened_before: OffsetDateTime,
+    ) -> Result<u64, StoreError> {
+        self.run(|db| async move {
+            db.delete_expired_console_sessions(idle_before, opened_before)
+                .await
+        })
+        .await
     }
 }
 

@@ -120,6 +120,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    console_sessions (id_hash) {
+        id_hash -> Binary,
+        tenant_id -> Text,
+        application_id -> Text,
+        key_hash -> Binary,
+        key_sealed -> Binary,
+        created_at -> Timestamp,
+        last_seen_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     audit_events (tenant_id, seq) {
         tenant_id -> Text,
         seq -> BigInt,

@@ -13,6 +13,7 @@ use crate::{
     natives::Tags,
     process,
     program::{compile_prelude, CompileError, Compiler, Program},
+    taint::Taint,
 };
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -69,9 +70,32 @@ impl TransformEngine {
         &self,
         program: Arc<Program>,
         scope: &str,
+        tags: (&str, &str),
+        input: Input,
+        host: Option<H>,
+    ) -> Result<Outcome, TransformError>
+    where
+        H: Fn(HostOp, Value) -> F,
+        F: Future<Output = Result<Value, HostError>>,
+    {
+        let taint = Taint::new();
+        self.run_with_taint(program, scope, tags, input, host, &taint)
+            .await
+    }
+
+    /// [`TransformEngine::run`], with the invocation's [`Taint`]: `host` marks it when it hands
+    /// the transform a value that must never reach the transform's caller, and the engine marks
+    /// it when the invocation shared its context with one that was marked. The context of a
+    /// marked invocation is discarded, never kept warm for a later call: read the mark when the
+    /// run ends to decide what the transform may still answer.
+    pub async fn run_with_taint<H, F>(
+        &self,
+        program: Arc<Program>,
+        scope: &str,
         (tenant, proxy): (&str, &str),
         input: Input,
         host: Option<H>,
+        taint: &Taint,
     ) -> Result<Outcome, TransformError>
     where
         H: Fn(HostOp, Value) -> F,
@@ -88,6 +112,7 @@ impl TransformEngine {
             tags,
             input,
             host,
+            taint,
         };
         match self.inner.config.isolation {
             Isolation::Inline => inline::run(&self.inner, run).await,

@@ -10,6 +10,7 @@ use crate::{
     message::{HostError, HostOp, Input},
     natives::Tags,
     program::{Compiler, Program},
+    taint::Taint,
 };
 
 /// The state behind a [`crate::TransformEngine`].
@@ -46,6 +47,9 @@ pub(crate) struct Run<'a, H> {
     pub(crate) input: Input,
     /// Answers `req.svc` calls; without it `req.svc` is absent.
     pub(crate) host: Option<H>,
+    /// Marked by `host` when it hands out a value the caller must never get back (and by the
+    /// engine when the invocation's context holds one): the context is then discarded.
+    pub(crate) taint: &'a Taint,
 }
 
 /// Answers `calls` with `host`, concurrently, as JSON text.

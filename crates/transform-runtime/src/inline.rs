@@ -49,6 +49,7 @@ pub(crate) async fn run<H: HostFn>(
         tags,
         input,
         host,
+        taint,
     } = run;
     let deadline = Instant::now() + inner.config.time_limit;
     let rt = runtime(inner)?;
@@ -63,6 +64,11 @@ pub(crate) async fn run<H: HostFn>(
     };
     let (mut invocation, mut step) = rt.start(job)?;
     loop {
+        // Another invocation of the same proxy may have put a value into the shared context
+        // that must not reach this one's caller either (invocations interleave on a runtime).
+        if invocation.is_tainted() {
+            taint.mark();
+        }
         match step {
             Step::Done(result) => return result,
             Step::Waiting(calls) if calls.is_empty() => {
@@ -77,6 +83,10 @@ pub(crate) async fn run<H: HostFn>(
                 )
                 .await
                 .map_err(|_| TransformError::TimedOut)?;
+                // Before the answers enter the context: it is not kept warm after this.
+                if taint.is_marked() {
+                    invocation.taint();
+                }
                 step = invocation.resume(answers);
             }
         }

@@ -40,6 +40,7 @@ mod process;
 mod program;
 mod raw_json;
 mod runtime;
+mod taint;
 
 pub use config::{EngineConfig, Isolation, SandboxCommand, SANDBOX_ARG};
 pub use engine::TransformEngine;
@@ -47,6 +48,7 @@ pub use message::{Args, Body, HostError, HostOp, Input, Outcome, TransformError}
 pub use natives::{PendingCall, Tags};
 pub use process::sandbox_main;
 pub use program::{CompileError, Program};
+pub use taint::Taint;
 
 /// Checks that `source` compiles as a transform (cached by hash), without running it: for
 /// validating proxies when they are created or updated.

@@ -12,6 +12,7 @@ use base64::{engine::general_purpose::STANDARD, Engine as _};
 use hmac::{Hmac, Mac};
 use rquickjs::{Ctx, Exception, Function, Object, Persistent};
 use serde_json::json;
+use tessera_domain::hex;
 
 use crate::message::HostOp;
 
@@ -101,24 +102,10 @@ fn hmac_digest(alg: &str, key: &str, data: &str) -> Option<Vec<u8>> {
     }
 }
 
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 fn encode(bytes: &[u8], encoding: &str) -> Option<String> {
     match encoding {
         "utf8" | "utf-8" => Some(String::from_utf8_lossy(bytes).into_owned()),
-        "hex" => Some(to_hex(bytes)),
+        "hex" => Some(hex::encode(bytes)),
         "base64" => Some(STANDARD.encode(bytes)),
         _ => None,
     }
@@ -127,7 +114,7 @@ fn encode(bytes: &[u8], encoding: &str) -> Option<String> {
 fn decode(s: &str, encoding: &str) -> Option<Vec<u8>> {
     match encoding {
         "utf8" | "utf-8" => Some(s.as_bytes().to_vec()),
-        "hex" => from_hex(s),
+        "hex" => hex::decode(s).ok(),
         "base64" => STANDARD.decode(s).ok(),
         _ => None,
     }
@@ -189,7 +176,7 @@ pub(crate) fn natives<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Res
                     )
                 })?;
                 match enc.as_str() {
-                    "hex" => Ok(to_hex(&digest)),
+                    "hex" => Ok(hex::encode(&digest)),
                     "base64" => Ok(STANDARD.encode(&digest)),
                     _ => Err(throw(
                         &ctx,

@@ -7,7 +7,7 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use tessera_testkit::process::{call, Server};
+use tessera_testkit::process::{call, free_port, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_api");
 
@@ -24,11 +24,39 @@ pub(crate) fn command(dir: &Path) -> Command {
     c
 }
 
-/// `api serve` with `extra` flags and `envs`, started in `dir` and answering.
-pub(crate) fn serve(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Server {
+/// A running `api serve`: the server (its API and `/proxy`) and its console's own listener.
+pub(crate) struct Api {
+    pub(crate) server: Server,
+    /// `http://127.0.0.1:<port>` of `--console-listen`.
+    pub(crate) console: String,
+}
+
+impl std::ops::Deref for Api {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl std::ops::DerefMut for Api {
+    fn deref_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+}
+
+/// `api serve` with `extra` flags and `envs`, started in `dir` and answering; its console on a
+/// free port of its own.
+pub(crate) fn serve(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Api {
     let mut c = command(dir);
-    c.arg("serve").args(extra).envs(envs.iter().copied());
-    Server::start(c)
+    let console = free_port();
+    c.arg("serve")
+        .args(extra)
+        .args(["--console-listen", &format!("127.0.0.1:{console}")])
+        .envs(envs.iter().copied());
+    Api {
+        server: Server::start(c),
+        console: format!("http://127.0.0.1:{console}"),
+    }
 }
 
 /// The bootstrap line a first start prints: the admin key and the ids it belongs to.
@@ -224,6 +252,22 @@ fn bad_configuration_fails_clearly() {
         )],
         "error: cannot open the database",
     );
+}
+
+/// Timeouts so large that making a `Duration` of them panicked (or adding them to an
+/// `Instant`, on every request) stop the process at once with the bounds, from a flag or from
+/// its environment variable.
+#[test]
+fn out_of_range_timeouts_fail_clearly() {
+    let bound = "must be more than 0 and at most 3600 seconds";
+    fails_with_one_line(&["serve", "--destination-timeout", "1e19"], &[], bound);
+    fails_with_one_line(&["serve", "--body-timeout", "9.2e18"], &[], bound);
+    fails_with_one_line(
+        &["serve"],
+        &[("TESSERA_TRANSFORM_TIMEOUT", "1.8e19")],
+        "must be more than 0 and at most 60 seconds",
+    );
+    fails_with_one_line(&["serve", "--destination-timeout", "NaN"], &[], bound);
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! The web console as `api serve` serves it: mounted at `/console` beside the management API
-//! (its pages and error pages keep their own headers), signing in over real HTTP, "Try it"
-//! through this process's own `/proxy`, and `--no-console` / `TESSERA_NO_CONSOLE`.
+//! The web console as `api serve` serves it: on a listener of its own (`--console-listen`),
+//! never beside `/proxy` (its pages and error pages keep their own headers), signing in over
+//! real HTTP, "Try it" through this process's own `/proxy`, `/proxy` answers hardened for
+//! browsers, and `--no-console` / `TESSERA_NO_CONSOLE`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
@@ -8,8 +9,10 @@ use serde_json::json;
 
 use crate::cli::{bootstrap, command, post, serve};
 
-const CSP: &str =
-    "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'";
+// The console is reached at `server.console`, the API and `/proxy` at `server.base`.
+
+const CSP: &str = "default-src 'self'; script-src 'self'; object-src 'none'; \
+     frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /// An answer: status, headers (name, value), body.
 struct Answer {
@@ -144,7 +147,7 @@ fn the_console_is_mounted_beside_the_api_and_tries_through_this_process() {
     let mut server = serve(dir.path(), &["--allow-private-destinations"], &[]);
     let admin = bootstrap(&mut server);
     let admin = admin["api_key"].as_str().expect("key").to_string();
-    let base = server.base.clone();
+    let (api, base) = (server.base.clone(), server.console.clone());
     for (method, path, status) in [
         ("GET", "/console/nope", 404),
         ("PUT", "/console/tokens", 405),
@@ -160,13 +163,13 @@ fn the_console_is_mounted_beside_the_api_and_tries_through_this_process() {
     let session = sign_in(&base, &admin);
     let card = json!({"number": "4242424242424242"});
     let (status, token) = post(
-        &format!("{base}/tokens"),
+        &format!("{api}/tokens"),
         &admin,
         json!({"type": "card", "data": card}),
     );
     assert_eq!(status, 201, "{token}");
     let (status, proxy) = post(
-        &format!("{base}/proxies"),
+        &format!("{api}/proxies"),
         &admin,
         json!({"name": "echo", "destination_url": echo(), "require_auth": true}),
     );
@@ -215,6 +218,10 @@ fn no_console_by_flag_or_environment_and_a_bad_ttl_is_refused() {
         let a = send("GET", &format!("{}/console", server.base), "", None);
         assert_eq!(a.status, 404, "{args:?} {envs:?}");
         assert_eq!(a.header("content-type"), Some("application/problem+json"));
+        assert!(
+            std::net::TcpStream::connect(server.console.trim_start_matches("http://")).is_err(),
+            "no console listener"
+        );
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let out = command(dir.path())
@@ -227,4 +234,93 @@ fn no_console_by_flag_or_environment_and_a_bad_ttl_is_refused() {
         stderr.contains("must be from 1 to 43200 seconds"),
         "{stderr}"
     );
+}
+
+#[test]
+fn the_console_never_shares_an_origin_with_the_proxy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = serve(dir.path(), &[], &[]);
+    let admin = bootstrap(&mut server);
+    let admin = admin["api_key"].as_str().expect("key").to_string();
+    let on_api = send("GET", &format!("{}/console", server.base), "", None);
+    assert_eq!(on_api.status, 404, "the API's listener serves no console");
+    for path in [
+        "/proxy",
+        "/proxy/x?svc-proxy-key=abc",
+        "/tokens",
+        "/healthz",
+    ] {
+        let a = send("GET", &format!("{}{path}", server.console), "", None);
+        assert_eq!(a.status, 404, "{path} on the console's listener");
+        assert_headers(path, &a);
+    }
+    let root = send("GET", &format!("{}/", server.console), "", None);
+    assert_eq!(
+        (root.status, root.header("location")),
+        (303, Some("/console"))
+    );
+    assert!(
+        sign_in(&server.console, &admin).len() > 20,
+        "signed in on the console listener"
+    );
+    let listen = server.base.trim_start_matches("http://").to_string();
+    let out = command(dir.path())
+        .args(["serve", "--listen", &listen, "--console-listen", &listen])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--console-listen must differ"), "{stderr}");
+    assert!(server.terminate().success());
+}
+
+/// A transform that answers by itself with a page, a cookie planted for the console and the
+/// headers that hand a page powers over its origin: none of it reaches the browser as sent.
+#[test]
+fn proxy_answers_are_sandboxed_and_carry_no_cookie() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = serve(dir.path(), &[], &[]);
+    let admin = bootstrap(&mut server);
+    let admin = admin["api_key"].as_str().expect("key").to_string();
+    let code = r#"module.exports = async function () {
+        throw new CustomHttpResponseError({status: 200, headers: {
+            "content-type": "text/html",
+            "set-cookie": "tessera_console=planted; Path=/console/tokens/new",
+            "service-worker-allowed": "/",
+            "clear-site-data": "\"cookies\""
+        }, body: "<script>alert(document.domain)</script>"});
+    };"#;
+    let (status, proxy) = post(
+        &format!("{}/proxies", server.base),
+        &admin,
+        json!({"name": "page", "destination_url": "https://example.com/", "require_auth": false,
+               "request_transform": {"code": code}}),
+    );
+    assert_eq!(status, 201, "{proxy}");
+    let key = proxy["key"].as_str().expect("key");
+    let a = send(
+        "GET",
+        &format!("{}/proxy?svc-proxy-key={key}", server.base),
+        "",
+        None,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(a.body.contains("<script>"), "the body itself is relayed");
+    assert_eq!(a.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(a.header("content-security-policy"), Some("sandbox"));
+    for gone in ["set-cookie", "service-worker-allowed", "clear-site-data"] {
+        assert_eq!(a.header(gone), None, "{gone}");
+    }
+    let error = send(
+        "GET",
+        &format!(
+            "{}/proxy?svc-proxy-key=unknownunknownunknownunknown12345",
+            server.base
+        ),
+        "",
+        None,
+    );
+    assert_eq!(error.status, 401);
+    assert_eq!(error.header("content-security-policy"), Some("sandbox"));
+    assert!(server.terminate().success());
 }

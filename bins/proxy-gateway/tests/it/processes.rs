@@ -57,7 +57,9 @@ struct Pair {
 impl Pair {
     fn start(api_args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut api = spawn(&api_binary(), dir.path(), api_args);
+        // The console listens on a port of its own: these tests need none.
+        let api_args = [api_args, &["--no-console"]].concat();
+        let mut api = spawn(&api_binary(), dir.path(), &api_args);
         let admin: Value = serde_json::from_str(&api.first_line()).expect("bootstrap JSON");
         let admin = admin["api_key"].as_str().expect("key").to_string();
         let gateway = spawn(Path::new(GATEWAY), dir.path(), &[]);
@@ -235,18 +237,24 @@ fn the_gateway_stops_gracefully_and_reports_bad_flags() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut gateway = spawn(Path::new(GATEWAY), dir.path(), &[]);
     assert!(gateway.terminate().success(), "a clean exit on SIGTERM");
-    let out = Command::new(GATEWAY)
-        .args(["--destination-timeout", "0"])
-        .current_dir(dir.path())
-        .env("TESSERA_MASTER_KEY", MASTER_KEY)
-        .output()
-        .expect("run");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("--destination-timeout") && !stderr.contains("panicked"),
-        "{stderr}"
-    );
+    // 1e19 seconds panicked at start-up when it was made a `Duration`.
+    for value in ["0", "1e19"] {
+        let out = Command::new(GATEWAY)
+            .args(["--destination-timeout", value])
+            .current_dir(dir.path())
+            .env("TESSERA_MASTER_KEY", MASTER_KEY)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "invalid value '{value}' for '--destination-timeout"
+            )) && stderr.contains("must be more than 0 and at most 3600 seconds")
+                && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
 }
 
 /// Peak resident memory of process `pid`, in KiB (Linux).

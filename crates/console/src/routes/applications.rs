@@ -3,8 +3,7 @@
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use tessera_domain::{
-    audit::AuditAction, error::Resource, vault::IssuedKey, ApplicationId, PageRequest, Secret,
-    VaultError,
+    audit::AuditAction, error::Resource, vault::IssuedKey, ApplicationId, PageRequest, VaultError,
 };
 
 use super::{path_id, query};
@@ -179,10 +178,15 @@ pub(crate) async fn regenerate(posted: Posted, id: web::Path<String>) -> HttpRes
     match ctx.audited(SECTION, audit, result).await {
         Ok(issued) => {
             if id == ctx.principal.application_id() {
-                ctx.state.sessions.replace_key(
-                    ctx.session.key,
-                    Secret::new(issued.api_key.expose().to_string()),
-                );
+                // The session goes on with the new key; any other session of the old key ends.
+                let rekeyed = ctx
+                    .state
+                    .vault
+                    .rekey_console_session(&ctx.session, issued.api_key.expose())
+                    .await;
+                if let Err(e) = rekeyed {
+                    tracing::warn!(request_id = %ctx.request_id, error = %e, "console session not re-keyed: it ends at its next request");
+                }
             }
             shown_once(&ctx, StatusCode::OK, &issued, true)
         }

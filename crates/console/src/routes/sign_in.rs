@@ -2,18 +2,23 @@
 //!
 //! Signing in: the form's CSRF token must equal the one in the short-lived sign-in cookie
 //! (double submit: another site can neither read the cookie nor set the field), the key is
-//! checked by [`tessera_domain::Vault::authenticate`] — the API's own check — and a *new*
-//! session is opened (a session id the browser already had is never reused: no fixation).
-//! Signing out removes the session on the server and the cookie in the browser.
+//! checked by [`tessera_domain::Vault::open_console_session`] — the API's own check — and a
+//! *new* session is opened (a session id the browser already had is never reused: no
+//! fixation). Signing out removes the session on the server (every replica) and the cookie in
+//! the browser.
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
-use tessera_domain::{error::ErrorClass, Secret, ValidationErrors};
+use tessera_domain::{
+    error::ErrorClass,
+    vault::{random_token, session_id_hash, tokens_match},
+    ValidationErrors,
+};
 
 use crate::{
-    context::{removal_cookie, session_cookie, Ctx, Posted},
+    context::{Ctx, Posted},
     error::ConsoleError,
     form::Form,
-    session::{random_token, tokens_match},
+    session::{self, Presented},
     views::{
         self,
         components::Problems,
@@ -28,7 +33,7 @@ const SIGN_IN_BODY_LIMIT: usize = 4096;
 
 /// The sign-in form's token: the one the browser already holds (several tabs), or a new one.
 fn sign_in_token(req: &HttpRequest) -> String {
-    req.cookie(SIGN_IN_COOKIE)
+    req.cookie(&session::cookie_name(req, SIGN_IN_COOKIE))
         .map(|c| c.value().to_string())
         .filter(|v| {
             v.len() == 43
@@ -47,15 +52,17 @@ fn form_page(
     let token = sign_in_token(req);
     let mut res = views::html(status, sign_in::page(&token, notice, problems));
     // Adding a cookie to a response built here cannot fail.
-    let _ = res.add_cookie(&session_cookie(req, SIGN_IN_COOKIE, token));
+    let _ = res.add_cookie(&session::cookie(req, SIGN_IN_COOKIE, token));
     res
 }
 
 /// `GET /console`: the form, or the tokens page for a signed-in browser.
 pub(crate) async fn page(req: HttpRequest, signed_in: Result<Ctx, ConsoleError>) -> HttpResponse {
-    if signed_in.is_ok() {
-        return see_other("/console/tokens");
-    }
+    let removals = match signed_in {
+        Ok(_) => return see_other("/console/tokens"),
+        Err(ConsoleError::SeveralSessions(removals)) => removals,
+        Err(_) => Vec::new(),
+    };
     let query = Form::parse(req.query_string().as_bytes());
     let notice = if query.checked("expired") {
         Notice::Expired
@@ -64,7 +71,11 @@ pub(crate) async fn page(req: HttpRequest, signed_in: Result<Ctx, ConsoleError>)
     } else {
         Notice::None
     };
-    form_page(&req, StatusCode::OK, notice, &Problems::none())
+    let mut res = form_page(&req, StatusCode::OK, notice, &Problems::none());
+    for removal in &removals {
+        let _ = res.add_cookie(removal);
+    }
+    res
 }
 
 /// `POST /console/sign-in`.
@@ -74,7 +85,9 @@ pub(crate) async fn sign_in(
     state: web::Data<State>,
 ) -> Result<HttpResponse, ConsoleError> {
     let form = Form::read(&req, payload.into_inner(), SIGN_IN_BODY_LIMIT).await?;
-    let expected = req.cookie(SIGN_IN_COOKIE).map(|c| c.value().to_string());
+    let expected = req
+        .cookie(&session::cookie_name(&req, SIGN_IN_COOKIE))
+        .map(|c| c.value().to_string());
     if !expected.is_some_and(|e| tokens_match(form.get("csrf"), &e)) {
         tracing::warn!("console sign-in refused: CSRF token missing or wrong");
         return Err(ConsoleError::Csrf);
@@ -89,9 +102,15 @@ pub(crate) async fn sign_in(
             &problems,
         ));
     }
-    let principal = match state.vault.authenticate(Some(key)).await {
-        Ok(p) => p,
+    let client = state.sign_ins.client(&req);
+    if let Err(wait) = state.sign_ins.allowed(client) {
+        tracing::warn!(client = ?client, "console sign-in throttled after repeated failures");
+        return Ok(throttled(wait));
+    }
+    let (id, principal) = match state.vault.open_console_session(key).await {
+        Ok(opened) => opened,
         Err(e) if e.class() == ErrorClass::Unauthenticated => {
+            state.sign_ins.failed(client);
             tracing::warn!(reason = %e, "console sign-in refused");
             let problems =
                 Problems::from_fields(&ValidationErrors::single("api_key", e.public_message()));
@@ -104,29 +123,57 @@ pub(crate) async fn sign_in(
         }
         Err(e) => return Err(ConsoleError::Unavailable(e.public_message())),
     };
-    if let Some(old) = req.cookie(SESSION_COOKIE) {
-        state.sessions.end(old.value());
+    // A session id the browser already had is never reused (no fixation): it ends.
+    let old = match session::presented(&req) {
+        Presented::None => Vec::new(),
+        Presented::One(id) => vec![id],
+        Presented::Several(ids) => ids,
+    };
+    for old in old {
+        if let Err(e) = state
+            .vault
+            .end_console_session(&session_id_hash(&old))
+            .await
+        {
+            return Err(ConsoleError::Unavailable(e.public_message()));
+        }
     }
-    let id = state
-        .sessions
-        .create(&principal, Secret::new(key.to_string()));
     tracing::info!(
         tenant = %principal.tenant_id(),
         application = %principal.application_id(),
         "console session opened"
     );
     let mut res = see_other("/console/tokens");
-    let _ = res.add_cookie(&session_cookie(&req, SESSION_COOKIE, id));
-    let _ = res.add_cookie(&removal_cookie(&req, SIGN_IN_COOKIE));
+    let _ = res.add_cookie(&session::cookie(&req, SESSION_COOKIE, id.expose().clone()));
+    let _ = res.add_cookie(&session::removal(&req, SIGN_IN_COOKIE));
     Ok(res)
 }
 
+/// `429` with `Retry-After`: too many failed sign-ins from this client.
+fn throttled(wait: std::time::Duration) -> HttpResponse {
+    let mut res = views::errors::message_page(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many attempts",
+        "Too many sign-ins with a wrong key came from your address. Wait a little and try again.",
+    );
+    let secs = tessera_service::rate_limit::retry_after_secs(wait);
+    res.headers_mut().insert(
+        actix_web::http::header::RETRY_AFTER,
+        actix_web::http::header::HeaderValue::from(secs),
+    );
+    res
+}
+
 /// `POST /console/sign-out`: the session ends on the server.
-pub(crate) async fn sign_out(posted: Posted) -> HttpResponse {
+pub(crate) async fn sign_out(posted: Posted) -> Result<HttpResponse, ConsoleError> {
     let ctx = posted.ctx;
-    ctx.state.sessions.remove(ctx.session.key);
+    ctx.state
+        .vault
+        .end_console_session(&ctx.session.id_hash)
+        .await
+        .map_err(|e| ConsoleError::Unavailable(e.public_message()))?;
     tracing::info!(application = %ctx.principal.application_id(), "console session closed");
     let mut res = see_other("/console?signed_out=1");
-    let _ = res.add_cookie(&removal_cookie(&ctx.req, SESSION_COOKIE));
-    res
+    let _ = res.add_cookie(&session::removal(&ctx.req, SESSION_COOKIE));
+    Ok(res)
 }

@@ -173,15 +173,43 @@ async fn cookies_are_http_only_strict_and_scoped(db: &TestDatabase) {
         );
     }
 
-    // Behind a TLS-terminating proxy that says so, the cookies are Secure.
+    // Behind a TLS-terminating proxy that says so, the cookies are `__Host-` (so Secure,
+    // `Path=/` and no Domain): no plain-HTTP page or other host can set one.
     let mut tls = client(&s).await;
     tls.headers
         .push(("x-forwarded-proto".into(), "https".into()));
-    let res = tls.sign_in(&s.admin_key).await;
+    let form = tls.get("/console").await;
+    let signin = form
+        .set_cookies()
+        .into_iter()
+        .find(|k| k.name() == format!("__Host-{SIGN_IN_COOKIE}"))
+        .expect("__Host- sign-in cookie");
+    assert_eq!((signin.secure(), signin.path()), (Some(true), Some("/")));
+    let res = tls
+        .post(
+            "/console/sign-in",
+            &[("csrf", &form.csrf()), ("api_key", &s.admin_key)],
+        )
+        .await;
+    let host_name = format!("__Host-{SESSION_COOKIE}");
     let session = res
         .set_cookies()
         .into_iter()
-        .find(|k| k.name() == SESSION_COOKIE)
-        .expect("session cookie");
+        .find(|k| k.name() == host_name)
+        .expect("__Host- session cookie");
     assert_eq!(session.secure(), Some(true));
+    assert_eq!(session.path(), Some("/"));
+    assert_eq!(session.domain(), None);
+    assert_eq!(
+        tls.get("/console/tokens").await.status,
+        StatusCode::OK,
+        "the prefixed cookie is the session over TLS"
+    );
+    // Over TLS an unprefixed cookie (settable by any plain-HTTP page of the host) is no session.
+    let id = tls.cookies.remove(&host_name).expect("kept");
+    tls.cookies.insert(SESSION_COOKIE.into(), id);
+    assert_eq!(
+        tls.get("/console/tokens").await.status,
+        StatusCode::SEE_OTHER
+    );
 }

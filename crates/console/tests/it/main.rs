@@ -6,5 +6,6 @@ mod actions;
 mod browser;
 mod headers;
 mod sessions;
+mod stored_sessions;
 mod support;
 mod tokens;

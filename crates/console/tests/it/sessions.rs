@@ -71,7 +71,7 @@ async fn sign_in_errors_are_shown_never_a_500(db: &TestDatabase) {
         .post("/console/sign-in", &[("csrf", &form), ("api_key", &huge)])
         .await;
     assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(s.console.live_sessions(), 0);
+    assert_eq!(s.console.stored_sessions().await, 0);
 }
 
 /// Every POST route, refused without the token and with another session's, changing nothing.
@@ -168,7 +168,11 @@ async fn sign_in_opens_a_new_session_and_sign_out_ends_it_on_the_server(db: &Tes
     assert_eq!(again.status, StatusCode::SEE_OTHER);
     let second = c.cookies[SESSION_COOKIE].clone();
     assert_ne!(first, second);
-    assert_eq!(s.console.live_sessions(), 1, "the first session ended");
+    assert_eq!(
+        s.console.stored_sessions().await,
+        1,
+        "the first session ended"
+    );
     let mut replay = client(&s).await;
     replay.cookies.insert(SESSION_COOKIE.into(), first);
     assert_eq!(
@@ -185,7 +189,7 @@ async fn sign_in_opens_a_new_session_and_sign_out_ends_it_on_the_server(db: &Tes
         "the cookie is removed"
     );
     assert_eq!(
-        s.console.live_sessions(),
+        s.console.stored_sessions().await,
         0,
         "and the session on the server"
     );
@@ -230,7 +234,7 @@ async fn idle_expired_and_revoked_sessions_end(db: &TestDatabase) {
         .expect("regenerate");
     let res = c.get("/console/tokens").await;
     assert_eq!(res.status, StatusCode::SEE_OTHER);
-    assert_eq!(s.console.live_sessions(), 0);
+    assert_eq!(s.console.stored_sessions().await, 0);
 }
 
 async fn sessions_of_two_tenants_never_cross(db: &TestDatabase) {
@@ -371,5 +375,5 @@ async fn regenerating_ones_own_key_keeps_the_session(db: &TestDatabase) {
         StatusCode::OK,
         "the session now holds the new key"
     );
-    assert_eq!(s.console.live_sessions(), 1);
+    assert_eq!(s.console.stored_sessions().await, 1);
 }

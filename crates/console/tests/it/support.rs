@@ -48,6 +48,7 @@ impl Setup {
                 session_max_age: MAX_SESSION_AGE,
                 gateway_url: Some(harness.base.clone()),
                 max_body_bytes: 1024 * 1024,
+                trusted_proxies: vec![],
             },
         );
         Self {
@@ -56,6 +57,27 @@ impl Setup {
             admin,
             admin_key,
         }
+    }
+
+    /// Another `api` process over the same database: its own vault and console (sessions idle
+    /// out after a minute), as a second replica behind a load balancer.
+    pub(crate) fn replica(&self, db: &TestDatabase) -> Console {
+        let vault = tessera_testkit::api::vault_with(
+            db,
+            tessera_domain::proxy::DestinationPolicy {
+                allow_private_destinations: true,
+            },
+        );
+        Console::new(
+            vault,
+            ConsoleConfig {
+                session_idle: Duration::from_secs(60),
+                session_max_age: MAX_SESSION_AGE,
+                gateway_url: Some(self.harness.base.clone()),
+                max_body_bytes: 1024 * 1024,
+                trusted_proxies: vec![],
+            },
+        )
     }
 
     /// The vault.
@@ -157,6 +179,8 @@ pub(crate) struct Client<S> {
     pub(crate) cookies: BTreeMap<String, String>,
     /// Extra headers sent with every request.
     pub(crate) headers: Vec<(String, String)>,
+    /// The connection's peer address (whose failed sign-ins are counted).
+    pub(crate) peer: std::net::SocketAddr,
 }
 
 /// The console in-process, with a client.
@@ -180,6 +204,7 @@ pub(crate) async fn client_of(
         app,
         cookies: BTreeMap::new(),
         headers: Vec::new(),
+        peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40000)),
     }
 }
 
@@ -195,7 +220,10 @@ where
         uri: &str,
         form: Option<&[(&str, &str)]>,
     ) -> Page {
-        let mut req = test::TestRequest::default().method(method).uri(uri);
+        let mut req = test::TestRequest::default()
+            .method(method)
+            .uri(uri)
+            .peer_addr(self.peer);
         for (k, v) in &self.headers {
             req = req.insert_header((k.as_str(), v.as_str()));
         }

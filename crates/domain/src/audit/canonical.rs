@@ -8,11 +8,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{
-    event::{Actor, AuditAction, AuditEvent, Outcome, Pruned},
-    hex::{from_hex, to_hex},
-};
+use super::event::{Actor, AuditAction, AuditEvent, Outcome, Pruned};
 use crate::{
+    hex,
     ids::{ProxyId, TenantId},
     timestamp,
 };
@@ -66,7 +64,7 @@ pub fn encode(seq: i64, event: &AuditEvent) -> Vec<u8> {
         outcome: event.outcome.as_str(),
         proxy_id: event.proxy_id.map(|p| *p.as_uuid()),
         pruned: event.pruned.map(|p| PrunedFields {
-            hash: to_hex(&p.last_hash),
+            hash: hex::encode(&p.last_hash),
             through: p.through_seq,
         }),
         reason: event.reason.as_deref(),
@@ -193,6 +191,27 @@ fn uuid(what: &str, raw: &str) -> Result<Uuid, DecodeError> {
         .ok_or_else(|| bad(what, raw))
 }
 
+/// A hash as [`encode`] writes them: 64 lowercase hex digits (an uppercase digit would be a
+/// second spelling of the same hash).
+fn hash(what: &str, raw: &str) -> Result<[u8; 32], DecodeError> {
+    hex::decode_array(raw)
+        .ok()
+        .filter(|h| hex::encode(h) == raw)
+        .ok_or_else(|| bad(what, raw))
+}
+
+/// The `id` a stored line names, when it holds one that is a UUID (in any spelling), even if
+/// the line is not a valid event: so that a report on a line that cannot be decoded (an actor
+/// recased, say) still names the event.
+pub(crate) fn read_id(line: &[u8]) -> Option<Uuid> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let Id { id } = serde_json::from_slice(line).ok()?;
+    Uuid::try_parse(&id).ok()
+}
+
 /// Decodes a stored line into its position and event.
 pub fn decode(line: &[u8]) -> Result<(i64, AuditEvent), DecodeError> {
     let s: Stored = serde_json::from_slice(line).map_err(|e| DecodeError(e.to_string()))?;
@@ -234,7 +253,7 @@ pub fn decode(line: &[u8]) -> Result<(i64, AuditEvent), DecodeError> {
             .map(|p| {
                 Ok::<_, DecodeError>(Pruned {
                     through_seq: p.through,
-                    last_hash: from_hex(&p.hash).ok_or_else(|| bad("pruned hash", &p.hash))?,
+                    last_hash: hash("pruned hash", &p.hash)?,
                 })
             })
             .transpose()?,

@@ -73,7 +73,7 @@ impl ChainCheck {
     /// The id of the first event a block claims to hold, when it can be read.
     fn first_id(block: &AuditBlock) -> Option<Uuid> {
         let (line, _) = block.entries().next()?;
-        canonical::decode(line).ok().map(|(_, e)| e.id)
+        canonical::read_id(line)
     }
 
     /// Checks the next stored block.
@@ -137,8 +137,10 @@ impl ChainCheck {
 
     fn check_event(&mut self, line: &[u8], stored: Option<[u8; 32]>) -> Result<(), BrokenLink> {
         let seq = self.next_seq;
-        let (at, event) = canonical::decode(line)
-            .map_err(|e| self.broken(seq, None, format!("the event cannot be read: {e}")))?;
+        let (at, event) = canonical::decode(line).map_err(|e| {
+            let id = canonical::read_id(line);
+            self.broken(seq, id, format!("the event cannot be read: {e}"))
+        })?;
         let id = Some(event.id);
         if at != seq {
             return Err(self.broken(
@@ -206,7 +208,10 @@ impl ChainCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{block::seal, test_events as events, AuditEvent};
+    use crate::{
+        audit::{block::seal, test_events as events, Actor, AuditEvent},
+        ApplicationId,
+    };
 
     fn walk(head: &ChainHead, blocks: &[AuditBlock]) -> Result<u64, BrokenLink> {
         let mut check = ChainCheck::new(head.clone());
@@ -270,6 +275,44 @@ mod tests {
         rehashed[1].hashes[32..64].copy_from_slice(&rehash);
         let broken = walk(&head, &rehashed).expect_err("re-hashed edit");
         assert_eq!((broken.seq, broken.event_id), (5, Some(id_at(&blocks, 5))));
+    }
+
+    /// A line that no longer decodes (its actor recased) is still named by its id, and so is
+    /// one whose id itself is recased.
+    #[test]
+    fn an_event_that_cannot_be_read_is_named_by_its_id() {
+        let tenant = TenantId::new();
+        let mut head = ChainHead::empty(Some(tenant));
+        let actors: Vec<ApplicationId> = (0..3).map(|_| ApplicationId::new()).collect();
+        let events: Vec<AuditEvent> = actors
+            .iter()
+            .map(|app| {
+                AuditEvent::success(
+                    tenant,
+                    AuditAction::TokenRead,
+                    Actor::Application(*app),
+                    vec![Uuid::new_v4()],
+                )
+            })
+            .collect();
+        let block = seal(&mut head, &events).0;
+        let recase = |from: &str| {
+            let mut edited = block.clone();
+            let text = String::from_utf8(edited.lines.clone()).expect("utf-8");
+            edited.lines = text.replace(from, &from.to_uppercase()).into_bytes();
+            walk(&head, &[edited]).expect_err("recased")
+        };
+        let broken = recase(&actors[1].to_string());
+        assert!(
+            broken.problem.contains("cannot be read"),
+            "{}",
+            broken.problem
+        );
+        assert_eq!((broken.seq, broken.event_id), (2, Some(events[1].id)));
+        let broken = recase(&events[0].id.to_string());
+        assert_eq!((broken.seq, broken.event_id), (1, Some(events[0].id)));
+        assert_eq!(canonical::read_id(b"{\"id\":\"+f\"}"), None);
+        assert_eq!(canonical::read_id(b"not json"), None);
     }
 
     #[test]

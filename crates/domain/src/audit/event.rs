@@ -371,7 +371,7 @@ pub struct ChainedEvent {
 }
 
 fn hex<S: Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&super::hex::to_hex(bytes))
+    s.serialize_str(&crate::hex::encode(bytes))
 }
 
 #[cfg(test)]

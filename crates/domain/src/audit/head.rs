@@ -4,8 +4,7 @@
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::hex::to_hex;
-use crate::ids::TenantId;
+use crate::{hex, ids::TenantId};
 
 /// The `prev_hash` of a chain's first event.
 pub const GENESIS: [u8; 32] = [0; 32];
@@ -47,6 +46,6 @@ pub fn head_json(head: &ChainHead) -> Value {
     json!({
         "tenant_id": head.tenant_id.map(|t| t.to_string()),
         "last_seq": head.last_seq,
-        "last_hash": to_hex(&head.last_hash),
+        "last_hash": hex::encode(&head.last_hash),
     })
 }

@@ -12,7 +12,6 @@ mod chain;
 mod denials;
 mod event;
 mod head;
-mod hex;
 mod list;
 mod log;
 mod store;
@@ -39,7 +38,6 @@ pub use event::{
     Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, Pruned, UnknownAction, MAX_TEXT_CHARS,
 };
 pub use head::{head_json, ChainHead, GENESIS};
-pub use hex::{from_hex, to_hex};
 pub use list::list;
 pub use log::{AuditError, AuditLog, AuditStats, AuditWriter, Durability, Pending};
 pub use store::{AuditStore, BlockSpan, ChainAppend};

@@ -6,11 +6,12 @@
 //! and must confine itself to that tenant: that is what keeps tenants apart.
 //!
 //! One file per aggregate: tenants, applications, tokens, associations, proxies, idempotency
-//! keys and the database's health; the audit trail's port lives with the audit trail
+//! keys, console sessions and the database's health; the audit trail's port lives with the audit trail
 //! ([`crate::audit::AuditStore`]).
 
 mod applications;
 mod associations;
+mod console_sessions;
 mod health;
 mod idempotency;
 mod proxies;
@@ -21,6 +22,7 @@ pub use crate::audit::{AuditStore, BlockSpan, ChainAppend};
 pub use crate::error::StoreError;
 pub use applications::{ApplicationStore, StoredApplication};
 pub use associations::{AssociationStore, NewAssociation};
+pub use console_sessions::{ConsoleSessionRecord, ConsoleSessionStore};
 pub use health::HealthStore;
 pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
 pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
@@ -35,6 +37,7 @@ pub trait Store:
     + AssociationStore
     + ProxyStore
     + IdempotencyStore
+    + ConsoleSessionStore
     + AuditStore
     + HealthStore
 {
@@ -47,6 +50,7 @@ impl<T> Store for T where
         + AssociationStore
         + ProxyStore
         + IdempotencyStore
+        + ConsoleSessionStore
         + AuditStore
         + HealthStore
 {

@@ -3,7 +3,7 @@
 use crate::{
     access::{Grants, Principal},
     api_key::ApiKey,
-    application::{Application, ApplicationInput, ApplicationType},
+    application::{Application, ApplicationInput, ApplicationType, ApplicationUpdate},
     error::{Resource, VaultError},
     ids::ApplicationId,
     pagination::{Page, PageRequest},
@@ -90,16 +90,25 @@ impl Vault {
 
     /// Replaces an application's name, type, permissions and rules; its key is unchanged. The
     /// caller must hold every grant the application has now and every grant it is given
-    /// (see [`Vault::managed_application`]).
+    /// (see [`Vault::managed_application`]). An input without a type keeps the current one, and
+    /// is validated once the application is found (with a type, before it is looked up).
     pub async fn update_application(
         &self,
         caller: &Principal,
         id: ApplicationId,
-        input: ApplicationInput,
+        input: impl Into<ApplicationUpdate>,
     ) -> Result<Application, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
-        let valid = input.validate()?;
+        let input = input.into();
+        let typed = match input.app_type {
+            Some(app_type) => Ok(input.with_type_or(app_type).validate()?),
+            None => Err(input),
+        };
         let mut application = self.managed_application(caller, id).await?;
+        let valid = match typed {
+            Ok(valid) => valid,
+            Err(untyped) => untyped.with_type_or(application.app_type).validate()?,
+        };
         caller.require_covers(Grants {
             permissions: &valid.permissions,
             rules: &valid.rules,

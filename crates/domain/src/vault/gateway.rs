@@ -1,5 +1,6 @@
-//! Use-cases of proxy invocation: finding a proxy by its key, and fetching the tokens a request
-//! detokenizes, with `token:use` checked on each.
+//! Use-cases of detokenization: finding a proxy by its key, fetching the tokens a proxied
+//! request detokenizes (with `token:use` checked on each), and fetching the tokens `POST
+//! /detokenize` reveals to its caller (with `token:read` checked on each).
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -9,7 +10,7 @@ use crate::{
     error::VaultError,
     ids::{ApplicationId, TenantId, TokenId},
     permission::Permission,
-    proxy::Proxy,
+    proxy::{self, Proxy},
     secret::Secret,
     store::StoredToken,
     token::Token,
@@ -20,8 +21,13 @@ use super::{tokens::decrypt_with, Vault};
 impl Vault {
     /// The proxy holding invocation key `key`, in whatever tenant; `None` when no proxy has it.
     /// The key is found through its keyed lookup hash. Cached briefly, negative answers
-    /// included (see [`Vault::with_cache_ttl`]).
+    /// included (see [`Vault::with_cache_ttl`]). A key not of the shape every invocation key
+    /// has ([`proxy::KEY_CHARS`] ASCII letters and digits) is `None` at once: it is neither
+    /// looked up nor cached, so junk keys cost no store read and no memory.
     pub async fn proxy_by_key(&self, key: &str) -> Result<Option<Arc<Proxy>>, VaultError> {
+        if !proxy::is_well_formed_key(key) {
+            return Ok(None);
+        }
         let cache_key = Secret::new(key.to_string());
         if let Some(hit) = self.proxies.get(&cache_key) {
             return Ok(hit);
@@ -69,6 +75,40 @@ impl Vault {
         caller: &Principal,
         ids: &BTreeSet<TokenId>,
     ) -> Result<SealedTokens, VaultError> {
+        self.sealed_tokens(caller, ids, Permission::TokenUse).await
+    }
+
+    /// The tokens of a detokenization whose result goes back to the caller (`POST
+    /// /detokenize`), fetched like [`Vault::tokens_for_use`] but requiring `token:read` on the
+    /// container of each: the caller learns the values. A caller without `token:read` anywhere
+    /// is refused before anything is read. A destination-bound token is refused (403 naming
+    /// it), before anything is decrypted: the caller is none of its destinations. Ids that do
+    /// not exist in the tenant are left out, as in [`Vault::tokens_for_use`].
+    pub async fn tokens_for_read(
+        &self,
+        caller: &Principal,
+        ids: &BTreeSet<TokenId>,
+    ) -> Result<SealedTokens, VaultError> {
+        caller.require_somewhere(Permission::TokenRead)?;
+        let sealed = self
+            .sealed_tokens(caller, ids, Permission::TokenRead)
+            .await?;
+        if let Some(bound) = sealed.rows.iter().find(|r| r.destinations.is_some()) {
+            return Err(VaultError::DestinationRefused(format!(
+                "token {} is bound to destinations: it is detokenized only through a proxy to one of them",
+                bound.id
+            )));
+        }
+        Ok(sealed)
+    }
+
+    /// The live rows of `ids` in the caller's tenant, `permission` required on each container.
+    async fn sealed_tokens(
+        &self,
+        caller: &Principal,
+        ids: &BTreeSet<TokenId>,
+        permission: Permission,
+    ) -> Result<SealedTokens, VaultError> {
         let tenant = caller.tenant_id();
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         let mut rows = Vec::with_capacity(ids.len());
@@ -91,13 +131,13 @@ impl Vault {
         let now = crate::timestamp::now();
         rows.retain(|row| row.is_live_at(now));
         for token in &rows {
-            caller.require_on(Permission::TokenUse, &token.container)?;
+            caller.require_on(permission, &token.container)?;
         }
         Ok(SealedTokens { rows, key })
     }
 }
 
-/// Tokens a caller may use, fetched and checked but still encrypted.
+/// Tokens a caller may use or read, fetched and checked but still encrypted.
 pub struct SealedTokens {
     rows: Vec<StoredToken>,
     key: Arc<DataKey>,

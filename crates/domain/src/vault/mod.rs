@@ -4,6 +4,8 @@
 mod applications;
 mod associations;
 mod audit;
+mod caches;
+mod console_sessions;
 mod gateway;
 mod idempotency;
 mod keyring;
@@ -16,6 +18,11 @@ use std::{sync::Arc, time::Duration};
 
 pub use applications::IssuedKey;
 pub use associations::MAX_PARENTS;
+pub use caches::CachesUsage;
+pub use console_sessions::{
+    random_token, session_csrf, session_id_hash, tokens_match, ConsoleSession, SessionLimits,
+    SessionLookup,
+};
 pub use gateway::{SealedTokens, TokenSize};
 pub use idempotency::{
     validate_key as validate_idempotency_key, IdempotencyClaim, IdempotencyTicket,
@@ -28,7 +35,7 @@ use crate::{
     access::Principal,
     api_key::ApiKey,
     audit::{Actor, AuditAction, AuditEvent},
-    cache::{TtlCache, DEFAULT_TTL},
+    cache::{LookupCache, TtlCache, DEFAULT_TTL},
     crypto::MasterKey,
     error::VaultError,
     ids::{ApplicationId, ProxyId, TenantId, TokenId},
@@ -49,14 +56,14 @@ pub struct Vault {
     store: Arc<dyn Store>,
     keys: Arc<Keyring>,
     destinations: DestinationPolicy,
-    /// Presented API key → caller (or `None`: unknown key). Keyed by the key itself, in memory
-    /// only (a `Secret`, wiped when evicted), so that a hit costs no SHA-256; the store is
-    /// searched by the key's hash.
-    api_keys: Arc<TtlCache<Secret<String>, Option<Principal>>>,
-    /// Presented proxy key → proxy (or `None`: unknown key). Keyed by the key itself, in
-    /// memory only (a `Secret`), so a hit costs no HMAC; the store is searched by the key's
-    /// lookup hash.
-    proxies: Arc<TtlCache<Secret<String>, Option<Arc<Proxy>>>>,
+    /// Presented API key → caller (or unknown key, under a budget of its own). Keyed by the
+    /// key itself, in memory only (a `Secret`, wiped when evicted), so that a hit costs no
+    /// SHA-256; the store is searched by the key's hash.
+    api_keys: Arc<LookupCache<Secret<String>, Principal>>,
+    /// Presented proxy key → proxy (or unknown key, under a budget of its own). Keyed by the
+    /// key itself, in memory only (a `Secret`), so a hit costs no HMAC; the store is searched
+    /// by the key's lookup hash. Only well-formed keys are looked up.
+    proxies: Arc<LookupCache<Secret<String>, Arc<Proxy>>>,
     /// Token rows used by the gateway, *encrypted*: plaintext is never cached.
     token_rows: Arc<TtlCache<(TenantId, TokenId), StoredToken>>,
     /// Application → principal, for transforms acting as a proxy's application (`req.svc`).
@@ -94,10 +101,10 @@ impl Vault {
             keys: Arc::new(Keyring::new(master_key, previous)),
             store,
             destinations: DestinationPolicy::default(),
-            api_keys: Arc::new(TtlCache::new(DEFAULT_TTL)),
-            proxies: Arc::new(TtlCache::new(DEFAULT_TTL)),
-            token_rows: Arc::new(TtlCache::new(DEFAULT_TTL)),
-            applications: Arc::new(TtlCache::new(DEFAULT_TTL)),
+            api_keys: caches::api_keys(DEFAULT_TTL),
+            proxies: caches::proxies(DEFAULT_TTL),
+            token_rows: caches::token_rows(DEFAULT_TTL),
+            applications: caches::applications(DEFAULT_TTL),
             audit: crate::audit::AuditLog::off(),
             audit_retention: None,
             transform_check: None,
@@ -108,10 +115,10 @@ impl Vault {
     /// token rows the gateway reads, are cached (default 1 s; zero disables). Changes made through this vault
     /// invalidate at once; changes made by other processes are seen within `ttl`.
     pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
-        self.api_keys = Arc::new(TtlCache::new(ttl));
-        self.proxies = Arc::new(TtlCache::new(ttl));
-        self.token_rows = Arc::new(TtlCache::new(ttl));
-        self.applications = Arc::new(TtlCache::new(ttl));
+        self.api_keys = caches::api_keys(ttl);
+        self.proxies = caches::proxies(ttl);
+        self.token_rows = caches::token_rows(ttl);
+        self.applications = caches::applications(ttl);
         self
     }
 
@@ -119,24 +126,21 @@ impl Vault {
     /// credential caches (call after [`Vault::with_cache_ttl`]): operators whose traffic rarely
     /// repeats a token may keep keys cached and tokens not.
     pub fn with_token_cache_ttl(mut self, ttl: Duration) -> Self {
-        self.token_rows = Arc::new(TtlCache::new(ttl));
+        self.token_rows = caches::token_rows(ttl);
         self
     }
 
     /// Drops cached credentials of `application` after it changed or was deleted.
     fn forget_application(&self, application: ApplicationId) {
-        self.api_keys.remove_where(|_, p| {
-            p.as_ref()
-                .is_some_and(|p| p.application_id() == application)
-        });
+        self.api_keys
+            .remove_where(|_, p| p.application_id() == application);
         self.applications
             .remove_where(|(_, id), _| *id == application);
     }
 
     /// Drops the cached lookups of a proxy after it changed or was deleted.
     fn forget_proxy(&self, id: ProxyId) {
-        self.proxies
-            .remove_where(|_, p| p.as_ref().is_some_and(|p| p.id == id));
+        self.proxies.remove_where(|_, p| p.id == id);
     }
 
     /// Compiles proxies' transform code with `check` when they are created or updated, refusing

@@ -14,7 +14,7 @@ use crate::{
     ids::{ApplicationId, ProxyId, TenantId},
     pagination::{Page, PageRequest},
     permission::Permission,
-    proxy::{self, Configuration, Proxy, ProxyInput, ValidProxy},
+    proxy::{self, Configuration, Proxy, ProxyInput, ProxyPatch, ValidProxy},
     secret::Secret,
     store::{ProxyFilter, SealedProxySecrets, StoreError, StoredProxy},
     timestamp,
@@ -125,6 +125,23 @@ impl Vault {
         }
         self.forget_proxy(stored.id);
         Ok(Proxy::assemble(stored, key, valid))
+    }
+
+    /// Applies a JSON merge patch to a proxy's settings, then replaces it as
+    /// [`Vault::update_proxy`] does (the same checks on the result). Keeps id, key and
+    /// `created_*`.
+    pub async fn patch_proxy(
+        &self,
+        caller: &Principal,
+        id: ProxyId,
+        patch: ProxyPatch,
+    ) -> Result<Proxy, VaultError> {
+        caller.require(Permission::ProxyUpdate)?;
+        let current = self
+            .open_proxy(self.stored_proxy(caller, id).await?)
+            .await?;
+        let input = patch.apply_to(&current)?;
+        self.update_proxy(caller, id, input).await
     }
 
     /// Deletes a proxy; its key stops working (at once in this process).

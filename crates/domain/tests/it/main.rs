@@ -1,3 +1,4 @@
 //! The domain crate's black-box tests, one binary.
 
 mod fuzz_container;
+mod proxy_keys;

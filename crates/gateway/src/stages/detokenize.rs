@@ -9,12 +9,10 @@
 //! alone; then each token is decrypted once into what rendering needs. Anonymous proxies
 //! forward expressions untouched: there is no caller to check.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue};
-use tessera_detokenize::{DetokenizeError, RequestTemplate, ResolvedToken, SourceSize, Values};
-use tessera_domain::{binding::Target, token::TokenView, Principal, TokenId};
+use tessera_detokenize::{RequestTemplate, Values};
+use tessera_domain::{binding::Target, Principal, TokenId};
 
 use super::{Halt, Outgoing};
 use crate::{
@@ -92,38 +90,8 @@ async fn resolve(
         )
     })?;
     sealed.check_target(target, gw.config.ephemeral_unbound_tokens)?;
-    let sizes: HashMap<TokenId, SourceSize> = sealed
-        .sizes()
-        .map(|(id, s)| (id, SourceSize::rounded(s.data, s.object)))
-        .collect();
-    if let Some(missing) = template
-        .token_ids()
-        .iter()
-        .find(|id| !sizes.contains_key(id))
-    {
-        return Err(DetokenizeError::UnknownToken(missing.to_string()).into());
-    }
-    template.check_bound(
-        body_len,
-        |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
-        gw.config.max_rendered_bytes,
-    )?;
-    Ok(sealed
-        .open()?
-        .into_iter()
-        .map(|t| {
-            let object = template
-                .needs_object(t.id)
-                .then(|| TokenView::with_data(t.clone()).to_json());
-            (
-                t.id,
-                ResolvedToken {
-                    data: t.data,
-                    object,
-                },
-            )
-        })
-        .collect())
+    template.check_found(body_len, sealed.sizes(), gw.config.max_rendered_bytes)?;
+    Ok(template.values(sealed.open()?))
 }
 
 fn uuids(ids: &std::collections::BTreeSet<TokenId>) -> Vec<uuid::Uuid> {

@@ -48,6 +48,7 @@ pub(crate) fn respond(
             ctx.destination_wait,
         );
     }
+    headers::harden_answer(res.headers_mut());
     add_request_id(res.headers_mut(), ctx.request_id);
     gw.metrics.answered(res.status().as_u16());
     res

@@ -11,6 +11,7 @@ use super::{Halt, Outgoing};
 use crate::{
     context::RequestContext,
     destination, headers,
+    svc::Stage,
     transform::{args_body, failed, header_pairs, replace_headers, run_transform, settle},
     Gateway,
 };
@@ -40,7 +41,7 @@ pub(crate) async fn transform_request(
         query: Some(query),
         status: None,
     };
-    let outcome = run_transform(gw, ctx, proxy, code.expose(), args).await;
+    let outcome = run_transform(gw, ctx, (proxy, Stage::Request), code.expose(), args).await;
     let (new_body, new_headers) = settle(outcome)?;
     let mut headers = replace_headers(new_headers, outgoing.headers)
         .map_err(|e| failed(format!("transform failed: {e}")))?;

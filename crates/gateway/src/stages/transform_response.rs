@@ -15,6 +15,7 @@ use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
     headers,
+    svc::Stage,
     transform::{args_body, failed, header_pairs, replace_headers, run_transform, settle},
     Gateway,
 };
@@ -52,7 +53,7 @@ pub(crate) async fn transform_response(
         query: None,
         status: Some(parts.status.as_u16()),
     };
-    let outcome = run_transform(gw, ctx, proxy, code.expose(), args).await;
+    let outcome = run_transform(gw, ctx, (proxy, Stage::Response), code.expose(), args).await;
     let (new_body, new_headers) = settle(outcome)?;
     let mut headers = replace_headers(new_headers, parts.headers)
         .map_err(|e| failed(format!("transform failed: {e}")))?;

@@ -1,7 +1,8 @@
 //! Which headers cross the gateway (SUPPLEMENT §5.1): the caller's headers reach the
 //! destination except `SVC-*` and hop-by-hop ones (including those `Connection` lists); `Host`
 //! comes from the destination; `X-Request-Id` is forwarded and echoed (or the destination's own
-//! passes through); the answer carries `SVC-PROXY-DESTINATION-STATUS`.
+//! passes through), and without one an `SVC-TRACE-ID` stands for it; the answer carries
+//! `SVC-PROXY-DESTINATION-STATUS`.
 
 use http::Method;
 use serde_json::json;
@@ -19,6 +20,7 @@ backend_tests!(
     the_callers_request_id_reaches_the_destination_and_is_echoed,
     the_destinations_request_id_passes_through,
     the_destination_status_is_in_a_header,
+    an_svc_trace_id_is_the_request_id_when_there_is_no_x_request_id,
 );
 
 /// A POST through a plain proxy carrying destination auth, a custom header, a
@@ -120,4 +122,36 @@ async fn the_destination_status_is_in_a_header(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let r = forwarded(&g).await;
     assert_eq!(r.header("svc-proxy-destination-status"), Some("200"));
+}
+
+/// What Basis Theory's SDKs send as their correlation id is the request id: forwarded as
+/// `X-Request-Id` and echoed, but not forwarded itself (an `SVC-*` header). An `X-Request-Id`
+/// still wins.
+async fn an_svc_trace_id_is_the_request_id_when_there_is_no_x_request_id(db: &TestDatabase) {
+    let g = Harness::start(db).await;
+    let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
+    let r = g
+        .call_keyed(
+            Method::GET,
+            "/proxy",
+            (&pkey, &key),
+            &[("svc-trace-id", "trace-7")],
+            "",
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.echoed()["headers"]["x-request-id"], json!("trace-7"));
+    assert!(r.echoed()["headers"].get("svc-trace-id").is_none());
+    assert_eq!(r.header("x-request-id"), Some("trace-7"));
+    let r = g
+        .call_keyed(
+            Method::GET,
+            "/proxy",
+            (&pkey, &key),
+            &[("svc-trace-id", "trace-7"), ("x-request-id", "req-7")],
+            "",
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.header("x-request-id"), Some("req-7"));
 }

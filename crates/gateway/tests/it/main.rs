@@ -6,6 +6,7 @@ mod authenticate;
 mod batched_reads;
 mod binding;
 mod body;
+mod bound_reads;
 mod caching;
 mod destination;
 mod detokenize;

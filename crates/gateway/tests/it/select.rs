@@ -4,6 +4,7 @@
 
 use http::Method;
 use serde_json::{json, Value};
+use tessera_domain::cache::CacheUsage;
 use tessera_testkit::{backend_tests, db::TestDatabase, gateway::Harness};
 
 backend_tests!(
@@ -12,6 +13,7 @@ backend_tests!(
     the_header_wins_over_the_query,
     a_missing_proxy_key_is_a_401,
     an_unknown_proxy_key_is_a_401,
+    junk_proxy_keys_are_401s_that_leave_nothing_in_memory,
 );
 
 async fn the_key_in_the_header_selects_the_proxy(db: &TestDatabase) {
@@ -94,4 +96,37 @@ async fn an_unknown_proxy_key_is_a_401(db: &TestDatabase) {
         .proxy_error(401);
     assert!(r.detail().contains("unknown"), "{}", r.detail());
     assert_eq!(g.upstream.hits(), hits);
+}
+
+/// Anonymous requests with huge unknown proxy keys (in the header, or the query) get the
+/// unknown-key 401 and leave the caches as they were: the gateway's memory stays put. Before,
+/// each key was cached as unknown, whatever its size (2,000 such requests grew a gateway by
+/// 126 MiB).
+async fn junk_proxy_keys_are_401s_that_leave_nothing_in_memory(db: &TestDatabase) {
+    const MIB: u64 = 1024 * 1024;
+    let g = Harness::start(db).await;
+    let before = g.vault.cache_usage();
+    for i in 0..2_000 {
+        let junk = format!("{i:08}{}", "k".repeat(60 * 1024 - 8));
+        let r = if i % 2 == 0 {
+            g.call(Method::GET, "/proxy", &[("svc-proxy-key", &junk)], "")
+                .await
+        } else {
+            g.call(
+                Method::GET,
+                &format!("/proxy?svc-proxy-key={junk}"),
+                &[],
+                "",
+            )
+            .await
+        };
+        let r = r.proxy_error(401);
+        assert!(r.detail().contains("unknown"), "{}", r.detail());
+    }
+    let after = g.vault.cache_usage();
+    assert_eq!(after.unknown_proxy_keys, CacheUsage::default());
+    assert!(
+        after.total().bytes <= before.total().bytes + MIB,
+        "{before:?} → {after:?}"
+    );
 }

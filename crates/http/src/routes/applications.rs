@@ -1,7 +1,7 @@
 //! `/applications`: CRUD and key regeneration (SUPPLEMENT §2.2).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{audit::AuditAction, ApplicationId, ApplicationInput};
+use tessera_domain::{audit::AuditAction, ApplicationId, ApplicationInput, ApplicationUpdate};
 
 use crate::problem::Problem;
 
@@ -87,15 +87,16 @@ async fn get(
     Ok(HttpResponse::Ok().json(ApplicationView::new(app)))
 }
 
-/// Replaces an application's name, type, permissions and rules. The key is unchanged.
+/// Replaces an application's name, permissions and rules, and its type when `type` is given
+/// (left out, the type is kept). The key is unchanged.
 #[utoipa::path(put, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
-    request_body = ApplicationInput,
+    request_body = ApplicationUpdate,
     responses((status = 200, description = "The updated application.", body = ApplicationView)))]
 async fn update(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
     id: web::Path<String>,
-    JsonBody(input): JsonBody<ApplicationInput>,
+    JsonBody(input): JsonBody<ApplicationUpdate>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ApplicationId = parse_id(&id, "application")?;
     let app = state.vault.update_application(&caller, id, input).await?;

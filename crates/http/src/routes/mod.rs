@@ -3,6 +3,7 @@
 mod applications;
 mod audit;
 mod children;
+mod detokenize;
 mod health;
 mod proxies;
 mod recorded;
@@ -17,6 +18,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     applications::configure(cfg);
     tokens::configure(cfg);
+    detokenize::configure(cfg);
     children::configure(cfg);
     proxies::configure(cfg);
     audit::configure(cfg);
@@ -44,6 +46,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
     for part in [
         applications::Doc::openapi(),
         tokens::Doc::openapi(),
+        detokenize::Doc::openapi(),
         children::Doc::openapi(),
         proxies::Doc::openapi(),
         audit::Doc::openapi(),

@@ -1,7 +1,7 @@
 //! `/proxies`: pre-configured proxy management (source §4.5–4.6, SUPPLEMENT §5).
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{audit::AuditAction, ProxyId, ProxyInput};
+use tessera_domain::{audit::AuditAction, ProxyId, ProxyInput, ProxyPatch};
 
 use super::{parse_id, recorded};
 use crate::{
@@ -15,7 +15,7 @@ use crate::{
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, get, update, delete))]
+#[openapi(paths(create, list, get, update, patch, delete))]
 pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
@@ -31,6 +31,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
             .route(web::put().to(update))
+            .route(web::patch().to(patch))
             .route(web::delete().to(delete)),
     );
 }
@@ -88,6 +89,28 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: ProxyId = parse_id(&id, "proxy")?;
     let proxy = state.vault.update_proxy(&caller, id, input).await?;
+    recorded::ok(
+        ProxyView::full(proxy),
+        AuditAction::ProxyUpdated,
+        [*id.as_uuid()],
+    )
+}
+
+/// Updates a proxy with a JSON merge patch (RFC 7396; `application/merge-patch+json` or
+/// `application/json`): present fields replace, `null` removes an optional field (`name` and
+/// `destination_url` cannot be removed), `configuration` is merged key by key. The result is
+/// checked as `PUT` checks its body; the key is unchanged.
+#[utoipa::path(patch, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+    request_body(content = ProxyPatch, content_type = "application/merge-patch+json"),
+    responses((status = 200, description = "The updated proxy.", body = ProxyView)))]
+async fn patch(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+    JsonBody(patch): JsonBody<ProxyPatch>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ProxyId = parse_id(&id, "proxy")?;
+    let proxy = state.vault.patch_proxy(&caller, id, patch).await?;
     recorded::ok(
         ProxyView::full(proxy),
         AuditAction::ProxyUpdated,

@@ -27,6 +27,7 @@ backend_tests!(
     verification_names_an_altered_event,
     verification_names_a_deleted_event_and_a_cut_end,
     tampering_inside_a_block_and_across_blocks_is_named,
+    an_event_that_cannot_be_read_is_named_by_its_id,
     a_planted_record_fails_its_chain_alone_and_is_reported,
     records_before_the_anchor_are_reported,
     a_deleted_prefix_needs_a_recorded_pruning,
@@ -362,7 +363,7 @@ async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     let target = ids[4].to_string();
     edit_events(t, tenant, &target, &target.to_uppercase()).await;
     let b = broken(t, tenant).await;
-    assert_eq!((b.seq, b.event_id), (5, None), "{b:?}");
+    assert_eq!((b.seq, b.event_id), (5, Some(ids[4])), "{b:?}");
     assert!(b.problem.contains("cannot be read"), "{}", b.problem);
     edit_events(t, tenant, &target.to_uppercase(), &target).await;
     assert!(audit::verify(&t.db, Some(tenant))
@@ -382,6 +383,23 @@ async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     let b = broken(t, tenant).await;
     assert_eq!((b.seq, b.event_id), (4, Some(ids[3])));
     assert!(b.problem.contains("prev_hash"), "{}", b.problem);
+}
+
+/// A stored event whose actor was recased no longer decodes; the report still names it by the
+/// id its line holds.
+async fn an_event_that_cannot_be_read_is_named_by_its_id(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    let apps: Vec<ApplicationId> = (0..3).map(|_| ApplicationId::new()).collect();
+    let events: Vec<AuditEvent> = apps
+        .iter()
+        .map(|app| created(tenant, *app, Uuid::new_v4()))
+        .collect();
+    append(t, &events).await;
+    let actor = apps[1].to_string();
+    edit_events(t, tenant, &actor, &actor.to_uppercase()).await;
+    let b = broken(t, tenant).await;
+    assert_eq!((b.seq, b.event_id), (2, Some(events[1].id)), "{b:?}");
+    assert!(b.problem.contains("cannot be read"), "{}", b.problem);
 }
 
 /// Attack finding 2: a record planted at a chain's next position makes that chain's appends

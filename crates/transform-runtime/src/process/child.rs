@@ -255,7 +255,14 @@ fn run(
                 }
                 let answers = channel.borrow_mut().read_frame();
                 match answers? {
-                    ToChild::Answers { job, answers } if job == id => {
+                    ToChild::Answers {
+                        job,
+                        answers,
+                        tainted,
+                    } if job == id => {
+                        if tainted {
+                            invocation.taint();
+                        }
                         step = invocation.resume(answers);
                     }
                     _ => return None,

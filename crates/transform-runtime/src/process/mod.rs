@@ -43,6 +43,7 @@ use crate::{
     message::{Outcome, TransformError},
     natives::Tags,
     program::Program,
+    taint::Taint,
 };
 
 /// One sandbox process and the parent's end of its socket.
@@ -169,7 +170,7 @@ impl Sandbox {
         run: ToChild,
         job: u64,
         host: Option<&H>,
-        tags: &Tags,
+        (tags, taint): (&Tags, &Taint),
     ) -> Result<Outcome, TransformError> {
         if !self.loaded.contains(program.hash()) {
             self.send(&ToChild::Load {
@@ -185,7 +186,15 @@ impl Sandbox {
                 FromChild::Done { job: j, result } if j == job => return result,
                 FromChild::Calls { job: j, calls } if j == job => {
                     let answers = answer(host, calls).await;
-                    self.send(&ToChild::Answers { job, answers }).await?;
+                    // A tainted job's context is discarded by the sandbox before the answers
+                    // enter it.
+                    let tainted = taint.is_marked();
+                    self.send(&ToChild::Answers {
+                        job,
+                        answers,
+                        tainted,
+                    })
+                    .await?;
                 }
                 FromChild::Log { line } => {
                     tracing::info!(target: "transform", tenant = %tags.tenant, proxy = %tags.proxy, "{line}");
@@ -231,7 +240,13 @@ pub(crate) async fn run<H: HostFn>(
     };
     let result = tokio::time::timeout_at(
         hard_stop,
-        sandbox.job(run.program, message, job, run.host.as_ref(), tags),
+        sandbox.job(
+            run.program,
+            message,
+            job,
+            run.host.as_ref(),
+            (tags, run.taint),
+        ),
     )
     .await;
     let result = match result {

@@ -35,10 +35,12 @@ pub(crate) enum ToChild {
         svc: bool,
         time_limit_ms: u64,
     },
-    /// The answers to a job's `req.svc` calls (JSON text, or the refusal).
+    /// The answers to a job's `req.svc` calls (JSON text, or the refusal); `tainted` when the
+    /// job was handed a value its caller must never get back (its context is discarded).
     Answers {
         job: u64,
         answers: Vec<(u64, Result<String, HostError>)>,
+        tainted: bool,
     },
 }
 

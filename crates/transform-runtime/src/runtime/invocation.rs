@@ -1,7 +1,7 @@
 //! An invocation: calling the handler with `req`, resuming it with the answers to its
 //! `req.svc` calls, and reading what it settled with into an [`Outcome`].
 
-use std::{rc::Rc, time::Instant};
+use std::{cell::Cell, rc::Rc, time::Instant};
 
 use rquickjs::{
     promise::PromiseState, Atom, Context, Function, Object, Persistent, Promise, Value,
@@ -9,11 +9,11 @@ use rquickjs::{
 
 use super::{
     input::{to_js, Builders, LazyBody},
-    js::{drain, exception_message, Exports, Job, JsRuntime, Step},
+    js::{drain, exception_message, Checkout, ContextKey, Exports, Job, JsRuntime, Step},
 };
 use crate::{
     json::{LazyMemberView, LazyView, Protos},
-    message::{Body, HostError, Outcome, TransformError},
+    message::{Body, HostError, Input, Outcome, TransformError},
     natives::{PendingCall, Tags},
     outcome::{self, Encoding, Failed, Helpers},
 };
@@ -43,6 +43,9 @@ pub(crate) struct Invocation {
     id: u64,
     tags: Tags,
     deadline: Instant,
+    /// Its warm context's key and taint flag (shared with every invocation running in it).
+    key: ContextKey,
+    tainted: Rc<Cell<bool>>,
     rt: Rc<JsRuntime>,
 }
 
@@ -53,7 +56,13 @@ impl JsRuntime {
         mut job: Job<'_>,
     ) -> Result<(Invocation, Step), TransformError> {
         self.set_memory_limit();
-        let (context, exports, handler) = self.warm(&job)?;
+        let Checkout {
+            context,
+            exports,
+            handler,
+            key,
+            tainted,
+        } = self.warm(&job)?;
         let id = self.next_invocation.get();
         self.next_invocation.set(id + 1);
         self.enter(id, &job.tags, job.svc, job.deadline);
@@ -101,13 +110,7 @@ impl JsRuntime {
                     "TypeError: the transform must export a function: module.exports = async function (req) { … }".into(),
                 )
             })?;
-        let content_type = job
-            .input
-            .args
-            .headers
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-            .map(|(_, value)| value.clone());
+        let content_type = content_type(&job.input);
         let mut invocation = Invocation {
             state,
             lazy,
@@ -118,6 +121,8 @@ impl JsRuntime {
             id,
             tags: job.tags,
             deadline: job.deadline,
+            key,
+            tainted,
             rt: self.clone(),
         };
         let step = invocation.outcome();
@@ -126,6 +131,21 @@ impl JsRuntime {
 }
 
 impl Invocation {
+    /// Marks the invocation's context as holding a value its callers must never get back
+    /// (call it before resuming with that value): the context leaves the warm set at once, so
+    /// no later call runs in it, and every invocation still running in it reports itself
+    /// tainted ([`Invocation::is_tainted`]).
+    pub(crate) fn taint(&self) {
+        self.tainted.set(true);
+        self.rt.discard(&self.key, &self.tainted);
+    }
+
+    /// Whether the invocation's context was tainted, by this invocation or by another one
+    /// running in the same context: what it answers may then hold such a value.
+    pub(crate) fn is_tainted(&self) -> bool {
+        self.tainted.get()
+    }
+
     /// Answers `req.svc` calls (by id) and runs the next segment.
     pub(crate) fn resume(&mut self, answers: Vec<(u64, Result<String, HostError>)>) -> Step {
         let rt = self.rt.clone();
@@ -276,6 +296,16 @@ impl Drop for Invocation {
             .borrow_mut()
             .retain(|_, (inv, _)| *inv != self.id);
     }
+}
+
+/// The message's `Content-Type`, if it has one.
+fn content_type(input: &Input) -> Option<String> {
+    input
+        .args
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.clone())
 }
 
 /// The lazy body's values in `ctx`, for the encoder.

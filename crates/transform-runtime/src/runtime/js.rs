@@ -56,7 +56,7 @@ pub(crate) enum Step {
     Waiting(Vec<PendingCall>),
 }
 
-type ContextKey = (String, [u8; 32]);
+pub(super) type ContextKey = (String, [u8; 32]);
 
 /// What the prelude hands the host in each context (captured before tenant code ran there).
 #[derive(Clone)]
@@ -104,6 +104,20 @@ struct Warm {
     handler: Persistent<Value<'static>>,
     context: Context,
     calls: u32,
+    /// Set once an invocation put a value into this context that its callers must never get
+    /// back (see `crate::taint`); the context has then left the warm set.
+    tainted: Rc<Cell<bool>>,
+}
+
+/// A warm context as one invocation holds it.
+pub(super) struct Checkout {
+    pub(super) context: Context,
+    pub(super) exports: Exports,
+    pub(super) handler: Persistent<Value<'static>>,
+    /// Which warm context it is.
+    pub(super) key: ContextKey,
+    /// Shared with the warm entry and every invocation running in the context.
+    pub(super) tainted: Rc<Cell<bool>>,
 }
 
 /// A QuickJS runtime and its warm contexts. Field order is drop order: contexts before the
@@ -197,10 +211,7 @@ impl JsRuntime {
     }
 
     /// The warm context for `job`, built when missing.
-    pub(super) fn warm(
-        &self,
-        job: &Job<'_>,
-    ) -> Result<(Context, Exports, Persistent<Value<'static>>), TransformError> {
+    pub(super) fn warm(&self, job: &Job<'_>) -> Result<Checkout, TransformError> {
         let key = (job.scope.to_string(), *job.program.hash());
         let mut contexts = self.contexts.borrow_mut();
         if contexts
@@ -258,6 +269,7 @@ impl JsRuntime {
                     handler,
                     context,
                     calls: 0,
+                    tainted: Rc::new(Cell::new(false)),
                 },
             );
         }
@@ -265,11 +277,28 @@ impl JsRuntime {
             .get_mut(&key)
             .ok_or_else(|| TransformError::Engine("context vanished".into()))?;
         warm.calls += 1;
-        Ok((
-            warm.context.clone(),
-            warm.exports.clone(),
-            warm.handler.clone(),
-        ))
+        Ok(Checkout {
+            context: warm.context.clone(),
+            exports: warm.exports.clone(),
+            handler: warm.handler.clone(),
+            tainted: warm.tainted.clone(),
+            key,
+        })
+    }
+
+    /// Takes the context `key` out of the warm set if it is still the one flagged by
+    /// `tainted` (its invocations still running keep it until they end); the proxy's next
+    /// call builds a fresh one.
+    pub(super) fn discard(&self, key: &ContextKey, tainted: &Rc<Cell<bool>>) {
+        let mut contexts = self.contexts.borrow_mut();
+        if contexts
+            .get(key)
+            .is_some_and(|w| Rc::ptr_eq(&w.tainted, tainted))
+        {
+            contexts.remove(key);
+            // The heap changes when the context goes: calibrate again at the next invocation.
+            self.accounting.recalibrate();
+        }
     }
 
     /// Maps a failure message to an error, marking the runtime broken when a limit was hit.

@@ -5,7 +5,21 @@
 // through libc.
 #![allow(unsafe_code)]
 
+/// Defines `mod inline { #[tokio::test] fn name }` and `mod process { … }` for each test
+/// function taking an engine config (the module's own `config(isolation)`).
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod inline {
+            $(#[tokio::test] async fn $name() { super::$name(super::config(super::Isolation::Inline)).await; })*
+        }
+        mod process {
+            $(#[tokio::test] async fn $name() { super::$name(super::config(super::Isolation::Process)).await; })*
+        }
+    };
+}
+
 mod compile_check;
 mod encoding;
 mod process;
 mod runtime;
+mod taint;

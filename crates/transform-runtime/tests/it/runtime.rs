@@ -11,19 +11,6 @@ use tessera_transform_runtime::{
     TransformEngine, TransformError,
 };
 
-/// Defines `mod inline { #[tokio::test] fn name }` and `mod process { … }` for each test
-/// function taking an engine config.
-macro_rules! both_modes {
-    ($($name:ident),* $(,)?) => {
-        mod inline {
-            $(#[tokio::test] async fn $name() { super::$name(super::config(super::Isolation::Inline)).await; })*
-        }
-        mod process {
-            $(#[tokio::test] async fn $name() { super::$name(super::config(super::Isolation::Process)).await; })*
-        }
-    };
-}
-
 both_modes!(
     req_fields_reach_the_transform_and_results_come_back,
     bodies_arrive_parsed_and_leave_encoded,
@@ -31,6 +18,7 @@ both_modes!(
     sandbox_refuses_eval_require_and_contains_runaway_code,
     nothing_is_shared_between_proxies,
     globals_of_the_supplement,
+    hex_buffers_take_only_hex_digits,
     svc_calls_are_answered_by_the_host,
     many_parallel_invocations,
     a_proxys_retained_memory_does_not_count_against_another,
@@ -399,6 +387,26 @@ async fn globals_of_the_supplement(config: EngineConfig) {
     assert_eq!(
         b["strings"],
         json!([2, 5, true, ["a", "b", "", "c"], "a-b.c", "a-b-c", "123"])
+    );
+}
+
+/// `Buffer.from(s, "hex")` decodes pairs of hex digits and nothing else: a sign (`+f`, which
+/// parsing each pair as a number took for 15), an odd length or a stray character throws.
+async fn hex_buffers_take_only_hex_digits(config: EngineConfig) {
+    let e = engine(config);
+    let code = r#"module.exports = async () => {
+      const hex = (s) => {
+        try { return Buffer.from(s, 'hex').toString('base64'); }
+        catch (err) { return err instanceof Error && err.message.startsWith('Buffer.from:') ? 'refused' : 'other: ' + err; }
+      };
+      return { body: ['+f', '-1', '+0ff', ' f', '0x', 'abc', 'gg', '0f', 'Ff', ''].map(hex) };
+    };"#;
+    assert_eq!(
+        body(run(&e, "hex", code, json!({})).await),
+        json!([
+            "refused", "refused", "refused", "refused", "refused", "refused", "refused", "Dw==",
+            "/w==", ""
+        ])
     );
 }
 

@@ -163,11 +163,11 @@ async fn sign_out_and_an_expired_session(db: &TestDatabase) {
         return;
     };
     let (s, tab) = (&b.s, &b.tab);
-    assert_eq!(s.console.live_sessions(), 1);
+    assert_eq!(s.console.stored_sessions().await, 1);
     tab.click("form.signout button[type=submit]").await;
     assert_eq!(tab.path().await, "/console?signed_out=1");
     assert!(tab.text().await.contains("You have signed out."));
-    assert_eq!(s.console.live_sessions(), 0, "ended on the server");
+    assert_eq!(s.console.stored_sessions().await, 0, "ended on the server");
     tab.go("/console/tokens").await;
     assert_eq!(tab.path().await, "/console");
     sign_in(tab, &s.admin_key).await;

@@ -8,6 +8,7 @@
 //! (`docs/console` for the docs).
 
 mod flows;
+mod origins;
 mod proxies;
 
 use std::{
@@ -260,6 +261,19 @@ impl Tab {
                 .goto(format!("{}{path}", self.base))
                 .await
                 .expect("navigate");
+        })
+        .await;
+    }
+
+    /// The console's base URL this tab was opened on.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Opens the absolute `url` (another replica, another site) and waits for the page.
+    pub(crate) async fn go_to(&self, url: &str) {
+        self.navigating(|| async {
+            self.page.goto(url).await.expect("navigate");
         })
         .await;
     }

@@ -1,0 +1,155 @@
+//! Failed sign-ins, throttled per client address: the keys cannot be guessed, but every
+//! failure costs a lookup and a log line (docs/console.md, "Signing in").
+//!
+//! A client may fail [`BURST`] times in a row, then once every [`EVERY`]; past that, sign-in
+//! answers 429 with `Retry-After` before the key is looked at. Successful sign-ins cost
+//! nothing. The client's address is the connection's peer, or, when the peer is one of the
+//! configured trusted reverse proxies (`--console-trusted-proxies`), the nearest address in
+//! `X-Forwarded-For` that is not itself a trusted proxy. The counts are per process.
+
+use std::{net::IpAddr, time::Duration};
+
+use actix_web::HttpRequest;
+use tessera_service::rate_limit::{RateLimit, RateLimiter};
+
+/// Failures allowed in a row.
+pub(crate) const BURST: f64 = 10.0;
+/// Then one more per this long.
+pub(crate) const EVERY: Duration = Duration::from_secs(6);
+
+/// Failed sign-ins per client address.
+pub(crate) struct SignInThrottle {
+    failures: RateLimiter<IpAddr>,
+    trusted: Vec<IpAddr>,
+}
+
+impl std::fmt::Debug for SignInThrottle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInThrottle")
+            .field("trusted", &self.trusted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SignInThrottle {
+    /// A throttle that believes `X-Forwarded-For` only from `trusted` peers.
+    pub(crate) fn new(trusted: Vec<IpAddr>) -> Self {
+        Self {
+            failures: RateLimiter::new(RateLimit {
+                per_second: 1.0 / EVERY.as_secs_f64(),
+                burst: BURST,
+            }),
+            trusted,
+        }
+    }
+
+    /// The address sign-in failures of `req` count against.
+    pub(crate) fn client(&self, req: &HttpRequest) -> Option<IpAddr> {
+        let peer = req.peer_addr()?.ip();
+        if !self.trusted.contains(&peer) {
+            return Some(peer);
+        }
+        let forwarded = req
+            .headers()
+            .get_all("x-forwarded-for")
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        for hop in forwarded.iter().rev() {
+            match hop.parse::<IpAddr>() {
+                Ok(ip) if self.trusted.contains(&ip) => continue,
+                Ok(ip) => return Some(ip),
+                // An address we cannot read: stop at the last one we trust.
+                Err(_) => break,
+            }
+        }
+        Some(peer)
+    }
+
+    /// `Err(wait)` when `client` has failed too often to try now.
+    pub(crate) fn allowed(&self, client: Option<IpAddr>) -> Result<(), Duration> {
+        client.map_or(Ok(()), |ip| self.failures.peek(&counted_as(ip)))
+    }
+
+    /// Counts a failure of `client`.
+    pub(crate) fn failed(&self, client: Option<IpAddr>) {
+        if let Some(ip) = client {
+            let _ = self.failures.check(&counted_as(ip));
+        }
+    }
+}
+
+/// What an address is counted as: itself for IPv4, its /64 for IPv6 (one host usually holds a
+/// whole /64, and could otherwise start afresh from each of its addresses).
+fn counted_as(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    fn from(peer: &str, forwarded: Option<&str>) -> HttpRequest {
+        let mut r = TestRequest::default().peer_addr(format!("{peer}:5000").parse().expect("addr"));
+        if let Some(f) = forwarded {
+            r = r.insert_header(("x-forwarded-for", f));
+        }
+        r.to_http_request()
+    }
+
+    #[test]
+    fn the_forwarded_address_counts_only_from_a_trusted_proxy() {
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        let t = SignInThrottle::new(vec![ip("10.0.0.1"), ip("10.0.0.2")]);
+        assert_eq!(
+            t.client(&from("203.0.113.9", Some("1.2.3.4"))),
+            Some(ip("203.0.113.9"))
+        );
+        assert_eq!(
+            t.client(&from("10.0.0.1", Some("6.6.6.6, 1.2.3.4, 10.0.0.2"))),
+            Some(ip("1.2.3.4")),
+            "the nearest untrusted hop, not what the client wrote first"
+        );
+        assert_eq!(t.client(&from("10.0.0.1", None)), Some(ip("10.0.0.1")));
+        assert_eq!(
+            t.client(&from("10.0.0.1", Some("garbage"))),
+            Some(ip("10.0.0.1"))
+        );
+    }
+
+    #[test]
+    fn failures_are_counted_per_client() {
+        let t = SignInThrottle::new(vec![]);
+        let (a, b) = (
+            Some("1.1.1.1".parse().expect("ip")),
+            Some("2.2.2.2".parse().expect("ip")),
+        );
+        for _ in 0..BURST as usize {
+            assert!(t.allowed(a).is_ok());
+            t.failed(a);
+        }
+        assert!(t.allowed(a).is_err(), "throttled after the burst");
+        assert!(t.allowed(b).is_ok(), "another client is not");
+        let v6 = |s: &str| Some(s.parse::<IpAddr>().expect("ip"));
+        for _ in 0..BURST as usize {
+            t.failed(v6("2001:db8:1:2::1"));
+        }
+        assert!(
+            t.allowed(v6("2001:db8:1:2:ffff::9")).is_err(),
+            "the same /64 is one client"
+        );
+        assert!(t.allowed(v6("2001:db8:1:3::1")).is_ok());
+    }
+}
