@@ -155,6 +155,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         vault.clone(),
         ApiConfig {
             max_body_bytes: args.gateway.max_body_bytes,
+            names: args.gateway.header_prefix.clone(),
         },
         metrics.clone(),
     );

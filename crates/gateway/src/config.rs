@@ -5,7 +5,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
 use tessera_domain::{proxy::DestinationPolicy, seconds::SecondsRange, Vault};
-use tessera_service::rate_limit::RateLimit;
+use tessera_service::{header_names::HeaderNames, rate_limit::RateLimit};
 use tessera_transform_runtime::{EngineConfig, Isolation, SandboxCommand};
 
 use crate::client::ClientConfig;
@@ -38,6 +38,8 @@ pub struct GatewayConfig {
     pub ephemeral_proxy: bool,
     /// Whether an ephemeral proxy may detokenize tokens without a destination binding.
     pub ephemeral_unbound_tokens: bool,
+    /// The prefixed header names (`--header-prefix`).
+    pub names: HeaderNames,
 }
 
 impl Default for GatewayConfig {
@@ -50,6 +52,7 @@ impl Default for GatewayConfig {
             client: ClientConfig::default(),
             ephemeral_proxy: true,
             ephemeral_unbound_tokens: false,
+            names: HeaderNames::default(),
         }
     }
 }
@@ -164,6 +167,15 @@ pub struct GatewayArgs {
     /// at least 1).
     #[arg(long, env = "TESSERA_RATE_LIMIT_BURST")]
     pub rate_limit_burst: Option<f64>,
+    /// The prefix of Tessera's own headers, the proxy-key query parameter and the transform
+    /// client (`req.<prefix>` beside `req.svc`): `BT` lets clients built for Basis Theory send
+    /// `BT-API-KEY`, `BT-PROXY-KEY`, `BT-IDEMPOTENCY-KEY`… unchanged. 2 to 16 letters and
+    /// digits; names of standard header families (`X`, `CONTENT`, `SEC`…) are refused. Only
+    /// the chosen names are read; `SVC-*` headers are still never forwarded. See
+    /// docs/migrating.md.
+    #[arg(long, env = "TESSERA_HEADER_PREFIX", default_value = "SVC",
+          value_parser = HeaderNames::parse_flag)]
+    pub header_prefix: HeaderNames,
 }
 
 impl GatewayArgs {
@@ -252,6 +264,7 @@ impl GatewayArgs {
             },
             ephemeral_proxy: !self.no_ephemeral_proxy,
             ephemeral_unbound_tokens: self.ephemeral_unbound_tokens,
+            names: self.header_prefix.clone(),
         }
     }
 
@@ -277,6 +290,7 @@ impl GatewayArgs {
             processes_per_thread: self.transform_processes,
             time_limit: Duration::from_secs_f64(self.transform_timeout),
             memory_limit: self.transform_memory_mb.max(1) * 1024 * 1024,
+            client_alias: self.header_prefix.client_alias(),
             sandbox_user: self
                 .sandbox_user()
                 .unwrap_or(EngineConfig::default().sandbox_user),

@@ -2,12 +2,11 @@
 //! and the caller's query (SUPPLEMENT §5.1, step 4), and which sub-paths are refused.
 
 use http::{HeaderMap, Uri};
-
-/// Query parameter that may carry the proxy key (removed before forwarding).
-pub const PROXY_KEY_QUERY: &str = "svc-proxy-key";
+use tessera_service::header_names::HeaderNames;
 
 /// The URI to send to: `destination`, the path `suffix` after `/proxy` (exactly one `/` at the
-/// joint), and the caller's `query` without `svc-proxy-key` (after the destination's own).
+/// joint), and the caller's `query` without a proxy key (after the destination's own; see
+/// [`strip_proxy_key`]).
 ///
 /// Built by joining the parts of the already parsed destination into one string that the
 /// `http` crate then parses: no per-request re-parse and re-serialisation of a `url::Url`.
@@ -15,10 +14,11 @@ pub fn destination_uri(
     destination: &url::Url,
     suffix: &str,
     query: Option<&str>,
+    names: &HeaderNames,
 ) -> Result<Uri, String> {
     let origin = &destination[..url::Position::BeforePath];
     let base = destination.path();
-    let forwarded = query.map(strip_proxy_key).unwrap_or_default();
+    let forwarded = query.map(|q| strip_proxy_key(q, names)).unwrap_or_default();
     let own = destination.query().filter(|q| !q.is_empty());
     let mut out = String::with_capacity(
         origin.len() + base.len() + suffix.len() + forwarded.len() + own.map_or(0, str::len) + 3,
@@ -87,8 +87,9 @@ pub fn check_sub_path(suffix: &str) -> Result<(), &'static str> {
     Err("the path after /proxy is percent-encoded too many times")
 }
 
-/// The raw query without any `svc-proxy-key` pair; other pairs keep their exact encoding.
-pub fn strip_proxy_key(query: &str) -> String {
+/// The raw query without any `<prefix>-proxy-key` pair (nor the default `svc-proxy-key`, which
+/// never reaches a destination either); other pairs keep their exact encoding.
+pub fn strip_proxy_key(query: &str, names: &HeaderNames) -> String {
     query
         .split('&')
         .filter(|pair| !pair.is_empty())
@@ -98,19 +99,21 @@ pub fn strip_proxy_key(query: &str) -> String {
                 .map(|(k, _)| k.into_owned())
                 .next()
                 .unwrap_or_default();
-            !decoded.eq_ignore_ascii_case(PROXY_KEY_QUERY)
+            !decoded.eq_ignore_ascii_case(&names.proxy_key_query)
+                && !decoded.eq_ignore_ascii_case("svc-proxy-key")
         })
         .collect::<Vec<_>>()
         .join("&")
 }
 
-/// The proxy key from the `SVC-PROXY-KEY` header, else the `svc-proxy-key` query parameter.
-pub fn proxy_key(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    if let Some(v) = headers.get(crate::headers::PROXY_KEY_HEADER) {
+/// The proxy key from the `<PREFIX>-PROXY-KEY` header, else the `<prefix>-proxy-key` query
+/// parameter.
+pub fn proxy_key(headers: &HeaderMap, query: Option<&str>, names: &HeaderNames) -> Option<String> {
+    if let Some(v) = headers.get(&names.proxy_key) {
         return v.to_str().ok().map(str::to_string);
     }
     form_urlencoded::parse(query.unwrap_or("").as_bytes())
-        .find(|(k, _)| k.eq_ignore_ascii_case(PROXY_KEY_QUERY))
+        .find(|(k, _)| k.eq_ignore_ascii_case(&names.proxy_key_query))
         .map(|(_, v)| v.into_owned())
 }
 
@@ -161,7 +164,7 @@ mod tests {
         for (dest, suffix, query, expected) in cases {
             let parsed = url::Url::parse(dest).expect("destination");
             assert_eq!(
-                destination_uri(&parsed, suffix, query)
+                destination_uri(&parsed, suffix, query, &HeaderNames::default())
                     .expect("uri")
                     .to_string(),
                 expected,
@@ -214,16 +217,35 @@ mod tests {
 
     #[test]
     fn header_key_wins_over_query_key() {
+        let names = HeaderNames::default();
         let mut headers = HeaderMap::new();
         assert_eq!(
-            proxy_key(&headers, Some("a=1&svc-proxy-key=q")),
+            proxy_key(&headers, Some("a=1&svc-proxy-key=q"), &names),
             Some("q".into())
         );
         headers.insert("svc-proxy-key", "h".parse().expect("value"));
         assert_eq!(
-            proxy_key(&headers, Some("svc-proxy-key=q")),
+            proxy_key(&headers, Some("svc-proxy-key=q"), &names),
             Some("h".into())
         );
-        assert_eq!(proxy_key(&HeaderMap::new(), None), None);
+        assert_eq!(proxy_key(&HeaderMap::new(), None, &names), None);
+    }
+
+    #[test]
+    fn a_chosen_prefix_names_the_key_and_both_spellings_stay_home() {
+        let bt = HeaderNames::new("BT").expect("prefix");
+        let mut headers = HeaderMap::new();
+        headers.insert("svc-proxy-key", "old".parse().expect("value"));
+        assert_eq!(proxy_key(&headers, Some("svc-proxy-key=q"), &bt), None);
+        assert_eq!(
+            proxy_key(&headers, Some("BT-Proxy-Key=q"), &bt),
+            Some("q".into())
+        );
+        headers.insert("bt-proxy-key", "h".parse().expect("value"));
+        assert_eq!(proxy_key(&headers, None, &bt), Some("h".into()));
+        assert_eq!(
+            strip_proxy_key("a=1&bt-proxy-key=k&svc-proxy-key=j&b=2", &bt),
+            "a=1&b=2"
+        );
     }
 }

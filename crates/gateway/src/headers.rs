@@ -1,20 +1,13 @@
 //! Which headers cross the gateway: hop-by-hop headers (RFC 9110 §7.6.1, and those a
 //! `Connection` header lists) never do; nor do `Host` (set from the destination),
 //! `Content-Length` (recomputed from the body actually sent) or, towards the destination,
-//! any `SVC-*` header, nor Tessera's own cookies. Every answer is hardened for browsers
+//! any header with the deployment's prefix or the default `SVC-` one, nor Tessera's own
+//! cookies. Every answer is hardened for browsers
 //! ([`harden_answer`], docs/api.md "What comes back"). Headers are removed in place: no copy of
 //! the map.
 
 use http::{header, HeaderMap, HeaderName, HeaderValue};
-
-/// Header carrying the proxy key.
-pub const PROXY_KEY_HEADER: &str = "svc-proxy-key";
-/// Header carrying the caller's API key.
-pub const API_KEY_HEADER: &str = "svc-api-key";
-/// The destination of an ephemeral proxy (issue 27).
-pub const PROXY_URL_HEADER: &str = "svc-proxy-url";
-/// Response header with the destination's status.
-pub const DESTINATION_STATUS_HEADER: &str = "svc-proxy-destination-status";
+use tessera_service::header_names::HeaderNames;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1 and the proxy-specific ones of RFC 9110 §11.7).
 const HOP_BY_HOP: [&str; 9] = [
@@ -49,8 +42,9 @@ pub const PROXY_ANSWER_CSP: &str = "sandbox";
 /// to `/proxy` on the same host; they are never forwarded to a destination.
 const OWN_COOKIE_PREFIXES: [&str; 2] = ["tessera_", "__host-tessera_"];
 
-/// Names that must not cross, found in one pass over `headers`.
-fn doomed(headers: &HeaderMap, request: bool) -> Vec<HeaderName> {
+/// Names that must not cross, found in one pass over `headers`; `own` is given for a request
+/// (towards a destination), whose own headers go too.
+fn doomed(headers: &HeaderMap, own: Option<&HeaderNames>) -> Vec<HeaderName> {
     let mut out: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -62,7 +56,7 @@ fn doomed(headers: &HeaderMap, request: bool) -> Vec<HeaderName> {
         let n = name.as_str();
         if HOP_BY_HOP.contains(&n)
             || name == header::CONTENT_LENGTH
-            || (request && (name == header::HOST || n.starts_with("svc-")))
+            || own.is_some_and(|own| name == header::HOST || own.is_own(n))
         {
             out.push(name.clone());
         }
@@ -71,9 +65,9 @@ fn doomed(headers: &HeaderMap, request: bool) -> Vec<HeaderName> {
 }
 
 /// Removes from a caller's request what must not reach the destination (nor a transform):
-/// the headers above and Tessera's own cookies.
-pub fn strip_request(headers: &mut HeaderMap) {
-    for name in doomed(headers, true) {
+/// the headers above (`names` tells Tessera's own) and Tessera's own cookies.
+pub fn strip_request(headers: &mut HeaderMap, names: &HeaderNames) {
+    for name in doomed(headers, Some(names)) {
         headers.remove(name);
     }
     strip_own_cookies(headers);
@@ -81,7 +75,7 @@ pub fn strip_request(headers: &mut HeaderMap) {
 
 /// Removes from a destination's response what must not reach the caller.
 pub fn strip_response(headers: &mut HeaderMap) {
-    for name in doomed(headers, false) {
+    for name in doomed(headers, None) {
         headers.remove(name);
     }
 }
@@ -216,7 +210,7 @@ mod tests {
     #[test]
     fn strips_hop_by_hop_host_length_and_svc_headers() {
         let mut out = sample();
-        strip_request(&mut out);
+        strip_request(&mut out, &HeaderNames::default());
         let mut names: Vec<&str> = out.keys().map(|k| k.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, vec!["authorization", "x-request-id"]);

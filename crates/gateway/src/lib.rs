@@ -175,13 +175,13 @@ impl Gateway {
     /// The stages, in order; the first failure or early answer ends the request.
     async fn run(&self, ctx: &mut RequestContext<'_>, body: LocalBody) -> Result<Answer, Halt> {
         // The API key is looked up while the proxy is found, not after (both cached).
-        let key = presented_key(ctx);
+        let key = presented_key(self, ctx);
         let (selected, looked_up) =
             tokio::join!(select_proxy(self, ctx), look_up_key(self, key.as_ref()));
         let (proxy, caller) = authenticate(ctx, selected?, looked_up)?;
         within_rate_limit(self, &proxy)?;
         not_quarantined(self, &proxy)?;
-        let uri = destination(ctx, &proxy)?;
+        let uri = destination(self, ctx, &proxy)?;
         let body = read_body(self, ctx, body).await?;
         let headers = ctx.take_headers();
         let outgoing = detokenize(self, ctx, caller.as_ref(), headers, body).await?;

@@ -196,8 +196,10 @@ async fn route(
     req: Request<Incoming>,
 ) -> Response<ResponseBody> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-    let id =
-        request_id::choose_either(header(request_id::HEADER), header(request_id::TRACE_HEADER));
+    let id = request_id::choose_either(
+        header(request_id::HEADER),
+        header(gateway.config.names.trace_id.as_str()),
+    );
     let path = req.uri().path();
     if path == "/proxy" || path.starts_with("/proxy/") {
         let req = req.map(|body| Box::pin(body.map_err(|e| Box::new(e) as BoxError)) as LocalBody);

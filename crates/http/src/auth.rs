@@ -25,9 +25,6 @@ use crate::{
     state::ApiState,
 };
 
-/// Header carrying the API key (matched case-insensitively, as all header names are).
-pub(crate) const API_KEY_HEADER: &str = "svc-api-key";
-
 /// The authenticated caller of a management endpoint.
 pub(crate) struct Caller(pub Principal);
 
@@ -46,7 +43,7 @@ pub(crate) async fn require_api_key(
     // A header that is not visible ASCII cannot be a key: treat it like a malformed one.
     let presented = req
         .headers()
-        .get(API_KEY_HEADER)
+        .get(state.config.names.api_key.as_str())
         .map(|v| v.to_str().unwrap_or("\u{0}").to_string());
     let principal = match state.vault.authenticate(presented.as_deref()).await {
         Ok(principal) => principal,

@@ -12,8 +12,9 @@
 //! authenticated) caller passes them all again — else 403, recorded as a denial. A replay is
 //! recorded as `request.replayed` (attack finding 14).
 //!
-//! The key may also come as [`IDEMPOTENCY_KEY_ALIAS`] (`SVC-IDEMPOTENCY-KEY`), the header
-//! Basis Theory's SDKs send with this deployment's prefix: the same key, checked the same way.
+//! The key may also come as `<PREFIX>-IDEMPOTENCY-KEY` ([`IDEMPOTENCY_KEY_ALIAS`] with the
+//! default prefix), the header Basis Theory's SDKs send with this deployment's prefix
+//! (`--header-prefix`): the same key, checked the same way.
 //! Both headers with different values are a 400 naming them (docs/migrating.md).
 //!
 //! [`Vault::claim_idempotency`]: tessera_domain::Vault::claim_idempotency
@@ -42,11 +43,12 @@ use crate::{
     problem::ApiError,
     state::ApiState,
 };
+use tessera_service::header_names::HeaderNames;
 
 /// The request header (matched case-insensitively).
 pub(crate) const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
-/// The same header as the SDKs name it: `<header prefix>-IDEMPOTENCY-KEY`. The one place that
-/// names it (the middleware, its problems and the OpenAPI document read it from here).
+/// The same header as the SDKs name it, with the default prefix (`<PREFIX>-IDEMPOTENCY-KEY`;
+/// the OpenAPI document names it so, the middleware reads the deployment's name).
 pub(crate) const IDEMPOTENCY_KEY_ALIAS: &str = "SVC-IDEMPOTENCY-KEY";
 /// The response header marking a replayed answer.
 pub(crate) const REPLAYED: &str = "idempotent-replayed";
@@ -75,11 +77,6 @@ pub(crate) async fn idempotent(
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     // Before the body is read: a malformed key is a 400 whatever the body.
-    let key = match presented_key(req.headers()) {
-        Ok(Some(key)) => key,
-        Ok(None) => return Ok(next.call(req).await?.map_into_boxed_body()),
-        Err(e) => return Ok(req.error_response(e)),
-    };
     let (Some(state), Some(caller)) = (
         req.app_data::<web::Data<ApiState>>().cloned(),
         req.extensions().get::<Principal>().cloned(),
@@ -88,6 +85,11 @@ pub(crate) async fn idempotent(
             StatusCode::INTERNAL_SERVER_ERROR,
             "idempotency runs outside authentication",
         )));
+    };
+    let key = match presented_key(req.headers(), &state.config.names) {
+        Ok(Some(key)) => key,
+        Ok(None) => return Ok(next.call(req).await?.map_into_boxed_body()),
+        Err(e) => return Ok(req.error_response(e)),
     };
     let limit = body_limit(req.request());
     let payload = req.take_payload();
@@ -190,29 +192,30 @@ pub(crate) async fn idempotent(
 /// The idempotency key a request presents, in `Idempotency-Key` or in its alias, checked
 /// (1–255 printable ASCII characters; a problem names the header that carried it). Both headers
 /// may be sent only with the same value.
-fn presented_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+fn presented_key(headers: &HeaderMap, names: &HeaderNames) -> Result<Option<String>, ApiError> {
+    let alias = format!("{}-IDEMPOTENCY-KEY", names.prefix());
     let (header, value) = match (
         headers.get(IDEMPOTENCY_KEY),
-        headers.get(IDEMPOTENCY_KEY_ALIAS),
+        headers.get(names.idempotency_key.as_str()),
     ) {
         (None, None) => return Ok(None),
-        (Some(standard), Some(alias)) if standard != alias => {
+        (Some(standard), Some(aliased)) if standard != aliased => {
             return Err(ApiError::field(
-                IDEMPOTENCY_KEY_ALIAS,
+                &alias,
                 format!(
                     "differs from {IDEMPOTENCY_KEY}: send the key in one of the two headers, or the same key in both"
                 ),
             ))
         }
-        (Some(value), _) => (IDEMPOTENCY_KEY, value),
-        (None, Some(value)) => (IDEMPOTENCY_KEY_ALIAS, value),
+        (Some(value), _) => (IDEMPOTENCY_KEY.to_string(), value),
+        (None, Some(value)) => (alias, value),
     };
     // A value that is not visible ASCII cannot be a key: the domain's check refuses it.
     let key = value.to_str().unwrap_or("\u{0}").to_string();
     validate_idempotency_key(&key).map_err(|e| {
         let mut named = ValidationErrors::new();
         for message in e.fields().values().flatten() {
-            named.add(header, message.clone());
+            named.add(header.as_str(), message.clone());
         }
         ApiError::validation(&named)
     })?;
@@ -260,16 +263,33 @@ mod tests {
                 ("svc-idempotency-key", &b"k-1"[..]),
             ][..],
         ] {
-            let key = presented_key(&headers(pairs)).expect("valid");
+            let key = presented_key(&headers(pairs), &svc()).expect("valid");
             assert_eq!(key.as_deref(), Some("k-1"), "{pairs:?}");
         }
-        assert_eq!(presented_key(&headers(&[])).expect("none"), None);
+        assert_eq!(presented_key(&headers(&[]), &svc()).expect("none"), None);
+    }
+
+    fn svc() -> HeaderNames {
+        HeaderNames::default()
+    }
+
+    #[test]
+    fn a_chosen_prefix_names_the_alias() {
+        let bt = HeaderNames::new("BT").expect("prefix");
+        let key = presented_key(&headers(&[("bt-idempotency-key", b"k-2")]), &bt);
+        assert_eq!(key.expect("valid").as_deref(), Some("k-2"));
+        // The default name is not read beside the chosen one.
+        let other = presented_key(&headers(&[("svc-idempotency-key", b"k-2")]), &bt);
+        assert_eq!(other.expect("none"), None);
+        let both = headers(&[("idempotency-key", b"a"), ("bt-idempotency-key", b"b")]);
+        let e = presented_key(&both, &bt).expect_err("differ");
+        assert_eq!(fields(&e), vec!["BT-IDEMPOTENCY-KEY"]);
     }
 
     #[test]
     fn different_keys_and_malformed_keys_are_refused_naming_the_header() {
         let both = headers(&[("idempotency-key", b"a"), ("svc-idempotency-key", b"b")]);
-        let e = presented_key(&both).expect_err("differ");
+        let e = presented_key(&both, &svc()).expect_err("differ");
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
         assert_eq!(fields(&e), vec![IDEMPOTENCY_KEY_ALIAS]);
         assert!(e.detail().contains(IDEMPOTENCY_KEY), "{}", e.detail());
@@ -278,7 +298,7 @@ mod tests {
             ("svc-idempotency-key", IDEMPOTENCY_KEY_ALIAS),
         ] {
             for bad in [&b""[..], "é".as_bytes()] {
-                let e = presented_key(&headers(&[(name, bad)])).expect_err("malformed");
+                let e = presented_key(&headers(&[(name, bad)]), &svc()).expect_err("malformed");
                 assert_eq!(fields(&e), vec![shown], "{name}");
             }
         }

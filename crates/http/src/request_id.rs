@@ -28,14 +28,14 @@ pub(crate) static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// The caller's `X-Request-Id`, else its `SVC-TRACE-ID` (what Basis Theory's SDKs send), else
-/// a new id.
+/// The caller's `X-Request-Id`, else its `<PREFIX>-TRACE-ID` (what Basis Theory's SDKs send),
+/// else a new id.
 fn choose_id(req: &ServiceRequest) -> String {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-    tessera_service::request_id::choose_either(
-        header(tessera_service::request_id::HEADER),
-        header(tessera_service::request_id::TRACE_HEADER),
-    )
+    let trace = req
+        .app_data::<actix_web::web::Data<ApiState>>()
+        .and_then(|s| header(s.config.names.trace_id.as_str()));
+    tessera_service::request_id::choose_either(header(tessera_service::request_id::HEADER), trace)
 }
 
 /// The middleware; see the module docs.

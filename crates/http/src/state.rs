@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tessera_domain::{ApplicationId, Vault};
 use tessera_service::{
+    header_names::HeaderNames,
     metrics::{Registry, RequestCounter},
     mount::ProxyHandler,
     rate_limit::{RateLimit, RateLimiter},
@@ -14,12 +15,16 @@ use tessera_service::{
 pub struct ApiConfig {
     /// Largest request body accepted, in bytes (413 above).
     pub max_body_bytes: usize,
+    /// The prefixed header names (`--header-prefix`): the API key, idempotency key and trace
+    /// id headers.
+    pub names: HeaderNames,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: tessera_service::DEFAULT_MAX_BODY_BYTES,
+            names: HeaderNames::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! * [`problem`]: the RFC 7807 body every failure renders, and the one mapping of domain
 //!   error classes to statuses and log levels;
+//! * [`header_names`]: the prefixed header names of a deployment (`--header-prefix`);
 //! * [`request_id`]: choosing or making the `X-Request-Id` of a request;
 //! * [`rate_limit`]: per-credential token buckets;
 //! * [`metrics`]: counters and histograms written by each thread into its own shard (no
@@ -14,6 +15,7 @@
 //! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
 //!   while only the binary knows both.
 
+pub mod header_names;
 pub mod metrics;
 pub mod mount;
 pub mod problem;

@@ -1,12 +1,9 @@
 //! `X-Request-Id` (SUPPLEMENT §1): echoed when the caller sent a usable one, else generated.
 //! Basis Theory's SDKs send their correlation id as `<prefix>-TRACE-ID` instead: without a usable
-//! `X-Request-Id`, a usable [`TRACE_HEADER`] is the request id (docs/migrating.md).
+//! `X-Request-Id`, a usable trace id is the request id (docs/migrating.md).
 
 /// The header name.
 pub const HEADER: &str = "x-request-id";
-
-/// The SDKs' correlation-id header, with this deployment's header prefix (`SVC`).
-pub const TRACE_HEADER: &str = "svc-trace-id";
 
 /// The caller's id if it is 1–200 visible ASCII characters; otherwise a fresh one.
 pub fn choose(presented: Option<&str>) -> String {
@@ -16,7 +13,7 @@ pub fn choose(presented: Option<&str>) -> String {
 }
 
 /// The request id of a request carrying `request_id` (`X-Request-Id`) and `trace_id`
-/// ([`TRACE_HEADER`]): the first of them that is usable (see [`choose`]), else a fresh one.
+/// (`<PREFIX>-TRACE-ID`, [`crate::header_names::HeaderNames::trace_id`]): the first of them that is usable (see [`choose`]), else a fresh one.
 pub fn choose_either(request_id: Option<&str>, trace_id: Option<&str>) -> String {
     match request_id.filter(|v| usable(v)) {
         Some(id) => id.to_string(),

@@ -79,7 +79,10 @@ pub fn state(db: &TestDatabase, max_body_bytes: usize) -> ApiState {
 pub fn state_with(db: &TestDatabase, max_body_bytes: usize, policy: DestinationPolicy) -> ApiState {
     ApiState::new(
         vault_with(db, policy),
-        ApiConfig { max_body_bytes },
+        ApiConfig {
+            max_body_bytes,
+            ..ApiConfig::default()
+        },
         ProcessMetrics::new(),
     )
 }

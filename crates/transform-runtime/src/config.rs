@@ -67,6 +67,9 @@ pub struct EngineConfig {
     /// The uid and gid sandbox processes switch to when the gateway runs as root (process
     /// isolation; default 65534:65534, `nobody`/`nogroup`). Neither may be 0.
     pub sandbox_user: (u32, u32),
+    /// A second name of the client `req.svc` (`bt` with `--header-prefix BT`), so transforms
+    /// written for another vault's client name run unchanged. `req.svc` is always there.
+    pub client_alias: Option<String>,
 }
 
 impl Default for EngineConfig {
@@ -82,6 +85,7 @@ impl Default for EngineConfig {
             stack_bytes: 1024 * 1024,
             max_contexts: 256,
             sandbox_user: (65534, 65534),
+            client_alias: None,
         }
     }
 }
@@ -97,6 +101,7 @@ impl EngineConfig {
             retained: self.memory_limit.saturating_mul(RETAINED_PER_ALLOWANCE),
             stack: self.stack_bytes,
             max_contexts: self.max_contexts,
+            client_alias: self.client_alias.clone(),
         }
     }
 }

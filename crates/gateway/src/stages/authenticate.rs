@@ -14,17 +14,17 @@ use http::HeaderValue;
 use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal, Vault};
 
 use super::{select_proxy::Selected, Halt};
-use crate::{context::RequestContext, headers::API_KEY_HEADER, Gateway};
+use crate::{context::RequestContext, Gateway};
 
-/// The request's `SVC-API-KEY`, looked up by [`look_up_key`] while `select_proxy` finds the
+/// The request's `<PREFIX>-API-KEY`, looked up by [`look_up_key`] while `select_proxy` finds the
 /// proxy (issue 24): on a cold request the two lookups overlap instead of following each
 /// other. Kept until the proxy is known; an anonymous proxy ignores it.
 pub(crate) type LookedUp = Result<Principal, tessera_domain::VaultError>;
 
 /// The key the request presents, taken out of the context (a reference-counted handle, not a
 /// copy) so that its lookup can run beside `select_proxy`, which needs the context mutably.
-pub(crate) fn presented_key(ctx: &RequestContext<'_>) -> Option<HeaderValue> {
-    ctx.parts.headers.get(API_KEY_HEADER).cloned()
+pub(crate) fn presented_key(gw: &Gateway, ctx: &RequestContext<'_>) -> Option<HeaderValue> {
+    ctx.parts.headers.get(&gw.config.names.api_key).cloned()
 }
 
 /// Looks `key` up in whatever tenant (cached by the vault). A header that is not visible

@@ -1,6 +1,6 @@
 //! `destination` (SUPPLEMENT §5.1 step 4): where the request goes — the proxy's destination
 //! URL, the sub-path after `/proxy` (dot segments refused in any spelling: they would climb out
-//! of the destination's path) and the caller's query without `svc-proxy-key`. The host and
+//! of the destination's path) and the caller's query without a proxy key. The host and
 //! port are the destination URL's alone (the sub-path and query are appended to its path), so
 //! they are also what tokens' destination bindings are checked against (issue 27).
 
@@ -12,9 +12,14 @@ use crate::{
     context::RequestContext,
     destination::{check_sub_path, destination_uri},
     error::{ErrorKind, GatewayError},
+    Gateway,
 };
 
-pub(crate) fn destination(ctx: &mut RequestContext<'_>, proxy: &Proxy) -> Result<Uri, Halt> {
+pub(crate) fn destination(
+    gw: &Gateway,
+    ctx: &mut RequestContext<'_>,
+    proxy: &Proxy,
+) -> Result<Uri, Halt> {
     let suffix = ctx.suffix();
     check_sub_path(suffix).map_err(|e| GatewayError::new(ErrorKind::BadRequest, e))?;
     let parsed = proxy.parsed_destination.as_ref().ok_or_else(|| {
@@ -26,6 +31,11 @@ pub(crate) fn destination(ctx: &mut RequestContext<'_>, proxy: &Proxy) -> Result
     ctx.target = Target::of(parsed, ctx.ephemeral);
     ctx.audit.destination = ctx.target.as_ref().map(Target::display);
     ctx.audit.ephemeral = ctx.ephemeral;
-    destination_uri(parsed, ctx.suffix(), ctx.parts.uri.query())
-        .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e).into())
+    destination_uri(
+        parsed,
+        ctx.suffix(),
+        ctx.parts.uri.query(),
+        &gw.config.names,
+    )
+    .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e).into())
 }

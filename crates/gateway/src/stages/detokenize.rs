@@ -32,7 +32,7 @@ pub(crate) async fn detokenize(
     mut headers: HeaderMap,
     body: Bytes,
 ) -> Result<Outgoing, Halt> {
-    headers::strip_request(&mut headers);
+    headers::strip_request(&mut headers, &gw.config.names);
     let Some(caller) = caller else {
         ctx.processed = true;
         return Ok(Outgoing { headers, body });

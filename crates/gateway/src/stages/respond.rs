@@ -1,9 +1,9 @@
 //! `respond`: the answer the caller gets — the destination's, relayed here (streamed,
-//! hop-by-hop headers removed, `SVC-PROXY-DESTINATION-STATUS` added), a response transform's
+//! hop-by-hop headers removed, `<PREFIX>-PROXY-DESTINATION-STATUS` added), a response transform's
 //! (with the same status header), a transform's own answer, or a `proxy_error` — with
 //! `X-Request-Id`; and the request's metrics and its one log line when the gateway failed.
 
-use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tessera_service::{
@@ -15,8 +15,7 @@ use super::{Answer, Halt};
 use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
-    headers::{self, DESTINATION_STATUS_HEADER},
-    Gateway,
+    headers, Gateway,
 };
 
 pub(crate) fn respond(
@@ -25,10 +24,10 @@ pub(crate) fn respond(
     result: Result<Answer, Halt>,
 ) -> Response<ResponseBody> {
     let mut res = match result {
-        Ok(Answer::Destination(answer)) => relay(answer, ctx.request_id),
+        Ok(Answer::Destination(answer)) => relay(answer, ctx.request_id, status_header(gw)),
         Ok(Answer::Transformed(mut res)) => {
             let status = res.status();
-            mark_proxied(res.headers_mut(), status, ctx.request_id);
+            mark_proxied(res.headers_mut(), status, ctx.request_id, status_header(gw));
             res
         }
         Err(Halt::Answer(res)) => {
@@ -81,13 +80,21 @@ fn log(ctx: &RequestContext<'_>, e: &GatewayError) {
     }
 }
 
-/// Headers every proxied answer carries: the destination's status, and the request id unless
-/// the answer has its own (a destination's or a transform's passes through).
-fn mark_proxied(headers: &mut HeaderMap, status: StatusCode, request_id: &str) {
-    headers.insert(
-        DESTINATION_STATUS_HEADER,
-        HeaderValue::from(status.as_u16()),
-    );
+/// `<PREFIX>-PROXY-DESTINATION-STATUS`.
+fn status_header(gw: &Gateway) -> &HeaderName {
+    &gw.config.names.destination_status
+}
+
+/// Headers every proxied answer carries: the destination's status (under `status_header`), and
+/// the request id unless the answer has its own (a destination's or a transform's passes
+/// through).
+fn mark_proxied(
+    headers: &mut HeaderMap,
+    status: StatusCode,
+    request_id: &str,
+    status_header: &HeaderName,
+) {
+    headers.insert(status_header.clone(), HeaderValue::from(status.as_u16()));
     add_request_id(headers, request_id);
 }
 
@@ -102,10 +109,14 @@ pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
 
 /// The destination's response, streamed back with hop-by-hop headers removed and the
 /// destination status added. Its own `X-Request-Id` passes through; ours is added otherwise.
-fn relay(res: Response<Incoming>, request_id: &str) -> Response<ResponseBody> {
+fn relay(
+    res: Response<Incoming>,
+    request_id: &str,
+    status_header: &HeaderName,
+) -> Response<ResponseBody> {
     let (mut parts, body) = res.into_parts();
     headers::strip_response(&mut parts.headers);
-    mark_proxied(&mut parts.headers, parts.status, request_id);
+    mark_proxied(&mut parts.headers, parts.status, request_id, status_header);
     // A fresh response: the destination's HTTP version and extensions stay behind.
     let mut out = Response::new(body.map_err(|e| Box::new(e) as BoxError).boxed());
     *out.status_mut() = parts.status;

@@ -1,6 +1,7 @@
 //! `select_proxy` (SUPPLEMENT §5.1 step 1, §10): which proxy the request invokes — the one
-//! whose key is in the `SVC-PROXY-KEY` header, else the `svc-proxy-key` query parameter
-//! (missing or unknown: 401), or, with `SVC-PROXY-URL` instead of a key, an ephemeral proxy to
+//! whose key is in the `<PREFIX>-PROXY-KEY` header (`SVC-PROXY-KEY` by default), else the
+//! `<prefix>-proxy-key` query parameter (missing or unknown: 401), or, with `<PREFIX>-PROXY-URL`
+//! instead of a key, an ephemeral proxy to
 //! that URL (issue 27). An ephemeral request naming a proxy key too, one made while ephemeral
 //! proxies are off (`--no-ephemeral-proxy`), and one whose URL is not an allowed destination
 //! (`https`, or `http` and private addresses with `--allow-private-destinations`) are 400s.
@@ -14,7 +15,6 @@ use crate::{
     context::RequestContext,
     destination,
     error::{ErrorKind, GatewayError},
-    headers::PROXY_URL_HEADER,
     Gateway,
 };
 
@@ -36,13 +36,19 @@ pub(crate) async fn select_proxy(
         ctx.ephemeral = true;
         return Ok(Selected::Ephemeral(url));
     }
-    let key =
-        destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query()).ok_or_else(|| {
+    let names = &gw.config.names;
+    let key = destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query(), names).ok_or_else(
+        || {
             GatewayError::new(
                 ErrorKind::Unauthenticated,
-                "the SVC-PROXY-KEY header or the svc-proxy-key query parameter is required",
+                format!(
+                    "the {}-PROXY-KEY header or the {} query parameter is required",
+                    names.prefix(),
+                    names.proxy_key_query
+                ),
             )
-        })?;
+        },
+    )?;
     let proxy =
         gw.vault.proxy_by_key(&key).await?.ok_or_else(|| {
             GatewayError::new(ErrorKind::Unauthenticated, "the proxy key is unknown")
@@ -54,25 +60,27 @@ pub(crate) async fn select_proxy(
 
 /// The URL of an ephemeral invocation, when the request is one (`SVC-PROXY-URL` given).
 fn ephemeral_url(gw: &Gateway, ctx: &RequestContext<'_>) -> Result<Option<url::Url>, Halt> {
-    let Some(raw) = ctx.parts.headers.get(PROXY_URL_HEADER) else {
+    let names = &gw.config.names;
+    let Some(raw) = ctx.parts.headers.get(&names.proxy_url) else {
         return Ok(None);
     };
+    let header = format!("{}-PROXY-URL", names.prefix());
     let bad = |message: String| Halt::from(GatewayError::new(ErrorKind::BadRequest, message));
     if !gw.config.ephemeral_proxy {
         return Err(bad("ephemeral proxies are disabled".into()));
     }
-    if destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query()).is_some() {
-        return Err(bad(
-            "SVC-PROXY-URL (an ephemeral proxy) and a proxy key cannot be used together".into(),
-        ));
+    if destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query(), names).is_some() {
+        return Err(bad(format!(
+            "{header} (an ephemeral proxy) and a proxy key cannot be used together"
+        )));
     }
     let raw = raw
         .to_str()
-        .map_err(|_| bad("SVC-PROXY-URL must be visible ASCII".into()))?;
+        .map_err(|_| bad(format!("{header} must be visible ASCII")))?;
     let policy = DestinationPolicy {
         allow_private_destinations: gw.config.client.allow_private_destinations,
     };
     check_destination(raw, policy)
         .map(Some)
-        .map_err(|e| bad(format!("SVC-PROXY-URL {e}")))
+        .map_err(|e| bad(format!("{header} {e}")))
 }

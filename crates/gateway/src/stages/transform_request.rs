@@ -29,7 +29,7 @@ pub(crate) async fn transform_request(
         .parts
         .uri
         .query()
-        .map(destination::strip_proxy_key)
+        .map(|q| destination::strip_proxy_key(q, &gw.config.names))
         .filter(|q| !q.is_empty())
         .map(|q| format!("?{q}"))
         .unwrap_or_default();
@@ -46,6 +46,6 @@ pub(crate) async fn transform_request(
     let mut headers = replace_headers(new_headers, outgoing.headers)
         .map_err(|e| failed(format!("transform failed: {e}")))?;
     let body = new_body.map_or(outgoing.body, Bytes::from);
-    headers::strip_request(&mut headers);
+    headers::strip_request(&mut headers, &gw.config.names);
     Ok(Outgoing { headers, body })
 }

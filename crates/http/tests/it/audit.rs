@@ -460,6 +460,7 @@ fn streaming_to(db: &TestDatabase, sink: &Sink) -> ApiState {
         vault,
         ApiConfig {
             max_body_bytes: MIB,
+            ..ApiConfig::default()
         },
         ProcessMetrics::new(),
     )

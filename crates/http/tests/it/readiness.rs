@@ -64,6 +64,7 @@ mod postgres {
             vault,
             ApiConfig {
                 max_body_bytes: 1024,
+                ..ApiConfig::default()
             },
             ProcessMetrics::new(),
         );

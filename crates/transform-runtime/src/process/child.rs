@@ -153,6 +153,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
         retained,
         stack,
         max_contexts,
+        client_alias,
         prelude_hash,
         prelude,
     }) = read()
@@ -164,6 +165,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
         retained,
         stack,
         max_contexts,
+        client_alias,
     };
     let prelude = Program::from_parts(prelude_hash, prelude);
     let log_channel = channel.clone();
@@ -172,7 +174,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
             line: line.to_string(),
         });
     });
-    let Ok(mut rt) = JsRuntime::new(limits, log.clone()) else {
+    let Ok(mut rt) = JsRuntime::new(limits.clone(), log.clone()) else {
         return;
     };
     let mut programs: HashMap<[u8; 32], Program> = HashMap::new();
@@ -216,7 +218,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
                     return;
                 }
                 if rt.is_broken() {
-                    match JsRuntime::new(limits, log.clone()) {
+                    match JsRuntime::new(limits.clone(), log.clone()) {
                         Ok(fresh) => rt = fresh,
                         Err(_) => return,
                     }

@@ -148,6 +148,7 @@ impl Sandbox {
                 retained: limits.retained,
                 stack: limits.stack,
                 max_contexts: limits.max_contexts,
+                client_alias: limits.client_alias.clone(),
                 prelude_hash: *inner.prelude.hash(),
                 prelude: inner.prelude.bytecode().to_vec(),
             })

@@ -20,6 +20,7 @@ pub(crate) enum ToChild {
         retained: usize,
         stack: usize,
         max_contexts: usize,
+        client_alias: Option<String>,
         prelude_hash: [u8; 32],
         prelude: Vec<u8>,
     },

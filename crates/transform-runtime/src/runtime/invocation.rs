@@ -85,7 +85,11 @@ impl JsRuntime {
                 req.set("args", built.args)?;
                 req.set("configuration", built.configuration)?;
                 if job.svc {
-                    req.set("svc", exports.svc.clone().restore(&ctx)?)?;
+                    let svc = exports.svc.clone().restore(&ctx)?;
+                    if let Some(alias) = &self.limits.client_alias {
+                        req.set(alias.as_str(), svc.clone())?;
+                    }
+                    req.set("svc", svc)?;
                 }
                 let called = match handler.call::<_, Value>((req,)) {
                     Ok(value) => match value.as_promise() {

@@ -24,7 +24,7 @@ use crate::{
 const CALLS_PER_CONTEXT: u32 = 10_000;
 
 /// Limits of a runtime.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Limits {
     /// What one invocation may allocate.
     pub(crate) memory: usize,
@@ -33,6 +33,8 @@ pub(crate) struct Limits {
     pub(crate) retained: usize,
     pub(crate) stack: usize,
     pub(crate) max_contexts: usize,
+    /// The second name of `req.svc`, if any ([`crate::EngineConfig::client_alias`]).
+    pub(crate) client_alias: Option<String>,
 }
 
 /// One unit of work.
