@@ -188,9 +188,12 @@ await run.op('tokens listV2 cursor walk (7 tokens, size 3)', async () => {
   check(dups.length === 0, `tokens returned twice: ${dups}`);
   const missing = [...created].filter((id) => !seen.includes(id));
   check(missing.length === 0, `tokens never returned: ${missing}`);
-  // And with the SDK's iterator, filtered by metadata (sent as JSON).
+});
+
+await run.op('tokens listV2 (for await, metadata filter sent as JSON)', async () => {
+  const walk = need(state.walk, 'the cursor walk');
   const filtered = (await collect(await admin.tokens.listV2({ metadata: { walk: run.runId }, size: 3 }))).map((t) => t.id);
-  eq([...filtered].sort(), [...created].sort(), 'listV2 filtered by metadata');
+  eq([...filtered].sort(), [...walk].sort(), 'listV2 filtered by metadata');
 });
 
 await run.op('tokens searchV2 (query)', async () => {
@@ -210,6 +213,14 @@ await run.op('idempotency (BT-IDEMPOTENCY-KEY replay)', async () => {
   // The replay answers with the first token, so no second one was created.
   eq(second.id, first.id, 'the replayed token id');
   eq((await admin.tokens.get(first.id)).data, body.data, 'data read back');
+});
+
+await run.op('trace id (BT-TRACE-ID echoed as X-Request-Id)', async () => {
+  const tok = need(state.token, 'tokens create');
+  const correlationId = `trace-${run.runId}`;
+  const { data, rawResponse } = await admin.tokens.get(tok.id, { correlationId }).withRawResponse();
+  eq(data.id, tok.id, 'id');
+  eq(rawResponse.headers.get('x-request-id'), correlationId, 'X-Request-Id');
 });
 
 await run.op('tokens delete', async () => {

@@ -5,7 +5,9 @@ TESSERA_KEY (a management key holding every permission) and ECHO_URL (a local ec
 the environment. Every call goes through the SDK method a user would call; results are checked.
 """
 
+import datetime
 import json
+import time
 import uuid
 
 import basistheory
@@ -143,11 +145,33 @@ def app_create_expires():
     apps.delete(app.id)
 
 
+def app_expiry_enforced():
+    soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=3)
+    app = apps.create(CreateApplicationRequest(
+        name=f"sdk-py3-soon-{r.run_id}", type="private", permissions=["token:read"],
+        expires_at=soon.isoformat().replace("+00:00", "Z")))
+    TokensApi(client(app.key)).get(size=1)
+    time.sleep(max(0.0, (soon - datetime.datetime.now(datetime.timezone.utc)).total_seconds()) + 1.5)
+    expect_error(lambda: TokensApi(client(app.key)).get(size=1), UnauthorizedException, 401)
+    apps.delete(app.id)
+
+
+def app_regenerate_revokes_keys():
+    app = need(state.get("app"), "applications create")
+    extra = app_keys.create(app.id)
+    TokensApi(client(extra.key)).get(size=1)
+    fresh = apps.regenerate_key(app.id)
+    expect_error(lambda: TokensApi(client(extra.key)).get(size=1), UnauthorizedException, 401)
+    TokensApi(client(fresh.key)).get(size=1)
+    eq(len(app_keys.get(app.id)), 1, "keys after regenerate")
+    state["app"] = fresh
+
+
 def app_create_no_key():
     app = apps.create(CreateApplicationRequest(
         name=f"sdk-py3-nokey-{r.run_id}", type="private", permissions=["token:read"],
         create_key=False))
-    check(not getattr(app, "key", None), f"a key was created: {app.key!r}")
+    check(not getattr(app, "key", None), f"a key was created: {getattr(app, 'key', None)!r}")
     eq(app_keys.get(app.id), [], "keys of an application created without one")
     apps.delete(app.id)
 
@@ -375,6 +399,8 @@ r.op("applications regenerate", app_regenerate)
 r.op("application keys create/list/get/delete", app_keys_crud)
 r.op("applications create (expires_at)", app_create_expires)
 r.op("applications create (create_key false)", app_create_no_key)
+r.op("applications expires_at enforced (key refused after it)", app_expiry_enforced)
+r.op("applications regenerate revokes every key", app_regenerate_revokes_keys)
 r.op("applications delete", app_delete)
 r.op("tokens create (card, containers, expiry, metadata, dedup)", token_create)
 r.op("tokens get (data read back)", token_get)
