@@ -257,6 +257,25 @@ fn bad_configuration_fails_clearly() {
 /// Timeouts so large that making a `Duration` of them panicked (or adding them to an
 /// `Instant`, on every request) stop the process at once with the bounds, from a flag or from
 /// its environment variable.
+/// `--header-prefix` refuses what would capture standard headers or a `req` field, naming the
+/// flag, before anything starts.
+#[test]
+fn unusable_header_prefixes_fail_clearly() {
+    for (value, expect) in [
+        ("X", "2 to 16 ASCII letters and digits"),
+        ("B-T", "2 to 16 ASCII letters and digits"),
+        ("content", "is reserved"),
+        ("ARGS", "is reserved"),
+    ] {
+        fails_with_one_line(&["serve", "--header-prefix", value], &[], expect);
+    }
+    fails_with_one_line(
+        &["serve"],
+        &[("TESSERA_HEADER_PREFIX", "sec")],
+        "is reserved",
+    );
+}
+
 #[test]
 fn out_of_range_timeouts_fail_clearly() {
     let bound = "must be more than 0 and at most 3600 seconds";

@@ -255,6 +255,18 @@ fn the_gateway_stops_gracefully_and_reports_bad_flags() {
             "{stderr}"
         );
     }
+    let out = Command::new(GATEWAY)
+        .args(["--header-prefix", "PROXY"])
+        .current_dir(dir.path())
+        .env("TESSERA_MASTER_KEY", MASTER_KEY)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--header-prefix") && stderr.contains("is reserved"),
+        "{stderr}"
+    );
 }
 
 /// Peak resident memory of process `pid`, in KiB (Linux).

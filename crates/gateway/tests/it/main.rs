@@ -11,6 +11,7 @@ mod caching;
 mod destination;
 mod detokenize;
 mod forward;
+mod header_prefix;
 mod headers;
 mod metrics;
 mod rate_limit;

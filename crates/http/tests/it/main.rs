@@ -11,6 +11,7 @@ mod children;
 mod detokenize;
 mod escalation;
 mod fuzz_api;
+mod header_prefix;
 mod hostile_inputs;
 mod idempotent_replays;
 mod lifecycle;
