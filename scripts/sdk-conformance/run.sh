@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
 
 api_bin="${API_BIN:-target/debug/api}"
-cache="${TESSERA_SDK_CACHE:-$HOME/.cache/tessera-sdks}"
+cache="${TESSERA_SDK_CACHE:-${HOME:-/tmp}/.cache/tessera-sdks}"
 per_script_timeout="${SDK_CONFORMANCE_TIMEOUT:-300}"
 scripts=("$@")
 [ ${#scripts[@]} -gt 0 ] || scripts=(python3_sdk.py python18_sdk.py node_sdk.mjs bt_js.mjs)
