@@ -205,6 +205,11 @@ await run.op('tokens searchV2 (query)', async () => {
   eq(cards.map((t) => t.id), [tok.id], 'type:card AND metadata.run');
 });
 
+await run.op('tokens searchV2 (a field that cannot be searched: BadRequestError)', async () => {
+  const e = await expectError(() => admin.tokens.searchV2({ query: 'data:4242' }), BasisTheory.BadRequestError, 400);
+  check(JSON.stringify(e.body).includes('data'), `the problem does not name the term: ${JSON.stringify(e.body)}`);
+});
+
 await run.op('idempotency (BT-IDEMPOTENCY-KEY replay)', async () => {
   const idempotencyKey = uuid();
   const body = { type: 'token', data: `idem-${run.runId}`, metadata: { idem: run.runId } };

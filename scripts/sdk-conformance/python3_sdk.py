@@ -271,13 +271,20 @@ def cursor_walk():
     state["walk"] = created
     seen = []
     start = None
+    pages = 0
     for _ in range(1000):
         page = tokens.get_v2(size=3, **({"start": start} if start else {}))
         check(len(page.data) <= 3, f"a page of {len(page.data)} tokens with size=3")
         seen.extend(t.id for t in page.data)
+        pages += 1
+        if pages == 1:
+            # Tokens created during the walk must not shift it: no repeats, nothing skipped.
+            for i in range(2):
+                tokens.create(CreateTokenRequest(type="token", data=f"during-{i}"))
         start = getattr(page.pagination, "next", None)
         if not start:
             break
+    check(pages >= 3, f"7 tokens at size 3 came in {pages} page(s)")
     dups = {i for i in seen if seen.count(i) > 1}
     check(not dups, f"tokens returned twice: {sorted(dups)}")
     missing = created - set(seen)
