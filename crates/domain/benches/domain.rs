@@ -53,6 +53,8 @@ fn permissions(c: &mut Criterion) {
         created_at: now,
         modified_by: id,
         modified_at: now,
+        expires_at: None,
+        keys: vec![],
     });
     let last = Container::parse("/team10/pci/high/").expect("container");
     let miss = Container::parse("/general/high/").expect("container");

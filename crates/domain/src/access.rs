@@ -24,6 +24,8 @@ pub struct Principal {
     permissions: BTreeSet<Permission>,
     /// Sorted by priority, lowest first.
     rules: Vec<Rule>,
+    /// After this instant the application's keys, and anything acting as it, are refused.
+    expires_at: Option<time::OffsetDateTime>,
     /// Where the checks this caller passes are written down, when asked (see
     /// [`Principal::recording`]); `None` on every hot path.
     log: Option<Arc<Mutex<Vec<GrantCheck>>>>,
@@ -72,8 +74,15 @@ impl Principal {
             app_type: app.app_type,
             permissions: app.permissions.iter().copied().collect(),
             rules,
+            expires_at: app.expires_at,
             log: None,
         }
+    }
+
+    /// Whether the application has expired at `now`: its keys are refused, and so is acting
+    /// as it (a proxy's `req.svc`).
+    pub fn is_expired(&self, now: time::OffsetDateTime) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
     }
 
     /// About how many bytes this principal owns on the heap (its permissions and rules), for
@@ -352,6 +361,8 @@ mod tests {
             created_at: now,
             modified_by: id,
             modified_at: now,
+            expires_at: None,
+            keys: vec![],
         })
     }
 

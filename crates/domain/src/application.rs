@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 
 use crate::{
     container::Container,
-    ids::{ApplicationId, TenantId},
+    ids::{ApplicationId, ApplicationKeyId, TenantId},
     permission::Permission,
     validation::{char_len, check_name, ValidationErrors},
 };
@@ -18,6 +18,8 @@ pub const MAX_NAME_CHARS: usize = 200;
 pub const MAX_RULES: usize = 100;
 /// Longest rule description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
+/// Most live keys an application may hold (docs/api.md, "Application keys").
+pub const MAX_KEYS: usize = 100;
 
 /// What kind of caller an application represents; it bounds which permissions it may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,7 +86,8 @@ pub struct Rule {
     pub permissions: Vec<Permission>,
 }
 
-/// What a caller supplies to create or replace an application.
+/// What a caller supplies to create an application (and, through [`ApplicationUpdate`], to
+/// replace one).
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
     "name": "checkout service",
@@ -107,6 +110,15 @@ pub struct ApplicationInput {
     /// Container-scoped token permissions.
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// When every key of the application stops working: RFC 3339, in the future. Left out
+    /// (or `null`), the application does not expire.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub expires_at: Option<String>,
+    /// Whether a key is issued with the application (default `true`); `false` creates it
+    /// without one, and keys are added through `POST /applications/{id}/keys`.
+    #[serde(default)]
+    pub create_key: Option<bool>,
 }
 
 /// What a caller supplies to replace an application (`PUT`): the body of a create, but `type`
@@ -140,6 +152,8 @@ impl ApplicationUpdate {
             app_type: self.app_type.unwrap_or(current),
             permissions: self.permissions,
             rules: self.rules,
+            expires_at: None,
+            create_key: None,
         }
     }
 }
@@ -166,13 +180,22 @@ pub struct ValidApplication {
     pub permissions: Vec<Permission>,
     /// Rules in priority order.
     pub rules: Vec<Rule>,
+    /// When its keys stop working, if ever (in the future when validated).
+    pub expires_at: Option<OffsetDateTime>,
+    /// Whether a key is issued with it.
+    pub create_key: bool,
 }
 
 impl ApplicationInput {
-    /// Applies SUPPLEMENT §2.2: name length, type/permission compatibility, rule shape.
+    /// Applies docs/api.md, "Applications": name length, type/permission compatibility, rule
+    /// shape, and an `expires_at` in the future.
     pub fn validate(self) -> Result<ValidApplication, ValidationErrors> {
         let mut errors = ValidationErrors::new();
         check_name(&self.name, MAX_NAME_CHARS, &mut errors);
+        let expires_at = self
+            .expires_at
+            .as_deref()
+            .and_then(|raw| future_instant(raw, crate::timestamp::now(), &mut errors));
         if self.permissions.is_empty() && self.rules.is_empty() {
             errors.add("permissions", "an application needs permissions or rules");
         }
@@ -201,7 +224,31 @@ impl ApplicationInput {
             app_type: self.app_type,
             permissions,
             rules,
+            expires_at,
+            create_key: self.create_key.unwrap_or(true),
         })
+    }
+}
+
+/// `raw` as an instant after `now`, or a problem recorded under `expires_at`.
+fn future_instant(
+    raw: &str,
+    now: OffsetDateTime,
+    errors: &mut ValidationErrors,
+) -> Option<OffsetDateTime> {
+    match crate::timestamp::parse(raw) {
+        Some(ts) if ts > now => Some(ts),
+        Some(_) => {
+            errors.add("expires_at", "must be in the future");
+            None
+        }
+        None => {
+            errors.add(
+                "expires_at",
+                "must be an RFC 3339 timestamp with an offset, e.g. 2030-01-31T12:00:00Z",
+            );
+            None
+        }
     }
 }
 
@@ -268,6 +315,32 @@ pub struct Application {
     pub modified_by: ApplicationId,
     /// Last change.
     pub modified_at: OffsetDateTime,
+    /// After this instant every key of the application is refused; `None`: never.
+    pub expires_at: Option<OffsetDateTime>,
+    /// Its keys (never their secrets), oldest first. Filled by the vault's application reads;
+    /// empty where only the application was read (to authenticate, or to act as it).
+    pub keys: Vec<ApplicationKey>,
+}
+
+impl Application {
+    /// Whether its keys are refused at `now`.
+    pub fn is_expired(&self, now: OffsetDateTime) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// One of an application's API keys, without the key: only its hash is stored, and the key
+/// is shown once, when it is issued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplicationKey {
+    /// Identifier.
+    pub id: ApplicationKeyId,
+    /// The application it authenticates as.
+    pub application_id: ApplicationId,
+    /// Application that issued it.
+    pub created_by: ApplicationId,
+    /// When it was issued.
+    pub created_at: OffsetDateTime,
 }
 
 #[cfg(test)]
@@ -284,6 +357,8 @@ mod tests {
             app_type,
             permissions,
             rules,
+            expires_at: None,
+            create_key: None,
         }
     }
 
@@ -417,6 +492,56 @@ mod tests {
             v.rules.iter().map(|r| r.priority).collect::<Vec<_>>(),
             vec![2, 5]
         );
+    }
+
+    #[test]
+    fn expiry_must_be_a_future_instant_and_keys_are_issued_by_default() {
+        let mut i = input(
+            ApplicationType::Private,
+            vec![Permission::TokenRead],
+            vec![],
+        );
+        let valid = i.clone().validate().expect("no expiry");
+        assert_eq!(valid.expires_at, None);
+        assert!(valid.create_key);
+        i.expires_at = Some("2999-01-01T00:00:00Z".into());
+        i.create_key = Some(false);
+        let valid = i.clone().validate().expect("future");
+        assert_eq!(valid.expires_at.map(|t| t.year()), Some(2999));
+        assert!(!valid.create_key);
+        for bad in ["2000-01-01T00:00:00Z", "tomorrow", "2999-01-01"] {
+            i.expires_at = Some(bad.into());
+            let err = i.clone().validate().expect_err(bad);
+            assert!(err.fields().contains_key("expires_at"), "{bad}");
+        }
+        let parsed: ApplicationInput = serde_json::from_value(serde_json::json!({
+            "name": "a", "type": "private", "permissions": ["token:read"],
+            "expires_at": null, "create_key": null}))
+        .expect("nulls are absent");
+        assert_eq!((parsed.expires_at, parsed.create_key), (None, None));
+    }
+
+    #[test]
+    fn an_application_expires_at_its_instant() {
+        let now = crate::timestamp::now();
+        let mut app = Application {
+            id: ApplicationId::new(),
+            tenant_id: TenantId::new(),
+            name: "a".into(),
+            app_type: ApplicationType::Private,
+            permissions: vec![],
+            rules: vec![],
+            created_by: ApplicationId::new(),
+            created_at: now,
+            modified_by: ApplicationId::new(),
+            modified_at: now,
+            expires_at: None,
+            keys: vec![],
+        };
+        assert!(!app.is_expired(now));
+        app.expires_at = Some(now + time::Duration::seconds(1));
+        assert!(!app.is_expired(now));
+        assert!(app.is_expired(now + time::Duration::seconds(1)));
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub enum Resource {
     Tenant,
     /// An application.
     Application,
+    /// One of an application's keys.
+    ApplicationKey,
     /// A token.
     Token,
     /// A parent → child link.
@@ -46,6 +48,7 @@ impl fmt::Display for Resource {
         f.write_str(match self {
             Resource::Tenant => "tenant",
             Resource::Application => "application",
+            Resource::ApplicationKey => "application key",
             Resource::Token => "token",
             Resource::Association => "association",
             Resource::Proxy => "proxy",

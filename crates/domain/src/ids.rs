@@ -68,6 +68,10 @@ id_type!(
     ApplicationId
 );
 id_type!(
+    /// Identifies one of an application's API keys within a tenant.
+    ApplicationKeyId
+);
+id_type!(
     /// Identifies a token within a tenant.
     TokenId
 );

@@ -46,7 +46,7 @@ pub use application::{Application, ApplicationInput, ApplicationType, Applicatio
 pub use container::Container;
 pub use crypto::MasterKey;
 pub use error::VaultError;
-pub use ids::{ApplicationId, ProxyId, TenantId, TokenId};
+pub use ids::{ApplicationId, ApplicationKeyId, ProxyId, TenantId, TokenId};
 pub use pagination::{Page, PageRequest};
 pub use permission::Permission;
 pub use proxy::{Proxy, ProxyInput, ProxyPatch};

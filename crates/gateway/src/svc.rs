@@ -117,6 +117,14 @@ fn bad(message: String) -> HostError {
 
 /// [`SvcHost::call`] without the refusal's audit event.
 async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, HostError> {
+    // An expired application's keys are refused, and so is acting as it (docs/api.md,
+    // "Application keys").
+    if host.principal.is_expired(tessera_domain::timestamp::now()) {
+        return Err(HostError {
+            status: 401,
+            message: "the proxy's application has expired".into(),
+        });
+    }
     let id = |payload: &Value| {
         payload
             .as_str()

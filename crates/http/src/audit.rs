@@ -56,6 +56,8 @@ pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
         ("PUT", "/applications/{id}") => A::ApplicationUpdated,
         ("DELETE", "/applications/{id}") => A::ApplicationDeleted,
         ("POST", "/applications/{id}/regenerate") => A::ApplicationKeyRegenerated,
+        ("POST", "/applications/{id}/keys") => A::ApplicationKeyCreated,
+        ("DELETE", "/applications/{id}/keys/{key_id}") => A::ApplicationKeyRevoked,
         ("POST", "/proxies") => A::ProxyCreated,
         ("PUT", "/proxies/{id}") => A::ProxyUpdated,
         ("DELETE", "/proxies/{id}") => A::ProxyDeleted,

@@ -5,7 +5,7 @@
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditFilter, Outcome},
     proxy::name_like_pattern,
-    store::{ProxyFilter, TokenFilter},
+    store::{ApplicationFilter, ProxyFilter, TokenFilter},
     timestamp,
     validation::{has_nul, NUL_MESSAGE},
     PageRequest, ProxyId, TokenId, TokenType, ValidationErrors,
@@ -13,7 +13,7 @@ use tessera_domain::{
 
 use crate::problem::ApiError;
 
-/// `page` and `size`, as [`page_only`] accepts them (OpenAPI description only).
+/// `page` and `size`, as every list accepts them (OpenAPI description only).
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)] // read by the OpenAPI derive, never constructed
@@ -92,21 +92,6 @@ fn finish_page(
             None
         }
     }
-}
-
-/// Parses a query that may hold only `page` and `size`.
-pub(crate) fn page_only(query: &str) -> Result<PageRequest, ApiError> {
-    let (mut page, mut size) = (None, None);
-    let mut errors = ValidationErrors::new();
-    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-        match key.as_ref() {
-            "page" | "size" => page_param(&key, &value, &mut page, &mut size),
-            other => errors.add(other.to_string(), "is not a known query parameter"),
-        }
-    }
-    let request = finish_page(page, size, &mut errors);
-    errors.into_result().map_err(|e| ApiError::validation(&e))?;
-    request.ok_or_else(|| ApiError::field("page", "invalid"))
 }
 
 /// The metadata key a token-list parameter filters on: `metadata.<key>`, or the deepObject
@@ -195,6 +180,78 @@ pub(crate) fn proxy_list(query: &str) -> Result<ProxyListQuery, ApiError> {
         filter,
         page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
     })
+}
+
+/// The application-list filters [`application_list`] accepts besides [`PageParams`] (OpenAPI
+/// description only).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by the OpenAPI derive, never constructed
+pub(crate) struct ApplicationListParams {
+    /// Only these ids (repeat the key for several; at most 100).
+    #[param(style = Form, explode)]
+    id: Option<Vec<uuid::Uuid>>,
+    /// Only these types (repeat the key for several).
+    #[param(rename = "type", style = Form, explode, inline)]
+    app_type: Option<Vec<tessera_domain::ApplicationType>>,
+}
+
+/// Most `id` filters an application list takes.
+const MAX_APPLICATION_IDS: usize = 100;
+
+/// A parsed application-list query.
+#[derive(Debug, Clone)]
+pub(crate) struct ApplicationListQuery {
+    /// Filters.
+    pub filter: ApplicationFilter,
+    /// Page.
+    pub page: PageRequest,
+}
+
+/// Parses an application-list query: `id` and `type` (each repeatable, as Basis Theory's SDKs
+/// send them), `page`, `size`.
+pub(crate) fn application_list(query: &str) -> Result<ApplicationListQuery, ApiError> {
+    let (mut page, mut size) = (None, None);
+    let mut filter = ApplicationFilter::default();
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "page" | "size" => page_param(&key, &value, &mut page, &mut size),
+            "id" => match value.parse::<tessera_domain::ApplicationId>() {
+                Ok(id) => filter.ids.push(id),
+                Err(_) => errors.add("id", format!("`{value}` is not an application id")),
+            },
+            "type" => match tessera_domain::ApplicationType::parse(&value) {
+                Some(t) => filter.types.push(t),
+                None => errors.add(
+                    "type",
+                    format!("`{value}` is not an application type (private, public, management)"),
+                ),
+            },
+            other => errors.add(other.to_string(), "is not a known query parameter"),
+        }
+    }
+    if filter.ids.len() > MAX_APPLICATION_IDS {
+        errors.add(
+            "id",
+            format!("may be given at most {MAX_APPLICATION_IDS} times"),
+        );
+    }
+    let request = finish_page(page, size, &mut errors);
+    errors.into_result().map_err(|e| ApiError::validation(&e))?;
+    Ok(ApplicationListQuery {
+        filter,
+        page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
+    })
+}
+
+/// Refuses any parameter of a query that takes none (a 400 naming each).
+pub(crate) fn none(query: &str) -> Result<(), ApiError> {
+    let mut errors = ValidationErrors::new();
+    for (key, _) in form_urlencoded::parse(query.as_bytes()) {
+        errors.add(key.to_string(), "is not a known query parameter");
+    }
+    errors.into_result().map_err(|e| ApiError::validation(&e))
 }
 
 /// The audit-event filters [`audit_list`] accepts besides [`PageParams`] (OpenAPI description
@@ -358,8 +415,42 @@ mod tests {
             let e = token_list(bad).expect_err(bad);
             assert_eq!(e.status().as_u16(), 400, "{bad}");
         }
-        assert!(page_only("id=1").is_err());
-        assert_eq!(page_only("").expect("defaults").size(), 20);
+        assert!(application_list("colour=red").is_err());
+        assert!(none("").is_ok());
+        assert_eq!(none("id=1").expect_err("id").status().as_u16(), 400);
+        assert_eq!(application_list("").expect("defaults").page.size(), 20);
+    }
+
+    #[test]
+    fn parses_application_filters_and_names_bad_ones() {
+        let a = uuid::Uuid::new_v4();
+        let b = uuid::Uuid::new_v4();
+        let q = application_list(&format!("id={a}&id={b}&type=private&type=public&page=2"))
+            .expect("valid");
+        assert_eq!(q.filter.ids.len(), 2);
+        assert_eq!(
+            q.filter.types,
+            vec![
+                tessera_domain::ApplicationType::Private,
+                tessera_domain::ApplicationType::Public
+            ]
+        );
+        assert_eq!(q.page.page(), 2);
+        for (bad, field) in [
+            ("id=nope", "id"),
+            ("type=admin", "type"),
+            ("start=abc", "start"),
+            ("size=0", "size"),
+        ] {
+            let e = application_list(bad).expect_err(bad);
+            assert_eq!(e.status().as_u16(), 400, "{bad}");
+            let body = serde_json::to_value(e.problem()).expect("json");
+            assert!(body["errors"].get(field).is_some(), "{bad}: {body}");
+        }
+        let many: Vec<String> = (0..=MAX_APPLICATION_IDS)
+            .map(|_| format!("id={}", uuid::Uuid::new_v4()))
+            .collect();
+        assert!(application_list(&many.join("&")).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use tessera_domain::{
-    application::{Application, ApplicationType},
+    application::{Application, ApplicationKey, ApplicationType},
     audit::ChainedEvent,
     hex,
     proxy::Configuration,
@@ -28,7 +28,8 @@ pub(crate) fn created_or_found(
     response.json(TokenView::without_data(token, viewer))
 }
 
-/// An application. `key` appears only on create and regenerate.
+/// An application. `key` appears only on create (unless `create_key` was `false`) and
+/// regenerate; `keys` lists its keys, never their secrets.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct ApplicationView {
     id: ApplicationId,
@@ -44,12 +45,21 @@ pub(crate) struct ApplicationView {
     modified_by: ApplicationId,
     #[serde(with = "serde_rfc3339")]
     modified_at: OffsetDateTime,
+    /// After this instant every key of the application is refused; absent: never.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serde_rfc3339::option::serialize"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    expires_at: Option<OffsetDateTime>,
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "tessera_domain::secret::exposed_option"
     )]
     #[schema(value_type = Option<String>)]
     key: Option<Secret<String>>,
+    /// Its keys, oldest first, without their secrets.
+    keys: Vec<ApplicationKeyView>,
 }
 
 impl ApplicationView {
@@ -66,7 +76,9 @@ impl ApplicationView {
             created_at: a.created_at,
             modified_by: a.modified_by,
             modified_at: a.modified_at,
+            expires_at: a.expires_at,
             key: None,
+            keys: a.keys.into_iter().map(ApplicationKeyView::new).collect(),
         }
     }
 
@@ -75,6 +87,49 @@ impl ApplicationView {
         Self {
             key: Some(Secret::new(issued.api_key.expose().to_string())),
             ..Self::new(issued.application)
+        }
+    }
+
+    /// A created application, with its key unless it was created without one.
+    pub(crate) fn created(created: tessera_domain::vault::CreatedApplication) -> Self {
+        Self {
+            key: created.api_key.map(|k| Secret::new(k.expose().to_string())),
+            ..Self::new(created.application)
+        }
+    }
+}
+
+/// One key of an application. `key` appears only in the answer that issues it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ApplicationKeyView {
+    id: tessera_domain::ApplicationKeyId,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "tessera_domain::secret::exposed_option"
+    )]
+    #[schema(value_type = Option<String>)]
+    key: Option<Secret<String>>,
+    created_by: ApplicationId,
+    #[serde(with = "serde_rfc3339")]
+    created_at: OffsetDateTime,
+}
+
+impl ApplicationKeyView {
+    /// Without the key.
+    pub(crate) fn new(k: ApplicationKey) -> Self {
+        Self {
+            id: k.id,
+            key: None,
+            created_by: k.created_by,
+            created_at: k.created_at,
+        }
+    }
+
+    /// A key just issued, shown this once.
+    pub(crate) fn issued(issued: tessera_domain::vault::NewApplicationKey) -> Self {
+        Self {
+            key: Some(Secret::new(issued.api_key.expose().to_string())),
+            ..Self::new(issued.key)
         }
     }
 }

@@ -17,13 +17,27 @@ diesel::table! {
         app_type -> Text,
         permissions -> Text,
         rules -> Text,
-        key_hash -> Binary,
         created_by -> Text,
         created_at -> Timestamp,
         modified_by -> Text,
         modified_at -> Timestamp,
+        expires_at -> Nullable<Timestamp>,
     }
 }
+
+diesel::table! {
+    /// The keys of applications, each stored only as its SHA-256.
+    application_keys (tenant_id, id) {
+        tenant_id -> Text,
+        application_id -> Text,
+        id -> Text,
+        key_hash -> Binary,
+        created_by -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(applications, application_keys);
 
 diesel::table! {
     tokens (tenant_id, id) {

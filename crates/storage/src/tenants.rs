@@ -10,8 +10,8 @@ use tessera_domain::{
 
 use crate::{
     database::{only_row, read_unique_row, with_conn, with_read_conn, Database, DbResultExt},
-    rows::{ApplicationRow, TenantRow},
-    schema::{applications, tenants, vault_keys},
+    rows::{ApplicationKeyRow, ApplicationRow, TenantRow},
+    schema::{application_keys, applications, tenants, vault_keys},
 };
 
 #[async_trait]
@@ -22,7 +22,8 @@ impl TenantStore for Database {
         admin: &StoredApplication,
     ) -> Result<(), StoreError> {
         let tenant_row = TenantRow::from(tenant);
-        let admin_row = ApplicationRow::from(admin);
+        let admin_row = ApplicationRow::from(&admin.application);
+        let key_row = admin.key.as_ref().map(ApplicationKeyRow::from);
         with_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 diesel::insert_into(tenants::table)
@@ -33,6 +34,12 @@ impl TenantStore for Database {
                     .values(&admin_row)
                     .execute(conn)
                     .await?;
+                if let Some(key_row) = &key_row {
+                    diesel::insert_into(application_keys::table)
+                        .values(key_row)
+                        .execute(conn)
+                        .await?;
+                }
                 Ok(())
             })
             .await

@@ -62,8 +62,12 @@ actions! {
     ApplicationUpdated => "application.updated",
     /// An application was deleted.
     ApplicationDeleted => "application.deleted",
-    /// An application's key was regenerated.
+    /// An application's keys were all revoked and one was issued (`regenerate`).
     ApplicationKeyRegenerated => "application.key_regenerated",
+    /// A key was added to an application (`POST /applications/{id}/keys`).
+    ApplicationKeyCreated => "application.key_created",
+    /// One key of an application was revoked (`DELETE /applications/{id}/keys/{key_id}`).
+    ApplicationKeyRevoked => "application.key_revoked",
     /// A proxy was created.
     ProxyCreated => "proxy.created",
     /// A proxy was changed.
@@ -387,7 +391,7 @@ mod tests {
                 format!("\"{}\"", a.as_str())
             );
         }
-        assert_eq!(AuditAction::ALL.len(), 19);
+        assert_eq!(AuditAction::ALL.len(), 21);
         assert!("token.stolen".parse::<AuditAction>().is_err());
     }
 

@@ -20,7 +20,9 @@ mod tokens;
 
 pub use crate::audit::{AuditStore, BlockSpan, ChainAppend};
 pub use crate::error::StoreError;
-pub use applications::{ApplicationStore, StoredApplication};
+pub use applications::{
+    ApplicationFilter, ApplicationStore, KeyedApplication, StoredApplication, StoredApplicationKey,
+};
 pub use associations::{AssociationStore, NewAssociation};
 pub use console_sessions::{ConsoleSessionRecord, ConsoleSessionStore};
 pub use health::HealthStore;

@@ -1,14 +1,19 @@
-//! Application use-cases: CRUD and key regeneration.
+//! Application use-cases: CRUD, and the application's keys (docs/api.md, "Applications" and
+//! "Application keys").
+
+use time::OffsetDateTime;
 
 use crate::{
     access::{Grants, Principal},
     api_key::ApiKey,
-    application::{Application, ApplicationInput, ApplicationType, ApplicationUpdate},
+    application::{
+        Application, ApplicationInput, ApplicationKey, ApplicationType, ApplicationUpdate, MAX_KEYS,
+    },
     error::{Resource, VaultError},
-    ids::ApplicationId,
+    ids::{ApplicationId, ApplicationKeyId},
     pagination::{Page, PageRequest},
     permission::Permission,
-    store::{StoreError, StoredApplication},
+    store::{ApplicationFilter, StoreError, StoredApplication, StoredApplicationKey},
     timestamp,
 };
 
@@ -17,19 +22,76 @@ use super::Vault;
 /// An application together with a key just issued for it; the only time the key is visible.
 #[derive(Debug)]
 pub struct IssuedKey {
-    /// The application.
+    /// The application (its `keys` hold the new key's metadata).
     pub application: Application,
     /// Its new API key.
     pub api_key: ApiKey,
 }
 
+/// A created application, with the key issued with it unless it was created without one.
+#[derive(Debug)]
+pub struct CreatedApplication {
+    /// The application (its `keys` hold the new key's metadata, if any).
+    pub application: Application,
+    /// Its API key; `None` when created with `create_key: false`.
+    pub api_key: Option<ApiKey>,
+}
+
+/// A key just added to an application; the only time the key is visible.
+#[derive(Debug)]
+pub struct NewApplicationKey {
+    /// Its metadata.
+    pub key: ApplicationKey,
+    /// The key.
+    pub api_key: ApiKey,
+}
+
+/// A fresh key for `app`, issued by `created_by` at `now`: the key, and what is stored of it.
+pub(super) fn new_key(
+    app: &Application,
+    created_by: ApplicationId,
+    now: OffsetDateTime,
+) -> (ApiKey, StoredApplicationKey) {
+    let api_key = ApiKey::generate();
+    let stored = StoredApplicationKey {
+        tenant_id: app.tenant_id,
+        key: ApplicationKey {
+            id: ApplicationKeyId::new(),
+            application_id: app.id,
+            created_by,
+            created_at: now,
+        },
+        key_hash: api_key.hash(),
+    };
+    (api_key, stored)
+}
+
 impl Vault {
-    /// Creates an application in the caller's tenant and issues its key.
+    /// Creates an application in the caller's tenant and issues its key, whatever the input's
+    /// `create_key` says ([`Vault::add_application`] honours it).
     pub async fn create_application(
         &self,
         caller: &Principal,
-        input: ApplicationInput,
+        mut input: ApplicationInput,
     ) -> Result<IssuedKey, VaultError> {
+        input.create_key = Some(true);
+        let created = self.add_application(caller, input).await?;
+        let api_key = created.api_key.ok_or_else(|| {
+            StoreError::Backend("the application was created without a key".into())
+        })?;
+        Ok(IssuedKey {
+            application: created.application,
+            api_key,
+        })
+    }
+
+    /// Creates an application in the caller's tenant, with a key unless the input says
+    /// `create_key: false`. The caller must hold every grant it gives the application.
+    pub async fn add_application(
+        &self,
+        caller: &Principal,
+        input: ApplicationInput,
+    ) -> Result<CreatedApplication, VaultError> {
         caller.require(Permission::ApplicationCreate)?;
         let valid = input.validate()?;
         caller.require_covers(Grants {
@@ -37,7 +99,7 @@ impl Vault {
             rules: &valid.rules,
         })?;
         let now = timestamp::now();
-        let application = Application {
+        let mut application = Application {
             id: ApplicationId::new(),
             tenant_id: caller.tenant_id(),
             name: valid.name,
@@ -48,50 +110,83 @@ impl Vault {
             created_at: now,
             modified_by: caller.application_id(),
             modified_at: now,
+            expires_at: valid.expires_at,
+            keys: vec![],
         };
-        let api_key = ApiKey::generate();
+        let issued = valid
+            .create_key
+            .then(|| new_key(&application, caller.application_id(), now));
         self.store
             .insert_application(&StoredApplication {
                 application: application.clone(),
-                key_hash: api_key.hash(),
+                key: issued.as_ref().map(|(_, stored)| stored.clone()),
             })
             .await?;
-        Ok(IssuedKey {
+        let api_key = issued.map(|(api_key, stored)| {
+            application.keys.push(stored.key);
+            api_key
+        });
+        Ok(CreatedApplication {
             application,
             api_key,
         })
     }
 
-    /// One application of the caller's tenant.
+    /// One application of the caller's tenant, with its keys.
     pub async fn get_application(
         &self,
         caller: &Principal,
         id: ApplicationId,
     ) -> Result<Application, VaultError> {
         caller.require(Permission::ApplicationRead)?;
-        self.store
-            .get_application(caller.tenant_id(), id)
-            .await?
-            .ok_or(VaultError::NotFound(Resource::Application))
+        self.application_with_keys(caller, id).await
     }
 
-    /// A page of the caller's tenant's applications.
+    /// The calling application, with its keys: any valid key may read its own application.
+    pub async fn calling_application(&self, caller: &Principal) -> Result<Application, VaultError> {
+        self.application_with_keys(caller, caller.application_id())
+            .await
+    }
+
+    /// A page of the caller's tenant's applications, with their keys.
     pub async fn list_applications(
         &self,
         caller: &Principal,
         page: PageRequest,
     ) -> Result<Page<Application>, VaultError> {
-        caller.require(Permission::ApplicationRead)?;
-        Ok(self
-            .store
-            .list_applications(caller.tenant_id(), page)
-            .await?)
+        self.find_applications(caller, &ApplicationFilter::default(), page)
+            .await
     }
 
-    /// Replaces an application's name, type, permissions and rules; its key is unchanged. The
-    /// caller must hold every grant the application has now and every grant it is given
-    /// (see [`Vault::managed_application`]). An input without a type keeps the current one, and
-    /// is validated once the application is found (with a type, before it is looked up).
+    /// A page of the caller's tenant's applications that `filter` admits, with their keys.
+    pub async fn find_applications(
+        &self,
+        caller: &Principal,
+        filter: &ApplicationFilter,
+        page: PageRequest,
+    ) -> Result<Page<Application>, VaultError> {
+        caller.require(Permission::ApplicationRead)?;
+        let tenant = caller.tenant_id();
+        let mut apps = self.store.list_applications(tenant, filter, page).await?;
+        let ids: Vec<ApplicationId> = apps.items.iter().map(|a| a.id).collect();
+        if !ids.is_empty() {
+            let mut keys: std::collections::BTreeMap<ApplicationId, Vec<ApplicationKey>> =
+                std::collections::BTreeMap::new();
+            for key in self.store.list_application_keys(tenant, &ids).await? {
+                keys.entry(key.application_id).or_default().push(key);
+            }
+            for app in &mut apps.items {
+                app.keys = keys.remove(&app.id).unwrap_or_default();
+            }
+        }
+        Ok(apps)
+    }
+
+    /// Replaces an application's name, type, permissions and rules; its keys and expiry are
+    /// unchanged. The caller must hold every grant the application has now and every grant it
+    /// is given (see [`Vault::managed_application`]). An input without a type keeps the
+    /// current one, and is validated once the application is found (with a type, before it is
+    /// looked up).
     pub async fn update_application(
         &self,
         caller: &Principal,
@@ -133,41 +228,41 @@ impl Vault {
             return Err(VaultError::NotFound(Resource::Application));
         }
         self.forget_application(id);
+        application.keys = self
+            .store
+            .list_application_keys(caller.tenant_id(), &[id])
+            .await?;
         Ok(application)
     }
 
-    /// Issues a new key; the old one stops working at once. The caller must hold every grant
-    /// of the application: a key is worth what it may do.
+    /// Revokes every key of the application and issues one; the old ones stop working at
+    /// once. The caller must hold every grant of the application: a key is worth what it may
+    /// do.
     pub async fn regenerate_application_key(
         &self,
         caller: &Principal,
         id: ApplicationId,
     ) -> Result<IssuedKey, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
-        self.managed_application(caller, id).await?;
-        let api_key = ApiKey::generate();
+        let application = self.managed_application(caller, id).await?;
         let now = timestamp::now();
-        let tenant = caller.tenant_id();
+        let (api_key, stored) = new_key(&application, caller.application_id(), now);
         if !self
             .store
-            .replace_application_key(tenant, id, &api_key.hash(), caller.application_id(), now)
+            .replace_application_keys(&stored, caller.application_id(), now)
             .await?
         {
             return Err(VaultError::NotFound(Resource::Application));
         }
         self.forget_application(id);
-        let application = self
-            .store
-            .get_application(tenant, id)
-            .await?
-            .ok_or(VaultError::NotFound(Resource::Application))?;
+        let application = self.application_with_keys(caller, id).await?;
         Ok(IssuedKey {
             application,
             api_key,
         })
     }
 
-    /// Deletes an application; its key stops working at once. Refused (409) while proxies
+    /// Deletes an application; its keys stop working at once. Refused (409) while proxies
     /// name it as their `req.svc` application.
     pub async fn delete_application(
         &self,
@@ -197,6 +292,84 @@ impl Vault {
 }
 
 impl Vault {
+    /// Adds a key to an application (`application:update`); the only time it is shown. Like
+    /// [`Vault::regenerate_application_key`], the caller must hold every grant of the
+    /// application. At most [`MAX_KEYS`] keys live at once (409 beyond).
+    pub async fn create_application_key(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<NewApplicationKey, VaultError> {
+        caller.require(Permission::ApplicationUpdate)?;
+        let application = self.managed_application(caller, id).await?;
+        let tenant = caller.tenant_id();
+        let held = self.store.list_application_keys(tenant, &[id]).await?;
+        if held.len() >= MAX_KEYS {
+            return Err(VaultError::Conflict(format!(
+                "the application holds {MAX_KEYS} keys, the most it may; revoke one first"
+            )));
+        }
+        let (api_key, stored) = new_key(&application, caller.application_id(), timestamp::now());
+        match self.store.insert_application_key(&stored).await {
+            Ok(()) => Ok(NewApplicationKey {
+                key: stored.key,
+                api_key,
+            }),
+            // Deleted since it was read: the foreign key refused the key.
+            Err(StoreError::Conflict(_)) => Err(VaultError::NotFound(Resource::Application)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The keys of an application (`application:read`), oldest first, never the keys
+    /// themselves.
+    pub async fn application_keys(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<Vec<ApplicationKey>, VaultError> {
+        caller.require(Permission::ApplicationRead)?;
+        Ok(self.application_with_keys(caller, id).await?.keys)
+    }
+
+    /// One key of an application (`application:read`), never the key itself.
+    pub async fn application_key(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+        key_id: ApplicationKeyId,
+    ) -> Result<ApplicationKey, VaultError> {
+        self.application_keys(caller, id)
+            .await?
+            .into_iter()
+            .find(|k| k.id == key_id)
+            .ok_or(VaultError::NotFound(Resource::ApplicationKey))
+    }
+
+    /// Revokes one key of an application (`application:update`, and every grant of the
+    /// application, as for issuing one); it stops working at once in this process, and
+    /// within the cache TTL in others.
+    pub async fn revoke_application_key(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+        key_id: ApplicationKeyId,
+    ) -> Result<(), VaultError> {
+        caller.require(Permission::ApplicationUpdate)?;
+        self.managed_application(caller, id).await?;
+        if !self
+            .store
+            .delete_application_key(caller.tenant_id(), id, key_id)
+            .await?
+        {
+            return Err(VaultError::NotFound(Resource::ApplicationKey));
+        }
+        self.forget_application(id);
+        Ok(())
+    }
+}
+
+impl Vault {
     /// The application `id` of the caller's tenant, if the caller may manage it: change it,
     /// re-key it or delete it. That takes holding every grant it has, so that no caller can
     /// obtain a key for, or take over or take away, more than it holds itself (attack finding
@@ -212,6 +385,22 @@ impl Vault {
             .await?
             .ok_or(VaultError::NotFound(Resource::Application))?;
         caller.require_covers(Grants::of(&application))?;
+        Ok(application)
+    }
+
+    /// Application `id` of the caller's tenant with its keys (no permission checked here).
+    async fn application_with_keys(
+        &self,
+        caller: &Principal,
+        id: ApplicationId,
+    ) -> Result<Application, VaultError> {
+        let tenant = caller.tenant_id();
+        let mut application = self
+            .store
+            .get_application(tenant, id)
+            .await?
+            .ok_or(VaultError::NotFound(Resource::Application))?;
+        application.keys = self.store.list_application_keys(tenant, &[id]).await?;
         Ok(application)
     }
 }

@@ -8,8 +8,8 @@
 //!   itself is kept only sealed with the tenant's data key (the console's "Try it" calls the
 //!   gateway with it). A copy of the database without the master key opens no session and
 //!   yields no key.
-//! * The application's key changing (regenerated, or the application deleted) ends the session
-//!   at its next request, as does sign-out at once.
+//! * The application's key going (revoked, regenerated, or the application deleted), or the
+//!   application expiring, ends the session at its next request, as does sign-out at once.
 //! * The CSRF token of a session is derived from its id (a domain-separated SHA-256), so every
 //!   replica knows it without storing it, and it reveals nothing of the id.
 
@@ -148,16 +148,17 @@ impl Vault {
             self.store.delete_console_session(&id_hash).await?;
             return Ok(SessionLookup::Ended);
         }
-        // Uncached: a key regenerated or an application deleted on another replica ends the
-        // session at its next request.
+        // Uncached: a key revoked or regenerated, or an application deleted, on another
+        // replica ends the session at its next request; so does the application expiring.
         let current = self
             .store
             .find_application_by_key_hash(&stored.key_hash)
             .await?
             .filter(|app| {
-                app.key_hash.verify(&stored.key_hash)
+                app.key.key_hash.verify(&stored.key_hash)
                     && app.application.id == stored.application_id
                     && app.application.tenant_id == stored.tenant_id
+                    && !app.application.is_expired(now)
             });
         let Some(current) = current else {
             self.store.delete_console_session(&id_hash).await?;

@@ -54,8 +54,11 @@ impl Vault {
             created_at: now,
             modified_by: admin_id,
             modified_at: now,
+            expires_at: None,
+            keys: vec![],
         };
-        let api_key = ApiKey::generate();
+        let (api_key, key) = super::applications::new_key(&admin, admin_id, now);
+        let issued = key.key.clone();
         self.store
             .insert_tenant_with_admin(
                 &StoredTenant {
@@ -64,13 +67,16 @@ impl Vault {
                 },
                 &StoredApplication {
                     application: admin.clone(),
-                    key_hash: api_key.hash(),
+                    key: Some(key),
                 },
             )
             .await?;
         Ok(CreatedTenant {
             tenant,
-            admin,
+            admin: Application {
+                keys: vec![issued],
+                ..admin
+            },
             api_key,
         })
     }

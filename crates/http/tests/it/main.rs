@@ -2,6 +2,7 @@
 //! document, request fuzzing, readiness, rate limits and the `/proxy` mount.
 
 mod actix_gateway;
+mod application_keys;
 mod applications;
 mod audit;
 mod authentication;

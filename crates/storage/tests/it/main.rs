@@ -2,6 +2,8 @@
 //! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
 mod audit;
+mod application_keys_legacy;
+mod application_sessions;
 mod audit_legacy;
 mod console_use_cases;
 mod embed_example;

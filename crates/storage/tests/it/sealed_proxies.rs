@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tessera_domain::{ProxyInput, Vault};
+use tessera_domain::{ApiKey, ApplicationId, Permission, ProxyInput, TenantId, Vault};
 use tessera_testkit::db::{postgres_required, TestDatabase, PG_URL_VAR};
 
 /// The last migration before proxy secrets were sealed.
@@ -35,10 +35,41 @@ mod postgres {
     }
 }
 
+/// Writes a tenant and its admin as the release of the old schema did (today's code writes
+/// today's schema): the tenant's id, the admin's id and key.
+async fn legacy_tenant(db: &TestDatabase) -> (TenantId, ApplicationId, ApiKey) {
+    let (t, admin, key) = (TenantId::new(), ApplicationId::new(), ApiKey::generate());
+    let wrapped = tessera_testkit::master_key()
+        .new_wrapped_data_key(t)
+        .expect("wrap");
+    let blob = |bytes: &[u8]| {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        match db.db.backend() {
+            tessera_storage::Backend::Sqlite => format!("X'{hex}'"),
+            tessera_storage::Backend::Postgres => format!("'\\x{hex}'::bytea"),
+        }
+    };
+    let permissions = serde_json::to_string(&Permission::ALL).expect("json");
+    db.execute(&format!(
+        "INSERT INTO tenants (tenant_id, name, wrapped_data_key, created_at) \
+         VALUES ('{t}', 'legacy', {}, '2026-11-20 00:00:00')",
+        blob(&wrapped)
+    ))
+    .await;
+    db.execute(&format!(
+        "INSERT INTO applications (tenant_id, id, name, app_type, permissions, rules, key_hash, \
+         created_by, created_at, modified_by, modified_at) VALUES ('{t}', '{admin}', 'admin', \
+         'management', '{permissions}', '[]', {}, '{admin}', '2026-11-20 00:00:00', '{admin}', \
+         '2026-11-20 00:00:00')",
+        blob(key.hash().as_bytes())
+    ))
+    .await;
+    (t, admin, key)
+}
+
 async fn check_sealing(db: TestDatabase) {
     let vault = Vault::new(Arc::new(db.db.clone()), tessera_testkit::master_key());
-    let tenant = vault.create_tenant("legacy").await.expect("tenant");
-    let (t, admin) = (tenant.tenant.id, tenant.admin.id);
+    let (t, admin, api_key) = legacy_tenant(&db).await;
     let key = "LegacyClearProxyKey0123456789abc";
     let code = "module.exports = async (req) => ({ body: \"LEGACY_CODE_MARKER\" });";
     db.execute(&format!(
@@ -88,7 +119,7 @@ async fn check_sealing(db: TestDatabase) {
 
     // A proxy written now never has a clear copy.
     let admin = vault
-        .authenticate(Some(tenant.api_key.expose()))
+        .authenticate(Some(api_key.expose()))
         .await
         .expect("admin");
     let input: ProxyInput = serde_json::from_value(serde_json::json!({

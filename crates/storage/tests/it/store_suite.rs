@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use tessera_domain::{
-    application::{Application, ApplicationType},
+    application::{Application, ApplicationKey, ApplicationType},
     store::{
-        ApplicationStore, ContainerScope, HealthStore, StoreError, StoredApplication, StoredTenant,
-        StoredToken, TenantStore, TokenFilter, TokenStore,
+        ApplicationFilter, ApplicationStore, ContainerScope, HealthStore, StoreError,
+        StoredApplication, StoredApplicationKey, StoredTenant, StoredToken, TenantStore,
+        TokenFilter, TokenStore,
     },
-    timestamp, ApiKey, ApplicationId, Container, MasterKey, PageRequest, Permission, Tenant,
-    TenantId, TokenId, TokenType,
+    timestamp, ApiKey, ApiKeyHash, ApplicationId, ApplicationKeyId, Container, MasterKey,
+    PageRequest, Permission, Tenant, TenantId, TokenId, TokenType,
 };
 use tessera_testkit::{backend_tests, db::TestDatabase};
 use time::Duration;
@@ -21,6 +22,7 @@ backend_tests!(
     applications_round_trip_and_list_oldest_first,
     applications_update_rekey_and_delete,
     applications_are_confined_to_their_tenant,
+    application_keys_are_added_listed_revoked_and_filtered,
     tokens_round_trip_exactly,
     token_lists_page_by_creation_then_id,
     token_lists_filter_by_type_metadata_and_id,
@@ -88,9 +90,30 @@ fn application(
             created_at: now,
             modified_by: id,
             modified_at: now,
+            expires_at: None,
+            keys: vec![],
+        },
+        key: Some(new_key(tenant_id, id)),
+    }
+}
+
+/// A fresh key of application `app`.
+fn new_key(tenant_id: TenantId, app: ApplicationId) -> StoredApplicationKey {
+    StoredApplicationKey {
+        tenant_id,
+        key: ApplicationKey {
+            id: ApplicationKeyId::new(),
+            application_id: app,
+            created_by: app,
+            created_at: timestamp::now(),
         },
         key_hash: ApiKey::generate().hash(),
     }
+}
+
+/// The hash of the key `app` was inserted with.
+fn hash_of(app: &StoredApplication) -> &ApiKeyHash {
+    &app.key.as_ref().expect("inserted with a key").key_hash
 }
 
 fn token(
@@ -201,7 +224,7 @@ async fn applications_round_trip_and_list_oldest_first(t: &TestDatabase) {
     let app = pci_reader(tenant_id);
     t.db.insert_application(&app).await.expect("insert");
     let found =
-        t.db.find_application_by_key_hash(&app.key_hash)
+        t.db.find_application_by_key_hash(hash_of(&app))
             .await
             .expect("find")
             .expect("some");
@@ -209,10 +232,11 @@ async fn applications_round_trip_and_list_oldest_first(t: &TestDatabase) {
         found.application, app.application,
         "round trip is exact, timestamps included"
     );
-    assert!(found.key_hash.verify(&app.key_hash));
+    assert!(found.key.key_hash.verify(hash_of(&app)));
+    assert_eq!(Some(&found.key.key), app.key.as_ref().map(|k| &k.key));
 
     let list =
-        t.db.list_applications(tenant_id, page(1, 1))
+        t.db.list_applications(tenant_id, &ApplicationFilter::default(), page(1, 1))
             .await
             .expect("list");
     assert_eq!(
@@ -221,7 +245,7 @@ async fn applications_round_trip_and_list_oldest_first(t: &TestDatabase) {
     );
     assert_eq!(list.items[0].id, admin_id, "oldest first");
     let second =
-        t.db.list_applications(tenant_id, page(2, 1))
+        t.db.list_applications(tenant_id, &ApplicationFilter::default(), page(2, 1))
             .await
             .expect("list");
     assert_eq!(second.items[0].id, app.application.id);
@@ -243,14 +267,21 @@ async fn applications_update_rekey_and_delete(t: &TestDatabase) {
         Some(changed.clone())
     );
 
-    let new_hash = ApiKey::generate().hash();
+    let second = new_key(tenant_id, changed.id);
+    t.db.insert_application_key(&second)
+        .await
+        .expect("second key");
+    let replacement = new_key(tenant_id, changed.id);
+    let new_hash = replacement.key_hash.clone();
     assert!(t
         .db
-        .replace_application_key(tenant_id, changed.id, &new_hash, admin_id, timestamp::now())
+        .replace_application_keys(&replacement, admin_id, timestamp::now())
         .await
         .expect("replace"));
     let by_key = |hash| t.db.find_application_by_key_hash(hash);
-    let old = by_key(&app.key_hash).await.expect("old");
+    let old = by_key(hash_of(&app)).await.expect("old");
+    assert!(old.is_none(), "old key is gone");
+    let old = by_key(&second.key_hash).await.expect("second");
     assert!(old.is_none(), "old key is gone");
     assert!(by_key(&new_hash).await.expect("new").is_some());
 
@@ -272,12 +303,31 @@ async fn applications_are_confined_to_their_tenant(t: &TestDatabase) {
     assert!(!t.db.update_application(&moved).await.expect("update"));
     assert!(!t
         .db
-        .replace_application_key(b, id, &ApiKey::generate().hash(), id, timestamp::now())
+        .replace_application_keys(&new_key(b, id), id, timestamp::now())
         .await
         .expect("key"));
+    assert!(
+        matches!(
+            t.db.insert_application_key(&new_key(b, id)).await,
+            Err(StoreError::Conflict(_))
+        ),
+        "no key for an application of another tenant"
+    );
+    let own = app.key.as_ref().expect("key").key.id;
+    assert!(!t
+        .db
+        .delete_application_key(b, id, own)
+        .await
+        .expect("revoke"));
+    assert!(t
+        .db
+        .list_application_keys(b, &[id])
+        .await
+        .expect("keys")
+        .is_empty());
     assert!(!t.db.delete_application(b, id).await.expect("delete"));
     assert_eq!(
-        t.db.list_applications(b, page(1, 100))
+        t.db.list_applications(b, &ApplicationFilter::default(), page(1, 100))
             .await
             .expect("list")
             .total_items,
@@ -523,7 +573,9 @@ async fn duplicate_ids_are_conflicts(t: &TestDatabase) {
         ApplicationType::Private,
         vec![Permission::TokenRead],
     );
-    clash.key_hash = app.key_hash.clone();
+    if let Some(key) = clash.key.as_mut() {
+        key.key_hash = hash_of(&app).clone();
+    }
     assert!(matches!(
         t.db.insert_application(&clash).await,
         Err(StoreError::Conflict(_))
@@ -585,4 +637,102 @@ async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
         .expect("read")
         .is_empty());
     assert!(t.db.get_tokens(a, &[]).await.expect("read").is_empty());
+}
+
+async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase) {
+    let (tenant_id, admin_id) = tenant(t).await;
+    let mut keyless = application(
+        tenant_id,
+        ApplicationType::Public,
+        vec![Permission::TokenCreate],
+    );
+    keyless.key = None;
+    keyless.application.expires_at = Some(timestamp::now() + Duration::days(1));
+    t.db.insert_application(&keyless).await.expect("insert");
+    let id = keyless.application.id;
+    let read = t.db.get_application(tenant_id, id).await.expect("get");
+    assert_eq!(
+        read.as_ref(),
+        Some(&keyless.application),
+        "expiry round trips"
+    );
+    let keys = |apps: Vec<ApplicationId>| async move {
+        t.db.list_application_keys(tenant_id, &apps)
+            .await
+            .expect("keys")
+    };
+    assert!(keys(vec![id]).await.is_empty());
+
+    let (first, second) = (new_key(tenant_id, id), new_key(tenant_id, id));
+    for k in [&first, &second] {
+        t.db.insert_application_key(k).await.expect("add");
+    }
+    let listed = keys(vec![id, admin_id]).await;
+    assert_eq!(listed.len(), 3, "both keys, and the admin's");
+    assert_eq!(
+        keys(vec![id]).await,
+        vec![first.key.clone(), second.key.clone()]
+    );
+    let found =
+        t.db.find_application_by_key_hash(&second.key_hash)
+            .await
+            .expect("find");
+    assert_eq!(found.map(|f| f.key.key.id), Some(second.key.id));
+
+    assert!(t
+        .db
+        .delete_application_key(tenant_id, id, first.key.id)
+        .await
+        .expect("revoke"));
+    assert!(!t
+        .db
+        .delete_application_key(tenant_id, id, first.key.id)
+        .await
+        .expect("again"));
+    assert!(!t
+        .db
+        .delete_application_key(tenant_id, admin_id, second.key.id)
+        .await
+        .expect("other app"));
+    assert!(t
+        .db
+        .find_application_by_key_hash(&first.key_hash)
+        .await
+        .expect("gone")
+        .is_none());
+
+    let filter =
+        |ids: Vec<ApplicationId>, types: Vec<ApplicationType>| ApplicationFilter { ids, types };
+    let total = |f: ApplicationFilter| async move {
+        t.db.list_applications(tenant_id, &f, page(1, 100))
+            .await
+            .expect("list")
+            .total_items
+    };
+    assert_eq!(total(filter(vec![id], vec![])).await, 1);
+    assert_eq!(
+        total(filter(vec![], vec![ApplicationType::Management])).await,
+        1
+    );
+    assert_eq!(
+        total(filter(vec![id, admin_id], vec![ApplicationType::Public])).await,
+        1
+    );
+    assert_eq!(total(filter(vec![ApplicationId::new()], vec![])).await, 0);
+
+    assert!(t
+        .db
+        .delete_application(tenant_id, id)
+        .await
+        .expect("delete"));
+    assert!(
+        keys(vec![id]).await.is_empty(),
+        "keys go with their application"
+    );
+    assert!(t
+        .db
+        .find_application_by_key_hash(&second.key_hash)
+        .await
+        .expect("gone")
+        .is_none());
 }
