@@ -20,6 +20,7 @@ pub mod cache;
 pub mod checksum;
 pub mod container;
 pub mod crypto;
+pub mod cursor;
 pub mod error;
 pub mod hex;
 pub mod ids;

@@ -1,10 +1,14 @@
-//! The body of `POST /tokens/search` and its validation into a [`TokenSearch`].
+//! The bodies of `POST /tokens/search` and `POST /v2/tokens/search`, and their validation into
+//! a [`TokenSearch`]: the structured criteria, and the `query` string ([`query`]) mapped onto
+//! the same criteria, so one query path serves both (docs/api.md "Search query").
+
+pub mod query;
 
 use serde::Deserialize;
 
 use crate::{
-    container::Container, metadata::Metadata, pagination::PageRequest, store::TokenSearch,
-    timestamp, token::TokenType, validation::ValidationErrors,
+    container::Container, cursor::CursorRequest, metadata::Metadata, pagination::PageRequest,
+    store::TokenSearch, timestamp, token::TokenType, validation::ValidationErrors,
 };
 
 /// Criteria of a token search; all given must hold. Results are newest first.
@@ -56,6 +60,82 @@ pub struct TokenSearchRequest {
     /// Include each token's `data` (default `false`).
     #[serde(default)]
     pub include_data: bool,
+    /// A query string, `field:value` terms joined by `AND` (docs/api.md "Search query").
+    /// Not with `metadata`, `type`, `fingerprint` or `container`, which it expresses itself;
+    /// it ANDs with the others.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = "type:card AND metadata.customer:c_42")
+    )]
+    pub query: Option<String>,
+    /// Refused when given: cursor pages are `POST /v2/tokens/search`; this search takes
+    /// `page`. Accepted as `null`, which the SDKs may send.
+    #[serde(default)]
+    pub start: Option<String>,
+}
+
+/// The body of `POST /v2/tokens/search`: a query and a cursor page.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(example = json!({
+    "query": "type:card AND metadata.customer:c_42",
+    "size": 20
+})))]
+#[serde(deny_unknown_fields)]
+pub struct TokenSearchV2Request {
+    /// A query string, `field:value` terms joined by `AND` (docs/api.md "Search query");
+    /// absent or empty: every token the caller may read.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// The cursor a previous page answered as `pagination.next`; absent: the first page.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// Page size, 1–100 (default 20).
+    #[serde(default)]
+    pub size: Option<i64>,
+}
+
+/// A validated cursor search: criteria and the page asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidWalk {
+    /// The criteria.
+    pub search: TokenSearch,
+    /// Which page.
+    pub page: CursorRequest,
+}
+
+impl TokenSearchV2Request {
+    /// Checks the query and the size, reporting both at once under their field names.
+    pub fn validate(self) -> Result<ValidWalk, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        let size = cursor_size(self.size, &mut errors);
+        let search = match query::parse(self.query.as_deref().unwrap_or_default()) {
+            Ok(search) => Some(search),
+            Err(e) => {
+                errors.add("query", e.to_string());
+                None
+            }
+        };
+        errors.into_result()?;
+        Ok(ValidWalk {
+            search: search.unwrap_or_default(),
+            page: CursorRequest {
+                start: self.start,
+                size,
+            },
+        })
+    }
+}
+
+/// A cursor page's `size` (1–100, default 20), as [`PageRequest`] checks it.
+pub fn cursor_size(size: Option<i64>, errors: &mut ValidationErrors) -> u32 {
+    match PageRequest::new(None, size) {
+        Ok(p) => p.size(),
+        Err(e) => {
+            errors.extend_under("", e);
+            0
+        }
+    }
 }
 
 /// A validated search.
@@ -117,21 +197,68 @@ impl TokenSearchRequest {
         let metadata = self.metadata.unwrap_or_default();
         crate::metadata::validate(&metadata, &mut errors);
         crate::metadata::bound_filter(metadata.len(), "metadata", &mut errors);
+        let structured = TokenSearch {
+            live_at: None,
+            ids: Vec::new(),
+            metadata: metadata.into_iter().collect(),
+            types: self.types.unwrap_or_default(),
+            fingerprint,
+            container_prefix,
+            created_after,
+            created_before,
+            destinations,
+        };
+        if self.start.is_some() {
+            errors.add(
+                "start",
+                "cursor pages are POST /v2/tokens/search; this search pages with `page`",
+            );
+        }
+        let search = with_query(structured, self.query.as_deref(), &mut errors);
         errors.into_result()?;
         Ok(ValidSearch {
-            search: TokenSearch {
-                live_at: None,
-                metadata: metadata.into_iter().collect(),
-                types: self.types.unwrap_or_default(),
-                fingerprint,
-                container_prefix,
-                created_after,
-                created_before,
-                destinations,
-            },
+            search,
             page: page.unwrap_or_default(),
             include_data: self.include_data,
         })
+    }
+}
+
+/// `structured` with the criteria of `query` added (AND), when there is one. The query may
+/// not repeat a criterion it can express (metadata, type, fingerprint, container): two ways
+/// of saying one thing would leave open which wins, so that is a 400 naming `query`.
+fn with_query(
+    structured: TokenSearch,
+    query: Option<&str>,
+    errors: &mut ValidationErrors,
+) -> TokenSearch {
+    let Some(query) = query else {
+        return structured;
+    };
+    if !structured.metadata.is_empty()
+        || !structured.types.is_empty()
+        || structured.fingerprint.is_some()
+        || structured.container_prefix.is_some()
+    {
+        errors.add(
+            "query",
+            "cannot be combined with `metadata`, `type`, `fingerprint` or `container`: put them in the query",
+        );
+        return structured;
+    }
+    match query::parse(query) {
+        Ok(parsed) => TokenSearch {
+            ids: parsed.ids,
+            metadata: parsed.metadata,
+            types: parsed.types,
+            fingerprint: parsed.fingerprint,
+            container_prefix: parsed.container_prefix,
+            ..structured
+        },
+        Err(e) => {
+            errors.add("query", e.to_string());
+            structured
+        }
     }
 }
 
@@ -170,6 +297,52 @@ mod tests {
         assert_eq!(v.search.types, vec![TokenType::Card, TokenType::Bank]);
         assert_eq!(v.search.metadata, vec![("a".to_string(), "b".to_string())]);
         assert!(v.include_data);
+    }
+
+    #[test]
+    fn a_query_ands_with_the_criteria_it_cannot_express() {
+        let v = parse(r#"{"query": "type:card AND metadata.a:b", "created_after": "2026-01-01T00:00:00Z", "include_data": true, "start": null}"#)
+            .expect("valid");
+        assert_eq!(v.search.types, vec![TokenType::Card]);
+        assert_eq!(v.search.metadata, vec![("a".to_string(), "b".to_string())]);
+        assert!(v.search.created_after.is_some() && v.include_data);
+        for (body, field) in [
+            (r#"{"query": "type:card", "type": ["card"]}"#, "query"),
+            (
+                r#"{"query": "metadata.a:b", "metadata": {"a": "b"}}"#,
+                "query",
+            ),
+            (r#"{"query": "data:4242"}"#, "query"),
+            (r#"{"query": "type:card", "start": "AgAAAA"}"#, "start"),
+        ] {
+            assert_eq!(parse(body).expect_err(body), vec![field], "{body}");
+        }
+    }
+
+    #[test]
+    fn a_v2_search_is_a_query_and_a_cursor_page() {
+        let v2 = |body: &str| {
+            serde_json::from_str::<TokenSearchV2Request>(body)
+                .map_err(|e| vec![e.to_string()])?
+                .validate()
+                .map_err(|e| e.fields().keys().cloned().collect::<Vec<_>>())
+        };
+        let v = v2(r#"{"query": "type:bank", "start": "abc", "size": 3}"#).expect("valid");
+        assert_eq!(v.search.types, vec![TokenType::Bank]);
+        assert_eq!(
+            v.page,
+            CursorRequest {
+                start: Some("abc".into()),
+                size: 3
+            }
+        );
+        let v = v2("{}").expect("empty");
+        assert_eq!((v.search, v.page.size), (TokenSearch::default(), 20));
+        assert_eq!(
+            v2(r#"{"query": "OR", "size": 0}"#).expect_err("bad"),
+            vec!["query", "size"]
+        );
+        assert!(v2(r#"{"page": 1}"#).is_err(), "no offset pages here");
     }
 
     #[test]

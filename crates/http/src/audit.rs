@@ -47,7 +47,8 @@ pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
     let action = match (method.as_str(), pattern) {
         ("POST", "/tokens" | "/tokenize" | "/tokens/{parent_id}/children") => A::TokenCreated,
         ("GET", "/tokens" | "/tokens/{id}" | "/tokens/{parent_id}/children") => A::TokenRead,
-        ("POST", "/tokens/search" | "/detokenize") => A::TokenRead,
+        ("POST", "/tokens/search" | "/detokenize" | "/v2/tokens/search") => A::TokenRead,
+        ("GET", "/v2/tokens") => A::TokenRead,
         ("PATCH", "/tokens/{id}") => A::TokenUpdated,
         ("DELETE", "/tokens/{id}") => A::TokenDeleted,
         ("POST", "/tokens/{parent_id}/children/{child_id}") => A::AssociationCreated,

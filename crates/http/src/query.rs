@@ -4,7 +4,9 @@
 
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditFilter, Outcome},
+    cursor::CursorRequest,
     proxy::name_like_pattern,
+    search::{TokenSearchRequest, ValidWalk},
     store::{ApplicationFilter, ProxyFilter, TokenFilter},
     timestamp,
     validation::{has_nul, NUL_MESSAGE},
@@ -143,6 +145,101 @@ pub(crate) fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
     Ok(TokenListQuery {
         filter,
         page: request.ok_or_else(|| ApiError::field("page", "invalid"))?,
+    })
+}
+
+/// The query of `GET /v2/tokens` [`token_list_v2`] accepts (OpenAPI description only).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by the OpenAPI derive, never constructed
+pub(crate) struct TokenListV2Params {
+    /// Only these types (repeat the key for several).
+    #[param(rename = "type", style = Form, explode, inline)]
+    token_type: Option<Vec<TokenType>>,
+    /// A container path the token's container must start with (`/pci/` matches `/pci/high/`).
+    container: Option<String>,
+    /// The fingerprint a token must have (64 hexadecimal digits).
+    fingerprint: Option<String>,
+    /// Exact metadata pairs, all of which must be present (at most 10), as a JSON object of
+    /// strings: `metadata={"customer":"c_42"}` (URL-encoded), as Basis Theory's node SDK sends
+    /// it. `metadata.<key>=<value>` and `metadata[<key>]=<value>` are accepted too.
+    metadata: Option<String>,
+    /// The cursor a previous page answered as `pagination.next`; absent: the first page.
+    start: Option<String>,
+    /// Items per page.
+    #[param(minimum = 1, maximum = 100, default = 20)]
+    size: Option<u32>,
+}
+
+/// Records that `key` was given twice when `present`; `true` when it was not.
+fn first_time(present: bool, key: &str, errors: &mut ValidationErrors) -> bool {
+    if present {
+        errors.add(key.to_string(), "may be given once");
+    }
+    !present
+}
+
+/// Parses a `GET /v2/tokens` query into criteria (checked as `POST /tokens/search` checks
+/// them) and a cursor page.
+pub(crate) fn token_list_v2(query: &str) -> Result<ValidWalk, ApiError> {
+    let mut input = TokenSearchRequest::default();
+    let (mut start, mut size) = (None, None);
+    let mut metadata = tessera_domain::metadata::Metadata::new();
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match key.as_ref() {
+            "type" => match TokenType::parse(&value) {
+                Some(t) => input.types.get_or_insert_with(Vec::new).push(t),
+                None => errors.add(
+                    "type",
+                    format!("`{value}` is not a token type (token, card, bank)"),
+                ),
+            },
+            "container" if first_time(input.container.is_some(), "container", &mut errors) => {
+                input.container = Some(value.into_owned());
+            }
+            "fingerprint"
+                if first_time(input.fingerprint.is_some(), "fingerprint", &mut errors) =>
+            {
+                input.fingerprint = Some(value.into_owned());
+            }
+            "start" if first_time(start.is_some(), "start", &mut errors) => {
+                start = Some(value.into_owned());
+            }
+            "size" if first_time(size.is_some(), "size", &mut errors) => {
+                size = Some(parse_int(&value).unwrap_or(i64::MIN));
+            }
+            "metadata" => {
+                match serde_json::from_str::<tessera_domain::metadata::Metadata>(&value) {
+                    Ok(pairs) => metadata.extend(pairs),
+                    Err(_) => errors.add("metadata", "must be a JSON object of strings"),
+                }
+            }
+            "container" | "fingerprint" | "start" | "size" => {}
+            k => match metadata_key(k) {
+                Some(meta_key) if !meta_key.is_empty() => {
+                    metadata.insert(meta_key.to_string(), value.into_owned());
+                }
+                _ => errors.add(k.to_string(), "is not a known query parameter"),
+            },
+        }
+    }
+    if !metadata.is_empty() {
+        input.metadata = Some(metadata);
+    }
+    input.size = size;
+    let valid = input.validate();
+    if let Err(e) = &valid {
+        errors.extend_under("", e.clone());
+    }
+    errors.into_result().map_err(|e| ApiError::validation(&e))?;
+    let valid = valid.map_err(|e| ApiError::validation(&e))?;
+    Ok(ValidWalk {
+        search: valid.search,
+        page: CursorRequest {
+            start,
+            size: valid.page.size(),
+        },
     })
 }
 
@@ -451,6 +548,53 @@ mod tests {
             .map(|_| format!("id={}", uuid::Uuid::new_v4()))
             .collect();
         assert!(application_list(&many.join("&")).is_err());
+    }
+
+    #[test]
+    fn parses_a_v2_list_as_the_sdks_send_it() {
+        let q = token_list_v2(
+            "type=card&container=%2Fpci%2F&metadata=%7B%22k%22%3A%22v%22%7D&metadata.x=y&start=abc&size=3",
+        )
+        .expect("valid");
+        assert_eq!(q.search.types, vec![TokenType::Card]);
+        assert_eq!(
+            q.search.container_prefix.map(|c| c.as_str().to_string()),
+            Some("/pci/".to_string())
+        );
+        assert_eq!(
+            q.search.metadata,
+            vec![
+                ("k".to_string(), "v".to_string()),
+                ("x".to_string(), "y".to_string())
+            ]
+        );
+        assert_eq!(
+            q.page,
+            CursorRequest {
+                start: Some("abc".into()),
+                size: 3
+            }
+        );
+        assert_eq!(token_list_v2("").expect("defaults").page.size, 20);
+        for (bad, field) in [
+            ("metadata=%5B1%5D", "metadata"),
+            ("metadata=%7B%22k%22%3A1%7D", "metadata"),
+            ("size=0", "size"),
+            ("size=101", "size"),
+            ("start=a&start=b", "start"),
+            ("container=pci", "container"),
+            ("fingerprint=abc", "fingerprint"),
+            ("type=gold", "type"),
+            ("page=2", "page"),
+            ("query=type:card", "query"),
+        ] {
+            let e = token_list_v2(bad).expect_err(bad);
+            let fields: Vec<String> = e
+                .errors()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            assert_eq!(fields, vec![field.to_string()], "{bad}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde::Serialize;
 use tessera_domain::{
     application::{Application, ApplicationKey, ApplicationType},
     audit::ChainedEvent,
+    cursor::CursorPage,
     hex,
     proxy::Configuration,
     timestamp::serde_rfc3339,
@@ -235,6 +236,35 @@ impl<T> PageView<T> {
                 page_number: page.request.page(),
                 page_size: page.request.size(),
                 total_pages: page.total_pages(),
+            },
+            data: page.items.into_iter().map(f).collect(),
+        }
+    }
+}
+
+/// Pagination block of a cursor page (docs/api.md "Cursor pages").
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct CursorPagination {
+    /// The page size asked for.
+    page_size: u32,
+    /// The `start` of the next page; `null` on the last page.
+    next: Option<String>,
+}
+
+/// A cursor page: `{"pagination": {"page_size": n, "next": "…"|null}, "data": [...]}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct CursorPageView<T> {
+    pagination: CursorPagination,
+    data: Vec<T>,
+}
+
+impl<T> CursorPageView<T> {
+    /// Renders a cursor page, converting each item.
+    pub(crate) fn new<U>(page: CursorPage<U>, f: impl FnMut(U) -> T) -> Self {
+        Self {
+            pagination: CursorPagination {
+                page_size: page.size,
+                next: page.next,
             },
             data: page.items.into_iter().map(f).collect(),
         }

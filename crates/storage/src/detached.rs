@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use tessera_domain::{
     application::Application,
     audit::{AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead},
+    cursor::Position,
     store::{
         ApplicationStore, AssociationStore, AuditStore, ConsoleSessionRecord, ConsoleSessionStore,
         ContainerScope, HealthStore, IdempotencyRecord, IdempotencyScope, IdempotencyStore,
@@ -327,6 +328,22 @@ impl TokenStore for DetachedStore {
         let (search, scope) = (search.clone(), scope.clone());
         self.run_scan(|db| async move { db.search_tokens(tenant, &search, &scope, page).await })
             .await
+    }
+
+    async fn search_tokens_after(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        after: Option<Position>,
+        limit: u32,
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        let (search, scope) = (search.clone(), scope.clone());
+        self.run_scan(|db| async move {
+            db.search_tokens_after(tenant, &search, &scope, after, limit)
+                .await
+        })
+        .await
     }
 
     async fn delete_expired_tokens(

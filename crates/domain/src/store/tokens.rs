@@ -7,6 +7,7 @@ use super::StoreError;
 use crate::{
     binding::Destinations,
     container::Container,
+    cursor::Position,
     ids::{ApplicationId, TenantId, TokenId},
     metadata::Metadata,
     pagination::{Page, PageRequest},
@@ -67,11 +68,13 @@ pub struct TokenFilter {
     pub metadata: Vec<(String, String)>,
 }
 
-/// The criteria of `POST /tokens/search` (AND), newest first.
+/// The criteria of `POST /tokens/search` and of cursor pages (AND), newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TokenSearch {
     /// Only tokens live (not expired) at this time.
     pub live_at: Option<OffsetDateTime>,
+    /// Only these ids (any when empty).
+    pub ids: Vec<TokenId>,
     /// Only tokens whose metadata has every one of these exact pairs.
     pub metadata: Vec<(String, String)>,
     /// Only these types (any when empty).
@@ -194,6 +197,17 @@ pub trait TokenStore: Send + Sync {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError>;
+    /// Up to `limit` of `tenant`'s tokens passing `search` within `scope`, strictly after
+    /// `after` (when given) in the order `created_at` then `id`, both descending: one keyset
+    /// page of a cursor walk (docs/api.md "Cursor pages"). Nothing is counted.
+    async fn search_tokens_after(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        after: Option<Position>,
+        limit: u32,
+    ) -> Result<Vec<StoredToken>, StoreError>;
     /// Deletes up to `limit` tokens (of any tenant) expired at `now`, with their metadata and
     /// associations; returns how many. Safe to run from several processes at once: a token
     /// is deleted only if it is still expired when the delete runs.

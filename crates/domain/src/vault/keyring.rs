@@ -7,6 +7,7 @@ use std::{
 
 use crate::{
     crypto::{self, CryptoError, DataKey, MasterKey},
+    cursor::{CursorKey, CURSOR_KEY},
     error::{Resource, VaultError},
     ids::TenantId,
     lookup::{LookupKey, PROXY_KEY_LOOKUP},
@@ -14,13 +15,14 @@ use crate::{
 };
 
 /// Holds the master key (plus, during a rotation, the previous ones), a cache of unwrapped
-/// data keys and the proxy-key lookup key. Neither kind of key changes once written (a
+/// data keys, the proxy-key lookup key and the cursor key. No key changes once written (a
 /// rotation re-wraps the same key), so the caches need no invalidation.
 pub(crate) struct Keyring {
     master: MasterKey,
     previous: Vec<MasterKey>,
     cache: RwLock<HashMap<TenantId, Arc<DataKey>>>,
     lookup: RwLock<Option<Arc<LookupKey>>>,
+    cursor: RwLock<Option<Arc<CursorKey>>>,
 }
 
 impl Keyring {
@@ -30,11 +32,12 @@ impl Keyring {
             previous,
             cache: RwLock::new(HashMap::new()),
             lookup: RwLock::new(None),
+            cursor: RwLock::new(None),
         }
     }
 
-    /// The proxy-key lookup key: cached, else read from the store, else created there (the
-    /// first process to write it wins; every process then reads the same one).
+    /// The proxy-key lookup key: cached, else read from the store, else created there (see
+    /// [`Keyring::vault_key`]).
     pub(crate) async fn lookup_key(
         &self,
         store: &dyn TenantStore,
@@ -42,26 +45,52 @@ impl Keyring {
         if let Some(key) = self.lookup.read().map_err(poisoned)?.as_ref() {
             return Ok(key.clone());
         }
-        let wrapped = match store.get_vault_key(PROXY_KEY_LOOKUP).await? {
-            Some(w) => w,
-            None => {
-                let fresh = crypto::random_key();
-                let wrapped = self
-                    .master
-                    .wrap_vault_key(PROXY_KEY_LOOKUP, fresh.as_ref())?;
-                store.insert_vault_key(PROXY_KEY_LOOKUP, &wrapped).await?;
-                store
-                    .get_vault_key(PROXY_KEY_LOOKUP)
-                    .await?
-                    .ok_or_else(|| StoreError::Backend("the lookup key was not stored".into()))?
-            }
-        };
-        let plain = self.unwrap_vault_key(PROXY_KEY_LOOKUP, &wrapped)?;
+        let plain = self.vault_key(store, PROXY_KEY_LOOKUP).await?;
         let key = Arc::new(
             LookupKey::from_bytes(&plain).ok_or(VaultError::Crypto(CryptoError::Malformed))?,
         );
         *self.lookup.write().map_err(poisoned)? = Some(key.clone());
         Ok(key)
+    }
+
+    /// The key of cursor tags (docs/api.md "Cursor pages"): a vault key of its own, never a
+    /// tenant data key, so rotating data keys leaves every walk valid. Cached like
+    /// [`Keyring::lookup_key`].
+    pub(crate) async fn cursor_key(
+        &self,
+        store: &dyn TenantStore,
+    ) -> Result<Arc<CursorKey>, VaultError> {
+        if let Some(key) = self.cursor.read().map_err(poisoned)?.as_ref() {
+            return Ok(key.clone());
+        }
+        let plain = self.vault_key(store, CURSOR_KEY).await?;
+        let key = Arc::new(
+            CursorKey::from_bytes(&plain).ok_or(VaultError::Crypto(CryptoError::Malformed))?,
+        );
+        *self.cursor.write().map_err(poisoned)? = Some(key.clone());
+        Ok(key)
+    }
+
+    /// The deployment-wide key `name`, unwrapped: read from the store, else created there
+    /// (32 random bytes wrapped by the master key; the first process to write it wins, and
+    /// every process then reads the same one).
+    async fn vault_key(
+        &self,
+        store: &dyn TenantStore,
+        name: &str,
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, VaultError> {
+        let wrapped = match store.get_vault_key(name).await? {
+            Some(w) => w,
+            None => {
+                let fresh = crypto::random_key();
+                let wrapped = self.master.wrap_vault_key(name, fresh.as_ref())?;
+                store.insert_vault_key(name, &wrapped).await?;
+                store.get_vault_key(name).await?.ok_or_else(|| {
+                    StoreError::Backend(format!("the vault key {name} was not stored"))
+                })?
+            }
+        };
+        self.unwrap_vault_key(name, &wrapped)
     }
 
     /// Unwraps a vault key with the master key, else a previous one.

@@ -12,6 +12,7 @@ mod keyring;
 mod lifecycle;
 mod proxies;
 mod tenants;
+mod token_walk;
 mod tokens;
 
 use std::{sync::Arc, time::Duration};
@@ -245,8 +246,10 @@ impl Vault {
     /// opens.
     pub async fn rotate_master_key(&self) -> Result<Rotation, VaultError> {
         let mut report = Rotation::default();
-        let name = crate::lookup::PROXY_KEY_LOOKUP;
-        if let Some(wrapped) = self.store.get_vault_key(name).await? {
+        for name in [crate::lookup::PROXY_KEY_LOOKUP, crate::cursor::CURSOR_KEY] {
+            let Some(wrapped) = self.store.get_vault_key(name).await? else {
+                continue;
+            };
             if let Some(rewrapped) = self.keys.rewrap_vault_key(name, &wrapped)? {
                 if !self
                     .store

@@ -1,5 +1,7 @@
 //! `/tokens`: create, read, list, update, delete (SUPPLEMENT §3), bulk create (`/tokenize`)
-//! and search (issue 15).
+//! and search (issue 15); cursor pages under `/v2/tokens` in [`v2`].
+
+mod v2;
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{
@@ -20,10 +22,21 @@ use crate::{
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, get, update, delete, tokenize, search))]
+#[openapi(paths(
+    create,
+    list,
+    get,
+    update,
+    delete,
+    tokenize,
+    search,
+    v2::list_v2,
+    v2::search_v2
+))]
 pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
+    v2::configure(cfg);
     // `/tokens/search` before `/tokens/{id}`: actix matches resources in registration order.
     cfg.service(
         web::resource("/tokens/search")
@@ -95,8 +108,10 @@ async fn tokenize(
 }
 
 /// Searches the tokens the caller may read, newest first: exact metadata pairs, types,
-/// fingerprint, container prefix and creation time, all of which must match. `data` is left
-/// out unless `include_data` is true.
+/// fingerprint, container prefix and creation time, all of which must match, or a `query`
+/// string (`type:card AND metadata.customer:c_42`; docs/api.md "Search query"). `data` is left
+/// out unless `include_data` is true. Pages are numbered (`page`); `start` is refused, cursor
+/// pages are `POST /v2/tokens/search`.
 #[utoipa::path(post, path = "/tokens/search", tag = "tokens",
     request_body = TokenSearchRequest,
     responses((status = 200, description = "A page of tokens, newest first.", body = PageView<TokenView>)))]

@@ -9,6 +9,7 @@ mod authentication;
 mod binding;
 mod caller;
 mod children;
+mod cursor_pages;
 mod detokenize;
 mod escalation;
 mod fuzz_api;

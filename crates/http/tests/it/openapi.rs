@@ -41,6 +41,8 @@ fn document_covers_every_route() {
         ("/tokens/{id}", &["get", "patch", "delete"]),
         ("/tokenize", &["post"]),
         ("/tokens/search", &["post"]),
+        ("/v2/tokens", &["get"]),
+        ("/v2/tokens/search", &["post"]),
         ("/detokenize", &["post"]),
         ("/tokens/{parent_id}/children", &["get", "post"]),
         (

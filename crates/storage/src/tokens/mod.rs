@@ -3,6 +3,7 @@
 //! * `crud`: insert, point reads, the optimistic update, delete, the duplicate lookup;
 //! * `list` and `children`: a filtered list, and a parent's children through the link index;
 //! * `search`: `POST /tokens/search`, driven by its rarest metadata pair;
+//! * `walk`: cursor pages, the same search read as a keyset walk;
 //! * `expiry`: the sweep of expired tokens;
 //! * `backfill`: fingerprints for tokens written before fingerprints existed;
 //! * `queries`: the criteria as column values and the boxed queries the others share.
@@ -17,9 +18,11 @@ mod expiry;
 mod list;
 mod queries;
 mod search;
+mod walk;
 
 use async_trait::async_trait;
 use tessera_domain::{
+    cursor::Position,
     store::{
         ContainerScope, StoreError, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
     },
@@ -127,6 +130,21 @@ impl TokenStore for Database {
             return Ok(empty);
         }
         self.search_page(SearchParams::new(tenant, search, scope), page)
+            .await
+    }
+
+    async fn search_tokens_after(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        after: Option<Position>,
+        limit: u32,
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
+            return Ok(Vec::new());
+        }
+        self.walk_page(SearchParams::new(tenant, search, scope), after, limit)
             .await
     }
 

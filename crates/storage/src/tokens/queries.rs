@@ -156,6 +156,7 @@ pub(super) use filtered_children;
 pub(super) struct SearchParams {
     pub(super) tenant: String,
     pub(super) live_at: Option<PrimitiveDateTime>,
+    pub(super) ids: Vec<String>,
     pub(super) metadata: Vec<(String, String)>,
     pub(super) types: Vec<String>,
     pub(super) fingerprint: Option<String>,
@@ -174,6 +175,7 @@ impl SearchParams {
         Self {
             tenant: tenant.to_string(),
             live_at: search.live_at.map(to_db_time),
+            ids: search.ids.iter().map(ToString::to_string).collect(),
             metadata: search.metadata.clone(),
             types: type_names(&search.types),
             fingerprint: search.fingerprint.clone(),
@@ -208,6 +210,9 @@ macro_rules! with_token_criteria {
         let mut q = $q;
         if let Some(at) = p.live_at {
             q = q.filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(at)));
+        }
+        if !p.ids.is_empty() {
+            q = q.filter(tokens::id.eq_any(&p.ids));
         }
         if let Some(fingerprint) = &p.fingerprint {
             q = q.filter(tokens::fingerprint.eq(fingerprint));

@@ -30,7 +30,10 @@ impl Database {
     /// what its most selective pair matches, however common the others are. Each pair's rows
     /// are counted up to [`PAIR_SAMPLE`] from the pair index. Returns `false` when a pair
     /// matches nothing (the search is empty). Nothing to do for fewer than two pairs.
-    async fn rarest_pair_first(&self, params: &mut SearchParams) -> Result<bool, StoreError> {
+    pub(super) async fn rarest_pair_first(
+        &self,
+        params: &mut SearchParams,
+    ) -> Result<bool, StoreError> {
         if params.metadata.len() < 2 {
             return Ok(true);
         }

@@ -6,6 +6,7 @@ mod application_keys_legacy;
 mod application_sessions;
 mod audit_legacy;
 mod console_use_cases;
+mod cursor_walk;
 mod embed_example;
 mod lifecycle;
 mod read_batch;

@@ -1,0 +1,302 @@
+//! Cursor pages (`GET /v2/tokens`, `POST /v2/tokens/search`; docs/api.md "Cursor pages"): the
+//! opaque `start` a page hands back as `pagination.next`.
+//!
+//! A cursor is the position of the last token of a page (its `created_at` and id: pages are
+//! read newest first, by that pair, so a keyset walk neither shifts nor repeats while tokens
+//! are created) plus an HMAC-SHA-256 tag binding it to the tenant, the application and the
+//! criteria of the walk it belongs to. The tag's key is a deployment-wide vault key of its
+//! own (see [`CURSOR_KEY`]), never a tenant data key, so a data-key rotation leaves every
+//! walk valid.
+//!
+//! ```text
+//!   base64url( version 1 ‖ created_at, Unix ns, i128 BE ‖ token id (16) ‖ HMAC tag (32) )
+//! ```
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use time::OffsetDateTime;
+use zeroize::Zeroizing;
+
+use crate::{
+    ids::{ApplicationId, TenantId, TokenId},
+    store::TokenSearch,
+};
+
+/// Name under which the cursor key is stored (wrapped by the master key) among the vault keys.
+pub const CURSOR_KEY: &str = "token-cursor";
+/// Bytes of a cursor key.
+pub const CURSOR_KEY_LEN: usize = 32;
+/// Longest `start` accepted, in bytes (a cursor this code writes is 87).
+pub const MAX_CURSOR_LEN: usize = 128;
+
+const VERSION: u8 = 1;
+const POSITION_LEN: usize = 16 + 16;
+const TAG_LEN: usize = 32;
+/// Domain separation of the tag: no other MAC of this key's holder can be replayed as one.
+const TAG_LABEL: &[u8] = b"tessera token cursor v1\0";
+
+/// Why a `start` was refused. The variants are kept apart for logs and tests only: the caller
+/// is told the same thing for each, so a forged cursor learns nothing from the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CursorError {
+    /// Longer than [`MAX_CURSOR_LEN`].
+    #[error("the cursor is too long")]
+    TooLong,
+    /// Not base64url, or not the length of a cursor.
+    #[error("the cursor is malformed")]
+    Malformed,
+    /// A version this build does not write.
+    #[error("the cursor has an unknown version")]
+    Version,
+    /// The tag does not match: tampered with, or issued to another tenant, application or
+    /// set of criteria.
+    #[error("the cursor was not issued for this walk")]
+    Foreign,
+}
+
+/// One page of a cursor walk, as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorRequest {
+    /// The cursor a previous page answered; `None` for the first page.
+    pub start: Option<String>,
+    /// Items per page (1–100, checked by the request's validation).
+    pub size: u32,
+}
+
+/// One page of a cursor walk, as answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorPage<T> {
+    /// The items, newest first.
+    pub items: Vec<T>,
+    /// The page size asked for.
+    pub size: u32,
+    /// The cursor of the next page; `None` on the last one.
+    pub next: Option<String>,
+}
+
+/// Where a page ended: the last token's creation time and id. The next page holds the tokens
+/// strictly before it in the walk's order (`created_at`, then id, both descending).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// The token's creation time, as stored.
+    pub created_at: OffsetDateTime,
+    /// The token's id.
+    pub id: TokenId,
+}
+
+/// What a cursor is bound to: the caller's tenant and application and the walk's criteria.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding(Vec<u8>);
+
+impl Binding {
+    /// The binding of a walk of `search` by `application` of `tenant`. The criteria are put in
+    /// a canonical form (sorted, each part length-prefixed), so equal criteria given in another
+    /// order bind alike and no two different criteria do. `live_at` is left out: each page
+    /// sets it anew.
+    pub fn new(tenant: TenantId, application: ApplicationId, search: &TokenSearch) -> Self {
+        let mut out = Vec::with_capacity(128);
+        let mut part = |bytes: &[u8]| {
+            out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+            out.extend_from_slice(bytes);
+        };
+        part(tenant.as_uuid().as_bytes());
+        part(application.as_uuid().as_bytes());
+        let mut ids: Vec<&TokenId> = search.ids.iter().collect();
+        ids.sort_by_key(|id| *id.as_uuid());
+        part(b"ids");
+        ids.iter().for_each(|id| part(id.as_uuid().as_bytes()));
+        let mut types: Vec<&str> = search.types.iter().map(|t| t.as_str()).collect();
+        types.sort_unstable();
+        part(b"types");
+        types.iter().for_each(|t| part(t.as_bytes()));
+        let mut pairs: Vec<&(String, String)> = search.metadata.iter().collect();
+        pairs.sort();
+        part(b"metadata");
+        for (key, value) in pairs {
+            part(key.as_bytes());
+            part(value.as_bytes());
+        }
+        let mut destinations: Vec<&String> = search.destinations.iter().collect();
+        destinations.sort();
+        part(b"destinations");
+        destinations.iter().for_each(|d| part(d.as_bytes()));
+        let optional = |v: Option<Vec<u8>>| v.map(|b| [vec![1], b].concat()).unwrap_or_default();
+        let time =
+            |t: Option<OffsetDateTime>| t.map(|t| t.unix_timestamp_nanos().to_be_bytes().to_vec());
+        part(&optional(
+            search.fingerprint.as_ref().map(|f| f.as_bytes().to_vec()),
+        ));
+        part(&optional(
+            search
+                .container_prefix
+                .as_ref()
+                .map(|c| c.as_str().as_bytes().to_vec()),
+        ));
+        part(&optional(time(search.created_after)));
+        part(&optional(time(search.created_before)));
+        Self(out)
+    }
+}
+
+/// The HMAC key of cursor tags, held in memory only (as the keyed HMAC state, like the
+/// fingerprint key of [`crate::crypto::DataKey`]).
+pub struct CursorKey(Hmac<Sha256>);
+
+impl CursorKey {
+    /// A key from exactly [`CURSOR_KEY_LEN`] bytes; `None` for any other length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let key: Zeroizing<[u8; CURSOR_KEY_LEN]> = Zeroizing::new(bytes.try_into().ok()?);
+        <Hmac<Sha256> as Mac>::new_from_slice(key.as_ref())
+            .ok()
+            .map(Self)
+    }
+
+    fn tag(&self, binding: &Binding, position: &[u8]) -> Hmac<Sha256> {
+        let mut mac = self.0.clone();
+        mac.update(TAG_LABEL);
+        mac.update(&binding.0);
+        mac.update(position);
+        mac
+    }
+
+    /// The cursor of `position` in the walk `binding` names.
+    pub fn seal(&self, binding: &Binding, position: Position) -> String {
+        let mut raw = Vec::with_capacity(1 + POSITION_LEN + TAG_LEN);
+        raw.push(VERSION);
+        raw.extend_from_slice(&position.created_at.unix_timestamp_nanos().to_be_bytes());
+        raw.extend_from_slice(position.id.as_uuid().as_bytes());
+        let tag = self.tag(binding, &raw[1..]).finalize().into_bytes();
+        raw.extend_from_slice(&tag);
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    /// The position `cursor` holds, if this key issued it for the walk `binding` names. The tag
+    /// is compared in constant time.
+    pub fn open(&self, binding: &Binding, cursor: &str) -> Result<Position, CursorError> {
+        if cursor.len() > MAX_CURSOR_LEN {
+            return Err(CursorError::TooLong);
+        }
+        let raw = URL_SAFE_NO_PAD
+            .decode(cursor)
+            .map_err(|_| CursorError::Malformed)?;
+        if raw.len() != 1 + POSITION_LEN + TAG_LEN {
+            return Err(CursorError::Malformed);
+        }
+        if raw[0] != VERSION {
+            return Err(CursorError::Version);
+        }
+        let (position, tag) = raw[1..].split_at(POSITION_LEN);
+        self.tag(binding, position)
+            .verify_slice(tag)
+            .map_err(|_| CursorError::Foreign)?;
+        let (nanos, id) = position.split_at(16);
+        let nanos = i128::from_be_bytes(nanos.try_into().map_err(|_| CursorError::Malformed)?);
+        let id = uuid::Uuid::from_slice(id).map_err(|_| CursorError::Malformed)?;
+        Ok(Position {
+            // Only this key writes a valid tag, and only over a stored token's time.
+            created_at: OffsetDateTime::from_unix_timestamp_nanos(nanos)
+                .map_err(|_| CursorError::Malformed)?,
+            id: TokenId::from_uuid(id),
+        })
+    }
+}
+
+impl std::fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorKey(***)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token::TokenType;
+
+    fn key(byte: u8) -> CursorKey {
+        CursorKey::from_bytes(&[byte; CURSOR_KEY_LEN]).expect("32 bytes")
+    }
+
+    fn position() -> Position {
+        Position {
+            created_at: OffsetDateTime::from_unix_timestamp_nanos(1_790_000_000_123_456_000)
+                .expect("time"),
+            id: TokenId::new(),
+        }
+    }
+
+    fn binding(search: &TokenSearch) -> (TenantId, ApplicationId, Binding) {
+        let (tenant, app) = (TenantId::new(), ApplicationId::new());
+        (tenant, app, Binding::new(tenant, app, search))
+    }
+
+    #[test]
+    fn a_cursor_opens_to_its_position_for_its_own_walk_only() {
+        let search = TokenSearch {
+            types: vec![TokenType::Card],
+            ..TokenSearch::default()
+        };
+        let (tenant, app, walk) = binding(&search);
+        let at = position();
+        let cursor = key(1).seal(&walk, at);
+        assert!(cursor.len() <= MAX_CURSOR_LEN, "{}", cursor.len());
+        assert_eq!(key(1).open(&walk, &cursor), Ok(at));
+        assert_eq!(key(2).open(&walk, &cursor), Err(CursorError::Foreign));
+        let other_tenant = Binding::new(TenantId::new(), app, &search);
+        let other_app = Binding::new(tenant, ApplicationId::new(), &search);
+        let other_criteria = Binding::new(tenant, app, &TokenSearch::default());
+        for other in [other_tenant, other_app, other_criteria] {
+            assert_eq!(key(1).open(&other, &cursor), Err(CursorError::Foreign));
+        }
+    }
+
+    #[test]
+    fn every_changed_byte_is_refused() {
+        let (_, _, walk) = binding(&TokenSearch::default());
+        let cursor = key(1).seal(&walk, position());
+        let raw = URL_SAFE_NO_PAD.decode(&cursor).expect("base64url");
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 0x01;
+            let bad = URL_SAFE_NO_PAD.encode(bad);
+            assert!(key(1).open(&walk, &bad).is_err(), "byte {i}");
+        }
+        for bad in [
+            "",
+            "AgAAAA==",
+            "not base64!",
+            &"A".repeat(MAX_CURSOR_LEN + 1),
+        ] {
+            assert!(key(1).open(&walk, bad).is_err(), "{bad}");
+        }
+        let mut versioned = raw.clone();
+        versioned[0] = 2;
+        assert_eq!(
+            key(1).open(&walk, &URL_SAFE_NO_PAD.encode(versioned)),
+            Err(CursorError::Version)
+        );
+    }
+
+    #[test]
+    fn equal_criteria_in_another_order_bind_alike() {
+        let (tenant, app) = (TenantId::new(), ApplicationId::new());
+        let pairs = |p: &[(&str, &str)]| TokenSearch {
+            metadata: p
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            types: vec![TokenType::Card, TokenType::Bank],
+            ..TokenSearch::default()
+        };
+        let a = pairs(&[("a", "1"), ("b", "2")]);
+        let mut b = pairs(&[("b", "2"), ("a", "1")]);
+        b.types.reverse();
+        assert_eq!(Binding::new(tenant, app, &a), Binding::new(tenant, app, &b));
+        // Length prefixes keep `("ab", "")` and `("a", "b")` apart.
+        assert_ne!(
+            Binding::new(tenant, app, &pairs(&[("ab", "")])),
+            Binding::new(tenant, app, &pairs(&[("a", "b")]))
+        );
+        assert_eq!(format!("{:?}", key(1)), "CursorKey(***)");
+    }
+}
