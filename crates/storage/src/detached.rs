@@ -20,17 +20,19 @@ use std::{future::Future, sync::Arc};
 
 use async_trait::async_trait;
 use tessera_domain::{
-    application::Application,
+    application::{Application, ApplicationKey},
     audit::{AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead},
     cursor::Position,
     store::{
-        ApplicationStore, AssociationStore, AuditStore, ConsoleSessionRecord, ConsoleSessionStore,
-        ContainerScope, HealthStore, IdempotencyRecord, IdempotencyScope, IdempotencyStore,
-        NewAssociation, ProxyFilter, ProxyStore, SealedProxySecrets, StoreError, StoredApplication,
-        StoredProxy, StoredTenant, StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore,
-        TokenUpdate, UnsealedProxy,
+        ApplicationFilter, ApplicationStore, AssociationStore, AuditStore, ConsoleSessionRecord,
+        ConsoleSessionStore, ContainerScope, HealthStore, IdempotencyRecord, IdempotencyScope,
+        IdempotencyStore, KeyedApplication, NewAssociation, ProxyFilter, ProxyStore,
+        SealedProxySecrets, StoreError, StoredApplication, StoredApplicationKey, StoredProxy,
+        StoredTenant, StoredToken, TenantStore, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+        UnsealedProxy,
     },
-    ApiKeyHash, ApplicationId, Container, Page, PageRequest, ProxyId, TenantId, TokenId, TokenType,
+    ApiKeyHash, ApplicationId, ApplicationKeyId, Container, Page, PageRequest, ProxyId, TenantId,
+    TokenId, TokenType,
 };
 use time::OffsetDateTime;
 use tokio::runtime::Handle;
@@ -184,16 +186,18 @@ impl ApplicationStore for DetachedStore {
     async fn find_application_by_key_hash(
         &self,
         hash: &ApiKeyHash,
-    ) -> Result<Option<StoredApplication>, StoreError> {
+    ) -> Result<Option<KeyedApplication>, StoreError> {
         self.db.find_application_by_key_hash(hash).await
     }
 
     async fn list_applications(
         &self,
         tenant: TenantId,
+        filter: &ApplicationFilter,
         page: PageRequest,
     ) -> Result<Page<Application>, StoreError> {
-        self.run(|db| async move { db.list_applications(tenant, page).await })
+        let filter = filter.clone();
+        self.run(|db| async move { db.list_applications(tenant, &filter, page).await })
             .await
     }
 
@@ -203,17 +207,15 @@ impl ApplicationStore for DetachedStore {
             .await
     }
 
-    async fn replace_application_key(
+    async fn replace_application_keys(
         &self,
-        tenant: TenantId,
-        id: ApplicationId,
-        hash: &ApiKeyHash,
+        key: &StoredApplicationKey,
         modified_by: ApplicationId,
         modified_at: OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        let hash = hash.clone();
+        let key = key.clone();
         self.run(|db| async move {
-            db.replace_application_key(tenant, id, &hash, modified_by, modified_at)
+            db.replace_application_keys(&key, modified_by, modified_at)
                 .await
         })
         .await
@@ -225,6 +227,32 @@ impl ApplicationStore for DetachedStore {
         id: ApplicationId,
     ) -> Result<bool, StoreError> {
         self.run(|db| async move { db.delete_application(tenant, id).await })
+            .await
+    }
+
+    async fn insert_application_key(&self, key: &StoredApplicationKey) -> Result<(), StoreError> {
+        let key = key.clone();
+        self.run(|db| async move { db.insert_application_key(&key).await })
+            .await
+    }
+
+    async fn list_application_keys(
+        &self,
+        tenant: TenantId,
+        apps: &[ApplicationId],
+    ) -> Result<Vec<ApplicationKey>, StoreError> {
+        let apps = apps.to_vec();
+        self.run(|db| async move { db.list_application_keys(tenant, &apps).await })
+            .await
+    }
+
+    async fn delete_application_key(
+        &self,
+        tenant: TenantId,
+        app: ApplicationId,
+        id: ApplicationKeyId,
+    ) -> Result<bool, StoreError> {
+        self.run(|db| async move { db.delete_application_key(tenant, app, id).await })
             .await
     }
 }

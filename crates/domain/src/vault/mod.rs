@@ -17,7 +17,7 @@ mod tokens;
 
 use std::{sync::Arc, time::Duration};
 
-pub use applications::IssuedKey;
+pub use applications::{CreatedApplication, IssuedKey, NewApplicationKey};
 pub use associations::MAX_PARENTS;
 pub use caches::CachesUsage;
 pub use console_sessions::{
@@ -165,8 +165,10 @@ impl Vault {
 
     /// Turns a presented `SVC-API-KEY` value into a [`Principal`].
     ///
-    /// Lookups by key hash are cached briefly (see [`Vault::with_cache_ttl`]); a regenerated
-    /// key or a deleted application stops working at once in this process.
+    /// Lookups by key hash are cached briefly (see [`Vault::with_cache_ttl`]); a revoked or
+    /// regenerated key, or a deleted application, stops working at once in this process. The
+    /// keys of an expired application are refused exactly like unknown keys (docs/api.md,
+    /// "Application keys"), cached or not.
     pub async fn authenticate(&self, presented: Option<&str>) -> Result<Principal, VaultError> {
         let presented = presented.ok_or(VaultError::Unauthenticated(
             "the SVC-API-KEY header is required",
@@ -181,7 +183,7 @@ impl Vault {
                 let ticket = self.api_keys.begin();
                 let hash = key.hash();
                 let found = match self.store.find_application_by_key_hash(&hash).await? {
-                    Some(stored) if stored.key_hash.verify(&hash) => {
+                    Some(stored) if stored.key.key_hash.verify(&hash) => {
                         Some(Principal::new(&stored.application))
                     }
                     _ => None,
@@ -190,7 +192,9 @@ impl Vault {
                 found
             }
         };
-        principal.ok_or(VaultError::Unauthenticated(UNKNOWN_KEY))
+        principal
+            .filter(|p| !p.is_expired(crate::timestamp::now()))
+            .ok_or(VaultError::Unauthenticated(UNKNOWN_KEY))
     }
 
     /// Authenticates a caller that must belong to `tenant` (a proxy's caller must be of the
