@@ -87,6 +87,10 @@ pub enum VaultError {
     /// allow the host, or an ephemeral proxy was asked to carry an unbound token.
     #[error("{0}")]
     DestinationRefused(String),
+    /// The operation is not open to this kind of key (403), whatever its permissions: a
+    /// `public` key choosing a token's id.
+    #[error("{0}")]
+    KeyTypeRefused(&'static str),
     /// Absent, or owned by another tenant (404): the two are deliberately indistinguishable.
     #[error("{0} not found")]
     NotFound(Resource),
@@ -135,7 +139,8 @@ impl VaultError {
             VaultError::Unauthenticated(_) => ErrorClass::Unauthenticated,
             VaultError::Forbidden { .. }
             | VaultError::Escalation { .. }
-            | VaultError::DestinationRefused(_) => ErrorClass::Forbidden,
+            | VaultError::DestinationRefused(_)
+            | VaultError::KeyTypeRefused(_) => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,
             VaultError::Conflict(_) => ErrorClass::Conflict,
             VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_)) => {

@@ -29,6 +29,7 @@ pub async fn run(path: &Path) -> Result<Value, Box<dyn Error>> {
         .create_token(
             &admin,
             NewToken {
+                id: None,
                 token_type: TokenType::Card,
                 data: Some(Secret::new(
                     json!({"number": "4242424242424242", "cvc": "123"}),

@@ -238,6 +238,7 @@ impl Harness {
         destinations: Option<&[&str]>,
     ) -> String {
         let t = NewToken {
+            id: None,
             token_type: TokenType::Token,
             data: Some(Secret::new(data)),
             metadata: None,

@@ -40,6 +40,9 @@ actions! {
     /// A token was created (`POST /tokens`, `/tokenize`, `/tokens/{id}/children`), or a
     /// deduplicating create answered with an existing token.
     TokenCreated => "token.created",
+    /// Tokens were created with ids their caller chose (an import from another vault); the
+    /// same request also records `token.created`.
+    TokenImported => "token.imported",
     /// Token data was returned to the caller (read, list, children, search with data).
     TokenRead => "token.read",
     /// A token was patched.
@@ -391,7 +394,7 @@ mod tests {
                 format!("\"{}\"", a.as_str())
             );
         }
-        assert_eq!(AuditAction::ALL.len(), 21);
+        assert_eq!(AuditAction::ALL.len(), 22);
         assert!("token.stolen".parse::<AuditAction>().is_err());
     }
 

@@ -8,6 +8,7 @@ use super::{data::validate_data, token_type::TokenType};
 use crate::{
     binding::Destinations,
     container::Container,
+    ids::TokenId,
     metadata::{self, Metadata},
     secret::Secret,
     validation::ValidationErrors,
@@ -24,6 +25,13 @@ use crate::{
 })))]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
+    /// The token's id, chosen by the caller: a UUID (any standard spelling; stored in lower
+    /// case), unique in the tenant (409 when taken). For importing tokens with the ids another
+    /// vault gave them; only `private` and `management` keys may choose ids. Generated when
+    /// absent.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<uuid::Uuid>))]
+    pub id: Option<String>,
     /// Token type.
     #[serde(rename = "type")]
     pub token_type: TokenType,
@@ -65,6 +73,8 @@ pub struct NewToken {
 /// A [`NewToken`] that passed validation.
 #[derive(Debug, Clone)]
 pub struct ValidToken {
+    /// The id the caller chose, if any.
+    pub id: Option<TokenId>,
     /// Token type.
     pub token_type: TokenType,
     /// The sensitive value.
@@ -85,6 +95,7 @@ impl NewToken {
     /// A request for a token of `token_type` holding `data`, with every option left out.
     pub fn new(token_type: TokenType, data: Value) -> Self {
         Self {
+            id: None,
             token_type,
             data: Some(Secret::new(data)),
             metadata: None,
@@ -104,6 +115,10 @@ impl NewToken {
     /// [`NewToken::validate`] as of `now`.
     pub fn validate_at(self, now: OffsetDateTime) -> Result<ValidToken, ValidationErrors> {
         let mut errors = ValidationErrors::new();
+        let id = self
+            .id
+            .as_deref()
+            .and_then(|raw| chosen_id(raw, &mut errors));
         let expires_at = self
             .expires_at
             .as_deref()
@@ -141,6 +156,7 @@ impl NewToken {
         errors.into_result()?;
         match (data, container) {
             (Some(data), Some(container)) => Ok(ValidToken {
+                id,
                 token_type: self.token_type,
                 data,
                 metadata,
@@ -150,6 +166,24 @@ impl NewToken {
                 destinations,
             }),
             _ => Err(ValidationErrors::single("data", "is required")),
+        }
+    }
+}
+
+/// A caller-chosen id: a UUID other than the nil one, or a problem recorded under `id`.
+fn chosen_id(raw: &str, errors: &mut ValidationErrors) -> Option<TokenId> {
+    match raw.parse::<uuid::Uuid>() {
+        Ok(id) if !id.is_nil() => Some(TokenId::from_uuid(id)),
+        Ok(_) => {
+            errors.add("id", "must not be the nil UUID");
+            None
+        }
+        Err(_) => {
+            errors.add(
+                "id",
+                "must be a UUID, e.g. 0b6c3bd4-5c0e-4e5c-8f41-7f5a7d4e2a10 (ids are not made from templates)",
+            );
+            None
         }
     }
 }
@@ -205,6 +239,34 @@ mod tests {
             ..new(TokenType::Token, json!(1))
         };
         assert_eq!(fields(missing.validate()), vec!["data"]);
+    }
+
+    #[test]
+    fn a_chosen_id_is_a_uuid_in_any_spelling_and_never_nil() {
+        let with = |id: &str| NewToken {
+            id: Some(id.to_string()),
+            ..new(TokenType::Token, json!(1))
+        };
+        let upper = with("0B6C3BD4-5C0E-4E5C-8F41-7F5A7D4E2A10").validate();
+        assert_eq!(
+            upper.expect("valid").id.map(|id| id.to_string()).as_deref(),
+            Some("0b6c3bd4-5c0e-4e5c-8f41-7f5a7d4e2a10"),
+            "stored in lower case"
+        );
+        let simple = with("0b6c3bd45c0e4e5c8f417f5a7d4e2a10").validate();
+        assert!(simple.expect("valid").id.is_some());
+        for bad in [
+            "{{ data | alias_preserve_format }}",
+            "tok_123",
+            "",
+            "00000000-0000-0000-0000-000000000000",
+        ] {
+            assert_eq!(fields(with(bad).validate()), vec!["id"], "{bad}");
+        }
+        assert_eq!(
+            new(TokenType::Token, json!(1)).validate().expect("ok").id,
+            None
+        );
     }
 
     #[test]

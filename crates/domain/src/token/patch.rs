@@ -51,6 +51,10 @@ pub struct TokenPatch {
     #[serde(default, deserialize_with = "present")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub destinations: Option<Option<Vec<String>>>,
+    /// Accepted as the SDKs send it, and changes nothing: deduplication is not a stored
+    /// property of a token; a create asking for it finds any equal live token (docs/api.md).
+    #[serde(default)]
+    pub deduplicate_token: Option<bool>,
     /// Immutable: present at all, a 400.
     #[serde(rename = "type", default, deserialize_with = "present")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]

@@ -14,7 +14,7 @@ use crate::{
 };
 
 use super::{
-    tokens::{require_dedup_read, seal_new_token},
+    tokens::{may_create, seal_new_token, taken_id},
     Vault,
 };
 
@@ -103,8 +103,7 @@ impl Vault {
         caller.require_on(Permission::TokenRead, &parent.container)?;
         let now = crate::timestamp::now();
         let valid = input.validate_at(now)?;
-        caller.require_on(Permission::TokenCreate, &valid.container)?;
-        require_dedup_read(caller, &valid)?;
+        may_create(caller, &valid)?;
         let (key, fingerprint, duplicate) = self.prepare_create(caller, &valid, now).await?;
         if let Some(found) = duplicate {
             if found.id != parent.id {
@@ -119,10 +118,12 @@ impl Vault {
             }
             return Ok((found, false));
         }
+        let chosen = valid.id.is_some();
         let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
         self.store
             .insert_child_token(&stored, &link(&parent, &stored))
-            .await?;
+            .await
+            .map_err(|e| taken_id(e, stored.id, chosen))?;
         Ok((token, true))
     }
 

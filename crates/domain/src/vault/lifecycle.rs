@@ -20,7 +20,7 @@ use crate::{
 };
 
 use super::{
-    tokens::{decrypt_with, fingerprint_of, require_dedup_read, scope_among, seal_new_token},
+    tokens::{decrypt_with, fingerprint_of, may_create, scope_among, seal_new_token},
     Vault,
 };
 
@@ -172,27 +172,47 @@ impl Vault {
         caller: &Principal,
         inputs: Vec<NewToken>,
     ) -> Result<Vec<Token>, VaultError> {
+        let labelled = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, input)| (format!("[{i}]."), input))
+            .collect();
+        self.create_labelled_tokens(caller, labelled).await
+    }
+
+    /// As [`Vault::create_tokens`], each request with the prefix its problems are keyed under
+    /// (`card.` for a member of an object, `` for a lone request).
+    pub async fn create_labelled_tokens(
+        &self,
+        caller: &Principal,
+        inputs: Vec<(String, NewToken)>,
+    ) -> Result<Vec<Token>, VaultError> {
         caller.require_somewhere(Permission::TokenCreate)?;
         if inputs.is_empty() || inputs.len() > MAX_BULK {
             return Err(ValidationErrors::single(
                 "body",
-                format!("must be an array of 1 to {MAX_BULK} tokens"),
+                format!("must hold 1 to {MAX_BULK} token requests"),
             )
             .into());
         }
         let now = timestamp::now();
         let mut errors = ValidationErrors::new();
         let mut valid = Vec::with_capacity(inputs.len());
-        for (i, input) in inputs.into_iter().enumerate() {
+        let mut chosen: HashMap<TokenId, String> = HashMap::new();
+        for (label, input) in inputs {
             match input.validate_at(now) {
-                Ok(v) => valid.push(v),
-                Err(e) => errors.extend_under(&format!("[{i}]."), e),
+                Ok(v) => {
+                    if let Some(first) = v.id.and_then(|id| chosen.insert(id, label.clone())) {
+                        errors.add(format!("{label}id"), format!("repeats {first}id"));
+                    }
+                    valid.push(v);
+                }
+                Err(e) => errors.extend_under(&label, e),
             }
         }
         errors.into_result()?;
         for v in &valid {
-            caller.require_on(Permission::TokenCreate, &v.container)?;
-            require_dedup_read(caller, v)?;
+            may_create(caller, v)?;
         }
         let key = self
             .keys
@@ -224,7 +244,16 @@ impl Vault {
             answers.push(Some(token));
         }
         if !to_insert.is_empty() {
-            self.store.insert_tokens(&to_insert).await?;
+            self.store
+                .insert_tokens(&to_insert)
+                .await
+                .map_err(|e| match e {
+                    StoreError::Conflict(_) if !chosen.is_empty() => VaultError::Conflict(
+                        "a token id chosen in this request is already in use; nothing was stored"
+                            .into(),
+                    ),
+                    other => other.into(),
+                })?;
         }
         Ok(answers.into_iter().flatten().collect())
     }

@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 
 use crate::{
     access::Principal,
+    application::ApplicationType,
     error::{Resource, VaultError},
     ids::TokenId,
     pagination::{Page, PageRequest},
@@ -45,14 +46,17 @@ impl Vault {
         caller.require_somewhere(Permission::TokenCreate)?;
         let now = timestamp::now();
         let valid = input.validate_at(now)?;
-        caller.require_on(Permission::TokenCreate, &valid.container)?;
-        require_dedup_read(caller, &valid)?;
+        may_create(caller, &valid)?;
         let (key, fingerprint, duplicate) = self.prepare_create(caller, &valid, now).await?;
         if let Some(found) = duplicate {
             return Ok((found, false));
         }
+        let chosen = valid.id.is_some();
         let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
-        self.store.insert_token(&stored).await?;
+        self.store
+            .insert_token(&stored)
+            .await
+            .map_err(|e| taken_id(e, stored.id, chosen))?;
         Ok((token, true))
     }
 
@@ -201,6 +205,32 @@ impl Vault {
     }
 }
 
+/// What creating `valid` needs beyond `token:create` somewhere: `token:create` on its
+/// container, `token:read` there too when it asks to deduplicate ([`require_dedup_read`]),
+/// and, when it names its own id, a `private` or `management` key: a browser's `public` key
+/// could otherwise take the ids an import is about to use (docs/migrating.md).
+pub(super) fn may_create(caller: &Principal, valid: &ValidToken) -> Result<(), VaultError> {
+    caller.require_on(Permission::TokenCreate, &valid.container)?;
+    require_dedup_read(caller, valid)?;
+    if valid.id.is_some() && caller.app_type() == ApplicationType::Public {
+        return Err(VaultError::KeyTypeRefused(
+            "a public key cannot choose token ids; use a private or management key",
+        ));
+    }
+    Ok(())
+}
+
+/// A refused insert of a token whose id the caller chose is that id being taken in the tenant
+/// (409); any other store failure stays what it is.
+pub(super) fn taken_id(e: StoreError, id: TokenId, chosen: bool) -> VaultError {
+    match e {
+        StoreError::Conflict(_) if chosen => {
+            VaultError::Conflict(format!("the token id {id} is already in use"))
+        }
+        other => other.into(),
+    }
+}
+
 /// Deduplication answers whether an equal token exists in the target container, and which:
 /// an oracle on token data unless the caller may read that container's tokens anyway. So a
 /// caller asking to deduplicate needs `token:read` there as well as `token:create`, whatever
@@ -262,7 +292,8 @@ pub(super) fn seal_new_token(
     fingerprint: String,
 ) -> Result<(StoredToken, Token), VaultError> {
     let tenant = caller.tenant_id();
-    let id = TokenId::new();
+    // The caller's id, else a fresh random one (`TokenId::default`).
+    let id = valid.id.unwrap_or_default();
     let plaintext = Secret::new(
         serde_json::to_vec(valid.data.expose())
             .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,

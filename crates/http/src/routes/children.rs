@@ -98,6 +98,7 @@ async fn create_child(
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
     let parent = token_id(&parent, "parent_id")?;
+    let chosen = super::tokens::chosen_id(&input).is_some();
     let (token, created) = state
         .vault
         .create_child_token(&caller, parent, input)
@@ -108,10 +109,14 @@ async fn create_child(
         AuditAction::TokenCreated,
         [child],
     );
-    Ok(mark(
+    let response = mark(
         response,
         AuditAction::AssociationCreated,
         [*parent.as_uuid(), child],
+    );
+    Ok(super::tokens::mark_imported(
+        response,
+        (created && chosen).then_some(child).into_iter().collect(),
     ))
 }
 

@@ -7,6 +7,7 @@ mod detokenize;
 mod health;
 mod proxies;
 mod recorded;
+mod tokenize;
 mod tokens;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
@@ -18,6 +19,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     applications::configure(cfg);
     tokens::configure(cfg);
+    tokenize::configure(cfg);
     detokenize::configure(cfg);
     children::configure(cfg);
     proxies::configure(cfg);
@@ -46,6 +48,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
     for part in [
         applications::Doc::openapi(),
         tokens::Doc::openapi(),
+        tokenize::Doc::openapi(),
         detokenize::Doc::openapi(),
         children::Doc::openapi(),
         proxies::Doc::openapi(),

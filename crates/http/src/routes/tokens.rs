@@ -1,5 +1,5 @@
-//! `/tokens`: create, read, list, update, delete (SUPPLEMENT §3), bulk create (`/tokenize`)
-//! and search (issue 15); cursor pages under `/v2/tokens` in [`v2`].
+//! `/tokens`: create, read, list, update, delete and search (docs/api.md "Tokens"); bulk
+//! creation in [`super::tokenize`]; cursor pages under `/v2/tokens` in [`v2`].
 
 mod v2;
 
@@ -22,17 +22,7 @@ use crate::{
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    create,
-    list,
-    get,
-    update,
-    delete,
-    tokenize,
-    search,
-    v2::list_v2,
-    v2::search_v2
-))]
+#[openapi(paths(create, list, get, update, delete, search, v2::list_v2, v2::search_v2))]
 pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
@@ -49,12 +39,6 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),
-    )
-    .service(
-        web::resource("/tokenize")
-            .wrap(from_fn(idempotent))
-            .wrap(from_fn(auth::require_api_key))
-            .route(web::post().to(tokenize)),
     )
     .service(
         web::resource("/tokens/{id}")
@@ -78,33 +62,18 @@ async fn create(
     Caller(caller): Caller,
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
+    let chosen = chosen_id(&input).is_some();
     let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
     let id = *token.id.as_uuid();
-    Ok(mark(
+    let response = mark(
         created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
         [id],
+    );
+    Ok(mark_imported(
+        response,
+        (created && chosen).then_some(id).into_iter().collect(),
     ))
-}
-
-/// Creates 1–100 tokens at once, all or none, answered in request order (without data). Needs
-/// `token:create` on every target container; one invalid element is a 400 naming its index
-/// (`[3].data.number`), and nothing is stored.
-#[utoipa::path(post, path = "/tokenize", tag = "tokens",
-    request_body(content = Vec<NewToken>, description = "1 to 100 token create requests."),
-    responses((status = 201, description = "The tokens, in request order.", body = Vec<TokenView>)))]
-async fn tokenize(
-    state: web::Data<ApiState>,
-    Caller(caller): Caller,
-    JsonBody(inputs): JsonBody<Vec<NewToken>>,
-) -> Result<HttpResponse, ApiError> {
-    let tokens = state.vault.create_tokens(&caller, inputs).await?;
-    let ids = ids(&tokens);
-    let views: Vec<TokenView> = tokens
-        .into_iter()
-        .map(|t| TokenView::without_data(t, &caller))
-        .collect();
-    recorded::created(views, AuditAction::TokenCreated, ids)
 }
 
 /// Searches the tokens the caller may read, newest first: exact metadata pairs, types,
@@ -204,6 +173,21 @@ async fn delete(
     let id: TokenId = parse_id(&id, "token")?;
     state.vault.delete_token(&caller, id).await?;
     recorded::no_content(AuditAction::TokenDeleted, [*id.as_uuid()])
+}
+
+/// The id a create request chose, when it chose a valid one.
+pub(super) fn chosen_id(input: &NewToken) -> Option<uuid::Uuid> {
+    input.id.as_deref()?.parse().ok()
+}
+
+/// Also records `token.imported` on `imported`: the created tokens whose ids their caller
+/// chose (nothing when there are none).
+pub(super) fn mark_imported(response: HttpResponse, imported: Vec<uuid::Uuid>) -> HttpResponse {
+    if imported.is_empty() {
+        response
+    } else {
+        mark(response, AuditAction::TokenImported, imported)
+    }
 }
 
 /// The ids of `tokens`, in order.

@@ -708,7 +708,10 @@ async fn bulk_tokenize_is_all_or_nothing(db: &TestDatabase) {
     let many: Vec<Value> = (0..101)
         .map(|i| json!({"type": "token", "data": i}))
         .collect();
-    for refused in [json!([]), json!(many), json!({"type": "token", "data": 1})] {
+    let many_named: serde_json::Map<String, Value> = (0..101)
+        .map(|i| (format!("t{i}"), json!({"type": "token", "data": i})))
+        .collect();
+    for refused in [json!([]), json!(many), json!({}), json!(many_named)] {
         post(&app, k, "/tokenize", refused, None).await.expect(400);
     }
     // Permission on every target container, else 403 and nothing stored.

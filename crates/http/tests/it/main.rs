@@ -16,6 +16,7 @@ mod fuzz_api;
 mod header_prefix;
 mod hostile_inputs;
 mod idempotent_replays;
+mod imports;
 mod lifecycle;
 mod openapi;
 mod proxies;

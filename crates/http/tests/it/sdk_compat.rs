@@ -36,6 +36,7 @@ backend_tests!(
     an_untyped_put_still_cannot_escalate,
     a_transform_may_say_it_is_code,
     metadata_filters_may_be_written_as_deep_objects,
+    deduplicate_token_on_update_is_accepted_and_changes_nothing,
 );
 
 const SDK_KEY: &str = "SVC-IDEMPOTENCY-KEY";
@@ -720,4 +721,27 @@ async fn metadata_filters_may_be_written_as_deep_objects(db: &TestDatabase) {
         .await
         .expect(400);
     assert_eq!(r.error_fields(), vec!["metadata"]);
+}
+
+/// The SDKs' update model carries `deduplicate_token`: accepted, and nothing changes because of
+/// it (a create asking to deduplicate finds any equal live token, flagged or not).
+async fn deduplicate_token_on_update_is_accepted_and_changes_nothing(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let id = admin.create("/tokens", token_body()).await;
+    for flag in [json!(true), json!(false), json!(null)] {
+        let patch = json!({"deduplicate_token": flag, "metadata": {"k": "v"}});
+        let r = admin.merge_patch(&format!("/tokens/{id}"), &patch).await;
+        assert_eq!(r.expect(200).body["metadata"], json!({"k": "v"}));
+    }
+    let read = admin.get(&format!("/tokens/{id}")).await.expect(200).body;
+    assert_eq!(read["data"], json!("secret"));
+    let r = admin
+        .merge_patch(
+            &format!("/tokens/{id}"),
+            &json!({"deduplicate_token": "yes"}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.error_fields(), vec!["deduplicate_token"]);
 }

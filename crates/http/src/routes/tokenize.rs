@@ -1,0 +1,201 @@
+//! `POST /tokenize`: several tokens in one call, all or none, in the three forms Basis Theory's
+//! SDKs send (docs/api.md): an array of token requests, an object whose members are token
+//! requests, or one token request. The answer has the request's shape, each token request
+//! replaced by its token.
+
+use actix_web::{middleware::from_fn, web};
+use serde::{
+    de::{MapAccess, Visitor},
+    Deserialize, Deserializer,
+};
+use serde_json::Value;
+use tessera_domain::{audit::AuditAction, NewToken, Principal, Token};
+
+use super::{
+    recorded::{self, Answer},
+    tokens::{chosen_id, ids, mark_imported},
+};
+use crate::{
+    auth::{self, Caller},
+    body::{parse_json, JsonBody},
+    idempotency::idempotent,
+    problem::ApiError,
+    state::ApiState,
+    views::TokenView,
+};
+
+/// The OpenAPI operations of this module.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(tokenize))]
+pub(super) struct Doc;
+
+pub(super) fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/tokenize")
+            .wrap(from_fn(idempotent))
+            .wrap(from_fn(auth::require_api_key))
+            .route(web::post().to(tokenize)),
+    );
+}
+
+/// Creates 1–100 tokens at once, all or none, without data in the answer. The body is an array
+/// of token requests (answered with an array, in order), an object whose members are token
+/// requests (answered with an object of the same names), or one token request (an object whose
+/// `type` is a string; answered with one token). Needs `token:create` on every target
+/// container; one invalid request is a 400 naming it (`[3].data.number`, `card.data.number`),
+/// and nothing is stored.
+#[utoipa::path(post, path = "/tokenize", tag = "tokens",
+    request_body(content = serde_json::Value, description = "An array of 1 to 100 token create requests, an object whose 1 to 100 members are token create requests, or one token create request."),
+    responses((status = 201, description = "The tokens, in the shape of the request.", body = serde_json::Value)))]
+async fn tokenize(
+    state: web::Data<ApiState>,
+    Caller(caller): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> Answer {
+    let (inputs, shape) = Shape::read(body)?;
+    let chosen: Vec<uuid::Uuid> = inputs.iter().filter_map(chosen_id).collect();
+    let labelled = shape.labels(inputs.len()).into_iter().zip(inputs).collect();
+    let tokens = state
+        .vault
+        .create_labelled_tokens(&caller, labelled)
+        .await?;
+    let created = ids(&tokens);
+    let imported = created
+        .iter()
+        .filter(|id| chosen.contains(id))
+        .copied()
+        .collect();
+    let answer = shape.answer(tokens, &caller);
+    let response = recorded::created(answer, AuditAction::TokenCreated, created)?;
+    Ok(mark_imported(response, imported))
+}
+
+/// The form of a `/tokenize` body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shape {
+    /// An array.
+    List,
+    /// An object of token requests, with these member names in order.
+    Named(Vec<String>),
+    /// One token request.
+    Single,
+}
+
+impl Shape {
+    /// The token requests of `body` and its form. A JSON object is one token request when its
+    /// `type` member is a string, else each member is one. Each request is read as
+    /// `POST /tokens` reads its body, so problems name their place (`[3].data`, `card.data`).
+    fn read(body: Value) -> Result<(Vec<NewToken>, Shape), ApiError> {
+        let single = body
+            .as_object()
+            .is_some_and(|o| o.get("type").is_some_and(Value::is_string));
+        let is_list = body.is_array();
+        let bytes = serde_json::to_vec(&body)
+            .map_err(|e| ApiError::field("body", format!("malformed JSON: {e}")))?;
+        if is_list {
+            return Ok((parse_json::<Vec<NewToken>>(&bytes)?, Shape::List));
+        }
+        if single {
+            return Ok((vec![parse_json::<NewToken>(&bytes)?], Shape::Single));
+        }
+        if !body.is_object() {
+            return Err(ApiError::field(
+                "body",
+                "must be an array of token requests, an object whose members are token requests, or one token request",
+            ));
+        }
+        let Named(members) = parse_json::<Named>(&bytes)?;
+        let (names, inputs) = members.into_iter().unzip();
+        Ok((inputs, Shape::Named(names)))
+    }
+
+    /// What problems with each of the `count` requests are keyed under: `[3].`, `card.`, or
+    /// nothing.
+    fn labels(&self, count: usize) -> Vec<String> {
+        match self {
+            Shape::List => (0..count).map(|i| format!("[{i}].")).collect(),
+            Shape::Named(names) => names.iter().map(|n| format!("{n}.")).collect(),
+            Shape::Single => vec![String::new()],
+        }
+    }
+
+    /// The answer: the request's shape with each request replaced by its token (without data).
+    fn answer(self, tokens: Vec<Token>, viewer: &Principal) -> Value {
+        let mut views = tokens
+            .into_iter()
+            .map(|t| serde_json::to_value(TokenView::without_data(t, viewer)).unwrap_or_default());
+        match self {
+            Shape::List => Value::Array(views.collect()),
+            Shape::Single => views.next().unwrap_or_default(),
+            Shape::Named(names) => Value::Object(names.into_iter().zip(views).collect()),
+        }
+    }
+}
+
+/// An object whose members are token requests, in order.
+struct Named(Vec<(String, NewToken)>);
+
+impl<'de> Deserialize<'de> for Named {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = Named;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object whose members are token requests")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Named, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, NewToken>()? {
+                    members.push(member);
+                }
+                Ok(Named(members))
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn fields(e: &ApiError) -> Vec<String> {
+        e.errors()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_three_forms_are_told_apart() {
+        let one = json!({"type": "token", "data": "a"});
+        let (inputs, shape) = Shape::read(json!([one, one])).expect("list");
+        assert_eq!((inputs.len(), shape), (2, Shape::List));
+        let (inputs, shape) = Shape::read(one.clone()).expect("single");
+        assert_eq!((inputs.len(), shape), (1, Shape::Single));
+        // A member named `type` holds a request, not a string: still the object form.
+        let named = json!({"card": one, "type": one});
+        let (inputs, shape) = Shape::read(named).expect("named");
+        assert_eq!(inputs.len(), 2);
+        assert_eq!(shape, Shape::Named(vec!["card".into(), "type".into()]));
+    }
+
+    #[test]
+    fn problems_name_their_place_in_each_form() {
+        let bad = json!({"type": "card", "data": {"number": 1}, "extra": true});
+        let e = Shape::read(json!([{"type": "token", "data": "a"}, bad])).expect_err("list");
+        assert_eq!(fields(&e), vec!["[1].extra"]);
+        let e = Shape::read(json!({"ok": {"type": "token", "data": "a"}, "card": bad}))
+            .expect_err("named");
+        assert_eq!(fields(&e), vec!["card.extra"]);
+        let e = Shape::read(bad).expect_err("single");
+        assert_eq!(fields(&e), vec!["extra"]);
+        let e = Shape::read(json!({"first_name": "John"})).expect_err("a bare value");
+        assert_eq!(fields(&e), vec!["first_name"]);
+        for not_a_form in [json!("x"), json!(3), json!(null)] {
+            let e = Shape::read(not_a_form).expect_err("scalar");
+            assert_eq!(fields(&e), vec!["body"]);
+        }
+    }
+}
