@@ -519,38 +519,6 @@ mod tests {
     }
 
     #[test]
-    fn parses_application_filters_and_names_bad_ones() {
-        let a = uuid::Uuid::new_v4();
-        let b = uuid::Uuid::new_v4();
-        let q = application_list(&format!("id={a}&id={b}&type=private&type=public&page=2"))
-            .expect("valid");
-        assert_eq!(q.filter.ids.len(), 2);
-        assert_eq!(
-            q.filter.types,
-            vec![
-                tessera_domain::ApplicationType::Private,
-                tessera_domain::ApplicationType::Public
-            ]
-        );
-        assert_eq!(q.page.page(), 2);
-        for (bad, field) in [
-            ("id=nope", "id"),
-            ("type=admin", "type"),
-            ("start=abc", "start"),
-            ("size=0", "size"),
-        ] {
-            let e = application_list(bad).expect_err(bad);
-            assert_eq!(e.status().as_u16(), 400, "{bad}");
-            let body = serde_json::to_value(e.problem()).expect("json");
-            assert!(body["errors"].get(field).is_some(), "{bad}: {body}");
-        }
-        let many: Vec<String> = (0..=MAX_APPLICATION_IDS)
-            .map(|_| format!("id={}", uuid::Uuid::new_v4()))
-            .collect();
-        assert!(application_list(&many.join("&")).is_err());
-    }
-
-    #[test]
     fn parses_a_v2_list_as_the_sdks_send_it() {
         let q = token_list_v2(
             "type=card&container=%2Fpci%2F&metadata=%7B%22k%22%3A%22v%22%7D&metadata.x=y&start=abc&size=3",
@@ -595,6 +563,38 @@ mod tests {
                 .unwrap_or_default();
             assert_eq!(fields, vec![field.to_string()], "{bad}");
         }
+    }
+
+    #[test]
+    fn parses_application_filters_and_names_bad_ones() {
+        let a = uuid::Uuid::new_v4();
+        let b = uuid::Uuid::new_v4();
+        let q = application_list(&format!("id={a}&id={b}&type=private&type=public&page=2"))
+            .expect("valid");
+        assert_eq!(q.filter.ids.len(), 2);
+        assert_eq!(
+            q.filter.types,
+            vec![
+                tessera_domain::ApplicationType::Private,
+                tessera_domain::ApplicationType::Public
+            ]
+        );
+        assert_eq!(q.page.page(), 2);
+        for (bad, field) in [
+            ("id=nope", "id"),
+            ("type=admin", "type"),
+            ("start=abc", "start"),
+            ("size=0", "size"),
+        ] {
+            let e = application_list(bad).expect_err(bad);
+            assert_eq!(e.status().as_u16(), 400, "{bad}");
+            let body = serde_json::to_value(e.problem()).expect("json");
+            assert!(body["errors"].get(field).is_some(), "{bad}: {body}");
+        }
+        let many: Vec<String> = (0..=MAX_APPLICATION_IDS)
+            .map(|_| format!("id={}", uuid::Uuid::new_v4()))
+            .collect();
+        assert!(application_list(&many.join("&")).is_err());
     }
 
     #[test]
