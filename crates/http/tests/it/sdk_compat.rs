@@ -37,6 +37,7 @@ backend_tests!(
     a_transform_may_say_it_is_code,
     metadata_filters_may_be_written_as_deep_objects,
     deduplicate_token_on_update_is_accepted_and_changes_nothing,
+    fields_for_features_tessera_lacks_are_refused_by_name,
 );
 
 const SDK_KEY: &str = "SVC-IDEMPOTENCY-KEY";
@@ -744,4 +745,41 @@ async fn deduplicate_token_on_update_is_accepted_and_changes_nothing(db: &TestDa
         .await
         .expect(400);
     assert_eq!(r.error_fields(), vec!["deduplicate_token"]);
+}
+
+/// What the SDKs send only when a caller sets it, for features Tessera does not have, is a 400
+/// naming the field (docs/migrating.md "Differences that remain"), never silently dropped.
+async fn fields_for_features_tessera_lacks_are_refused_by_name(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let id = admin.create("/tokens", token_body()).await;
+    for (field, value) in [
+        ("privacy", json!({"classification": "general"})),
+        ("search_indexes", json!(["{{ data }}"])),
+        ("fingerprint_expression", json!("{{ data }}")),
+        ("mask", json!("{{ data | reveal_last: 4 }}")),
+        ("token_intent_id", json!("ti_1")),
+    ] {
+        let mut body = token_body();
+        body[field] = value.clone();
+        admin.refuses("/tokens", body.clone(), field).await;
+        admin
+            .refuses("/tokenize", json!([body]), &format!("[0].{field}"))
+            .await;
+        let r = admin
+            .merge_patch(&format!("/tokens/{id}"), &json!({ field: value }))
+            .await
+            .expect(400);
+        assert_eq!(r.error_fields(), vec![field]);
+    }
+    for field in [
+        "request_transforms",
+        "response_transforms",
+        "disable_detokenization",
+    ] {
+        let body = json!({"name": "p", "destination_url": "https://api.example.com",
+            field: if field == "disable_detokenization" { json!(true) } else { json!([]) }});
+        admin.refuses("/proxies", body, field).await;
+    }
+    assert_eq!(admin.total("/tokens").await, json!(1));
 }
