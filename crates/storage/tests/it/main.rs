@@ -1,9 +1,9 @@
 //! The storage crate's tests, one binary: every store trait on both backends, master-key
 //! the point-read path, rotation, sealing of legacy proxy secrets, and the embedding example.
 
-mod audit;
 mod application_keys_legacy;
 mod application_sessions;
+mod audit;
 mod audit_legacy;
 mod console_use_cases;
 mod cursor_walk;
