@@ -192,10 +192,9 @@ impl ApplicationInput {
     pub fn validate(self) -> Result<ValidApplication, ValidationErrors> {
         let mut errors = ValidationErrors::new();
         check_name(&self.name, MAX_NAME_CHARS, &mut errors);
-        let expires_at = self
-            .expires_at
-            .as_deref()
-            .and_then(|raw| future_instant(raw, crate::timestamp::now(), &mut errors));
+        let expires_at = self.expires_at.as_deref().and_then(|raw| {
+            crate::timestamp::future_expiry(raw, crate::timestamp::now(), &mut errors)
+        });
         if self.permissions.is_empty() && self.rules.is_empty() {
             errors.add("permissions", "an application needs permissions or rules");
         }
@@ -227,28 +226,6 @@ impl ApplicationInput {
             expires_at,
             create_key: self.create_key.unwrap_or(true),
         })
-    }
-}
-
-/// `raw` as an instant after `now`, or a problem recorded under `expires_at`.
-fn future_instant(
-    raw: &str,
-    now: OffsetDateTime,
-    errors: &mut ValidationErrors,
-) -> Option<OffsetDateTime> {
-    match crate::timestamp::parse(raw) {
-        Some(ts) if ts > now => Some(ts),
-        Some(_) => {
-            errors.add("expires_at", "must be in the future");
-            None
-        }
-        None => {
-            errors.add(
-                "expires_at",
-                "must be an RFC 3339 timestamp with an offset, e.g. 2030-01-31T12:00:00Z",
-            );
-            None
-        }
     }
 }
 

@@ -65,6 +65,29 @@ pub mod serde_rfc3339 {
     }
 }
 
+/// An `expires_at` value: `raw` as a timestamp after `now`, or a problem recorded under
+/// `expires_at` (for tokens and applications alike).
+pub fn future_expiry(
+    raw: &str,
+    now: OffsetDateTime,
+    errors: &mut crate::validation::ValidationErrors,
+) -> Option<OffsetDateTime> {
+    match parse(raw) {
+        Some(ts) if ts > now => Some(ts),
+        Some(_) => {
+            errors.add("expires_at", "must be in the future");
+            None
+        }
+        None => {
+            errors.add(
+                "expires_at",
+                "must be an RFC 3339 timestamp with an offset, e.g. 2030-01-31T12:00:00Z",
+            );
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,7 +122,7 @@ impl NewToken {
         let expires_at = self
             .expires_at
             .as_deref()
-            .and_then(|raw| future_timestamp(raw, now, &mut errors));
+            .and_then(|raw| crate::timestamp::future_expiry(raw, now, &mut errors));
         let data = match self.data {
             Some(d) if !d.expose().is_null() => Some(d),
             _ => {
@@ -182,28 +182,6 @@ fn chosen_id(raw: &str, errors: &mut ValidationErrors) -> Option<TokenId> {
             errors.add(
                 "id",
                 "must be a UUID, e.g. 0b6c3bd4-5c0e-4e5c-8f41-7f5a7d4e2a10 (ids are not made from templates)",
-            );
-            None
-        }
-    }
-}
-
-/// `raw` as a timestamp after `now`, or a problem recorded under `expires_at`.
-pub(super) fn future_timestamp(
-    raw: &str,
-    now: OffsetDateTime,
-    errors: &mut ValidationErrors,
-) -> Option<OffsetDateTime> {
-    match crate::timestamp::parse(raw) {
-        Some(ts) if ts > now => Some(ts),
-        Some(_) => {
-            errors.add("expires_at", "must be in the future");
-            None
-        }
-        None => {
-            errors.add(
-                "expires_at",
-                "must be an RFC 3339 timestamp with an offset, e.g. 2030-01-31T12:00:00Z",
             );
             None
         }

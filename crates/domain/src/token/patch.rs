@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::{data::validate_data, new::future_timestamp, token_type::TokenType};
+use super::{data::validate_data, token_type::TokenType};
 use crate::{
     binding::Destinations,
     metadata::{self, Metadata},
@@ -138,7 +138,7 @@ impl TokenPatch {
         let expires_at = match self.expires_at {
             None => expires_at,
             Some(None) => None,
-            Some(Some(raw)) => future_timestamp(&raw, now, &mut errors),
+            Some(Some(raw)) => crate::timestamp::future_expiry(&raw, now, &mut errors),
         };
         let destinations = self
             .destinations

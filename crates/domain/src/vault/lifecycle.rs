@@ -13,7 +13,7 @@ use crate::{
     pagination::{Page, PageRequest},
     permission::Permission,
     secret::Secret,
-    store::{StoreError, StoredToken, TokenSearch, TokenUpdate},
+    store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenUpdate},
     timestamp,
     token::{fingerprint_input, NewToken, Token, TokenPatch, TokenType},
     validation::ValidationErrors,
@@ -269,6 +269,22 @@ impl Vault {
     ) -> Result<Page<Token>, VaultError> {
         caller.require_somewhere(Permission::TokenRead)?;
         let tenant = caller.tenant_id();
+        let (search, scope) = self.readable_live_search(caller, search).await?;
+        let stored = self
+            .store
+            .search_tokens(tenant, &search, &scope, page)
+            .await?;
+        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
+        stored.try_map(|t| decrypt_with(&key, t))
+    }
+
+    /// `search` limited to live tokens, and the containers among its matches that the caller
+    /// may read: what every search (paged or walked) runs over.
+    pub(super) async fn readable_live_search(
+        &self,
+        caller: &Principal,
+        search: &TokenSearch,
+    ) -> Result<(TokenSearch, ContainerScope), VaultError> {
         let search = TokenSearch {
             live_at: Some(timestamp::now()),
             ..search.clone()
@@ -276,15 +292,10 @@ impl Vault {
         let scope = scope_among(
             caller,
             Permission::TokenRead,
-            self.store.search_containers(tenant, &search),
+            self.store.search_containers(caller.tenant_id(), &search),
         )
         .await?;
-        let stored = self
-            .store
-            .search_tokens(tenant, &search, &scope, page)
-            .await?;
-        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        stored.try_map(|t| decrypt_with(&key, t))
+        Ok((search, scope))
     }
 
     /// One round of maintenance: deletes every token expired by now (in batches) and every

@@ -7,12 +7,11 @@ use crate::{
     error::VaultError,
     permission::Permission,
     store::TokenSearch,
-    timestamp,
     token::Token,
     validation::ValidationErrors,
 };
 
-use super::{tokens::decrypt_with, tokens::scope_among, Vault};
+use super::{tokens::decrypt_with, Vault};
 
 impl Vault {
     /// One page of a walk over the caller's tenant's tokens passing `search`, newest first
@@ -37,16 +36,7 @@ impl Vault {
             None => None,
             Some(start) => Some(key.open(&binding, start).map_err(refused)?),
         };
-        let search = TokenSearch {
-            live_at: Some(timestamp::now()),
-            ..search.clone()
-        };
-        let scope = scope_among(
-            caller,
-            Permission::TokenRead,
-            self.store.search_containers(tenant, &search),
-        )
-        .await?;
+        let (search, scope) = self.readable_live_search(caller, search).await?;
         // One more than a page: whether a next page exists, without an empty last page.
         let mut stored = self
             .store
