@@ -527,6 +527,18 @@ impl Family for AuditMetrics {
                 MetricType::COUNTER,
                 s.denials_folded as f64,
             ),
+            single(
+                "tessera_audit_windows_total",
+                "Commits held open for more events under load.",
+                MetricType::COUNTER,
+                s.windows_held as f64,
+            ),
+            single(
+                "tessera_audit_window_seconds_total",
+                "Time commits were held open for more events (window per commit = seconds / windows).",
+                MetricType::COUNTER,
+                s.window_micros as f64 / 1e6,
+            ),
         ]
     }
 }

@@ -2,8 +2,16 @@
 //! whatever has accumulated in one transaction (group commit), one block per chain, then
 //! writes the committed events to the optional stream. In [`Durability::Sync`] a request
 //! waits for the commit of its events before it answers; in [`Durability::Async`] it does not,
-//! and the writer commits within moments (it never waits to fill a batch), so a crash loses at
-//! most what was still queued.
+//! and a crash loses at most what was still queued.
+//!
+//! A commit's fixed cost (a transaction, the chain heads) dwarfs its cost per event, so under
+//! load the writer holds a commit open for a short window ([`Arrivals`]) until about
+//! [`TARGET_BATCH`] events are in it: the window is sized from the recent arrival rate and
+//! never exceeds [`MAX_WINDOW`]. A window also ends when the next event is overdue (twice the
+//! recent gap between events). When events arrive too slowly to add even one in the longest
+//! window, nothing is held: a lone request's event is committed at once; and a window that
+//! gained nothing (its requests' callers were all waiting on this very commit) makes the next
+//! batches skip windows, for twice as many each time (docs/operations.md "Audit trail").
 //!
 //! An event is acknowledged only once its own chain's block is written. A chain that cannot be
 //! extended (a record already at its next position: planted, or left by a failure) fails
@@ -36,6 +44,12 @@ use crate::{error::StoreError, ids::TenantId};
 
 /// Most events committed in one transaction.
 const MAX_BATCH: usize = 2048;
+/// How many events a commit should carry under load before it is sent.
+const TARGET_BATCH: usize = 128;
+/// The longest a commit is held open for more events.
+const MAX_WINDOW: Duration = Duration::from_millis(2);
+/// Most batches committed at once after a window that gained nothing, before the next try.
+const MAX_SKIP: u32 = 64;
 /// Queued submissions before submitters wait (backpressure when the database is slow).
 const QUEUE: usize = 16 * 1024;
 /// A waiting request gives up after this long (the writer keeps its events and retries).
@@ -95,6 +109,8 @@ struct Counters {
     held: AtomicU64,
     dropped: AtomicU64,
     folded: AtomicU64,
+    windows: AtomicU64,
+    window_micros: AtomicU64,
 }
 
 /// What the writer has done so far, for metrics.
@@ -119,6 +135,10 @@ pub struct AuditStats {
     pub events_dropped: u64,
     /// Refusals folded into aggregate events.
     pub denials_folded: u64,
+    /// Commits held open for more events (under load).
+    pub windows_held: u64,
+    /// Time commits were held open, in microseconds.
+    pub window_micros: u64,
 }
 
 impl AuditLog {
@@ -145,6 +165,8 @@ impl AuditLog {
             events_held: load(&c.held),
             events_dropped: load(&c.dropped),
             denials_folded: load(&c.folded),
+            windows_held: load(&c.windows),
+            window_micros: load(&c.window_micros),
         })
     }
 
@@ -169,6 +191,7 @@ impl AuditLog {
                 stats,
                 held: Vec::new(),
                 denials: Denials::default(),
+                arrivals: Arrivals::default(),
             },
         )
     }
@@ -307,6 +330,70 @@ pub struct AuditWriter {
     /// Events of chains whose last append failed, oldest first: written before new ones.
     held: Vec<AuditEvent>,
     denials: Denials,
+    arrivals: Arrivals,
+}
+
+/// The recent arrival rate of events, from which a commit's window is sized.
+#[derive(Debug, Default)]
+struct Arrivals {
+    /// When the previous batch started to be gathered.
+    since: Option<Instant>,
+    /// Events per second, smoothed over recent batches.
+    rate: f64,
+    /// Batches still to commit without a window, after a window that gained nothing.
+    skip: u32,
+    /// How many to skip after the next window that gains nothing.
+    backoff: u32,
+}
+
+impl Arrivals {
+    /// Folds in that `events` arrived since the previous batch, as the batch starting `now`
+    /// is gathered.
+    fn observe(&mut self, events: usize, now: Instant) {
+        if let Some(since) = self.since {
+            let secs = now.duration_since(since).as_secs_f64().max(1e-6);
+            let rate = events as f64 / secs;
+            self.rate = if self.rate == 0.0 {
+                rate
+            } else {
+                0.7 * self.rate + 0.3 * rate
+            };
+        }
+        self.since = Some(now);
+    }
+
+    /// How long to hold a commit that has `have` events for the rest of [`TARGET_BATCH`]: the
+    /// time the recent rate needs to bring them, at most [`MAX_WINDOW`]; `None` when the
+    /// batch is full enough, or when not even one more event is expected within the longest
+    /// window (light load: nothing to gain by waiting).
+    fn window(&mut self, have: usize) -> Option<Duration> {
+        let missing = TARGET_BATCH.checked_sub(have).filter(|m| *m > 0)?;
+        if self.rate * MAX_WINDOW.as_secs_f64() < 1.0 {
+            return None;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return None;
+        }
+        let secs = (missing as f64 / self.rate).min(MAX_WINDOW.as_secs_f64());
+        Some(Duration::from_secs_f64(secs))
+    }
+
+    /// How long the next event may take before the window closes early: twice the recent
+    /// gap between events.
+    fn overdue(&self) -> Duration {
+        Duration::from_secs_f64((2.0 / self.rate).min(MAX_WINDOW.as_secs_f64()))
+    }
+
+    /// A window ended having gained `gained` events: none makes the next ones skip.
+    fn held(&mut self, gained: usize) {
+        if gained == 0 {
+            self.backoff = (self.backoff * 2).clamp(1, MAX_SKIP);
+            self.skip = self.backoff;
+        } else {
+            self.backoff = 0;
+        }
+    }
 }
 
 impl std::fmt::Debug for AuditWriter {
@@ -346,6 +433,9 @@ impl AuditWriter {
                     Err(mpsc::error::TryRecvError::Disconnected) => open = false,
                 }
             }
+            if open && batch.flushes.is_empty() {
+                open = self.fill(&mut batch).await;
+            }
             let closing = !open || !batch.flushes.is_empty();
             batch
                 .events
@@ -372,6 +462,36 @@ impl AuditWriter {
                 }
             }
         }
+    }
+
+    /// Holds `batch` open for more events while the arrival rate says they are coming
+    /// ([`Arrivals::window`]); `false` once every recorder is gone.
+    async fn fill(&mut self, batch: &mut Batch) -> bool {
+        let started = Instant::now();
+        self.arrivals.observe(batch.events.len(), started);
+        let Some(window) = self.arrivals.window(batch.events.len()) else {
+            return true;
+        };
+        let until = started + window;
+        let before = batch.events.len();
+        let mut open = true;
+        while batch.events.len() < TARGET_BATCH && batch.flushes.is_empty() {
+            let next = until.min(Instant::now() + self.arrivals.overdue());
+            match tokio::time::timeout_at(next, self.rx.recv()).await {
+                Ok(Some(message)) => batch.add(message, &mut self.denials, &self.stats),
+                Ok(None) => {
+                    open = false;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        self.arrivals.held(batch.events.len() - before);
+        self.stats.windows.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .window_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        open
     }
 
     /// The next message, or the moment to retry held events or to close a refusal window.
@@ -545,6 +665,8 @@ mod tests {
         appends: AtomicUsize,
         failures: AtomicUsize,
         planted: Mutex<HashSet<Option<TenantId>>>,
+        /// Appends take no time (the default is 5 ms, so that submissions pile up).
+        quick: std::sync::atomic::AtomicBool,
     }
 
     impl Memory {
@@ -574,7 +696,9 @@ mod tests {
             }
             self.appends.fetch_add(1, Ordering::SeqCst);
             // Let submissions pile up behind a slow transaction.
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            if !self.quick.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
             let mut by_chain: BTreeMap<Option<TenantId>, Vec<AuditEvent>> = BTreeMap::new();
             for e in events {
                 by_chain.entry(e.tenant_id).or_default().push(e.clone());
@@ -806,5 +930,65 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].event.count, Some(499));
         assert_eq!(log.stats().expect("on").denials_folded, 499);
+    }
+
+    fn quick_store() -> Arc<Memory> {
+        let store = Arc::new(Memory::default());
+        store.quick.store(true, Ordering::SeqCst);
+        store
+    }
+
+    /// Under a steady stream of events a commit is held open until it carries many of them,
+    /// instead of one commit per wake-up (virtual time: the figures are exact, not timed).
+    #[tokio::test(start_paused = true)]
+    async fn under_load_a_commit_is_held_open_until_it_fills() {
+        let store = quick_store();
+        let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
+        tokio::spawn(writer.run());
+        let tenant = TenantId::new();
+        // 10 events a millisecond (the timer's resolution), each submitted on its own.
+        for _ in 0..400 {
+            for _ in 0..10 {
+                log.record(vec![event(tenant)]).await.expect("queued");
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        log.flush().await;
+        let stats = log.stats().expect("on");
+        assert_eq!(stats.events_committed, 4000);
+        let per_commit = stats.events_committed / stats.batches_committed;
+        assert!(
+            per_commit >= 16,
+            "{per_commit} events per commit: {stats:?}"
+        );
+        assert!(
+            stats.windows_held > 0 && stats.window_micros > 0,
+            "{stats:?}"
+        );
+        let report = audit::verify(store.as_ref(), Some(tenant))
+            .await
+            .expect("verify");
+        assert!(report.ok() && report.events_checked == 4000, "{report:?}");
+    }
+
+    /// A lone caller in sync mode waits on its own commit: a window would gain nothing, so
+    /// after one that gained nothing windows are skipped, for longer each time.
+    #[tokio::test(start_paused = true)]
+    async fn a_lone_callers_commits_are_not_held_for_nothing() {
+        let store = quick_store();
+        let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+        tokio::spawn(writer.run());
+        let tenant = TenantId::new();
+        for _ in 0..200 {
+            log.record(vec![event(tenant)]).await.expect("committed");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let stats = log.stats().expect("on");
+        assert_eq!(stats.batches_committed, 200, "one commit a request");
+        assert!(stats.windows_held <= 8, "{stats:?}");
+        assert!(
+            stats.window_micros <= 8 * MAX_WINDOW.as_micros() as u64,
+            "{stats:?}"
+        );
     }
 }
