@@ -286,14 +286,25 @@ fi
 if [ "$AUDIT" = 1 ] && [ "$rounds" -gt 0 ]; then
   sq_hot=(BENCH_PROXY_KEY="$detok" "${tessera[@]}")
   pg_hot=(BENCH_PROXY_KEY="${pg_detok:-}" BENCH_API_KEY="${pg_app_key:-}" BENCH_BODY="${pg_body:-}")
+  commits() { # port: "events batches" committed so far, from /metrics
+    curl -s "http://127.0.0.1:$1/metrics" | awk '/^tessera_audit_events_committed_total/ {e=$2} /^tessera_audit_batches_committed_total/ {b=$2} END {printf "%d %d", e, b}'
+  }
+  per_commit() { # "events batches" before, after: events per commit in between
+    awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " "); n = y[2] - x[2]; if (n > 0) printf "%.1f", (y[1] - x[1]) / n; else print "-"}'
+  }
   audit_round() { # label first-port script env…
     local label=$1 port=$2 script=$3; shift 3
-    local off sync async
+    local off sync async s0 a0 spc apc
     off=$(rps "http://127.0.0.1:$port/proxy/charges" "$script" "$@")
+    s0=$(commits $((port + 1)))
     sync=$(rps "http://127.0.0.1:$((port + 1))/proxy/charges" "$script" "$@")
+    spc=$(per_commit "$s0" "$(commits $((port + 1)))")
+    a0=$(commits $((port + 2)))
     async=$(rps "http://127.0.0.1:$((port + 2))/proxy/charges" "$script" "$@")
+    apc=$(per_commit "$a0" "$(commits $((port + 2)))")
     record "audit-$label-sync" "$(ratio "$sync" "$off")"; record "audit-$label-async" "$(ratio "$async" "$off")"
-    printf '  %-15s off %-9s sync %-9s (%s)  async %-9s (%s)\n' "$label" "$off" "$sync" "$(ratio "$sync" "$off")" "$async" "$(ratio "$async" "$off")"
+    record "epc-$label-sync" "$spc"; record "epc-$label-async" "$apc"
+    printf '  %-15s off %-9s sync %-9s (%s, %s events/commit)  async %-9s (%s, %s events/commit)\n' "$label" "$off" "$sync" "$(ratio "$sync" "$off")" "$spc" "$async" "$(ratio "$async" "$off")" "$apc"
   }
   for r in $(seq 1 "$rounds"); do
     echo "audit round $r:"
@@ -306,6 +317,8 @@ if [ "$AUDIT" = 1 ] && [ "$rounds" -gt 0 ]; then
   done
   printf 'audit, median of %d paired rounds (sync/off, async/off):\n' "$rounds"
   for label in sqlite-cached sqlite-cold postgres-cached postgres-cold; do
-    [ -s "$work/ratio-audit-$label-sync" ] && printf '  %-15s sync %s  async %s\n' "$label" "$(quote "audit-$label-sync")" "$(quote "audit-$label-async")"
+    if [ -s "$work/ratio-audit-$label-sync" ]; then
+      printf '  %-15s sync %s (%s events/commit)  async %s (%s events/commit)\n' "$label" "$(quote "audit-$label-sync")" "$(median <"$work/ratio-epc-$label-sync")" "$(quote "audit-$label-async")" "$(median <"$work/ratio-epc-$label-async")"
+    fi
   done
 fi
