@@ -76,6 +76,22 @@ gateway() { # port database [flags…]: a proxy-gateway in the background
   local port=$1 url=$2; shift 2
   "$bin/proxy-gateway" --listen 127.0.0.1:$port --database-url "$url" --allow-private-destinations \
     --data-dir "$work" "$@" & pids+=($!)
+  echo $! >"$work/pid-$port"
+}
+# CPU ticks (1/CLK_TCK s) used so far by the gateway on `port` and its process tree: its own
+# user and system time, its waited-for children's, and its live children's (the sandboxes).
+cpu_ticks() {
+  local pid; pid=$(cat "$work/pid-$1")
+  awk -v root="$pid" '
+    { sub(/^.*\) /, ""); ppid = $2; t = $12 + $13 }
+    FILENAME ~ "/" root "/stat$" { total += t + $14 + $15; next }
+    ppid == root { total += t }
+    END { print total + 0 }' /proc/[0-9]*/stat 2>/dev/null
+}
+# CPU µs per request: ticks used over `rps` requests a second for the round's length.
+cpu_per_request() { # ticks-before ticks-after rps
+  awk -v a="$1" -v b="$2" -v r="$3" -v s="${BENCH_ROUND_SECONDS:-5}" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { if (r + 0 == 0) print "-"; else printf "%.1f", (b - a) * 1e6 / hz / (r * s) }'
 }
 # An api on `port` serving `url` (in the background, its output in the work directory).
 api() {
@@ -292,19 +308,26 @@ if [ "$AUDIT" = 1 ] && [ "$rounds" -gt 0 ]; then
   per_commit() { # "events batches" before, after: events per commit in between
     awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " "); n = y[2] - x[2]; if (n > 0) printf "%.1f", (y[1] - x[1]) / n; else print "-"}'
   }
+  measured() { # name port script env…: req/s, then CPU µs per request and events per commit
+    local name=$1 port=$2 script=$3; shift 3
+    local c0 t0 r
+    c0=$(commits "$port"); t0=$(cpu_ticks "$port")
+    r=$(rps "http://127.0.0.1:$port/proxy/charges" "$script" "$@")
+    record "rps-$name" "$r"
+    record "cpu-$name" "$(cpu_per_request "$t0" "$(cpu_ticks "$port")" "$r")"
+    record "epc-$name" "$(per_commit "$c0" "$(commits "$port")")"
+  }
+  last() { tail -n1 "$work/ratio-$1"; }
   audit_round() { # label first-port script env…
     local label=$1 port=$2 script=$3; shift 3
-    local off sync async s0 a0 spc apc
-    off=$(rps "http://127.0.0.1:$port/proxy/charges" "$script" "$@")
-    s0=$(commits $((port + 1)))
-    sync=$(rps "http://127.0.0.1:$((port + 1))/proxy/charges" "$script" "$@")
-    spc=$(per_commit "$s0" "$(commits $((port + 1)))")
-    a0=$(commits $((port + 2)))
-    async=$(rps "http://127.0.0.1:$((port + 2))/proxy/charges" "$script" "$@")
-    apc=$(per_commit "$a0" "$(commits $((port + 2)))")
+    local m p=$port
+    for m in off sync async; do measured "$label-$m" "$p" "$script" "$@"; p=$((p + 1)); done
+    local off sync async
+    off=$(last "rps-$label-off"); sync=$(last "rps-$label-sync"); async=$(last "rps-$label-async")
     record "audit-$label-sync" "$(ratio "$sync" "$off")"; record "audit-$label-async" "$(ratio "$async" "$off")"
-    record "epc-$label-sync" "$spc"; record "epc-$label-async" "$apc"
-    printf '  %-15s off %-9s sync %-9s (%s, %s events/commit)  async %-9s (%s, %s events/commit)\n' "$label" "$off" "$sync" "$(ratio "$sync" "$off")" "$spc" "$async" "$(ratio "$async" "$off")" "$apc"
+    printf '  %-15s off %-9s (%s µs CPU)  sync %-9s (%s, %s µs CPU, %s events/commit)  async %-9s (%s, %s µs CPU, %s events/commit)\n' \
+      "$label" "$off" "$(last "cpu-$label-off")" "$sync" "$(ratio "$sync" "$off")" "$(last "cpu-$label-sync")" "$(last "epc-$label-sync")" \
+      "$async" "$(ratio "$async" "$off")" "$(last "cpu-$label-async")" "$(last "epc-$label-async")"
   }
   for r in $(seq 1 "$rounds"); do
     echo "audit round $r:"
@@ -318,7 +341,9 @@ if [ "$AUDIT" = 1 ] && [ "$rounds" -gt 0 ]; then
   printf 'audit, median of %d paired rounds (sync/off, async/off):\n' "$rounds"
   for label in sqlite-cached sqlite-cold postgres-cached postgres-cold; do
     if [ -s "$work/ratio-audit-$label-sync" ]; then
-      printf '  %-15s sync %s (%s events/commit)  async %s (%s events/commit)\n' "$label" "$(quote "audit-$label-sync")" "$(median <"$work/ratio-epc-$label-sync")" "$(quote "audit-$label-async")" "$(median <"$work/ratio-epc-$label-async")"
+      printf '  %-15s CPU µs/request off %s sync %s async %s | req/s sync/off %s async/off %s | events/commit sync %s async %s\n' "$label" \
+        "$(quote "cpu-$label-off")" "$(quote "cpu-$label-sync")" "$(quote "cpu-$label-async")" \
+        "$(quote "audit-$label-sync")" "$(quote "audit-$label-async")" "$(quote "epc-$label-sync")" "$(quote "epc-$label-async")"
     fi
   done
 fi
