@@ -91,9 +91,9 @@ pub struct Binding(Vec<u8>);
 
 impl Binding {
     /// The binding of a walk of `search` by `application` of `tenant`. The criteria are put in
-    /// a canonical form (sorted, each part length-prefixed), so equal criteria given in another
-    /// order bind alike and no two different criteria do. `live_at` is left out: each page
-    /// sets it anew.
+    /// a canonical form (sorted, each part length-prefixed, each list preceded by its label and
+    /// its count), so equal criteria given in another order bind alike and no two different
+    /// criteria do. `live_at` is left out: each page sets it anew.
     pub fn new(tenant: TenantId, application: ApplicationId, search: &TokenSearch) -> Self {
         let mut out = Vec::with_capacity(128);
         let mut part = |bytes: &[u8]| {
@@ -102,25 +102,33 @@ impl Binding {
         };
         part(tenant.as_uuid().as_bytes());
         part(application.as_uuid().as_bytes());
-        let mut ids: Vec<&TokenId> = search.ids.iter().collect();
-        ids.sort_by_key(|id| *id.as_uuid());
-        part(b"ids");
-        ids.iter().for_each(|id| part(id.as_uuid().as_bytes()));
-        let mut types: Vec<&str> = search.types.iter().map(|t| t.as_str()).collect();
+        // A list's label and count, so that no list's items can pass for the next list's.
+        let list = |part: &mut dyn FnMut(&[u8]), label: &[u8], items: &[&[u8]]| {
+            part(label);
+            part(&(items.len() as u64).to_be_bytes());
+            items.iter().for_each(|item| part(item));
+        };
+        let mut ids: Vec<&[u8]> = search
+            .ids
+            .iter()
+            .map(|id| &id.as_uuid().as_bytes()[..])
+            .collect();
+        ids.sort_unstable();
+        list(&mut part, b"ids", &ids);
+        let mut types: Vec<&[u8]> = search.types.iter().map(|t| t.as_str().as_bytes()).collect();
         types.sort_unstable();
-        part(b"types");
-        types.iter().for_each(|t| part(t.as_bytes()));
+        list(&mut part, b"types", &types);
         let mut pairs: Vec<&(String, String)> = search.metadata.iter().collect();
         pairs.sort();
-        part(b"metadata");
-        for (key, value) in pairs {
-            part(key.as_bytes());
-            part(value.as_bytes());
-        }
-        let mut destinations: Vec<&String> = search.destinations.iter().collect();
-        destinations.sort();
-        part(b"destinations");
-        destinations.iter().for_each(|d| part(d.as_bytes()));
+        let pairs: Vec<&[u8]> = pairs
+            .iter()
+            .flat_map(|(key, value)| [key.as_bytes(), value.as_bytes()])
+            .collect();
+        list(&mut part, b"metadata", &pairs);
+        let mut destinations: Vec<&[u8]> =
+            search.destinations.iter().map(|d| d.as_bytes()).collect();
+        destinations.sort_unstable();
+        list(&mut part, b"destinations", &destinations);
         let optional = |v: Option<Vec<u8>>| v.map(|b| [vec![1], b].concat()).unwrap_or_default();
         let time =
             |t: Option<OffsetDateTime>| t.map(|t| t.unix_timestamp_nanos().to_be_bytes().to_vec());
@@ -298,5 +306,23 @@ mod tests {
             Binding::new(tenant, app, &pairs(&[("a", "b")]))
         );
         assert_eq!(format!("{:?}", key(1)), "CursorKey(***)");
+    }
+
+    #[test]
+    fn one_lists_items_never_pass_for_the_next_lists() {
+        let (tenant, app) = (TenantId::new(), ApplicationId::new());
+        // Without counts both encoded as: metadata, destinations, api.x.com, destinations.
+        let in_metadata = TokenSearch {
+            metadata: vec![("destinations".into(), "api.x.com".into())],
+            ..TokenSearch::default()
+        };
+        let in_destinations = TokenSearch {
+            destinations: vec!["api.x.com".into(), "destinations".into()],
+            ..TokenSearch::default()
+        };
+        assert_ne!(
+            Binding::new(tenant, app, &in_metadata),
+            Binding::new(tenant, app, &in_destinations)
+        );
     }
 }
