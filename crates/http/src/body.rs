@@ -18,6 +18,10 @@ use crate::{problem::ApiError, state::ApiState, strict_json::Strict};
 /// A deserialised JSON body.
 pub(crate) struct JsonBody<T>(pub T);
 
+/// A JSON body as its bytes: declared JSON and within the size limit, not yet parsed (for a
+/// handler whose body has several forms, parsed once it knows which with [`parse_json`]).
+pub(crate) struct JsonBytes(pub web::Bytes);
+
 fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -108,22 +112,39 @@ fn missing_field(message: &str) -> Option<String> {
     rest.split_once('`').map(|(name, _)| name.to_string())
 }
 
+/// The body of a request that must declare JSON (415 otherwise), read up to the limit.
+fn json_bytes(
+    req: &HttpRequest,
+    payload: &mut Payload,
+) -> Pin<Box<dyn Future<Output = Result<web::Bytes, ApiError>>>> {
+    if !is_json(req) {
+        return Box::pin(async {
+            Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "this endpoint accepts only Content-Type: application/json",
+            ))
+        });
+    }
+    Box::pin(read_limited(req, payload.take(), body_limit(req)))
+}
+
 impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let limit = body_limit(req);
-        if !is_json(req) {
-            return Box::pin(async {
-                Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "this endpoint accepts only Content-Type: application/json",
-                ))
-            });
-        }
-        let read = read_limited(req, payload.take(), limit);
+        let read = json_bytes(req, payload);
         Box::pin(async move { parse_json(&read.await?).map(JsonBody) })
+    }
+}
+
+impl FromRequest for JsonBytes {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let read = json_bytes(req, payload);
+        Box::pin(async move { read.await.map(JsonBytes) })
     }
 }
 

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     auth::{self, Caller},
-    body::{parse_json, JsonBody},
+    body::{parse_json, JsonBytes},
     idempotency::idempotent,
     problem::ApiError,
     state::ApiState,
@@ -50,9 +50,9 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 async fn tokenize(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBytes(body): JsonBytes,
 ) -> Answer {
-    let (inputs, shape) = Shape::read(body)?;
+    let (inputs, shape) = Shape::read(&body)?;
     let chosen: Vec<uuid::Uuid> = inputs.iter().filter_map(chosen_id).collect();
     let labelled = shape.labels(inputs.len()).into_iter().zip(inputs).collect();
     let tokens = state
@@ -82,31 +82,30 @@ enum Shape {
 }
 
 impl Shape {
-    /// The token requests of `body` and its form. A JSON object is one token request when its
-    /// `type` member is a string, else each member is one. Each request is read as
+    /// The token requests of the JSON `body` and its form. A JSON object is one token request
+    /// when its `type` member is a string, else each member is one. Each request is read as
     /// `POST /tokens` reads its body, so problems name their place (`[3].data`, `card.data`).
-    fn read(body: Value) -> Result<(Vec<NewToken>, Shape), ApiError> {
-        let single = body
-            .as_object()
-            .is_some_and(|o| o.get("type").is_some_and(Value::is_string));
-        let is_list = body.is_array();
-        let bytes = serde_json::to_vec(&body)
-            .map_err(|e| ApiError::field("body", format!("malformed JSON: {e}")))?;
-        if is_list {
-            return Ok((parse_json::<Vec<NewToken>>(&bytes)?, Shape::List));
+    /// An array (the import path) is parsed once; an object is probed for its `type` first.
+    fn read(body: &[u8]) -> Result<(Vec<NewToken>, Shape), ApiError> {
+        match body.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'[') => Ok((parse_json::<Vec<NewToken>>(body)?, Shape::List)),
+            Some(b'{') if parse_json::<TypeProbe>(body)?.is_request() => {
+                Ok((vec![parse_json::<NewToken>(body)?], Shape::Single))
+            }
+            Some(b'{') => {
+                let Named(members) = parse_json::<Named>(body)?;
+                let (names, inputs) = members.into_iter().unzip();
+                Ok((inputs, Shape::Named(names)))
+            }
+            _ => {
+                // Malformed JSON is reported as such; well-formed JSON of no form, as that.
+                parse_json::<serde::de::IgnoredAny>(body)?;
+                Err(ApiError::field(
+                    "body",
+                    "must be an array of token requests, an object whose members are token requests, or one token request",
+                ))
+            }
         }
-        if single {
-            return Ok((vec![parse_json::<NewToken>(&bytes)?], Shape::Single));
-        }
-        if !body.is_object() {
-            return Err(ApiError::field(
-                "body",
-                "must be an array of token requests, an object whose members are token requests, or one token request",
-            ));
-        }
-        let Named(members) = parse_json::<Named>(&bytes)?;
-        let (names, inputs) = members.into_iter().unzip();
-        Ok((inputs, Shape::Named(names)))
     }
 
     /// What problems with each of the `count` requests are keyed under: `[3].`, `card.`, or
@@ -129,6 +128,20 @@ impl Shape {
             Shape::Single => views.next().unwrap_or_default(),
             Shape::Named(names) => Value::Object(names.into_iter().zip(views).collect()),
         }
+    }
+}
+
+/// The `type` member of a JSON object, every other member skipped unread.
+#[derive(Deserialize)]
+struct TypeProbe {
+    #[serde(rename = "type", default)]
+    kind: Option<Value>,
+}
+
+impl TypeProbe {
+    /// Whether the object is one token request: its `type` is a string.
+    fn is_request(&self) -> bool {
+        self.kind.as_ref().is_some_and(Value::is_string)
     }
 }
 
@@ -161,6 +174,10 @@ mod tests {
 
     use super::*;
 
+    fn bytes(body: Value) -> Vec<u8> {
+        serde_json::to_vec(&body).expect("json")
+    }
+
     fn fields(e: &ApiError) -> Vec<String> {
         e.errors()
             .map(|m| m.keys().cloned().collect())
@@ -170,13 +187,13 @@ mod tests {
     #[test]
     fn the_three_forms_are_told_apart() {
         let one = json!({"type": "token", "data": "a"});
-        let (inputs, shape) = Shape::read(json!([one, one])).expect("list");
+        let (inputs, shape) = Shape::read(&bytes(json!([one, one]))).expect("list");
         assert_eq!((inputs.len(), shape), (2, Shape::List));
-        let (inputs, shape) = Shape::read(one.clone()).expect("single");
+        let (inputs, shape) = Shape::read(&bytes(one.clone())).expect("single");
         assert_eq!((inputs.len(), shape), (1, Shape::Single));
         // A member named `type` holds a request, not a string: still the object form.
         let named = json!({"card": one, "type": one});
-        let (inputs, shape) = Shape::read(named).expect("named");
+        let (inputs, shape) = Shape::read(&bytes(named)).expect("named");
         assert_eq!(inputs.len(), 2);
         assert_eq!(shape, Shape::Named(vec!["card".into(), "type".into()]));
     }
@@ -184,18 +201,30 @@ mod tests {
     #[test]
     fn problems_name_their_place_in_each_form() {
         let bad = json!({"type": "card", "data": {"number": 1}, "extra": true});
-        let e = Shape::read(json!([{"type": "token", "data": "a"}, bad])).expect_err("list");
+        let e = Shape::read(&bytes(json!([{"type": "token", "data": "a"}, bad.clone()])))
+            .expect_err("list");
         assert_eq!(fields(&e), vec!["[1].extra"]);
-        let e = Shape::read(json!({"ok": {"type": "token", "data": "a"}, "card": bad}))
-            .expect_err("named");
+        let e = Shape::read(&bytes(
+            json!({"ok": {"type": "token", "data": "a"}, "card": bad.clone()}),
+        ))
+        .expect_err("named");
         assert_eq!(fields(&e), vec!["card.extra"]);
-        let e = Shape::read(bad).expect_err("single");
+        let e = Shape::read(&bytes(bad)).expect_err("single");
         assert_eq!(fields(&e), vec!["extra"]);
-        let e = Shape::read(json!({"first_name": "John"})).expect_err("a bare value");
+        let e = Shape::read(&bytes(json!({"first_name": "John"}))).expect_err("a bare value");
         assert_eq!(fields(&e), vec!["first_name"]);
         for not_a_form in [json!("x"), json!(3), json!(null)] {
-            let e = Shape::read(not_a_form).expect_err("scalar");
+            let e = Shape::read(&bytes(not_a_form)).expect_err("scalar");
             assert_eq!(fields(&e), vec!["body"]);
         }
+        for malformed in [&b"["[..], b"{\"type\": ", b"", b"  nope"] {
+            let e = Shape::read(malformed).expect_err("malformed");
+            assert_eq!(fields(&e), vec!["body"]);
+            assert!(e.detail().contains("malformed JSON"), "{}", e.detail());
+        }
+        // Leading white space does not hide the form.
+        let (inputs, shape) =
+            Shape::read(b" \n [{\"type\": \"token\", \"data\": 1}]").expect("list");
+        assert_eq!((inputs.len(), shape), (1, Shape::List));
     }
 }
