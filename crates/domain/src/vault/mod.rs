@@ -163,7 +163,7 @@ impl Vault {
         &self.store
     }
 
-    /// Turns a presented `SVC-API-KEY` value into a [`Principal`].
+    /// Turns a presented API key (the `<PREFIX>-API-KEY` header's value) into a [`Principal`].
     ///
     /// Lookups by key hash are cached briefly (see [`Vault::with_cache_ttl`]); a revoked or
     /// regenerated key, or a deleted application, stops working at once in this process. The
@@ -171,7 +171,7 @@ impl Vault {
     /// "Application keys"), cached or not.
     pub async fn authenticate(&self, presented: Option<&str>) -> Result<Principal, VaultError> {
         let presented = presented.ok_or(VaultError::Unauthenticated(
-            "the SVC-API-KEY header is required",
+            "an API key is required, in the <PREFIX>-API-KEY header (SVC-API-KEY unless --header-prefix sets another)",
         ))?;
         let key = ApiKey::parse(presented)
             .ok_or(VaultError::Unauthenticated("the API key is malformed"))?;
