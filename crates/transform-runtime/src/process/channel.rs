@@ -1,29 +1,26 @@
-//! The gateway's end of its channel to one sandbox process: frames through the shared rings
-//! (`shm.rs`), a futex wake-up for the sandbox only when it sleeps, and the socket to the
-//! sandbox as the doorbell it rings only when this side sleeps (and whose end of file says the
-//! sandbox is gone).
+//! The gateway's end of its channel to one sandbox process, in two halves that different jobs
+//! may hold at once: [`Tx`] writes frames into the to-child ring (waking the sandbox with a
+//! futex only when it sleeps), [`Rx`] reads frames from the to-parent ring, sleeping on the
+//! socket to the sandbox (its doorbell, which the sandbox rings only when this side said it
+//! sleeps; its end of file says the sandbox is gone).
 //!
-//! While it waits, the serving thread first yields to its other tasks for a short while,
-//! checking the ring between them: under load the answer arrives in that window and no system
-//! call is made at all.
+//! Neither half spins: the serving thread has other requests to serve while it waits.
 
-use std::{
-    sync::atomic::Ordering,
-    time::{Duration, Instant},
-};
+use std::{rc::Rc, sync::atomic::Ordering, time::Duration};
 
 use tokio::net::UnixStream;
 
 use super::{
-    protocol::{self, FromChild, ToChild, MAX_FRAME},
-    shm::{full_fence, Corrupt, Dir, Region},
+    protocol::{self, FromChild, MAX_FRAME},
+    shm::{full_fence, Corrupt, Dir, Region, RING},
 };
 use crate::message::TransformError;
 
-/// How long a waiting side checks the ring between its other tasks before it sleeps.
-const SPIN: Duration = Duration::from_micros(30);
+/// How long a writer waits before looking for room in a full ring again (the sandbox is
+/// reading: a ring fills only with several large frames queued).
+const ROOM_POLL: Duration = Duration::from_millis(1);
 
-fn died(e: impl std::fmt::Display) -> TransformError {
+pub(super) fn died(e: impl std::fmt::Display) -> TransformError {
     TransformError::Engine(format!("the transform process failed: {e}"))
 }
 
@@ -31,104 +28,148 @@ fn corrupt(_: Corrupt) -> TransformError {
     died("its shared ring is corrupt")
 }
 
-/// The gateway's end.
-pub(super) struct Channel {
-    region: Region,
-    socket: UnixStream,
-    /// The true head of the to-child ring and tail of the to-parent ring.
-    head: u64,
-    tail: u64,
+/// Wakes the sandbox if it sleeps.
+fn wake_child(region: &Region) {
+    full_fence();
+    let sleeping = region.child_sleeping();
+    if sleeping.load(Ordering::Relaxed) != 0 {
+        sleeping.store(0, Ordering::Relaxed);
+        let _ = rustix::thread::futex::wake(sleeping, rustix::thread::futex::Flags::empty(), 1);
+    }
 }
 
-impl Channel {
-    pub(super) fn new(region: Region, socket: UnixStream) -> Self {
-        Self {
+/// The two halves over `region`, with `socket` as the doorbell.
+pub(super) fn channel(region: Region, socket: UnixStream) -> (Tx, Rx) {
+    let region = Rc::new(region);
+    (
+        Tx {
+            region: region.clone(),
+            head: 0,
+        },
+        Rx {
             region,
             socket,
-            head: 0,
             tail: 0,
-        }
+            partial: Vec::new(),
+        },
+    )
+}
+
+/// Writes frames to the sandbox.
+pub(super) struct Tx {
+    region: Rc<Region>,
+    /// The true head of the to-child ring.
+    head: u64,
+}
+
+impl Tx {
+    /// Tells the sandbox whether it may spin for its next frame (see `shm.rs`).
+    pub(super) fn allow_spin(&self, allowed: bool) {
+        self.region
+            .spin_allowed()
+            .store(u32::from(allowed), Ordering::Relaxed);
     }
 
-    /// Sends one frame.
-    pub(super) async fn send(&mut self, message: &ToChild) -> Result<(), TransformError> {
-        let frame = protocol::encode(message).map_err(died)?;
+    /// Sends one encoded frame. A frame that fits in the ring is written in one go, once there
+    /// is room for all of it, so a caller dropped while it waits leaves nothing half-written;
+    /// a larger one is streamed, and whoever drops it mid-way must kill the sandbox
+    /// ([`Tx::fits`] says which).
+    pub(super) async fn send(&mut self, frame: &[u8]) -> Result<(), TransformError> {
+        let whole = Self::fits(frame);
         let mut at = 0;
-        loop {
+        while at < frame.len() {
+            let room = self
+                .region
+                .writable(Dir::ToChild, self.head)
+                .map_err(corrupt)?;
+            if room == 0 || (whole && room < frame.len()) {
+                wake_child(&self.region);
+                tokio::time::sleep(ROOM_POLL).await;
+                continue;
+            }
             at += self
                 .region
                 .write(Dir::ToChild, &mut self.head, &frame[at..])
                 .map_err(corrupt)?;
-            self.wake_child();
-            if at == frame.len() {
-                return Ok(());
-            }
-            self.wait(|c| Ok(c.region.writable(Dir::ToChild, c.head)? > 0))
-                .await?;
-        }
-    }
-
-    /// Receives one frame: size-checked, copied out of the ring, then decoded.
-    pub(super) async fn receive(&mut self) -> Result<FromChild, TransformError> {
-        let mut len = [0u8; 4];
-        self.read_exact(&mut len).await?;
-        let len = u32::from_be_bytes(len) as usize;
-        if len > MAX_FRAME {
-            return Err(died("an oversized frame"));
-        }
-        let mut body = vec![0u8; len];
-        self.read_exact(&mut body).await?;
-        protocol::decode(&body).map_err(|e| died(format!("a malformed frame: {e}")))
-    }
-
-    async fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransformError> {
-        let mut at = 0;
-        while at < dst.len() {
-            let n = self
-                .region
-                .read(Dir::ToParent, &mut self.tail, &mut dst[at..])
-                .map_err(corrupt)?;
-            if n > 0 {
-                at += n;
-                // Room freed: the sandbox may be waiting for it.
-                self.wake_child();
-                continue;
-            }
-            self.wait(|c| Ok(c.region.readable(Dir::ToParent, c.tail)? > 0))
-                .await?;
+            wake_child(&self.region);
         }
         Ok(())
     }
 
-    /// Wakes the sandbox if it sleeps.
-    fn wake_child(&self) {
-        full_fence();
-        let sleeping = self.region.child_sleeping();
-        if sleeping.load(Ordering::Relaxed) != 0 {
-            sleeping.store(0, Ordering::Relaxed);
-            let _ = rustix::thread::futex::wake(sleeping, rustix::thread::futex::Flags::empty(), 1);
+    /// Whether `frame` is written in one go.
+    pub(super) fn fits(frame: &[u8]) -> bool {
+        frame.len() <= RING
+    }
+}
+
+/// Reads frames from the sandbox.
+pub(super) struct Rx {
+    region: Rc<Region>,
+    socket: UnixStream,
+    /// The true tail of the to-parent ring.
+    tail: u64,
+    /// The frame read so far: a reader dropped mid-frame leaves it for the next one.
+    partial: Vec<u8>,
+}
+
+impl Rx {
+    /// Receives one frame: size-checked, copied out of the ring, then decoded.
+    pub(super) async fn receive(&mut self) -> Result<FromChild, TransformError> {
+        self.fill(4).await?;
+        let len = u32::from_be_bytes([
+            self.partial[0],
+            self.partial[1],
+            self.partial[2],
+            self.partial[3],
+        ]) as usize;
+        if len > MAX_FRAME {
+            return Err(died("an oversized frame"));
         }
+        self.fill(4 + len).await?;
+        let frame = protocol::decode(&self.partial[4..])
+            .map_err(|e| died(format!("a malformed frame: {e}")));
+        self.partial.clear();
+        frame
     }
 
-    /// Waits until `ready`: first yielding to the thread's other tasks for [`SPIN`], then
-    /// asleep on the doorbell.
-    async fn wait(
-        &mut self,
-        ready: impl Fn(&Self) -> Result<bool, Corrupt>,
-    ) -> Result<(), TransformError> {
-        let until = Instant::now() + SPIN;
-        while Instant::now() < until {
-            if ready(self).map_err(corrupt)? {
-                return Ok(());
+    /// Reads until `partial` holds `n` bytes.
+    async fn fill(&mut self, n: usize) -> Result<(), TransformError> {
+        while self.partial.len() < n {
+            let at = self.partial.len();
+            self.partial.resize(n, 0);
+            let read = self
+                .region
+                .read(Dir::ToParent, &mut self.tail, &mut self.partial[at..])
+                .map_err(corrupt);
+            let read = match read {
+                Ok(read) => read,
+                Err(e) => {
+                    self.partial.truncate(at);
+                    return Err(e);
+                }
+            };
+            self.partial.truncate(at + read);
+            if read > 0 {
+                // Room freed: the sandbox may be waiting for it.
+                wake_child(&self.region);
+                continue;
             }
-            // Other tasks of the thread first; then the core, in case the sandbox shares it.
-            tokio::task::yield_now().await;
-            std::thread::yield_now();
+            self.wait().await?;
         }
+        Ok(())
+    }
+
+    /// Sleeps on the doorbell until the to-parent ring holds bytes.
+    async fn wait(&mut self) -> Result<(), TransformError> {
         loop {
             self.region.parent_waiting().store(1, Ordering::SeqCst);
             full_fence();
-            if ready(self).map_err(corrupt)? {
+            if self
+                .region
+                .readable(Dir::ToParent, self.tail)
+                .map_err(corrupt)?
+                > 0
+            {
                 self.region.parent_waiting().store(0, Ordering::Relaxed);
                 return Ok(());
             }

@@ -1,11 +1,12 @@
-//! The sandbox process: it locks itself down (see `sandbox.rs`), then runs the jobs its
-//! parent sends over the socket on its standard input, one at a time, with the same runtime
-//! code as inline execution. It never sees a key, a database or the network: only programs,
-//! invocation inputs, and the answers the parent gives to its `req.svc` calls.
+//! The sandbox process: it locks itself down (see `lockdown.rs`), then runs the jobs its
+//! parent queues in its ring, one at a time and in order, with the same runtime code as inline
+//! execution. It never sees a key, a database or the network: only programs, invocation inputs,
+//! and the answers the parent gives to its `req.svc` calls. Frames of later jobs that arrive
+//! while a job waits for its answers are kept for after it.
 
 use std::{
-    cell::RefCell,
-    collections::HashMap,
+    cell::{Cell, RefCell},
+    collections::{HashMap, VecDeque},
     io::Write,
     os::{
         fd::{AsRawFd, FromRawFd, OwnedFd},
@@ -17,11 +18,12 @@ use std::{
 
 use super::{
     child_channel::ChildChannel,
+    lockdown,
     protocol::{FromChild, ToChild},
-    sandbox, shm,
+    shm,
 };
 use crate::{
-    message::TransformError,
+    message::{HostError, TransformError},
     natives::{LogSink, Tags},
     program::Program,
     runtime::{Job, JsRuntime, Limits, Step},
@@ -38,7 +40,7 @@ fn user(args: &[String]) -> (u32, u32) {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.split_once(':'))
         .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
-        .unwrap_or(sandbox::UNPRIVILEGED)
+        .unwrap_or(lockdown::UNPRIVILEGED)
 }
 
 /// `main` of a sandbox process (a Tessera binary started with
@@ -64,7 +66,7 @@ pub fn sandbox_main() -> ! {
     // The mapping stays; the descriptor is not needed any more.
     drop(memfd);
     let own = [bell.as_raw_fd()];
-    if let Err(e) = sandbox::enter(&own, user) {
+    if let Err(e) = lockdown::enter(&own, user) {
         let _ = writeln!(
             std::io::stderr(),
             "transform sandbox: cannot lock down: {e}"
@@ -82,7 +84,7 @@ pub fn sandbox_main() -> ! {
 fn probe(path: &str, user: (u32, u32)) -> i32 {
     // Made before the lock-down, like a descriptor the process might have inherited.
     let pipe = rustix::pipe::pipe().ok();
-    if let Err(e) = sandbox::enter(&[1], user) {
+    if let Err(e) = lockdown::enter(&[1], user) {
         println!("{{\"error\":{:?}}}", e.to_string());
         return 70;
     }
@@ -146,8 +148,44 @@ fn misbehave(scope: &str, channel: &RefCell<ChildChannel>) -> bool {
     }
 }
 
-fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
-    let read = || channel.borrow_mut().read_frame();
+/// The answers to a job's `req.svc` calls, by call id.
+type Answers = Vec<(u64, Result<String, HostError>)>;
+
+/// The frames the sandbox reads: from its ring, and those of later jobs that arrived while a
+/// job waited for its answers, kept for after it.
+struct Frames {
+    channel: Rc<RefCell<ChildChannel>>,
+    later: VecDeque<ToChild>,
+}
+
+impl Frames {
+    fn next(&mut self) -> Option<ToChild> {
+        match self.later.pop_front() {
+            Some(frame) => Some(frame),
+            None => self.channel.borrow_mut().read_frame(),
+        }
+    }
+
+    /// The answers to job `id`'s calls, and whether its context must be discarded; `None`
+    /// when the parent is gone or broke the protocol.
+    fn answers(&mut self, id: u64) -> Option<(Answers, bool)> {
+        loop {
+            let frame = self.channel.borrow_mut().read_frame()?;
+            match frame {
+                ToChild::Answers {
+                    job,
+                    answers,
+                    tainted,
+                } if job == id => return Some((answers, tainted)),
+                frame @ (ToChild::Load { .. } | ToChild::Run { .. }) => self.later.push_back(frame),
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The limits and the prelude, from the first frame (`None`: not an `Init`).
+fn init(frames: &mut Frames) -> Option<(Limits, Program)> {
     let Some(ToChild::Init {
         memory,
         retained,
@@ -156,9 +194,9 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
         client_alias,
         prelude_hash,
         prelude,
-    }) = read()
+    }) = frames.next()
     else {
-        return;
+        return None;
     };
     let limits = Limits {
         memory,
@@ -167,10 +205,23 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
         max_contexts,
         client_alias,
     };
-    let prelude = Program::from_parts(prelude_hash, prelude);
-    let log_channel = channel.clone();
+    Some((limits, Program::from_parts(prelude_hash, prelude)))
+}
+
+fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
+    let mut frames = Frames {
+        channel: channel.clone(),
+        later: VecDeque::new(),
+    };
+    let Some((limits, prelude)) = init(&mut frames) else {
+        return;
+    };
+    // Log lines name the job that wrote them: the parent tags them with its proxy.
+    let current = Rc::new(Cell::new(0u64));
+    let (log_channel, log_job) = (channel.clone(), current.clone());
     let log: LogSink = Rc::new(move |_: &Tags, line: &str| {
         log_channel.borrow_mut().write_frame(&FromChild::Log {
+            job: log_job.get(),
             line: line.to_string(),
         });
     });
@@ -178,7 +229,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
         return;
     };
     let mut programs: HashMap<[u8; 32], Program> = HashMap::new();
-    while let Some(frame) = read() {
+    while let Some(frame) = frames.next() {
         match frame {
             ToChild::Load { hash, bytecode } => {
                 programs.insert(hash, Program::from_parts(hash, bytecode));
@@ -195,6 +246,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
                 if misbehaving && misbehave(&scope, &channel) {
                     continue;
                 }
+                current.set(job);
                 let result = match programs.get(&program) {
                     None => Some(Err(TransformError::Engine("program not loaded".into()))),
                     Some(program) => {
@@ -207,7 +259,7 @@ fn serve(channel: Rc<RefCell<ChildChannel>>, misbehaving: bool) {
                             svc,
                             deadline: Instant::now() + Duration::from_millis(time_limit_ms),
                         };
-                        run(&rt, job_input, job, &channel)
+                        run(&rt, job_input, job, &mut frames)
                     }
                 };
                 let Some(result) = result else { return };
@@ -234,7 +286,7 @@ fn run(
     rt: &Rc<JsRuntime>,
     job: Job<'_>,
     id: u64,
-    channel: &RefCell<ChildChannel>,
+    frames: &mut Frames,
 ) -> Option<Result<crate::message::Outcome, TransformError>> {
     let (mut invocation, mut step) = match rt.start(job) {
         Ok(started) => started,
@@ -249,26 +301,18 @@ fn run(
                 )))
             }
             Step::Waiting(calls) => {
-                if !channel
+                if !frames
+                    .channel
                     .borrow_mut()
                     .write_frame(&FromChild::Calls { job: id, calls })
                 {
                     return None;
                 }
-                let answers = channel.borrow_mut().read_frame();
-                match answers? {
-                    ToChild::Answers {
-                        job,
-                        answers,
-                        tainted,
-                    } if job == id => {
-                        if tainted {
-                            invocation.taint();
-                        }
-                        step = invocation.resume(answers);
-                    }
-                    _ => return None,
+                let (answers, tainted) = frames.answers(id)?;
+                if tainted {
+                    invocation.taint();
                 }
+                step = invocation.resume(answers);
             }
         }
     }

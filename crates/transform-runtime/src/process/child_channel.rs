@@ -1,7 +1,11 @@
 //! The sandbox's end of its channel to the gateway (see `shm.rs`): it reads the to-child ring
-//! and writes the to-parent ring, spins briefly when there is nothing to read, then sleeps on
-//! the futex word in the region; it rings the gateway's doorbell (one byte on its socket) only
-//! when the gateway said it sleeps.
+//! and writes the to-parent ring, and sleeps on the futex word in the region when there is
+//! nothing to read; it rings the gateway's doorbell (one byte on its socket) only when the
+//! gateway said it sleeps.
+//!
+//! Before sleeping it may spin, but only when both say a spin is likely to pay: the gateway
+//! (the machine has an idle core, so spinning takes time from nobody) and its own recent
+//! waits (they were short, so the next frame is likely to come within the spin).
 
 use std::{
     io::Write,
@@ -17,9 +21,8 @@ use super::{
     shm::{full_fence, Corrupt, Dir, Region},
 };
 
-/// How long the sandbox keeps checking for work before it sleeps: long enough to take the
-/// next job of a busy thread without a wake-up.
-const SPIN: Duration = Duration::from_micros(50);
+/// The longest the sandbox spins before it sleeps.
+const MAX_SPIN: Duration = Duration::from_micros(20);
 
 /// The sandbox's end.
 pub(super) struct ChildChannel {
@@ -28,6 +31,8 @@ pub(super) struct ChildChannel {
     /// The true tail of the to-child ring and head of the to-parent ring.
     tail: u64,
     head: u64,
+    /// How long recent waits for a frame lasted, smoothed, in nanoseconds.
+    recent_wait: f64,
 }
 
 impl ChildChannel {
@@ -37,6 +42,7 @@ impl ChildChannel {
             bell,
             tail: 0,
             head: 0,
+            recent_wait: f64::MAX,
         }
     }
 
@@ -103,25 +109,17 @@ impl ChildChannel {
         }
     }
 
-    /// Spins for [`SPIN`], then sleeps on the futex until `ready`.
-    fn wait(&self, ready: impl Fn(&Region) -> Result<bool, Corrupt>) -> Result<(), Corrupt> {
+    /// Waits until `ready`: spinning first when [`ChildChannel::spin_budget`] allows, then
+    /// asleep on the futex.
+    fn wait(&mut self, ready: impl Fn(&Region) -> Result<bool, Corrupt>) -> Result<(), Corrupt> {
         let started = Instant::now();
-        let mut spins = 0u32;
-        loop {
+        let budget = self.spin_budget();
+        while started.elapsed() < budget {
             if ready(&self.region)? {
+                self.waited(started.elapsed());
                 return Ok(());
             }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-                continue;
-            }
-            if started.elapsed() >= SPIN {
-                break;
-            }
-            // Give the core away between checks: on a busy machine the gateway thread this
-            // waits for may need it.
-            std::thread::yield_now();
+            std::hint::spin_loop();
         }
         let sleeping = self.region.child_sleeping();
         let limit = futex::Timespec {
@@ -133,11 +131,35 @@ impl ChildChannel {
             full_fence();
             if ready(&self.region)? {
                 sleeping.store(0, Ordering::Relaxed);
+                self.waited(started.elapsed());
                 return Ok(());
             }
             // Woken by the gateway, by a spurious wake-up or after a second: check again.
             let _ = futex::wait(sleeping, futex::Flags::empty(), 1, Some(&limit));
         }
+    }
+
+    /// How long to spin before sleeping: twice the recent wait when that is under
+    /// [`MAX_SPIN`] and the gateway sees an idle core; else not at all.
+    fn spin_budget(&self) -> Duration {
+        if self.region.spin_allowed().load(Ordering::Relaxed) == 0 {
+            return Duration::ZERO;
+        }
+        let twice = 2.0 * self.recent_wait;
+        if twice < MAX_SPIN.as_nanos() as f64 {
+            Duration::from_nanos(twice as u64)
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    fn waited(&mut self, took: Duration) {
+        let took = took.as_nanos() as f64;
+        self.recent_wait = if self.recent_wait == f64::MAX {
+            took
+        } else {
+            0.75 * self.recent_wait + 0.25 * took
+        };
     }
 
     /// Test hook (debug builds): publishes a head far beyond the ring.

@@ -50,8 +50,8 @@ pub(crate) enum ToChild {
 pub(crate) enum FromChild {
     /// The job awaits these `req.svc` calls.
     Calls { job: u64, calls: Vec<PendingCall> },
-    /// A `console.log` line of the running job (within its budget); the parent tags it.
-    Log { line: String },
+    /// A `console.log` line of job `job` (within its budget); the parent tags it.
+    Log { job: u64, line: String },
     /// The job ended.
     Done {
         job: u64,

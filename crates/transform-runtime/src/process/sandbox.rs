@@ -1,207 +1,482 @@
-//! Locking a sandbox process down (Linux): it gives up root and every capability (attack finding
-//! 22.16), dies with its parent, may not fork, dump core or grow past a bounded address space,
-//! and a seccomp filter (no new privileges) refuses every system call but the few its loop
-//! needs — reading, and writing only its own descriptors (never the gateway's log on standard
-//! error), memory management, futexes, clocks, random bytes, signals to itself only, and exit.
-//! Opening files, creating sockets, connecting, executing programs, signalling the gateway or
-//! any other process: `EPERM`.
+//! One sandbox process and the jobs queued in it.
+//!
+//! Several jobs may be queued in one process: each job writes its frames into the to-child
+//! ring and joins the queue, and the process runs them one after another without sleeping in
+//! between, so a busy serving thread's jobs stream through it with no wake-up each. The frames
+//! coming back belong to the first job of the queue (the one running); the first job whose
+//! caller still waits reads them (it *pumps*), answering on behalf of jobs whose callers went
+//! away, and holding the running job to its time limit from the moment it started.
+//!
+//! * A job waiting behind others has not started: its time limit starts when it does.
+//! * When the running job outlives its limit and the grace, or the process dies or misbehaves,
+//!   the process is killed; the running job fails (a timeout, or an engine error) and every job
+//!   behind it, which never started, is handed back to be queued elsewhere ([`Failure::Requeue`]).
+//! * A job whose caller goes away while it waits is abandoned: it runs when its turn comes and
+//!   its answer is dropped. One whose caller goes away while it runs has the process killed, as
+//!   the only way to stop it. A process left with only abandoned jobs is killed too.
 
-/// Address space a sandbox process may map: far above one runtime's heap limit, far below what
-/// would hurt the machine.
-#[cfg(target_os = "linux")]
-const ADDRESS_SPACE: u64 = 4 * 1024 * 1024 * 1024;
+use std::{
+    cell::{Cell, RefCell},
+    collections::{HashSet, VecDeque},
+    os::fd::OwnedFd,
+    process::Stdio,
+    rc::Rc,
+    time::Instant,
+};
 
-/// The user and group a sandbox started as root switches to (`nobody` / `nogroup`).
-pub(crate) const UNPRIVILEGED: (u32, u32) = (65534, 65534);
+use tokio::sync::Notify;
 
-/// Why the lock-down failed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct SandboxError(String);
+use super::{
+    channel::{channel, died, Rx, Tx},
+    child,
+    protocol::{self, FromChild, ToChild},
+    shm,
+    slots::Slot,
+};
+use crate::{
+    config::SandboxCommand,
+    host::{answer, HostFn, Inner},
+    message::{HostError, Outcome, TransformError},
+    natives::Tags,
+    program::Program,
+    taint::Taint,
+};
 
-fn fail(what: &str, e: &dyn std::fmt::Display) -> SandboxError {
-    SandboxError(format!("{what}: {e}"))
+/// Why a job did not give its caller an outcome.
+pub(super) enum Failure {
+    /// The job never started: run it elsewhere (its clock has not started either).
+    Requeue,
+    /// It ran and failed.
+    Failed(TransformError),
 }
 
-/// Locks this process down. `own` are the only descriptors it may write (its channel to the
-/// gateway); `user` the uid and gid it switches to when started as root. Must run while the
-/// process has a single thread (credentials are per thread at the system-call level).
-#[cfg(target_os = "linux")]
-pub(crate) fn enter(own: &[i32], user: (u32, u32)) -> Result<(), SandboxError> {
-    use rustix::process::{setrlimit, Resource, Rlimit};
-
-    drop_privileges(user)?;
-    // After the credentials changed: a change of credentials clears the parent-death signal.
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .map_err(|e| fail("parent death signal", &e))?;
-    for (resource, limit) in [
-        (Resource::Nproc, 0),
-        (Resource::Core, 0),
-        (Resource::As, ADDRESS_SPACE),
-    ] {
-        setrlimit(
-            resource,
-            Rlimit {
-                current: Some(limit),
-                maximum: Some(limit),
-            },
-        )
-        .map_err(|e| fail("rlimit", &e))?;
-    }
-    seccomp(own)
+struct Queued {
+    job: u64,
+    tags: Tags,
+    abandoned: bool,
 }
 
-/// Started as root: drops every capability from the bounding set, the supplementary groups,
-/// and switches to `user` (which clears the permitted, effective and ambient sets). In any case
-/// then clears what capabilities remain (inheritable, ambient: a non-root gateway may hold some)
-/// and checks that none is left.
-#[cfg(target_os = "linux")]
-fn drop_privileges((uid, gid): (u32, u32)) -> Result<(), SandboxError> {
-    use rustix::{
-        process::{getgid, getuid, Gid, Uid},
-        thread::{self, CapabilitySet, CapabilitySets},
-    };
+/// The gateway's handle on one sandbox process (this thread's only).
+pub(super) struct Sandbox {
+    // Killed when dropped (`kill_on_drop`).
+    child: RefCell<tokio::process::Child>,
+    /// Writers take turns (first come, first served): the queue's order is the ring's.
+    tx: tokio::sync::Mutex<Tx>,
+    /// Only the pumping job reads (the lock is never contended; it says so).
+    rx: tokio::sync::Mutex<Rx>,
+    loaded: RefCell<HashSet<[u8; 32]>>,
+    /// The only tenant whose transforms this process runs.
+    pub(super) tenant: String,
+    queue: RefCell<VecDeque<Queued>>,
+    /// When the queue's first job started (as far as this side knows).
+    front_since: Cell<Option<Instant>>,
+    /// A job finished or was abandoned, or the process died.
+    changed: Notify,
+    dead: Cell<bool>,
+    /// Jobs whose callers chose this process and have not left it ([`Assigned`]).
+    assigned: Cell<usize>,
+    /// How many of them may call `req.svc`: a job waiting for its calls' answers holds up
+    /// every job behind it, so none is queued behind such a job.
+    assigned_svc: Cell<usize>,
+    /// Held while any job is assigned here: the tenant's share of this thread's processes.
+    slot: RefCell<Option<Slot>>,
+    /// The time limit plus the grace: how long the running job may take.
+    budget: std::time::Duration,
+}
 
-    let root = getuid().is_root() || rustix::process::geteuid().is_root();
-    if root {
-        if uid == 0 || gid == 0 {
-            return Err(SandboxError("a sandbox never runs as root".into()));
+impl Sandbox {
+    fn new(
+        child: tokio::process::Child,
+        (tx, rx): (Tx, Rx),
+        tenant: &str,
+        budget: std::time::Duration,
+    ) -> Self {
+        Self {
+            child: RefCell::new(child),
+            tx: tokio::sync::Mutex::new(tx),
+            rx: tokio::sync::Mutex::new(rx),
+            loaded: RefCell::new(HashSet::new()),
+            tenant: tenant.to_string(),
+            queue: RefCell::new(VecDeque::new()),
+            front_since: Cell::new(None),
+            changed: Notify::new(),
+            dead: Cell::new(false),
+            assigned: Cell::new(0),
+            assigned_svc: Cell::new(0),
+            slot: RefCell::new(None),
+            budget,
         }
-        for cap in CapabilitySet::all().iter() {
-            // Capabilities this kernel does not know are refused with EINVAL: nothing to drop.
-            match thread::remove_capability_from_bounding_set(cap) {
-                Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-                Err(e) => return Err(fail("capability bounding set", &e)),
+    }
+
+    /// Starts a process for `tenant` and hands it the limits and the prelude.
+    pub(super) async fn spawn(
+        inner: &Inner,
+        command: &SandboxCommand,
+        tenant: &str,
+    ) -> Result<Rc<Self>, TransformError> {
+        let (parent, child_end) = std::os::unix::net::UnixStream::pair().map_err(died)?;
+        parent.set_nonblocking(true).map_err(died)?;
+        // The shared rings, handed to the sandbox as its standard output.
+        let (region, memfd) = shm::Region::create().map_err(died)?;
+        let mut cmd = tokio::process::Command::new(&command.program);
+        cmd.args(&command.args);
+        #[cfg(target_os = "linux")]
+        if rustix::process::geteuid().is_root() {
+            let (uid, gid) = inner.config.sandbox_user;
+            cmd.arg(child::USER_ARG).arg(format!("{uid}:{gid}"));
+        }
+        let process = cmd
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::from(OwnedFd::from(child_end)))
+            .stdout(Stdio::from(memfd))
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                TransformError::Engine(format!(
+                    "cannot start the transform sandbox {}: {e}",
+                    command.program.display()
+                ))
+            })?;
+        let socket = tokio::net::UnixStream::from_std(parent).map_err(died)?;
+        let budget = inner.config.time_limit + inner.config.grace;
+        let sandbox = Self::new(process, channel(region, socket), tenant, budget);
+        let limits = inner.config.limits();
+        sandbox
+            .send(&ToChild::Init {
+                memory: limits.memory,
+                retained: limits.retained,
+                stack: limits.stack,
+                max_contexts: limits.max_contexts,
+                client_alias: limits.client_alias.clone(),
+                prelude_hash: *inner.prelude.hash(),
+                prelude: inner.prelude.bytecode().to_vec(),
+            })
+            .await?;
+        Ok(Rc::new(sandbox))
+    }
+
+    /// Sends a frame outside any job (`Init`, and the answers to a job's calls).
+    pub(super) async fn send(&self, message: &ToChild) -> Result<(), TransformError> {
+        let frame = protocol::encode(message).map_err(died)?;
+        self.tx.lock().await.send(&frame).await
+    }
+
+    /// Whether the process is gone (or going).
+    pub(super) fn is_dead(&self) -> bool {
+        self.dead.get()
+    }
+
+    /// Jobs assigned here now.
+    pub(super) fn assigned(&self) -> usize {
+        self.assigned.get()
+    }
+
+    /// Whether it holds a slot (some job is assigned here).
+    pub(super) fn is_active(&self) -> bool {
+        self.slot.borrow().is_some()
+    }
+
+    /// Whether another job may be queued here: it is alive and no job assigned here may wait
+    /// for `req.svc` answers.
+    pub(super) fn takes_more(&self) -> bool {
+        !self.dead.get() && self.assigned_svc.get() == 0
+    }
+
+    /// Assigns a job here (one that may call `req.svc` when `svc`); `slot` when the process
+    /// was idle.
+    pub(super) fn assign(self: &Rc<Self>, slot: Option<Slot>, svc: bool) -> Assigned {
+        if let Some(slot) = slot {
+            *self.slot.borrow_mut() = Some(slot);
+        }
+        self.assigned.set(self.assigned.get() + 1);
+        if svc {
+            self.assigned_svc.set(self.assigned_svc.get() + 1);
+        }
+        Assigned {
+            sandbox: self.clone(),
+            svc,
+        }
+    }
+
+    /// Kills the process: the running job stops, the others are handed back.
+    pub(super) fn kill(&self) {
+        if !self.dead.replace(true) {
+            let _ = self.child.borrow_mut().start_kill();
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Runs `job` (the encoded `Run` frame `run`, numbered `job`) here, after the jobs queued
+    /// before it, answering its `req.svc` calls with `host`.
+    pub(super) async fn job<H: HostFn>(
+        &self,
+        program: &Program,
+        (job, run): (u64, &[u8]),
+        host: Option<&H>,
+        (tags, taint, spin): (&Tags, &Taint, bool),
+    ) -> Result<Outcome, Failure> {
+        self.enqueue(program, job, run, tags, spin).await?;
+        let mut watch = Watch {
+            sandbox: self,
+            job,
+            done: false,
+        };
+        let outcome = self.turn_and_pump(job, host, taint).await;
+        watch.done = true;
+        outcome
+    }
+
+    /// Writes the job's frames (its program first, if this process lacks it) and queues it.
+    async fn enqueue(
+        &self,
+        program: &Program,
+        job: u64,
+        run: &[u8],
+        tags: &Tags,
+        spin: bool,
+    ) -> Result<(), Failure> {
+        let mut tx = self.tx.lock().await;
+        if self.dead.get() {
+            return Err(Failure::Requeue);
+        }
+        let mut frames = Vec::with_capacity(run.len());
+        if !self.loaded.borrow().contains(program.hash()) {
+            let load = ToChild::Load {
+                hash: *program.hash(),
+                bytecode: program.bytecode().to_vec(),
+            };
+            frames = protocol::encode(&load).map_err(|e| Failure::Failed(died(e)))?;
+        }
+        frames.extend_from_slice(run);
+        tx.allow_spin(spin);
+        // A frame too large for the ring is streamed: dropped half-way, it would leave the
+        // process reading a partial frame, so the process goes with it.
+        let mut partial = Partial {
+            sandbox: self,
+            armed: !Tx::fits(&frames),
+        };
+        let sent = tx.send(&frames).await;
+        partial.armed = false;
+        if sent.is_err() {
+            self.kill();
+            return Err(Failure::Requeue);
+        }
+        self.loaded.borrow_mut().insert(*program.hash());
+        let mut queue = self.queue.borrow_mut();
+        if queue.is_empty() {
+            // It runs at once: its time starts now.
+            self.front_since.set(Some(Instant::now()));
+        }
+        queue.push_back(Queued {
+            job,
+            tags: tags.clone(),
+            abandoned: false,
+        });
+        Ok(())
+    }
+
+    /// Waits until this job is the first live one, then reads the process's frames until its
+    /// own `Done`.
+    async fn turn_and_pump<H: HostFn>(
+        &self,
+        job: u64,
+        host: Option<&H>,
+        taint: &Taint,
+    ) -> Result<Outcome, Failure> {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.dead.get() {
+                return Err(Failure::Requeue);
+            }
+            let first_live = self
+                .queue
+                .borrow()
+                .iter()
+                .find(|q| !q.abandoned)
+                .map(|q| q.job);
+            if first_live == Some(job) {
+                return self.pump(job, host, taint).await;
+            }
+            notified.await;
+        }
+    }
+
+    /// Reads frames until `me`'s `Done`: those of abandoned jobs ahead of it are answered
+    /// and dropped. Holds the running job to [`Sandbox::budget`].
+    async fn pump<H: HostFn>(
+        &self,
+        me: u64,
+        host: Option<&H>,
+        taint: &Taint,
+    ) -> Result<Outcome, Failure> {
+        loop {
+            let Some(front) = self.queue.borrow().front().map(|q| q.job) else {
+                return Err(Failure::Failed(died("its queue is empty")));
+            };
+            let since = self.front_since.get().unwrap_or_else(|| {
+                let now = Instant::now();
+                self.front_since.set(Some(now));
+                now
+            });
+            let deadline = tokio::time::Instant::from_std(since + self.budget);
+            let mut rx = self.rx.lock().await;
+            let frame = tokio::time::timeout_at(deadline, rx.receive()).await;
+            drop(rx);
+            let fail = |e: TransformError| {
+                self.kill();
+                Err(if front == me {
+                    Failure::Failed(e)
+                } else {
+                    Failure::Requeue
+                })
+            };
+            let frame = match frame {
+                // Past the time limit and the grace: the process is killed, so whatever the
+                // transform was doing stops using CPU now.
+                Err(_) => return fail(TransformError::TimedOut),
+                Ok(Err(e)) => return fail(e),
+                Ok(Ok(frame)) => frame,
+            };
+            match frame {
+                FromChild::Done { job, result } if job == front => {
+                    self.queue.borrow_mut().pop_front();
+                    self.front_since.set(Some(Instant::now()));
+                    if job == me {
+                        return match result {
+                            Err(e @ TransformError::Engine(_)) => fail(e),
+                            other => other.map_err(Failure::Failed),
+                        };
+                    }
+                }
+                FromChild::Calls { job, calls } if job == front => {
+                    let answers = if job == me {
+                        answer(host, calls).await
+                    } else {
+                        cancelled(calls)
+                    };
+                    let tainted = job != me || taint.is_marked();
+                    let message = ToChild::Answers {
+                        job,
+                        answers,
+                        tainted,
+                    };
+                    if self.send(&message).await.is_err() {
+                        return fail(died("it stopped reading"));
+                    }
+                }
+                FromChild::Log { job, line } => self.log(job, &line),
+                _ => return fail(died("an unexpected frame")),
             }
         }
-        thread::set_thread_groups(&[]).map_err(|e| fail("groups", &e))?;
-        // Safety of the ids: plain numbers; `from_raw` only wraps them.
-        let (gid, uid) = (Gid::from_raw(gid), Uid::from_raw(uid));
-        thread::set_thread_res_gid(gid, gid, gid).map_err(|e| fail("setresgid", &e))?;
-        thread::set_thread_res_uid(uid, uid, uid).map_err(|e| fail("setresuid", &e))?;
-        if getuid().is_root() || getgid().is_root() || rustix::process::geteuid().is_root() {
-            return Err(SandboxError("still root after switching user".into()));
+    }
+
+    fn log(&self, job: u64, line: &str) {
+        let queue = self.queue.borrow();
+        if let Some(q) = queue.iter().find(|q| q.job == job) {
+            tracing::info!(target: "transform", tenant = %q.tags.tenant, proxy = %q.tags.proxy, "{line}");
         }
     }
-    match thread::clear_ambient_capability_set() {
-        Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-        Err(e) => return Err(fail("ambient capabilities", &e)),
+
+    /// The job is over for its caller while it is still queued: its answer will be dropped.
+    fn abandon(&self, job: u64) {
+        if let Some(q) = self.queue.borrow_mut().iter_mut().find(|q| q.job == job) {
+            // Its frames will come, and its `Done` takes it off the queue.
+            q.abandoned = true;
+        }
+        self.changed.notify_waiters();
     }
-    let none = CapabilitySets {
-        effective: CapabilitySet::empty(),
-        permitted: CapabilitySet::empty(),
-        inheritable: CapabilitySet::empty(),
-    };
-    thread::set_capabilities(None, none).map_err(|e| fail("capabilities", &e))?;
-    let left = thread::capabilities(None).map_err(|e| fail("capabilities", &e))?;
-    if !(left.effective.is_empty() && left.permitted.is_empty() && left.inheritable.is_empty()) {
-        return Err(SandboxError("capabilities remain".into()));
+
+    /// A job's caller leaves: the slot goes back when no job is assigned any more, and a
+    /// process left with abandoned jobs only is killed (nobody would hold them to their time
+    /// limits).
+    fn release(&self, svc: bool) {
+        if svc {
+            self.assigned_svc
+                .set(self.assigned_svc.get().saturating_sub(1));
+        }
+        let left = self.assigned.get().saturating_sub(1);
+        self.assigned.set(left);
+        if left == 0 {
+            self.slot.borrow_mut().take();
+            if !self.queue.borrow().is_empty() {
+                self.kill();
+            }
+        }
+        self.changed.notify_waiters();
     }
-    Ok(())
 }
 
-/// The seccomp filter: [`ALLOWED`] as they are, writes on `own` descriptors only, signals to
-/// this process only.
-#[cfg(target_os = "linux")]
-fn seccomp(own: &[i32]) -> Result<(), SandboxError> {
-    use std::collections::BTreeMap;
+/// A job's claim on a sandbox, from choosing it until its caller is done with it.
+pub(super) struct Assigned {
+    sandbox: Rc<Sandbox>,
+    svc: bool,
+}
 
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
-    };
+impl std::ops::Deref for Assigned {
+    type Target = Sandbox;
 
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => TargetArch::x86_64,
-        "aarch64" => TargetArch::aarch64,
-        other => return Err(SandboxError(format!("no seccomp filter for {other}"))),
-    };
-    // One rule per allowed value of argument `arg`: rules of a system call are alternatives.
-    let only = |arg: u8, values: &[u64]| -> Result<Vec<SeccompRule>, SandboxError> {
-        values
-            .iter()
-            .map(|v| {
-                let condition =
-                    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *v)
-                        .map_err(|e| fail("seccomp condition", &e))?;
-                SeccompRule::new(vec![condition]).map_err(|e| fail("seccomp rule", &e))
-            })
-            .collect()
-    };
-    let own: Vec<u64> = own
-        .iter()
-        .filter_map(|fd| u64::try_from(*fd).ok())
-        .collect();
-    let me = u64::from(
-        rustix::process::getpid()
-            .as_raw_nonzero()
-            .get()
-            .unsigned_abs(),
-    );
-    let mut allowed: BTreeMap<i64, Vec<SeccompRule>> =
-        ALLOWED.iter().map(|nr| (*nr, Vec::new())).collect();
-    for nr in WRITES {
-        allowed.insert(*nr, only(0, &own)?);
+    fn deref(&self) -> &Sandbox {
+        &self.sandbox
     }
-    // tgkill(tgid, tid, sig): this process's own threads (abort raises SIGABRT on itself).
-    allowed.insert(libc::SYS_tgkill, only(0, &[me])?);
-    let filter = SeccompFilter::new(
-        allowed,
-        SeccompAction::Errno(libc::EPERM as u32),
-        SeccompAction::Allow,
-        arch,
-    )
-    .map_err(|e| fail("seccomp filter", &e))?;
-    let program: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| fail("seccomp program", &e))?;
-    seccompiler::apply_filter(&program).map_err(|e| fail("seccomp", &e))
 }
 
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn enter(_own: &[i32], _user: (u32, u32)) -> Result<(), SandboxError> {
-    Err(SandboxError(
-        "process isolation of transforms needs Linux (seccomp)".into(),
-    ))
+impl Drop for Assigned {
+    fn drop(&mut self) {
+        self.sandbox.release(self.svc);
+    }
 }
 
-/// System calls that write to a descriptor: allowed on the sandbox's own descriptors only.
-#[cfg(target_os = "linux")]
-const WRITES: &[i64] = &[
-    libc::SYS_write,
-    libc::SYS_writev,
-    libc::SYS_sendto,
-    libc::SYS_sendmsg,
-];
+/// Answers to the calls of a job whose caller went away.
+fn cancelled(calls: Vec<crate::natives::PendingCall>) -> Vec<(u64, Result<String, HostError>)> {
+    calls
+        .into_iter()
+        .map(|c| {
+            (
+                c.id,
+                Err(HostError {
+                    status: 503,
+                    message: "the invocation was cancelled".into(),
+                }),
+            )
+        })
+        .collect()
+}
 
-/// The system calls a sandbox process may make, whatever their arguments.
-#[cfg(target_os = "linux")]
-const ALLOWED: &[i64] = &[
-    libc::SYS_read,
-    libc::SYS_readv,
-    libc::SYS_recvfrom,
-    libc::SYS_recvmsg,
-    libc::SYS_close,
-    libc::SYS_mmap,
-    libc::SYS_munmap,
-    libc::SYS_mremap,
-    libc::SYS_mprotect,
-    libc::SYS_madvise,
-    libc::SYS_brk,
-    libc::SYS_futex,
-    libc::SYS_clock_gettime,
-    libc::SYS_clock_getres,
-    libc::SYS_gettimeofday,
-    libc::SYS_nanosleep,
-    libc::SYS_clock_nanosleep,
-    libc::SYS_sched_yield,
-    libc::SYS_getrandom,
-    libc::SYS_getpid,
-    libc::SYS_gettid,
-    libc::SYS_rt_sigreturn,
-    libc::SYS_rt_sigprocmask,
-    libc::SYS_rt_sigaction,
-    libc::SYS_sigaltstack,
-    libc::SYS_exit,
-    libc::SYS_exit_group,
-];
+/// Abandons the job if its caller goes away: killed with the process if it was running.
+struct Watch<'a> {
+    sandbox: &'a Sandbox,
+    job: u64,
+    done: bool,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let running = self.sandbox.queue.borrow().front().map(|q| q.job) == Some(self.job);
+        if running {
+            self.sandbox.kill();
+        } else {
+            self.sandbox.abandon(self.job);
+        }
+    }
+}
+
+/// Kills the process if a streamed frame is dropped half-way.
+struct Partial<'a> {
+    sandbox: &'a Sandbox,
+    armed: bool,
+}
+
+impl Drop for Partial<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.sandbox.kill();
+        }
+    }
+}

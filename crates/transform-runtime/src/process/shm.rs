@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  header (4 KiB)   to-child head | to-child tail | to-parent head | to-parent tail |
-//!                   child-sleeping (futex word) | parent-waiting   (each on its own line)
+//!                   child-sleeping (futex word) | parent-waiting | spin-allowed
+//!                   (each on its own line)
 //!  to-child ring    RING bytes: frames the gateway writes, the sandbox reads
 //!  to-parent ring   RING bytes: frames the sandbox writes, the gateway reads
 //! ```
@@ -16,8 +17,10 @@
 //!
 //! Wake-ups cost a system call only when the other side sleeps: the sandbox sleeps on a futex
 //! in the region (the gateway wakes it with `FUTEX_WAKE`), the gateway's thread on its socket to
-//! the sandbox (the sandbox writes one byte), and each side spins briefly before sleeping. A
-//! side that wakes handles every frame waiting for it.
+//! the sandbox (the sandbox writes one byte). The gateway never spins: its thread has other
+//! requests to serve. The sandbox spins briefly before sleeping only when the gateway says the
+//! machine has a core to spare and its recent waits were short (`child_channel.rs`). A side
+//! that wakes handles every frame waiting for it.
 //!
 //! This is the crate's one module that touches raw memory. The region is only ever accessed
 //! through atomics (`AtomicU64` counters, `AtomicU32` flags, `AtomicU8` bytes): another process
@@ -44,6 +47,7 @@ const TO_PARENT_HEAD: usize = 128;
 const TO_PARENT_TAIL: usize = 192;
 const CHILD_SLEEPING: usize = 256;
 const PARENT_WAITING: usize = 320;
+const SPIN_ALLOWED: usize = 384;
 
 /// The other side broke the ring's invariants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +126,13 @@ impl Region {
     /// 1 while the gateway waits for a byte on its socket.
     pub(crate) fn parent_waiting(&self) -> &AtomicU32 {
         self.u32_at(PARENT_WAITING)
+    }
+
+    /// 1 while the gateway sees an idle core: the sandbox may spin a little for its next
+    /// frame instead of sleeping at once. Only a hint: a sandbox that spins regardless burns
+    /// its own time slice, nothing else.
+    pub(crate) fn spin_allowed(&self) -> &AtomicU32 {
+        self.u32_at(SPIN_ALLOWED)
     }
 
     fn counters(&self, dir: Dir) -> (&AtomicU64, &AtomicU64, &[AtomicU8]) {

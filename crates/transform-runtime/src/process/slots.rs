@@ -115,6 +115,7 @@ impl Slots {
     }
 
     /// Slots held by every tenant together.
+    #[cfg(test)]
     pub(crate) fn busy(&self) -> usize {
         self.state.borrow().total
     }

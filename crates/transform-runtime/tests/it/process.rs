@@ -379,3 +379,85 @@ async fn a_misbehaving_sandbox_costs_only_its_own_job() {
         );
     }
 }
+
+const SLOW: &str = "module.exports = async () => { const until = Date.now() + 150; while (Date.now() < until) {} return { body: 'in' }; };";
+/// Stuck in native code the interrupt handler cannot reach: only killing its process stops it.
+const STUCK: &str = "module.exports = async () => ({ body: String('a'.repeat(2e6).search('a'.repeat(1e6) + 'b')) });";
+
+/// One tenant's concurrent jobs queue in an awake process instead of waking one process
+/// each: eight at once on a thread allowed four processes use at most two, and all complete.
+#[tokio::test]
+async fn concurrent_jobs_stream_through_few_processes() {
+    let marker = "--test-stream";
+    let e = TransformEngine::new(EngineConfig {
+        isolation: Isolation::Process,
+        sandbox: Some(SandboxCommand {
+            program: sandbox_program(),
+            args: vec![marker.into()],
+        }),
+        processes_per_thread: 4,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let runs: Vec<_> = (0..8).map(|_| run(&e, "tenant", SLOW)).collect();
+    let outs = futures_util::future::join_all(runs).await;
+    assert!(outs.into_iter().all(echoed));
+    let used = children(marker).len();
+    assert!((1..=2).contains(&used), "{used} processes for 8 jobs");
+}
+
+/// A job queued behind a transform that runs past its limit is not lost with that process:
+/// it runs in another, and its time limit counts from its own start, not from when it began
+/// to wait (it waits 300 ms behind the stuck one, and takes 150 ms of a 300 ms limit itself).
+#[tokio::test]
+async fn a_job_queued_behind_a_stuck_one_runs_elsewhere_with_its_whole_limit() {
+    let marker = "--test-requeue";
+    let limit = Duration::from_millis(300);
+    let e = engine(marker, limit);
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let [first] = children(marker)[..] else {
+        panic!("one sandbox: {:?}", children(marker))
+    };
+    let stuck = run(&e, "tenant", STUCK);
+    let queued = async {
+        // Queued behind the stuck job, in the same (only) process.
+        tokio::task::yield_now().await;
+        run(&e, "tenant", SLOW).await
+    };
+    let (stuck, queued) = tokio::join!(stuck, queued);
+    assert_eq!(stuck, Err(TransformError::TimedOut));
+    assert!(echoed(queued), "the queued job ran elsewhere, in time");
+    assert!(
+        eventually(|| !children(marker).contains(&first)).await,
+        "the stuck process is gone"
+    );
+}
+
+/// A caller that goes away while its job waits in the queue costs nobody else anything: the
+/// job ahead of it completes; one that goes away while its job runs takes its process down
+/// (the only way to stop it), and the job queued behind it runs elsewhere.
+#[tokio::test]
+async fn callers_that_go_away_cost_only_their_own_jobs() {
+    let marker = "--test-cancel";
+    let e = engine(marker, Duration::from_secs(2));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    // Queued, then dropped: the job ahead completes.
+    let ahead = run(&e, "tenant", SLOW);
+    let dropped = async {
+        tokio::task::yield_now().await;
+        let _ = tokio::time::timeout(Duration::from_millis(20), run(&e, "tenant", SLOW)).await;
+    };
+    let (ahead, ()) = tokio::join!(ahead, dropped);
+    assert!(echoed(ahead));
+    // Running, then dropped: the job behind it runs elsewhere.
+    let running = async {
+        let _ = tokio::time::timeout(Duration::from_millis(50), run(&e, "tenant", STUCK)).await;
+    };
+    let behind = async {
+        tokio::task::yield_now().await;
+        run(&e, "tenant", SLOW).await
+    };
+    let ((), behind) = tokio::join!(running, behind);
+    assert!(echoed(behind));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+}
