@@ -45,7 +45,7 @@ impl Default for AuditArgs {
     }
 }
 
-/// Turns the trail on for `vault` as `args` say and spawns its writer on the current runtime.
+/// Turns the trail on for `vault` as `args` say and starts its writer on a thread of its own.
 /// Call [`tessera_domain::audit::AuditLog::flush`] (through `vault.audit()`) before exiting.
 ///
 /// # Errors
@@ -70,7 +70,9 @@ pub fn start_audit(vault: Vault, args: &AuditArgs) -> Result<Vault, StartupError
         Some(path) => Some(Box::new(open_stream(&PathBuf::from(path))?)),
     };
     let (vault, writer) = vault.with_audit_trail(durability, stream);
-    tokio::spawn(writer.run());
+    writer
+        .spawn()
+        .map_err(|e| StartupError::AuditWriter(e.to_string()))?;
     Ok(vault)
 }
 

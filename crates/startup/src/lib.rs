@@ -58,6 +58,9 @@ pub enum StartupError {
     /// Fingerprinting tokens written by an earlier release failed.
     #[error("computing the fingerprints of tokens written by an earlier release: {0}")]
     Fingerprints(VaultError),
+    /// The audit writer's thread could not be started.
+    #[error("cannot start the audit writer: {0}")]
+    AuditWriter(String),
 }
 
 /// Log line format.

@@ -1,9 +1,10 @@
 //! The audit trail's write path: 1,000 gateway events (`token.detokenized`, two tokens, a
-//! proxy and a request id) appended to one tenant's chain through `DetachedStore`, as the
-//! `AuditWriter` appends them — one `append_audit_events` call per committed batch — for the
-//! batch sizes the writer forms: 1 (one request at a time), 32 (a busy serving turn) and 1,000
-//! (a backlog). Reported per 1,000 events (`Throughput::Elements`), so criterion also shows the
-//! per-event rate. On SQLite, and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set.
+//! proxy and a request id), encoded as the serving threads encode them, appended to one
+//! tenant's chain through the writer's own appender (`AuditStore::audit_appender`), as the
+//! `AuditWriter` appends them — one `append` per committed batch — for the batch sizes the
+//! writer forms: 1 (one request at a time), 32 (a busy serving turn) and 1,000 (a backlog).
+//! Reported per 1,000 events (`Throughput::Elements`), so criterion also shows the per-event
+//! rate. On SQLite, and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set.
 //!
 //! `cargo bench -p tessera-storage --bench audit_append`
 
@@ -16,7 +17,7 @@ use criterion::{
     criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use tessera_domain::{
-    audit::{Actor, AuditAction, AuditEvent},
+    audit::{Actor, AuditAction, AuditAppender, AuditEvent, ChainEvents, EncodedEvents},
     store::AuditStore,
     ApplicationId, ProxyId, TenantId,
 };
@@ -26,7 +27,7 @@ use uuid::Uuid;
 
 /// Events appended per measured iteration.
 const EVENTS: usize = 1000;
-/// Events per `append_audit_events` call (per committed batch).
+/// Events per `append` (per committed batch).
 const BATCH_SIZES: [usize; 3] = [1, 32, 1000];
 
 /// A store opened on the storage runtime `rt` (which then owns its detached tasks, as in the
@@ -68,15 +69,22 @@ fn gateway_events(tenant: TenantId) -> Vec<AuditEvent> {
 }
 
 /// Appends `events` in calls of `batch`, each of which must write its chain.
-async fn append(store: &DetachedStore, events: &[AuditEvent], batch: usize) {
-    for chunk in events.chunks(batch) {
-        for chain in store.append_audit_events(chunk).await.expect("append") {
+async fn append(appender: &mut dyn AuditAppender, events: &EncodedEvents, batch: usize) {
+    let all: Vec<_> = events.iter().collect();
+    for chunk in all.chunks(batch) {
+        let chains = [ChainEvents {
+            chain: chunk[0].chain,
+            events: chunk.to_vec(),
+        }];
+        for chain in appender.append(&chains).await.expect("append") {
             chain.result.expect("the chain is written");
         }
     }
 }
 
 fn bench_backend(c: &mut Criterion, rt: &tokio::runtime::Runtime, name: &str, f: &Fixture) {
+    // The writer's appender: its own connection, the chain's head known after the first batch.
+    let mut appender = rt.block_on(f.store.audit_appender()).expect("appender");
     let mut group = c.benchmark_group(format!("{name}: append {EVENTS} audit events"));
     group.throughput(Throughput::Elements(EVENTS as u64));
     // One iteration is up to a thousand commits: the same few iterations per sample.
@@ -87,8 +95,8 @@ fn bench_backend(c: &mut Criterion, rt: &tokio::runtime::Runtime, name: &str, f:
             &batch,
             |b, &batch| {
                 b.iter_batched(
-                    || gateway_events(f.tenant),
-                    |events| rt.block_on(append(&f.store, &events, batch)),
+                    || EncodedEvents::of(&gateway_events(f.tenant)),
+                    |events| rt.block_on(append(appender.as_mut(), &events, batch)),
                     BatchSize::PerIteration,
                 )
             },

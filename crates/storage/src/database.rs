@@ -182,6 +182,7 @@ fn postgres_manager(
 pub struct Database {
     pub(crate) pools: Pools,
     url: DatabaseUrl,
+    query_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Database {
@@ -251,7 +252,34 @@ impl Database {
         Ok(Self {
             pools,
             url: url.clone(),
+            query_timeout: options.query_timeout,
         })
+    }
+
+    /// A connection of its own, outside the pools, with the settings pooled connections get:
+    /// for the audit writer, which keeps it (and its prepared statements) for its whole life.
+    /// SQLite's is used synchronously by its owner; PostgreSQL's I/O runs on the runtime that
+    /// calls this.
+    pub(crate) async fn dedicated(&self) -> Result<Dedicated, StoreError> {
+        let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
+        match &self.url {
+            DatabaseUrl::Sqlite { path } => {
+                let mut conn = SqliteConnection::establish(&sqlite_path(path)?)
+                    .map_err(|e| unavailable(&e))?;
+                diesel::connection::SimpleConnection::batch_execute(&mut conn, &sqlite_settings())
+                    .map_err(|e| unavailable(&e))?;
+                Ok(Dedicated::Sqlite(Box::new(conn)))
+            }
+            DatabaseUrl::Postgres { url } => {
+                let mut conn = AsyncPgConnection::establish(url.as_str())
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+                conn.batch_execute(&crate::query_timeout::postgres_setup(self.query_timeout))
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+                Ok(Dedicated::Postgres(Box::new(conn)))
+            }
+        }
     }
 
     /// Runs raw SQL statements on a pooled connection: for operators' tooling and for tests
@@ -384,14 +412,25 @@ fn sqlite_path(path: &Path) -> Result<String, StoreError> {
         .ok_or_else(|| StoreError::Unavailable("the SQLite path is not valid UTF-8".into()))
 }
 
+/// A connection outside the pools ([`Database::dedicated`]).
+pub(crate) enum Dedicated {
+    Sqlite(Box<SqliteConnection>),
+    Postgres(Box<AsyncPgConnection>),
+}
+
+/// The per-connection settings every SQLite connection that writes needs.
+fn sqlite_settings() -> String {
+    format!(
+        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON;"
+    )
+}
+
 /// Opens a SQLite connection with the per-connection settings every connection needs.
 async fn establish_sqlite(path: String) -> diesel::ConnectionResult<SqliteConn> {
     let mut conn = SqliteConn::establish(&path).await?;
-    conn.batch_execute(&format!(
-        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON;"
-    ))
-    .await
-    .map_err(ConnectionError::CouldntSetupConfiguration)?;
+    conn.batch_execute(&sqlite_settings())
+        .await
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
     Ok(conn)
 }
 

@@ -21,7 +21,7 @@ use std::{future::Future, sync::Arc};
 use async_trait::async_trait;
 use tessera_domain::{
     application::{Application, ApplicationKey},
-    audit::{AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead},
+    audit::{AuditAppender, AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead},
     cursor::Position,
     store::{
         ApplicationFilter, ApplicationStore, AssociationStore, AuditStore, ConsoleSessionRecord,
@@ -409,6 +409,11 @@ impl AuditStore for DetachedStore {
         let events = events.to_vec();
         self.run(|db| async move { db.append_audit_events(&events).await })
             .await
+    }
+
+    async fn audit_appender(&self) -> Result<Box<dyn AuditAppender>, StoreError> {
+        // On the caller's runtime: the appender's connection belongs to the writer's thread.
+        self.db.audit_appender().await
     }
 
     async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {

@@ -173,6 +173,7 @@ diesel::table! {
         prev_hash -> Binary,
         hashes -> Binary,
         events -> Binary,
+        encoding -> SmallInt,
     }
 }
 

@@ -97,7 +97,7 @@ pub fn vault_with(db: &TestDatabase, policy: DestinationPolicy) -> Vault {
     .with_destination_policy(policy)
     .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
     .with_audit_trail(tessera_domain::audit::Durability::Sync, None);
-    tokio::spawn(writer.run());
+    writer.spawn().expect("audit writer");
     vault
 }
 

@@ -141,15 +141,7 @@ impl TestDatabase {
         to: &str,
     ) {
         let key = chain.map_or_else(|| uuid::Uuid::nil().to_string(), |t| t.to_string());
-        let sql = match self.db.backend() {
-            tessera_storage::Backend::Sqlite => format!(
-                "UPDATE audit_blocks SET events = CAST(replace(CAST(events AS TEXT), '{from}', '{to}') AS BLOB) WHERE tenant_id = '{key}'"
-            ),
-            tessera_storage::Backend::Postgres => format!(
-                "UPDATE audit_blocks SET events = convert_to(replace(convert_from(events, 'UTF8'), '{from}', '{to}'), 'UTF8') WHERE tenant_id = '{key}'"
-            ),
-        };
-        self.execute(&sql).await;
+        crate::tamper::replace_in_audit_lines(&self.url, Some(&key), from, to).await;
     }
 
     /// Runs raw SQL on this database (to write rows as an older release would).

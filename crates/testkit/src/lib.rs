@@ -9,7 +9,8 @@
 //!   received, plain or over TLS with a throw-away CA;
 //! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`);
 //! * [`process`]: the binaries as real processes on a free port, and JSON calls to them;
-//! * [`vault`]: tenants and tokens written straight through a vault.
+//! * [`vault`]: tenants and tokens written straight through a vault;
+//! * [`tamper`]: the audit trail's stored blocks edited as someone with database access would.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -18,6 +19,7 @@ pub mod db;
 pub mod fuzz;
 pub mod gateway;
 pub mod process;
+pub mod tamper;
 pub mod upstream;
 pub mod vault;
 

@@ -151,24 +151,13 @@ fn verify_passes_then_names_the_edited_event() {
         path: dir.path().join("data/tessera.db"),
     };
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(async {
-        let db = tessera_storage::Database::connect(
-            &url,
-            tessera_storage::PoolOptions {
-                max_connections: 1,
-                ..tessera_storage::PoolOptions::default_for(&url)
-            },
-        )
-        .await
-        .expect("open");
-        // Name another token in the stored text of that event.
-        db.batch_execute(&format!(
-            "UPDATE audit_blocks SET events = CAST(replace(CAST(events AS TEXT), '{token}', '{}') AS BLOB)",
-            "00000000-0000-4000-8000-00000000beef"
-        ))
-        .await
-        .expect("edit");
-    });
+    // Name another token in the stored text of that event.
+    runtime.block_on(tessera_testkit::tamper::replace_in_audit_lines(
+        &url,
+        None,
+        &token.to_string(),
+        "00000000-0000-4000-8000-00000000beef",
+    ));
     let out = verify();
     assert_eq!(out.status.code(), Some(1), "a broken chain exits 1");
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -2,12 +2,13 @@
 //! one transaction; each chain's share of that batch becomes one block, one row, holding the
 //! events' canonical encodings (one per line) and their hashes, each event still chained to
 //! the one before it. Per event, what remains on the hot path is one encoding and one SHA-256;
-//! the database does one insert per chain per batch instead of one per event (issue 24).
+//! the database does one insert per chain per batch instead of one per event.
 
 use time::OffsetDateTime;
 
 use super::{
     canonical::{self, DecodeError},
+    encoded::{EncodedEvent, EncodedEvents},
     event::{AuditEvent, ChainedEvent},
     head::ChainHead,
 };
@@ -34,6 +35,9 @@ pub struct AuditBlock {
     /// Each event's canonical encoding, one per line (`\n` never occurs inside one: JSON
     /// escapes it).
     pub lines: Vec<u8>,
+    /// Why the stored lines could not be read back (a damaged or tampered record); `lines`
+    /// is then empty, and verification reports the block as broken.
+    pub unreadable: Option<String>,
 }
 
 impl std::fmt::Debug for AuditBlock {
@@ -71,6 +75,9 @@ impl AuditBlock {
     /// The events as stored, decoded, with their positions and hashes as the block states
     /// them (for listing and streaming; [`super::ChainCheck`] is what checks them).
     pub fn events(&self) -> Result<Vec<ChainedEvent>, DecodeError> {
+        if let Some(why) = &self.unreadable {
+            return Err(DecodeError(why.clone()));
+        }
         let mut prev = self.prev_hash;
         self.entries()
             .map(|(line, hash)| {
@@ -92,25 +99,46 @@ impl AuditBlock {
 /// Chains `events` (all of `head`'s chain, in order; at least one) after `head`, advancing it:
 /// the block to store, and the events as stored.
 pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<ChainedEvent>) {
+    let encoded = EncodedEvents::of(events);
+    let refs: Vec<EncodedEvent<'_>> = encoded.iter().collect();
+    let block = seal_encoded(head, &refs);
+    let mut prev = block.prev_hash;
+    let chained = events
+        .iter()
+        .zip(block.hashes.chunks_exact(32))
+        .enumerate()
+        .map(|(i, (event, hash))| {
+            let hash: [u8; 32] = hash.try_into().unwrap_or_default();
+            let chained = ChainedEvent {
+                event: event.clone(),
+                seq: block.first_seq + i as i64,
+                prev_hash: prev,
+                hash,
+            };
+            prev = hash;
+            chained
+        })
+        .collect();
+    (block, chained)
+}
+
+/// Chains `events`, encoded where they were made (all of `head`'s chain, in order; at least
+/// one), after `head`, advancing it: the block to store. Per event this writes its position
+/// into its encoding and hashes the line.
+pub fn seal_encoded(head: &mut ChainHead, events: &[EncodedEvent<'_>]) -> AuditBlock {
     let prev_hash = head.last_hash;
     let first_seq = head.last_seq + 1;
-    let mut lines = Vec::with_capacity(events.len() * 360);
+    let bytes: usize = events.iter().map(EncodedEvent::len).sum();
+    let mut lines = Vec::with_capacity(bytes + events.len() * 8);
     let mut hashes = Vec::with_capacity(events.len() * 32);
-    let mut chained = Vec::with_capacity(events.len());
     let (mut earliest, mut latest) = (None::<OffsetDateTime>, None::<OffsetDateTime>);
     for event in events {
         let seq = head.last_seq + 1;
         let start = lines.len();
-        lines.extend_from_slice(&canonical::encode(seq, event));
+        event.write_line(seq, &mut lines);
         let hash = canonical::link_hash(&head.last_hash, &lines[start..]);
         lines.push(b'\n');
         hashes.extend_from_slice(&hash);
-        chained.push(ChainedEvent {
-            event: event.clone(),
-            seq,
-            prev_hash: head.last_hash,
-            hash,
-        });
         let at = event.occurred_at;
         earliest = Some(earliest.map_or(at, |e| e.min(at)));
         latest = Some(latest.map_or(at, |l| l.max(at)));
@@ -119,7 +147,7 @@ pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<Cha
         head.last_event_id = Some(event.id);
     }
     let now = crate::timestamp::now();
-    let block = AuditBlock {
+    AuditBlock {
         tenant_id: head.tenant_id,
         first_seq,
         last_seq: head.last_seq,
@@ -128,8 +156,8 @@ pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<Cha
         prev_hash,
         hashes,
         lines,
-    };
-    (block, chained)
+        unreadable: None,
+    }
 }
 
 #[cfg(test)]

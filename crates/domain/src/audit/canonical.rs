@@ -53,7 +53,33 @@ struct PrunedFields {
 
 /// The encoded event at position `seq`.
 pub fn encode(seq: i64, event: &AuditEvent) -> Vec<u8> {
-    let fields = Fields {
+    // Strings, numbers, arrays and nulls always serialise.
+    serde_json::to_vec(&fields(seq, event)).unwrap_or_default()
+}
+
+/// Appends `event`'s encoding with its position left out to `out`, and returns where in `out`
+/// the position goes (the bytes before it end with `"seq":`). Writing the position's digits
+/// there gives exactly [`encode`]'s bytes ([`super::encoded`]).
+pub(crate) fn encode_unplaced(event: &AuditEvent, out: &mut Vec<u8>) -> usize {
+    /// What follows the placeholder position 0: only `tenant_id` comes after `seq`, and its
+    /// value (a UUID or null) holds no quote, so the last occurrence is the field itself (a
+    /// string value earlier in the object escapes its quotes).
+    const AFTER: &[u8] = b"\"seq\":0,\"tenant_id\":";
+    let start = out.len();
+    // Strings, numbers, arrays and nulls always serialise.
+    let _ = serde_json::to_writer(&mut *out, &fields(0, event));
+    let at = out[start..]
+        .windows(AFTER.len())
+        .rposition(|w| w == AFTER)
+        .map_or(out.len(), |i| start + i + b"\"seq\":".len());
+    if at < out.len() {
+        out.remove(at);
+    }
+    at
+}
+
+fn fields(seq: i64, event: &AuditEvent) -> Fields<'_> {
+    Fields {
         action: event.action.as_str(),
         actor: event.actor.to_wire(),
         count: event.count,
@@ -72,9 +98,7 @@ pub fn encode(seq: i64, event: &AuditEvent) -> Vec<u8> {
         resource_ids: &event.resource_ids,
         seq,
         tenant_id: event.tenant_id.map(|t| *t.as_uuid()),
-    };
-    // Strings, numbers, arrays and nulls always serialise.
-    serde_json::to_vec(&fields).unwrap_or_default()
+    }
 }
 
 /// An event as the per-event table of the first audit release (migration 000006) stored it:

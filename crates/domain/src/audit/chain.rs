@@ -118,6 +118,13 @@ impl ChainCheck {
                 "its prev_hash is not the previous event's hash (the previous event was altered or replaced)".into(),
             ));
         }
+        if let Some(why) = &block.unreadable {
+            return Err(self.broken(
+                first,
+                None,
+                format!("the record of positions {first} to {last} cannot be read: {why}"),
+            ));
+        }
         for (line, stored) in block.entries() {
             self.check_event(line, stored)?;
         }

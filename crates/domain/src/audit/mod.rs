@@ -1,20 +1,26 @@
-//! The audit trail (issue 16): one event per audited operation and outcome, kept per tenant
-//! in a SHA-256 hash chain so that an edit or deletion made directly in the database is
-//! detected by [`verify`].
+//! The audit trail: one event per audited operation and outcome, kept per tenant in a SHA-256
+//! hash chain so that an edit or deletion made directly in the database is detected by
+//! [`verify`].
 //!
 //! Events are made at the edges that know the whole request (the management API and the
-//! gateway: caller, request id, proxy, outcome) and handed to an [`AuditLog`], which commits
-//! them in groups.
+//! gateway: caller, request id, proxy, outcome) and handed to an [`AuditLog`], which encodes
+//! them on the spot into its thread's lane; one [`AuditWriter`] per process commits what the
+//! lanes hold in groups, one compressed block per chain.
 
 mod block;
 mod canonical;
 mod chain;
+pub mod codec;
 mod denials;
+mod encoded;
 mod event;
 mod head;
+mod lanes;
 mod list;
 mod log;
 mod store;
+mod window;
+mod writer;
 
 /// `n` anonymous token reads of `tenant`: the events the block and chain tests seal.
 #[cfg(test)]
@@ -31,16 +37,18 @@ fn test_events(n: usize, tenant: crate::TenantId) -> Vec<AuditEvent> {
         .collect()
 }
 
-pub use block::{seal, AuditBlock};
+pub use block::{seal, seal_encoded, AuditBlock};
 pub use canonical::{decode, encode, encode_legacy, link_hash, DecodeError, LegacyColumns};
 pub use chain::{BrokenLink, ChainCheck};
+pub use encoded::{EncodedEvent, EncodedEvents};
 pub use event::{
     Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, Pruned, UnknownAction, MAX_TEXT_CHARS,
 };
 pub use head::{head_json, ChainHead, GENESIS};
 pub use list::list;
-pub use log::{AuditError, AuditLog, AuditStats, AuditWriter, Durability, Pending};
-pub use store::{AuditStore, BlockSpan, ChainAppend};
+pub use log::{AuditError, AuditLog, AuditStats, Durability, Pending};
+pub use store::{AuditAppender, AuditStore, BlockSpan, ChainAppend, ChainEvents};
+pub use writer::AuditWriter;
 
 use time::OffsetDateTime;
 use uuid::Uuid;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use super::{AuditBlock, AuditEvent, ChainHead, ChainedEvent};
+use super::{AuditBlock, AuditEvent, ChainHead, EncodedEvent};
 use crate::{error::StoreError, ids::TenantId};
 
 /// What one chain's share of an append came to.
@@ -11,9 +11,30 @@ use crate::{error::StoreError, ids::TenantId};
 pub struct ChainAppend {
     /// The chain.
     pub tenant_id: Option<TenantId>,
-    /// Its events as stored, or why they were not: then nothing of this chain was written,
-    /// and the other chains of the append are not affected.
-    pub result: Result<Vec<ChainedEvent>, StoreError>,
+    /// The block stored, or why it was not: then nothing of this chain was written, and the
+    /// other chains of the append are not affected.
+    pub result: Result<AuditBlock, StoreError>,
+}
+
+/// One chain's events of an append, in order.
+#[derive(Debug)]
+pub struct ChainEvents<'a> {
+    /// The chain (`None`: the deployment's chain of refusals naming no tenant).
+    pub chain: Option<TenantId>,
+    /// Its events, encoded by the threads that made them.
+    pub events: Vec<EncodedEvent<'a>>,
+}
+
+/// The audit writer's own way to the store: its own connection, and each chain's head as it
+/// last wrote it, so that appending to a chain nobody else wrote meanwhile costs one update
+/// of the head (conditional on it being unchanged) and one insert, prepared once.
+#[async_trait]
+pub trait AuditAppender: Send {
+    /// Appends each chain's events after its head, one block per chain, in one transaction.
+    /// A chain whose head changed since this appender last wrote it (another process wrote
+    /// it, or retention pruned it) is read again and sealed after what it holds. A chain that
+    /// cannot be extended fails alone, as in [`AuditStore::append_audit_events`].
+    async fn append(&mut self, chains: &[ChainEvents<'_>]) -> Result<Vec<ChainAppend>, StoreError>;
 }
 
 /// Which blocks of a chain a listing reads, newest first.
@@ -42,6 +63,9 @@ pub trait AuditStore: Send + Sync {
         &self,
         events: &[AuditEvent],
     ) -> Result<Vec<ChainAppend>, StoreError>;
+    /// An appender for the one writer of this process ([`super::AuditWriter`]), with a
+    /// connection of its own.
+    async fn audit_appender(&self) -> Result<Box<dyn AuditAppender>, StoreError>;
     /// Every chain's head (deployment-wide: for verification).
     async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError>;
     /// One chain's head, if it has one.

@@ -455,7 +455,7 @@ fn streaming_to(db: &TestDatabase, sink: &Sink) -> ApiState {
         tessera_testkit::master_key(),
     )
     .with_audit_trail(Durability::Sync, Some(Box::new(sink.clone())));
-    tokio::spawn(writer.run());
+    writer.spawn().expect("audit writer");
     ApiState::new(
         vault,
         ApiConfig {
@@ -572,8 +572,8 @@ async fn a_planted_record_gets_503s_and_loses_no_event(db: &TestDatabase) {
     as_victim.post("/tokens", card.clone()).await.expect(201);
     let head = db.audit_chain(Some(victim.tenant_id)).await.len();
     db.execute(&format!(
-        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events) \
-         SELECT tenant_id, {next}, {next}, earliest_at, latest_at, prev_hash, hashes, events FROM audit_blocks \
+        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events, encoding) \
+         SELECT tenant_id, {next}, {next}, earliest_at, latest_at, prev_hash, hashes, events, encoding FROM audit_blocks \
          WHERE tenant_id = '{}' AND first_seq = 1",
         victim.tenant_id,
         next = head + 1

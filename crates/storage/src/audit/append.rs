@@ -1,113 +1,260 @@
-//! Appending a batch of events, one block per chain, in one transaction.
+//! Appending events to their chains, one block per chain, in one transaction.
 //!
-//! Each chain is written inside its own savepoint: a chain whose block cannot be stored (a
-//! record already at its next position, planted or left by a failure) is rolled back alone
-//! and reported in its [`ChainAppend`], while the other chains commit (attack finding 2). The
-//! head is locked first ([`lock_head!`]), the events sealed after it, the block inserted and
-//! the head advanced. On SQLite the whole transaction runs in one hop to the blocking pool
-//! (diesel-async's SQLite wrapper would take one hop per statement); on PostgreSQL as async
-//! round trips.
+//! The writer's [`Appender`] keeps its own connection and each chain's head as it last wrote
+//! it. Appending to a chain whose head it knows is two statements: the head moved from the
+//! known head to the new one *only if it is still the known head* (an `UPDATE … WHERE last_seq
+//! = ? AND last_hash = ?`, which also takes the head's lock), then the block inserted. When the
+//! head moved meanwhile (another process wrote the chain, retention pruned it) or is not
+//! known, the chain is read under its lock and sealed after what it holds: the statements of
+//! the first release (ensure, lock, read, insert, write). Heads are taken in chain-key order,
+//! so two transactions spanning the same chains cannot deadlock.
+//!
+//! A chain whose block cannot be stored — a record already at its next position, planted or
+//! left by a failure, which the insert's `ON CONFLICT DO NOTHING` reports as no row, or a
+//! head that cannot be read — fails alone and is reported in its [`ChainAppend`]: its head is
+//! left as it was (put back, if the fast path had moved it) while the other chains commit.
+//! Nothing fails a statement on purpose, so no savepoint is needed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use async_trait::async_trait;
 use diesel::{ExpressionMethods, QueryDsl};
 use tessera_domain::{
-    audit::{self, AuditEvent, ChainAppend, ChainedEvent},
+    audit::{self, AuditAppender, AuditBlock, ChainAppend, ChainEvents, ChainHead, EncodedEvents},
     store::StoreError,
+    TenantId,
 };
 
-use super::rows::{chain_key, chain_tenant, head, BlockRow};
+use super::rows::{chain_key, head, BlockRow};
 use crate::{
-    database::{checkout, Database, DbResultExt, Pools},
-    schema::audit_blocks,
+    database::{checkout, Database, DbResultExt, Dedicated, Pools},
+    schema::{audit_blocks, audit_chains},
 };
 
-/// The events of a batch by chain key, in key order (the order heads are locked in).
-type ByChain = BTreeMap<String, Vec<AuditEvent>>;
+/// Each chain's head as this appender last committed it, by chain key.
+type Heads = HashMap<String, ChainHead>;
 
-fn by_chain(events: &[AuditEvent]) -> ByChain {
-    let mut by_chain = ByChain::new();
-    for event in events {
-        by_chain
-            .entry(chain_key(event.tenant_id))
-            .or_default()
-            .push(event.clone());
+/// One chain's outcome and, when written, its new head (kept once the transaction commits).
+type Outcome = Result<(AuditBlock, ChainHead), StoreError>;
+
+/// The audit writer's appender ([`tessera_domain::audit::AuditStore::audit_appender`]).
+pub(crate) struct Appender {
+    conn: Dedicated,
+    heads: Heads,
+}
+
+impl Appender {
+    pub(crate) async fn open(db: &Database) -> Result<Self, StoreError> {
+        Ok(Self {
+            conn: db.dedicated().await?,
+            heads: Heads::new(),
+        })
     }
-    by_chain
 }
 
-/// One chain's outcome, its error converted.
-fn outcome(
-    key: &str,
-    result: Result<Vec<ChainedEvent>, diesel::result::Error>,
-) -> Result<ChainAppend, StoreError> {
-    Ok(ChainAppend {
-        tenant_id: chain_tenant(key)?,
-        result: result.db(),
-    })
+#[async_trait]
+impl AuditAppender for Appender {
+    async fn append(&mut self, chains: &[ChainEvents<'_>]) -> Result<Vec<ChainAppend>, StoreError> {
+        let keyed = keyed(chains);
+        let outcomes = match &mut self.conn {
+            Dedicated::Sqlite(conn) => {
+                let heads = &self.heads;
+                conn.immediate_transaction(|conn| sqlite::append_in(conn, heads, &keyed))
+                    .db()?
+            }
+            Dedicated::Postgres(conn) => {
+                postgres::append_in(conn, &self.heads, &keyed).await.db()?
+            }
+        };
+        Ok(settle(&mut self.heads, outcomes))
+    }
 }
 
-/// [`tessera_domain::audit::AuditStore::append_audit_events`].
+/// [`tessera_domain::audit::AuditStore::append_audit_events`]: the same statements on a pooled
+/// connection, knowing no head.
 pub(super) async fn append(
     db: &Database,
-    events: &[AuditEvent],
+    events: EncodedEvents,
 ) -> Result<Vec<ChainAppend>, StoreError> {
-    let by_chain = by_chain(events);
-    let results = match &db.pools {
+    let outcomes = match &db.pools {
         Pools::Sqlite { pool, .. } => {
             let mut conn = checkout(pool).await?;
             conn.spawn_blocking(move |conn| {
-                conn.immediate_transaction(|conn| sqlite::append_in(conn, &by_chain))
+                let chains = group(&events);
+                let keyed = keyed(&chains);
+                conn.immediate_transaction(|conn| sqlite::append_in(conn, &Heads::new(), &keyed))
             })
             .await
             .db()?
         }
         Pools::Postgres { pool, .. } => {
             let mut conn = checkout(pool).await?;
-            postgres::append_in(&mut conn, &by_chain).await.db()?
+            let chains = group(&events);
+            let keyed = keyed(&chains);
+            postgres::append_in(&mut conn, &Heads::new(), &keyed)
+                .await
+                .db()?
         }
     };
-    results
+    Ok(settle(&mut Heads::new(), outcomes))
+}
+
+/// `events` by chain, in order.
+fn group(events: &EncodedEvents) -> Vec<ChainEvents<'_>> {
+    let mut chains: BTreeMap<Option<TenantId>, ChainEvents<'_>> = BTreeMap::new();
+    for e in events.iter() {
+        chains
+            .entry(e.chain)
+            .or_insert_with(|| ChainEvents {
+                chain: e.chain,
+                events: Vec::new(),
+            })
+            .events
+            .push(e);
+    }
+    chains.into_values().collect()
+}
+
+/// The chains with their keys, in key order (the order heads are locked in).
+fn keyed<'c, 'a>(chains: &'c [ChainEvents<'a>]) -> Vec<(String, &'c ChainEvents<'a>)> {
+    let mut keyed: Vec<_> = chains.iter().map(|c| (chain_key(c.chain), c)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed
+}
+
+/// After the commit: keeps the written chains' heads, forgets the failed ones'.
+fn settle(
+    heads: &mut Heads,
+    outcomes: Vec<(String, Option<TenantId>, Outcome)>,
+) -> Vec<ChainAppend> {
+    outcomes
         .into_iter()
-        .map(|(key, result)| outcome(&key, result))
+        .map(|(key, tenant_id, outcome)| ChainAppend {
+            tenant_id,
+            result: match outcome {
+                Ok((block, head)) => {
+                    heads.insert(key, head);
+                    Ok(block)
+                }
+                Err(e) => {
+                    heads.remove(&key);
+                    Err(e)
+                }
+            },
+        })
         .collect()
 }
 
-type Results = Vec<(String, Result<Vec<ChainedEvent>, diesel::result::Error>)>;
+fn conflict(block: &AuditBlock) -> StoreError {
+    StoreError::Conflict(format!(
+        "a record already holds position {} of this audit chain",
+        block.first_seq
+    ))
+}
+
+/// The conditional move of a chain's head from `old` to `new` (0 rows: it is not at `old`).
+macro_rules! advance_head {
+    ($key:expr, $old:expr, $new:expr) => {
+        diesel::update(
+            audit_chains::table
+                .filter(audit_chains::tenant_id.eq($key))
+                .filter(audit_chains::last_seq.eq($old.last_seq))
+                .filter(audit_chains::last_hash.eq($old.last_hash.as_slice())),
+        )
+        .set((
+            audit_chains::last_seq.eq($new.last_seq),
+            audit_chains::last_hash.eq($new.last_hash.as_slice()),
+            audit_chains::last_event_id.eq($new.last_event_id.map(|id| id.to_string())),
+        ))
+    };
+}
+
+/// The head put back where it was (the fast path moved it, then the block could not go in).
+macro_rules! restore_head {
+    ($key:expr, $old:expr) => {
+        diesel::update(audit_chains::table.filter(audit_chains::tenant_id.eq($key))).set((
+            audit_chains::last_seq.eq($old.last_seq),
+            audit_chains::last_hash.eq($old.last_hash.as_slice()),
+            audit_chains::last_event_id.eq($old.last_event_id.map(|id| id.to_string())),
+        ))
+    };
+}
+
+/// The block, unless a record already holds its position (0 rows).
+macro_rules! insert_block {
+    ($row:expr) => {
+        diesel::insert_into(audit_blocks::table)
+            .values($row)
+            .on_conflict_do_nothing()
+    };
+}
+
+/// One chain's statements, for either backend: `$exec!(statement)` runs a statement and gives
+/// the rows it changed (or the row it read), `?`-propagating database errors.
+macro_rules! append_chain {
+    ($conn:ident, $heads:expr, $key:expr, $chain:expr, $exec:ident) => {{
+        let key: &str = $key;
+        let events = &$chain.events;
+        let mut outcome: Option<Outcome> = None;
+        // Fast path: the head as this appender last wrote it.
+        if let Some(known) = $heads.get(key) {
+            let mut new = known.clone();
+            let block = audit::seal_encoded(&mut new, events);
+            if $exec!(advance_head!(key, known, new).execute($conn)) == 1 {
+                if $exec!(insert_block!(BlockRow::from(&block)).execute($conn)) == 1 {
+                    outcome = Some(Ok((block, new)));
+                } else {
+                    // Put the head back: the chain fails alone.
+                    $exec!(restore_head!(key, known).execute($conn));
+                    outcome = Some(Err(conflict(&block)));
+                }
+            }
+        }
+        match outcome {
+            Some(outcome) => outcome,
+            // The head as stored.
+            None => {
+                $exec!(ensure_head!(key).execute($conn));
+                $exec!(lock_head!(key).execute($conn));
+                match head($exec!(read_head!(key).get_result($conn))) {
+                    Err(e) => Err(StoreError::Corrupt(e.to_string())),
+                    Ok(mut stored) => {
+                        let block = audit::seal_encoded(&mut stored, events);
+                        if $exec!(insert_block!(BlockRow::from(&block)).execute($conn)) == 1 {
+                            $exec!(write_head!(key, stored).execute($conn));
+                            Ok((block, stored))
+                        } else {
+                            Err(conflict(&block))
+                        }
+                    }
+                }
+            }
+        }
+    }};
+}
 
 mod sqlite {
-    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+    use diesel::{RunQueryDsl, SqliteConnection};
 
     use super::*;
 
-    fn append_chain(
-        conn: &mut SqliteConnection,
-        key: &str,
-        events: &[AuditEvent],
-    ) -> Result<Vec<ChainedEvent>, diesel::result::Error> {
-        ensure_head!(key).execute(conn)?;
-        lock_head!(key).execute(conn)?;
-        let mut head = head(read_head!(key).get_result(conn)?)?;
-        let (block, chained) = audit::seal(&mut head, events);
-        diesel::insert_into(audit_blocks::table)
-            .values(BlockRow::from(&block))
-            .execute(conn)?;
-        write_head!(key, head).execute(conn)?;
-        Ok(chained)
+    macro_rules! now {
+        ($e:expr) => {
+            $e?
+        };
     }
 
     pub(super) fn append_in(
         conn: &mut SqliteConnection,
-        by_chain: &ByChain,
-    ) -> Result<Results, diesel::result::Error> {
-        Ok(by_chain
-            .iter()
-            .map(|(key, events)| {
-                // A nested transaction is a savepoint: a failure rolls back this chain only.
-                let result = conn.transaction(|conn| append_chain(conn, key, events));
-                (key.clone(), result)
-            })
-            .collect())
+        heads: &Heads,
+        chains: &[(String, &ChainEvents<'_>)],
+    ) -> Result<Vec<(String, Option<TenantId>, Outcome)>, diesel::result::Error> {
+        let mut out = Vec::with_capacity(chains.len());
+        for (key, chain) in chains {
+            let outcome = append_chain!(conn, heads, key, chain, now);
+            out.push((key.clone(), chain.chain, outcome));
+        }
+        Ok(out)
     }
 }
 
@@ -116,39 +263,24 @@ mod postgres {
 
     use super::*;
 
-    async fn append_chain(
-        conn: &mut AsyncPgConnection,
-        key: &str,
-        events: &[AuditEvent],
-    ) -> Result<Vec<ChainedEvent>, diesel::result::Error> {
-        ensure_head!(key).execute(conn).await?;
-        lock_head!(key).execute(conn).await?;
-        let mut head = head(read_head!(key).get_result(conn).await?)?;
-        let (block, chained) = audit::seal(&mut head, events);
-        diesel::insert_into(audit_blocks::table)
-            .values(BlockRow::from(&block))
-            .execute(conn)
-            .await?;
-        write_head!(key, head).execute(conn).await?;
-        Ok(chained)
+    macro_rules! later {
+        ($e:expr) => {
+            $e.await?
+        };
     }
 
     pub(super) async fn append_in(
         conn: &mut AsyncPgConnection,
-        by_chain: &ByChain,
-    ) -> Result<Results, diesel::result::Error> {
+        heads: &Heads,
+        chains: &[(String, &ChainEvents<'_>)],
+    ) -> Result<Vec<(String, Option<TenantId>, Outcome)>, diesel::result::Error> {
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            let mut results = Vec::with_capacity(by_chain.len());
-            for (key, events) in by_chain {
-                // A nested transaction is a savepoint: a failure rolls back this chain only.
-                let result = conn
-                    .transaction::<_, diesel::result::Error, _>(async |conn| {
-                        append_chain(conn, key, events).await
-                    })
-                    .await;
-                results.push((key.clone(), result));
+            let mut out = Vec::with_capacity(chains.len());
+            for (key, chain) in chains {
+                let outcome = append_chain!(conn, heads, key, chain, later);
+                out.push((key.clone(), chain.chain, outcome));
             }
-            Ok(results)
+            Ok(out)
         })
         .await
     }

@@ -85,6 +85,7 @@ fn block_of(rows: &[LegacyRow]) -> Result<AuditBlock, StoreError> {
         prev_hash: hash32("prev_hash", &first.prev_hash)?,
         hashes,
         lines,
+        unreadable: None,
     })
 }
 

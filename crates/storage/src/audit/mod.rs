@@ -1,6 +1,6 @@
-//! [`AuditStore`] for both backends: the block and head rows (`rows.rs`), appending
-//! (`append.rs`), retention (`prune.rs`), and moving the per-event rows of the first audit
-//! release into blocks (`legacy.rs`).
+//! [`AuditStore`] for both backends: the block and head rows (`rows.rs`), appending and the
+//! writer's appender (`append.rs`), retention (`prune.rs`), and moving the per-event rows of
+//! the first audit release into blocks (`legacy.rs`).
 
 #[macro_use]
 mod head_sql;
@@ -13,7 +13,10 @@ use async_trait::async_trait;
 use diesel::{ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
-    audit::{AuditBlock, AuditEvent, AuditStore, BlockSpan, ChainAppend, ChainHead},
+    audit::{
+        AuditAppender, AuditBlock, AuditEvent, AuditStore, BlockSpan, ChainAppend, ChainHead,
+        EncodedEvents,
+    },
     store::StoreError,
     TenantId,
 };
@@ -33,7 +36,11 @@ impl AuditStore for Database {
         &self,
         events: &[AuditEvent],
     ) -> Result<Vec<ChainAppend>, StoreError> {
-        append::append(self, events).await
+        append::append(self, EncodedEvents::of(events)).await
+    }
+
+    async fn audit_appender(&self) -> Result<Box<dyn AuditAppender>, StoreError> {
+        Ok(Box::new(append::Appender::open(self).await?))
     }
 
     async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {

@@ -2,7 +2,7 @@
 
 use diesel::{Insertable, Queryable, Selectable};
 use tessera_domain::{
-    audit::{AuditBlock, ChainHead},
+    audit::{codec, AuditBlock, ChainHead},
     store::StoreError,
     TenantId,
 };
@@ -49,10 +49,13 @@ pub(super) struct BlockRow {
     pub(super) prev_hash: Vec<u8>,
     pub(super) hashes: Vec<u8>,
     pub(super) events: Vec<u8>,
+    pub(super) encoding: i16,
 }
 
 impl From<&AuditBlock> for BlockRow {
+    /// The row to store: the lines compressed ([`tessera_domain::audit::codec`]).
     fn from(b: &AuditBlock) -> Self {
+        let (encoding, events) = codec::compress(&b.lines);
         Self {
             tenant_id: chain_key(b.tenant_id),
             first_seq: b.first_seq,
@@ -61,7 +64,8 @@ impl From<&AuditBlock> for BlockRow {
             latest_at: to_db_time(b.latest_at),
             prev_hash: b.prev_hash.to_vec(),
             hashes: b.hashes.clone(),
-            events: b.lines.clone(),
+            events,
+            encoding,
         }
     }
 }
@@ -69,9 +73,15 @@ impl From<&AuditBlock> for BlockRow {
 impl TryFrom<BlockRow> for AuditBlock {
     type Error = StoreError;
 
-    /// Only the columns' types are checked here: what the block says is for
+    /// Only the columns' types and the encoding are checked here: what the block says is for
     /// [`tessera_domain::audit::ChainCheck`] to judge.
     fn try_from(r: BlockRow) -> Result<Self, StoreError> {
+        // A block that does not decompress is handed on as unreadable: verification names
+        // it, where an error here would stop the walk without saying where.
+        let (lines, unreadable) = match codec::decompress(r.encoding, r.events) {
+            Ok(lines) => (lines, None),
+            Err(e) => (Vec::new(), Some(e.0)),
+        };
         Ok(AuditBlock {
             tenant_id: chain_tenant(&r.tenant_id)?,
             first_seq: r.first_seq,
@@ -80,7 +90,8 @@ impl TryFrom<BlockRow> for AuditBlock {
             latest_at: r.latest_at.assume_utc(),
             prev_hash: hash32("prev_hash", &r.prev_hash)?,
             hashes: r.hashes,
-            lines: r.events,
+            lines,
+            unreadable,
         })
     }
 }

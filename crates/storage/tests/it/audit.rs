@@ -28,6 +28,7 @@ backend_tests!(
     verification_names_a_deleted_event_and_a_cut_end,
     tampering_inside_a_block_and_across_blocks_is_named,
     an_event_that_cannot_be_read_is_named_by_its_id,
+    blocks_are_stored_compressed_and_a_damaged_one_is_named,
     a_planted_record_fails_its_chain_alone_and_is_reported,
     records_before_the_anchor_are_reported,
     a_deleted_prefix_needs_a_recorded_pruning,
@@ -53,7 +54,7 @@ async fn append(t: &TestDatabase, events: &[AuditEvent]) -> Vec<ChainedEvent> {
         .await
         .expect("append")
         .into_iter()
-        .flat_map(|c| c.result.expect("chain written"))
+        .flat_map(|c| c.result.expect("chain written").events().expect("decode"))
         .collect()
 }
 
@@ -79,15 +80,7 @@ async fn broken(t: &TestDatabase, tenant: TenantId) -> BrokenLink {
 /// Replaces `from` with `to` in the stored text of `tenant`'s blocks, as someone with write
 /// access to the database would.
 async fn edit_events(t: &TestDatabase, tenant: TenantId, from: &str, to: &str) {
-    let sql = match t.db.backend() {
-        Backend::Sqlite => format!(
-            "UPDATE audit_blocks SET events = CAST(replace(CAST(events AS TEXT), '{from}', '{to}') AS BLOB) WHERE tenant_id = '{tenant}'"
-        ),
-        Backend::Postgres => format!(
-            "UPDATE audit_blocks SET events = convert_to(replace(convert_from(events, 'UTF8'), '{from}', '{to}'), 'UTF8') WHERE tenant_id = '{tenant}'"
-        ),
-    };
-    t.execute(&sql).await;
+    t.edit_audit_text(Some(tenant), from, to).await;
 }
 
 async fn chains_are_per_tenant_and_listed_newest_first(t: &TestDatabase) {
@@ -385,6 +378,39 @@ async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     assert!(b.problem.contains("prev_hash"), "{}", b.problem);
 }
 
+/// Blocks are stored compressed (a copy of the database shows no event's text); one whose
+/// stored bytes no longer decompress (damaged, or cut by someone with write access) is named
+/// by verification at its position, and the blocks before it still count.
+async fn blocks_are_stored_compressed_and_a_damaged_one_is_named(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    let app = ApplicationId::new();
+    let tokens: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    for token in &tokens {
+        append(t, &[created(tenant, app, *token)]).await;
+    }
+    let disk = t.stored_bytes().await;
+    for token in &tokens {
+        let text = token.to_string();
+        assert!(
+            !disk.windows(text.len()).any(|w| w == text.as_bytes()),
+            "an event's text is stored as it is"
+        );
+    }
+    let cut = match t.db.backend() {
+        Backend::Sqlite => "substr(events, 1, 12)",
+        Backend::Postgres => "substring(events from 1 for 12)",
+    };
+    t.execute(&format!(
+        "UPDATE audit_blocks SET events = {cut} WHERE tenant_id = '{tenant}' AND first_seq = 2"
+    ))
+    .await;
+    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let b = report.broken.expect("the damage is detected");
+    assert_eq!(b.seq, 2, "{b:?}");
+    assert!(b.problem.contains("cannot be read"), "{}", b.problem);
+    assert_eq!(report.events_checked, 1);
+}
+
 /// A stored event whose actor was recased no longer decodes; the report still names it by the
 /// id its line holds.
 async fn an_event_that_cannot_be_read_is_named_by_its_id(t: &TestDatabase) {
@@ -408,8 +434,8 @@ async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase
     let (victim, bystander) = (TenantId::new(), TenantId::new());
     three(t, victim).await;
     t.execute(&format!(
-        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events) \
-         SELECT tenant_id, 4, 6, earliest_at, latest_at, prev_hash, hashes, events FROM audit_blocks \
+        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events, encoding) \
+         SELECT tenant_id, 4, 6, earliest_at, latest_at, prev_hash, hashes, events, encoding FROM audit_blocks \
          WHERE tenant_id = '{victim}' AND first_seq = 1"
     ))
     .await;
@@ -426,7 +452,10 @@ async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase
             Some(t) if t == victim => {
                 assert!(matches!(outcome.result, Err(StoreError::Conflict(_))));
             }
-            _ => assert_eq!(outcome.result.as_ref().map(Vec::len).ok(), Some(1)),
+            _ => assert_eq!(
+                outcome.result.as_ref().map(|b| b.hashes.len() / 32).ok(),
+                Some(1)
+            ),
         }
     }
     let listed = list(t, victim, &AuditFilter::default(), page(1, 10)).await;
@@ -451,8 +480,8 @@ async fn records_before_the_anchor_are_reported(t: &TestDatabase) {
     let tenant = TenantId::new();
     three(t, tenant).await;
     t.execute(&format!(
-        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events) \
-         SELECT tenant_id, -5, -3, earliest_at, latest_at, prev_hash, hashes, events FROM audit_blocks \
+        "INSERT INTO audit_blocks (tenant_id, first_seq, last_seq, earliest_at, latest_at, prev_hash, hashes, events, encoding) \
+         SELECT tenant_id, -5, -3, earliest_at, latest_at, prev_hash, hashes, events, encoding FROM audit_blocks \
          WHERE tenant_id = '{tenant}' AND first_seq = 1"
     ))
     .await;

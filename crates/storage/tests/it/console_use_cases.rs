@@ -93,7 +93,7 @@ async fn admin_of_other_tenant(vault: &Vault) -> Principal {
 /// `verify_own_audit` refuses a key without `audit:read` and walks only the caller's chain.
 async fn own_audit_verification_needs_audit_read_and_walks_one_chain(t: &TestDatabase) {
     let (vault, writer) = vault(t).with_audit_trail(Durability::Sync, None);
-    tokio::spawn(writer.run());
+    writer.spawn().expect("audit writer");
     let acme = admin(&vault, "acme").await;
     let globex = admin(&vault, "globex").await;
     for caller in [&acme, &globex, &acme] {
