@@ -22,8 +22,39 @@ pub fn truncate_to_micros(ts: OffsetDateTime) -> OffsetDateTime {
 
 /// Formats as RFC 3339 with an explicit offset, e.g. `2026-11-21T23:49:22.123456+00:00`.
 pub fn format(ts: OffsetDateTime) -> String {
+    if ts.offset().is_utc() && (0..=9999).contains(&ts.year()) {
+        return format_utc(ts);
+    }
     ts.format(RFC3339_MICROS)
         .unwrap_or_else(|_| ts.unix_timestamp().to_string())
+}
+
+/// [`format`] for the common case (UTC, a four-digit year), written digit by digit: every
+/// audit event formats its time, and the generic formatter interprets its description each
+/// time. A test holds the two to the same bytes.
+fn format_utc(ts: OffsetDateTime) -> String {
+    fn digits(out: &mut String, value: u32, width: u32) {
+        for i in (0..width).rev() {
+            let d = (value / 10u32.pow(i)) % 10;
+            out.push(char::from(b'0' + d as u8));
+        }
+    }
+    let mut out = String::with_capacity(32);
+    digits(&mut out, ts.year().unsigned_abs(), 4);
+    out.push('-');
+    digits(&mut out, u32::from(u8::from(ts.month())), 2);
+    out.push('-');
+    digits(&mut out, u32::from(ts.day()), 2);
+    out.push('T');
+    digits(&mut out, u32::from(ts.hour()), 2);
+    out.push(':');
+    digits(&mut out, u32::from(ts.minute()), 2);
+    out.push(':');
+    digits(&mut out, u32::from(ts.second()), 2);
+    out.push('.');
+    digits(&mut out, ts.microsecond(), 6);
+    out.push_str("+00:00");
+    out
 }
 
 /// Parses an RFC 3339 timestamp (any offset), truncated to whole microseconds; `None` when it
@@ -92,6 +123,24 @@ pub fn future_expiry(
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn the_utc_fast_path_writes_what_the_generic_formatter_writes() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            // xorshift: instants spread over years 0–9999, every sub-second digit.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let secs = (x % 315_537_897_600) as i64 - 62_167_219_200;
+            let nanos = (x >> 20) % 1_000_000_000;
+            let ts = OffsetDateTime::from_unix_timestamp(secs).expect("in range")
+                + time::Duration::nanoseconds(nanos as i64);
+            let generic = ts.format(RFC3339_MICROS).expect("formats");
+            assert_eq!(format_utc(ts), generic, "{ts:?}");
+            assert_eq!(format(ts), generic);
+        }
+    }
 
     #[test]
     fn formats_with_explicit_utc_offset() {

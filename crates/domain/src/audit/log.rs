@@ -138,7 +138,7 @@ impl AuditLog {
                     _open: Arc::new(Open(shared.clone())),
                 }),
             },
-            AuditWriter::new(shared, store, durability, stream),
+            AuditWriter::new(shared, store, stream),
         )
     }
 

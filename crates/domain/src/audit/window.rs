@@ -4,8 +4,7 @@
 //! cost per event, so under load a commit should carry many events. The writer holds one open
 //! while nobody waits for it ([`super::lanes`]) for a short window sized from the recent
 //! arrival rate, until about [`TARGET_BATCH`] events are in it, never longer than
-//! [`MAX_WINDOW`]. A window also ends when the next event is overdue (twice the recent gap
-//! between events). When events arrive too slowly to add even one in the longest window,
+//! [`MAX_WINDOW`]. When events arrive too slowly to add even one in the longest window,
 //! nothing is held; and a window that gained nothing makes the next batches skip windows, for
 //! twice as many each time.
 
@@ -65,12 +64,6 @@ impl Arrivals {
         }
         let secs = (missing as f64 / self.rate).min(MAX_WINDOW.as_secs_f64());
         Some(Duration::from_secs_f64(secs))
-    }
-
-    /// How long the next event may take before the window closes early: twice the recent
-    /// gap between events.
-    pub(super) fn overdue(&self) -> Duration {
-        Duration::from_secs_f64((2.0 / self.rate).min(MAX_WINDOW.as_secs_f64()))
     }
 
     /// A window ended having gained `gained` events: none makes the next ones skip.

@@ -27,7 +27,7 @@ use super::{
     lanes::{Shared, Taken},
     store::{AuditAppender, AuditStore, ChainAppend, ChainEvents},
     window::{Arrivals, TARGET_BATCH},
-    AuditBlock, Durability,
+    AuditBlock,
 };
 use crate::{error::StoreError, ids::TenantId};
 
@@ -47,7 +47,6 @@ const RETRIES_AT_SHUTDOWN: u32 = 5;
 pub struct AuditWriter {
     shared: Arc<Shared>,
     store: Arc<dyn AuditStore>,
-    durability: Durability,
     /// Made on first use, and again after a transaction failed as a whole.
     appender: Option<Box<dyn AuditAppender>>,
     stream: Option<Box<dyn Write + Send>>,
@@ -105,13 +104,11 @@ impl AuditWriter {
     pub(super) fn new(
         shared: Arc<Shared>,
         store: Arc<dyn AuditStore>,
-        durability: Durability,
         stream: Option<Box<dyn Write + Send>>,
     ) -> Self {
         Self {
             shared,
             store,
-            durability,
             appender: None,
             stream,
             held: EncodedEvents::default(),
@@ -210,10 +207,10 @@ impl AuditWriter {
     }
 
     /// Holds `batch` open for more events while the arrival rate says they are coming and
-    /// nobody waits for its commit ([`Arrivals::window`]). In async mode the window also
-    /// closes when the next event is overdue (nothing more is coming: commit what is there);
-    /// in sync mode the events' requests are still forwarding, and their first wait is what
-    /// closes it.
+    /// nobody waits for its commit ([`Arrivals::window`]): in sync mode the events' requests
+    /// are still forwarding, and the first of them to wait closes it. The events stay in their
+    /// lanes meanwhile: a lane that already holds some does not wake the writer again, so a
+    /// window costs a wake-up per thread, not one per event.
     async fn fill(&mut self, batch: &mut Batch) {
         let started = Instant::now();
         self.arrivals.observe(batch.len(), started);
@@ -225,28 +222,23 @@ impl AuditWriter {
         };
         let until = started + window;
         let before = batch.len();
-        self.shared.holding.store(true, Ordering::SeqCst);
-        while batch.len() < TARGET_BATCH && !self.shared.someone_waits() {
-            let s = &self.shared;
-            if s.closed.load(Ordering::SeqCst)
-                || s.flushes.load(Ordering::SeqCst) > s.flushed.load(Ordering::SeqCst)
+        let s = &self.shared;
+        s.holding.store(true, Ordering::SeqCst);
+        loop {
+            let flushing = s.flushes.load(Ordering::SeqCst) > s.flushed.load(Ordering::SeqCst);
+            if s.someone_waits()
+                || s.closed.load(Ordering::SeqCst)
+                || flushing
+                || before + s.queued() as usize >= TARGET_BATCH
+                || tokio::time::timeout_at(until, s.wake.notified())
+                    .await
+                    .is_err()
             {
                 break;
             }
-            let next = match self.durability {
-                Durability::Async => until.min(Instant::now() + self.arrivals.overdue()),
-                Durability::Sync => until,
-            };
-            if tokio::time::timeout_at(next, s.wake.notified())
-                .await
-                .is_err()
-            {
-                break;
-            }
-            batch.taken.extend(s.take_all(&mut self.spares));
         }
-        self.shared.holding.store(false, Ordering::SeqCst);
-        batch.taken.extend(self.shared.take_all(&mut self.spares));
+        s.holding.store(false, Ordering::SeqCst);
+        batch.taken.extend(s.take_all(&mut self.spares));
         self.arrivals.held(batch.len() - before);
         let stats = &self.shared.stats;
         stats.windows.fetch_add(1, Ordering::Relaxed);

@@ -387,19 +387,20 @@ async fn a_waiting_callers_commit_is_never_held() {
     );
 }
 
-/// Async events that trickle in too slowly to gain from a window: after one that gained
-/// nothing, windows are skipped, for longer each time.
+/// Async events that come in pairs 3 ms apart: the rate promises more within the 2 ms
+/// window, but each window gains nothing; after one that gained nothing, windows are skipped,
+/// for longer each time.
 #[tokio::test(start_paused = true)]
 async fn a_window_that_gains_nothing_is_not_held_again_soon() {
     let store = quick_store();
     let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
-    // One event every 1.5 ms: the rate promises one within the 2 ms window, the gap
-    // check closes each window empty-handed.
-    for _ in 0..200 {
-        log.record(vec![event(tenant)]).await.expect("queued");
-        tokio::time::sleep(Duration::from_micros(1500)).await;
+    for _ in 0..100 {
+        log.record(vec![event(tenant), event(tenant)])
+            .await
+            .expect("queued");
+        tokio::time::sleep(Duration::from_millis(3)).await;
     }
     log.flush().await;
     let stats = log.stats().expect("on");
