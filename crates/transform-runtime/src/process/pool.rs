@@ -25,7 +25,7 @@ use super::{
 use crate::{config::SandboxCommand, host::Inner, message::TransformError};
 
 /// Jobs queued in one process before another process of the tenant is woken for the next.
-pub(super) const DEPTH: usize = 4;
+pub(super) const DEPTH: usize = 16;
 
 /// This thread's sandboxes.
 pub(super) struct Pool {

@@ -159,10 +159,10 @@ impl Region {
             return Err(Corrupt);
         }
         let n = src.len().min(RING - used as usize);
-        for (i, byte) in src[..n].iter().enumerate() {
-            data[(head.wrapping_add(i as u64) % RING as u64) as usize]
-                .store(*byte, Ordering::Relaxed);
-        }
+        let at = (*head % RING as u64) as usize;
+        let first = n.min(RING - at);
+        store(&data[at..at + first], &src[..first]);
+        store(&data[..n - first], &src[first..n]);
         *head = head.wrapping_add(n as u64);
         published.store(*head, Ordering::Release);
         Ok(n)
@@ -200,13 +200,65 @@ impl Region {
     pub(crate) fn read(&self, dir: Dir, tail: &mut u64, dst: &mut [u8]) -> Result<usize, Corrupt> {
         let n = dst.len().min(self.readable(dir, *tail)?);
         let (_, published, data) = self.counters(dir);
-        for (i, byte) in dst[..n].iter_mut().enumerate() {
-            *byte =
-                data[(tail.wrapping_add(i as u64) % RING as u64) as usize].load(Ordering::Relaxed);
-        }
+        let at = (*tail % RING as u64) as usize;
+        let first = n.min(RING - at);
+        load(&data[at..at + first], &mut dst[..first]);
+        load(&data[..n - first], &mut dst[first..n]);
         *tail = tail.wrapping_add(n as u64);
         published.store(*tail, Ordering::Release);
         Ok(n)
+    }
+}
+
+/// The 8-byte words within `ring` (a span of a ring, which starts page-aligned): the bytes
+/// before the first aligned word, the words, and the bytes after.
+fn words(ring: &[AtomicU8]) -> (usize, usize) {
+    let misaligned = ring.as_ptr() as usize % 8;
+    let head = ((8 - misaligned) % 8).min(ring.len());
+    let words = (ring.len() - head) / 8;
+    (head, words)
+}
+
+/// The 8-byte word of the ring at `bytes` (8-aligned, 8 bytes long).
+fn word(bytes: &[AtomicU8]) -> &AtomicU64 {
+    // SAFETY: `words` only hands out 8-aligned runs of 8 bytes inside the mapping; the memory
+    // is only ever accessed atomically, by either process, and `AtomicU64` has the size of 8
+    // `AtomicU8`s.
+    unsafe { AtomicU64::from_ptr(bytes.as_ptr().cast_mut().cast()) }
+}
+
+/// Copies `src` into `ring` (of the same length), a word at a time where aligned.
+fn store(ring: &[AtomicU8], src: &[u8]) {
+    let (head, words) = words(ring);
+    for (cell, byte) in ring[..head].iter().zip(src) {
+        cell.store(*byte, Ordering::Relaxed);
+    }
+    for w in 0..words {
+        let at = head + w * 8;
+        let mut value = [0u8; 8];
+        value.copy_from_slice(&src[at..at + 8]);
+        word(&ring[at..at + 8]).store(u64::from_ne_bytes(value), Ordering::Relaxed);
+    }
+    let tail = head + words * 8;
+    for (cell, byte) in ring[tail..].iter().zip(&src[tail..]) {
+        cell.store(*byte, Ordering::Relaxed);
+    }
+}
+
+/// Copies `ring` out into `dst` (of the same length), a word at a time where aligned.
+fn load(ring: &[AtomicU8], dst: &mut [u8]) {
+    let (head, words) = words(ring);
+    for (byte, cell) in dst[..head].iter_mut().zip(ring) {
+        *byte = cell.load(Ordering::Relaxed);
+    }
+    for w in 0..words {
+        let at = head + w * 8;
+        let value = word(&ring[at..at + 8]).load(Ordering::Relaxed);
+        dst[at..at + 8].copy_from_slice(&value.to_ne_bytes());
+    }
+    let tail = head + words * 8;
+    for (byte, cell) in dst[tail..].iter_mut().zip(&ring[tail..]) {
+        *byte = cell.load(Ordering::Relaxed);
     }
 }
 

@@ -385,7 +385,7 @@ const SLOW: &str = "module.exports = async () => { const until = Date.now() + 15
 const STUCK: &str = "module.exports = async () => ({ body: String('a'.repeat(2e6).search('a'.repeat(1e6) + 'b')) });";
 
 /// One tenant's concurrent jobs queue in an awake process instead of waking one process
-/// each: eight at once on a thread allowed four processes use at most two, and all complete.
+/// each: eight at once on a thread allowed four processes use one or two, and all complete.
 #[tokio::test]
 async fn concurrent_jobs_stream_through_few_processes() {
     let marker = "--test-stream";
