@@ -527,6 +527,14 @@ def main():
                 out(f"| {db}: defaults {work_} CPU over inline off | "
                     f"{cpu_diff(res, f'{db} defaults, {work_}', f'{db} inline off, {work_}'):+.1f} µs |")
 
+    if "realistic" in SUITES or "audit" in SUITES:
+        out()
+        for db, url in dbs.items():
+            events, payload, pages = stored_bytes(url, work)
+            if events:
+                out(f"Audit trail on {db} after the run: {events} events, {payload / events:.0f} bytes per event in the "
+                    f"rows, {pages / events:.0f} bytes per event in the table's pages (with its index).")
+
     if os.environ.get("BENCH_OUT"):
         with open(os.environ["BENCH_OUT"], "w") as f:
             f.write("\n".join(summary) + "\n")
