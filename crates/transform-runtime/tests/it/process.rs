@@ -461,3 +461,33 @@ async fn callers_that_go_away_cost_only_their_own_jobs() {
     assert!(echoed(behind));
     assert!(echoed(run(&e, "tenant", ECHO).await));
 }
+
+/// Queues are per tenant: one tenant's slow jobs queued in its process never hold up another
+/// tenant's job on the same thread, which gets a process of its own (the reserve).
+#[tokio::test]
+async fn another_tenant_is_never_queued_behind_a_tenants_jobs() {
+    let marker = "--test-queues";
+    let e = TransformEngine::new(EngineConfig {
+        isolation: Isolation::Process,
+        sandbox: Some(SandboxCommand {
+            program: sandbox_program(),
+            args: vec![marker.into()],
+        }),
+        processes_per_thread: 2,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    assert!(echoed(run(&e, "tenant-a", ECHO).await));
+    let slow: Vec<_> = (0..8).map(|_| run(&e, "tenant-a", SLOW)).collect();
+    let other = async {
+        tokio::task::yield_now().await;
+        let started = Instant::now();
+        let out = run(&e, "tenant-b", ECHO).await;
+        (out, started.elapsed())
+    };
+    let (slow, (other, took)) = tokio::join!(futures_util::future::join_all(slow), other);
+    assert!(slow.into_iter().all(echoed));
+    assert!(echoed(other));
+    // Eight 150 ms jobs take 1.2 s in one process; b's answer does not wait for them.
+    assert!(took < Duration::from_millis(900), "b waited {took:?}");
+}
