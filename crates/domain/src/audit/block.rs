@@ -122,6 +122,33 @@ pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<Cha
     (block, chained)
 }
 
+/// Most events one block holds.
+pub const MAX_BLOCK_EVENTS: usize = 1024;
+/// Most bytes of lines one block holds, unless a single event is larger: a block is read and
+/// decompressed whole, so its size is bounded (and [`super::codec`] refuses to decompress much
+/// more).
+pub const MAX_BLOCK_BYTES: usize = 4 * 1024 * 1024;
+
+/// [`seal_encoded`] into as many blocks as [`MAX_BLOCK_EVENTS`] and [`MAX_BLOCK_BYTES`] need
+/// (one, but for a backlog).
+pub fn seal_blocks(head: &mut ChainHead, events: &[EncodedEvent<'_>]) -> Vec<AuditBlock> {
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    while start < events.len() {
+        let (mut end, mut bytes) = (start, 0);
+        while end < events.len()
+            && end - start < MAX_BLOCK_EVENTS
+            && (end == start || bytes + events[end].len() <= MAX_BLOCK_BYTES)
+        {
+            bytes += events[end].len();
+            end += 1;
+        }
+        blocks.push(seal_encoded(head, &events[start..end]));
+        start = end;
+    }
+    blocks
+}
+
 /// Chains `events`, encoded where they were made (all of `head`'s chain, in order; at least
 /// one), after `head`, advancing it: the block to store. Per event this writes its position
 /// into its encoding and hashes the line.
@@ -164,6 +191,24 @@ pub fn seal_encoded(head: &mut ChainHead, events: &[EncodedEvent<'_>]) -> AuditB
 mod tests {
     use super::*;
     use crate::audit::test_events as events;
+
+    #[test]
+    fn a_backlog_is_sealed_into_bounded_blocks_that_chain() {
+        let tenant = TenantId::new();
+        let encoded = EncodedEvents::of(&events(MAX_BLOCK_EVENTS * 2 + 5, tenant));
+        let refs: Vec<_> = encoded.iter().collect();
+        let mut head = ChainHead::empty(Some(tenant));
+        let blocks = seal_blocks(&mut head, &refs);
+        assert_eq!(
+            blocks
+                .iter()
+                .map(|b| (b.first_seq, b.last_seq))
+                .collect::<Vec<_>>(),
+            [(1, 1024), (1025, 2048), (2049, 2053)]
+        );
+        assert_eq!(blocks[1].prev_hash, blocks[0].last_hash());
+        assert_eq!(head.last_hash, blocks[2].last_hash());
+    }
 
     #[test]
     fn a_sealed_block_reads_back_as_the_events_it_holds() {

@@ -16,9 +16,11 @@ pub const PLAIN: i16 = 0;
 /// Lines stored as one zstd frame, compressed with [`DICTIONARY`].
 pub const ZSTD: i16 = 1;
 
-/// The most bytes a block's lines may decompress to (a block holds at most what one commit
-/// wrote); a stored frame claiming more is refused rather than allocated.
-const MAX_LINES: u64 = 256 * 1024 * 1024;
+/// The most bytes a block's lines may decompress to: four times what the writer puts in one
+/// block ([`super::MAX_BLOCK_BYTES`], which only a single huge event exceeds). A stored frame
+/// claiming more is refused rather than allocated, so a tampered row of a few kilobytes cannot
+/// make a reader allocate more than this.
+const MAX_LINES: u64 = 4 * super::MAX_BLOCK_BYTES as u64;
 
 /// zstd's level: its fastest standard level; the dictionary, not the level, does most of the
 /// work on blocks this small.

@@ -83,6 +83,9 @@ pub(super) struct Queue {
     pub(super) last_ticket: u64,
     /// Tickets whose events could not be written, with why (taken by their waiters).
     pub(super) failed: Vec<(u64, String)>,
+    /// The highest ticket whose failure was dropped because too many were kept: a waiter at or
+    /// below it that finds no failure of its own cannot tell, and is answered as failed.
+    pub(super) forgotten: u64,
 }
 
 impl Queue {
@@ -279,7 +282,10 @@ impl Lane {
                 queue.failed.extend(failed);
                 // Waiters that gave up never take theirs: keep the newest only.
                 let excess = queue.failed.len().saturating_sub(LANE_LIMIT);
-                queue.failed.drain(..excess);
+                let dropped = queue.failed.drain(..excess).map(|(t, _)| t).max();
+                if let Some(t) = dropped {
+                    queue.forgotten = queue.forgotten.max(t);
+                }
             }
         }
         self.answered.fetch_max(last, Ordering::SeqCst);
@@ -316,6 +322,9 @@ impl Lane {
         let mut queue = self.queue.lock().ok()?;
         Some(match queue.failed.iter().position(|(t, _)| *t == ticket) {
             Some(i) => Err(queue.failed.swap_remove(i).1),
+            None if ticket <= queue.forgotten => {
+                Err("too many commits failed at once to say whether this one did".into())
+            }
             None => Ok(()),
         })
     }

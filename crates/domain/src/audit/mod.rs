@@ -37,7 +37,7 @@ fn test_events(n: usize, tenant: crate::TenantId) -> Vec<AuditEvent> {
         .collect()
 }
 
-pub use block::{seal, seal_encoded, AuditBlock};
+pub use block::{seal, seal_blocks, seal_encoded, AuditBlock, MAX_BLOCK_BYTES, MAX_BLOCK_EVENTS};
 pub use canonical::{decode, encode, encode_legacy, link_hash, DecodeError, LegacyColumns};
 pub use chain::{BrokenLink, ChainCheck};
 pub use encoded::{EncodedEvent, EncodedEvents};

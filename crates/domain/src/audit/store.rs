@@ -11,9 +11,10 @@ use crate::{error::StoreError, ids::TenantId};
 pub struct ChainAppend {
     /// The chain.
     pub tenant_id: Option<TenantId>,
-    /// The block stored, or why it was not: then nothing of this chain was written, and the
-    /// other chains of the append are not affected.
-    pub result: Result<AuditBlock, StoreError>,
+    /// The blocks stored (one, but for a backlog; none when every event was found already
+    /// written), or why they were not: then nothing of this chain was written, and the other
+    /// chains of the append are not affected.
+    pub result: Result<Vec<AuditBlock>, StoreError>,
 }
 
 /// One chain's events of an append, in order.

@@ -325,7 +325,7 @@ impl AuditWriter {
         let mut blocks = Vec::new();
         for ChainAppend { tenant_id, result } in outcomes {
             match result {
-                Ok(block) => blocks.push(block),
+                Ok(written) => blocks.extend(written),
                 Err(e) => {
                     self.failed_chain(tenant_id, &e);
                     failed.insert(tenant_id, e.to_string());

@@ -79,7 +79,7 @@ impl State {
                         .or_insert_with(|| ChainHead::empty(c.chain));
                     let block = seal_encoded(head, &c.events);
                     self.blocks.lock().expect("blocks").push(block.clone());
-                    Ok(block)
+                    Ok(vec![block])
                 };
                 ChainAppend {
                     tenant_id: c.chain,

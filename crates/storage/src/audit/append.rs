@@ -13,14 +13,24 @@
 //! left by a failure, which the insert's `ON CONFLICT DO NOTHING` reports as no row, or a
 //! head that cannot be read — fails alone and is reported in its [`ChainAppend`]: its head is
 //! left as it was (put back, if the fast path had moved it) while the other chains commit.
-//! Nothing fails a statement on purpose, so no savepoint is needed.
+//! Nothing fails a statement on purpose; on PostgreSQL, where any failed statement aborts the
+//! transaction (a head lock that timed out), each chain runs in a savepoint so that it fails
+//! alone too. (SQLite holds one write lock for the whole database: a wait for it fails the
+//! transaction before any chain.)
+//!
+//! A backlog is written as several blocks of bounded size ([`audit::seal_blocks`]). Events
+//! retried after a commit whose outcome was unknown are not written twice: the head names the
+//! last one written.
 
 use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use diesel::{ExpressionMethods, QueryDsl};
 use tessera_domain::{
-    audit::{self, AuditAppender, AuditBlock, ChainAppend, ChainEvents, ChainHead, EncodedEvents},
+    audit::{
+        self, AuditAppender, AuditBlock, ChainAppend, ChainEvents, ChainHead, EncodedEvent,
+        EncodedEvents,
+    },
     store::StoreError,
     TenantId,
 };
@@ -35,7 +45,7 @@ use crate::{
 type Heads = HashMap<String, ChainHead>;
 
 /// One chain's outcome and, when written, its new head (kept once the transaction commits).
-type Outcome = Result<(AuditBlock, ChainHead), StoreError>;
+type Outcome = Result<(Vec<AuditBlock>, ChainHead), StoreError>;
 
 /// The audit writer's appender ([`tessera_domain::audit::AuditStore::audit_appender`]).
 pub(crate) struct Appender {
@@ -145,11 +155,22 @@ fn settle(
         .collect()
 }
 
-fn conflict(block: &AuditBlock) -> StoreError {
+fn conflict(head: &ChainHead) -> StoreError {
     StoreError::Conflict(format!(
         "a record already holds position {} of this audit chain",
-        block.first_seq
+        head.last_seq + 1
     ))
+}
+
+/// How many of `events` come after the head's last event: after a commit whose outcome was not
+/// known (the connection broke as it committed), the writer retries events that may already be
+/// in the chain; the head names the last one written, and those up to it are not written again.
+fn unwritten<'e, 'a>(head: &ChainHead, events: &'e [EncodedEvent<'a>]) -> &'e [EncodedEvent<'a>] {
+    let written = head
+        .last_event_id
+        .and_then(|id| events.iter().position(|e| e.id == id))
+        .map_or(0, |i| i + 1);
+    &events[written..]
 }
 
 /// The conditional move of a chain's head from `old` to `new` (0 rows: it is not at `old`).
@@ -180,13 +201,32 @@ macro_rules! restore_head {
     };
 }
 
-/// The block, unless a record already holds its position (0 rows).
-macro_rules! insert_block {
-    ($row:expr) => {
-        diesel::insert_into(audit_blocks::table)
-            .values($row)
-            .on_conflict_do_nothing()
-    };
+/// Inserts the blocks, unless a record already holds one's position: then the ones inserted
+/// before it are deleted again, and `false`.
+macro_rules! insert_blocks {
+    ($conn:ident, $key:expr, $blocks:expr, $exec:ident) => {{
+        let mut inserted = 0;
+        for block in $blocks.iter() {
+            let row = BlockRow::from(block);
+            let query = diesel::insert_into(audit_blocks::table)
+                .values(row)
+                .on_conflict_do_nothing();
+            if $exec!(query.execute($conn)) != 1 {
+                break;
+            }
+            inserted += 1;
+        }
+        if inserted > 0 && inserted < $blocks.len() {
+            let firsts: Vec<i64> = $blocks[..inserted].iter().map(|b| b.first_seq).collect();
+            $exec!(diesel::delete(
+                audit_blocks::table
+                    .filter(audit_blocks::tenant_id.eq($key))
+                    .filter(audit_blocks::first_seq.eq_any(firsts))
+            )
+            .execute($conn));
+        }
+        inserted == $blocks.len()
+    }};
 }
 
 /// One chain's statements, for either backend: `$exec!(statement)` runs a statement and gives
@@ -199,14 +239,14 @@ macro_rules! append_chain {
         // Fast path: the head as this appender last wrote it.
         if let Some(known) = $heads.get(key) {
             let mut new = known.clone();
-            let block = audit::seal_encoded(&mut new, events);
+            let blocks = audit::seal_blocks(&mut new, events);
             if $exec!(advance_head!(key, known, new).execute($conn)) == 1 {
-                if $exec!(insert_block!(BlockRow::from(&block)).execute($conn)) == 1 {
-                    outcome = Some(Ok((block, new)));
+                if insert_blocks!($conn, key, blocks, $exec) {
+                    outcome = Some(Ok((blocks, new)));
                 } else {
                     // Put the head back: the chain fails alone.
                     $exec!(restore_head!(key, known).execute($conn));
-                    outcome = Some(Err(conflict(&block)));
+                    outcome = Some(Err(conflict(known)));
                 }
             }
         }
@@ -218,13 +258,17 @@ macro_rules! append_chain {
                 $exec!(lock_head!(key).execute($conn));
                 match head($exec!(read_head!(key).get_result($conn))) {
                     Err(e) => Err(StoreError::Corrupt(e.to_string())),
-                    Ok(mut stored) => {
-                        let block = audit::seal_encoded(&mut stored, events);
-                        if $exec!(insert_block!(BlockRow::from(&block)).execute($conn)) == 1 {
-                            $exec!(write_head!(key, stored).execute($conn));
-                            Ok((block, stored))
+                    Ok(stored) => {
+                        let events = unwritten(&stored, events);
+                        let mut new = stored.clone();
+                        let blocks = audit::seal_blocks(&mut new, events);
+                        if blocks.is_empty() {
+                            Ok((blocks, new))
+                        } else if insert_blocks!($conn, key, blocks, $exec) {
+                            $exec!(write_head!(key, new).execute($conn));
+                            Ok((blocks, new))
                         } else {
-                            Err(conflict(&block))
+                            Err(conflict(&stored))
                         }
                     }
                 }
@@ -277,7 +321,15 @@ mod postgres {
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
             let mut out = Vec::with_capacity(chains.len());
             for (key, chain) in chains {
-                let outcome = append_chain!(conn, heads, key, chain, later);
+                // A savepoint per chain: a statement that fails (a head lock that times out)
+                // aborts PostgreSQL's transaction, and must fail that chain alone.
+                let outcome = conn
+                    .transaction::<_, diesel::result::Error, _>(async |conn| {
+                        Ok(append_chain!(conn, heads, key, chain, later))
+                    })
+                    .await
+                    .db()
+                    .and_then(|outcome| outcome);
                 out.push((key.clone(), chain.chain, outcome));
             }
             Ok(out)

@@ -29,6 +29,8 @@ backend_tests!(
     tampering_inside_a_block_and_across_blocks_is_named,
     an_event_that_cannot_be_read_is_named_by_its_id,
     blocks_are_stored_compressed_and_a_damaged_one_is_named,
+    a_backlog_is_written_in_bounded_blocks,
+    events_retried_after_an_unknown_outcome_are_not_written_twice,
     a_planted_record_fails_its_chain_alone_and_is_reported,
     records_before_the_anchor_are_reported,
     a_deleted_prefix_needs_a_recorded_pruning,
@@ -54,7 +56,8 @@ async fn append(t: &TestDatabase, events: &[AuditEvent]) -> Vec<ChainedEvent> {
         .await
         .expect("append")
         .into_iter()
-        .flat_map(|c| c.result.expect("chain written").events().expect("decode"))
+        .flat_map(|c| c.result.expect("chain written"))
+        .flat_map(|b| b.events().expect("decode"))
         .collect()
 }
 
@@ -411,6 +414,60 @@ async fn blocks_are_stored_compressed_and_a_damaged_one_is_named(t: &TestDatabas
     assert_eq!(report.events_checked, 1);
 }
 
+/// A backlog (the writer retrying after an outage) is written in blocks of at most
+/// `MAX_BLOCK_EVENTS` events, which chain and verify like any others.
+async fn a_backlog_is_written_in_bounded_blocks(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    let app = ApplicationId::new();
+    let events: Vec<AuditEvent> = (0..audit::MAX_BLOCK_EVENTS + 10)
+        .map(|_| created(tenant, app, Uuid::new_v4()))
+        .collect();
+    let outcome = t.db.append_audit_events(&events).await.expect("append");
+    let blocks = outcome[0].result.as_ref().expect("written");
+    assert_eq!(
+        blocks
+            .iter()
+            .map(|b| (b.first_seq, b.last_seq))
+            .collect::<Vec<_>>(),
+        [(1, 1024), (1025, 1034)]
+    );
+    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    assert!(report.ok() && report.events_checked == 1034, "{report:?}");
+}
+
+/// After a commit whose outcome the writer could not learn (the connection broke as it
+/// committed), it retries the same events: those the chain already holds (up to the head's
+/// last event) are not written again.
+async fn events_retried_after_an_unknown_outcome_are_not_written_twice(t: &TestDatabase) {
+    let tenant = TenantId::new();
+    let app = ApplicationId::new();
+    let events: Vec<AuditEvent> = (0..3)
+        .map(|_| created(tenant, app, Uuid::new_v4()))
+        .collect();
+    append(t, &events).await;
+    let again = t.db.append_audit_events(&events).await.expect("retry");
+    assert!(again[0]
+        .result
+        .as_ref()
+        .expect("nothing to write")
+        .is_empty());
+    // Half written: the rest goes on after the head.
+    let more: Vec<AuditEvent> = (0..2)
+        .map(|_| created(tenant, app, Uuid::new_v4()))
+        .collect();
+    let mixed: Vec<AuditEvent> = events.iter().chain(&more).cloned().collect();
+    let written = append(t, &mixed).await;
+    assert_eq!(
+        written
+            .iter()
+            .map(|e| (e.seq, e.event.id))
+            .collect::<Vec<_>>(),
+        [(4, more[0].id), (5, more[1].id)]
+    );
+    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    assert!(report.ok() && report.events_checked == 5, "{report:?}");
+}
+
 /// A stored event whose actor was recased no longer decodes; the report still names it by the
 /// id its line holds.
 async fn an_event_that_cannot_be_read_is_named_by_its_id(t: &TestDatabase) {
@@ -453,7 +510,11 @@ async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase
                 assert!(matches!(outcome.result, Err(StoreError::Conflict(_))));
             }
             _ => assert_eq!(
-                outcome.result.as_ref().map(|b| b.hashes.len() / 32).ok(),
+                outcome
+                    .result
+                    .as_ref()
+                    .map(|blocks| blocks.iter().map(|b| b.hashes.len() / 32).sum::<usize>())
+                    .ok(),
                 Some(1)
             ),
         }

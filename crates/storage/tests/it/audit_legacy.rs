@@ -140,7 +140,7 @@ async fn check_move(db: TestDatabase) {
     let next = AuditEvent::success(kept, AuditAction::TokenRead, Actor::Anonymous, vec![]);
     use tessera_domain::audit::AuditStore;
     let outcome = db.db.append_audit_events(&[next]).await.expect("append");
-    assert_eq!(outcome[0].result.as_ref().expect("written").first_seq, 6);
+    assert_eq!(outcome[0].result.as_ref().expect("written")[0].first_seq, 6);
     assert!(audit::verify(&db.db, Some(kept))
         .await
         .expect("verify")

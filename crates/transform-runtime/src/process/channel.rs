@@ -73,9 +73,16 @@ impl Tx {
     /// Sends one encoded frame. A frame that fits in the ring is written in one go, once there
     /// is room for all of it, so a caller dropped while it waits leaves nothing half-written;
     /// a larger one is streamed, and whoever drops it mid-way must kill the sandbox
-    /// ([`Tx::fits`] says which).
-    pub(super) async fn send(&mut self, frame: &[u8]) -> Result<(), TransformError> {
+    /// ([`Tx::fits`] says which). Waiting for room ends with an error when `gone` says the
+    /// process was stopped, or after `patience` (the sandbox is not reading: stuck in a job).
+    pub(super) async fn send(
+        &mut self,
+        frame: &[u8],
+        gone: impl Fn() -> bool,
+        patience: Duration,
+    ) -> Result<(), TransformError> {
         let whole = Self::fits(frame);
+        let until = tokio::time::Instant::now() + patience;
         let mut at = 0;
         while at < frame.len() {
             let room = self
@@ -83,6 +90,12 @@ impl Tx {
                 .writable(Dir::ToChild, self.head)
                 .map_err(corrupt)?;
             if room == 0 || (whole && room < frame.len()) {
+                if gone() {
+                    return Err(died("it was stopped"));
+                }
+                if tokio::time::Instant::now() >= until {
+                    return Err(died("it stopped reading"));
+                }
                 wake_child(&self.region);
                 tokio::time::sleep(ROOM_POLL).await;
                 continue;

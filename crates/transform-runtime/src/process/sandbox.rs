@@ -160,7 +160,11 @@ impl Sandbox {
     /// Sends a frame outside any job (`Init`, and the answers to a job's calls).
     pub(super) async fn send(&self, message: &ToChild) -> Result<(), TransformError> {
         let frame = protocol::encode(message).map_err(died)?;
-        self.tx.lock().await.send(&frame).await
+        self.tx
+            .lock()
+            .await
+            .send(&frame, || self.dead.get(), self.budget)
+            .await
     }
 
     /// Whether the process is gone (or going).
@@ -257,7 +261,7 @@ impl Sandbox {
             sandbox: self,
             armed: !Tx::fits(&frames),
         };
-        let sent = tx.send(&frames).await;
+        let sent = tx.send(&frames, || self.dead.get(), self.budget).await;
         partial.armed = false;
         if sent.is_err() {
             self.kill();
@@ -290,7 +294,13 @@ impl Sandbox {
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.dead.get() {
-                return Err(Failure::Requeue);
+                // A job at the front may have started: only the ones behind it never did.
+                let front = self.queue.borrow().front().map(|q| q.job);
+                return Err(if front == Some(job) {
+                    Failure::Failed(died("it was stopped"))
+                } else {
+                    Failure::Requeue
+                });
             }
             let first_live = self
                 .queue

@@ -491,3 +491,30 @@ async fn another_tenant_is_never_queued_behind_a_tenants_jobs() {
     // Eight 150 ms jobs take 1.2 s in one process; b's answer does not wait for them.
     assert!(took < Duration::from_millis(900), "b waited {took:?}");
 }
+
+/// A job too large for the ring (streamed through it) that waits for room behind a stuck job
+/// is not stuck with it: when the stuck job's process is killed at its limit, the large job,
+/// which never started, runs in another.
+#[tokio::test]
+async fn a_large_job_waiting_behind_a_stuck_one_runs_elsewhere() {
+    let marker = "--test-large";
+    let e = engine(marker, Duration::from_millis(300));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let stuck = run(&e, "tenant", STUCK);
+    let large = async {
+        tokio::task::yield_now().await;
+        let program = e
+            .compile("module.exports = async (req) => ({ body: String(req.args.body.length) });")
+            .expect("compiles");
+        let mut big = input();
+        big.args.body = Body::Text("x".repeat(3 << 20));
+        e.run::<NoHost, _>(program, "proxy", ("tenant", "proxy"), big, None)
+            .await
+    };
+    let (stuck, large) = tokio::join!(stuck, large);
+    assert_eq!(stuck, Err(TransformError::TimedOut));
+    assert!(
+        matches!(&large, Ok(Outcome::Ok { body: Some(b), .. }) if b == &(3 << 20).to_string()),
+        "{large:?}"
+    );
+}
