@@ -129,5 +129,9 @@ mod tests {
         // on a stored frame's say-so beyond what it states, and it must state it.
         let streamed = zstd::stream::encode_all(&[0u8; 4096][..], 1).expect("zstd");
         assert!(decompress(ZSTD, streamed).is_err());
+        // A few kilobytes that would decompress past the bound are refused, not allocated.
+        let bomb = compress(&vec![b'a'; MAX_LINES as usize + 1]);
+        assert!(bomb.1.len() < 4096, "{} bytes", bomb.1.len());
+        assert!(decompress(bomb.0, bomb.1).is_err());
     }
 }

@@ -381,9 +381,9 @@ async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     assert!(b.problem.contains("prev_hash"), "{}", b.problem);
 }
 
-/// Blocks are stored compressed (a copy of the database shows no event's text); one whose
-/// stored bytes no longer decompress (damaged, or cut by someone with write access) is named
-/// by verification at its position, and the blocks before it still count.
+/// Blocks are stored compressed (an event's text does not appear as such in the database's
+/// files); one whose stored bytes no longer decompress (damaged, or cut by someone with write
+/// access) is named by verification at its position, and the blocks before it still count.
 async fn blocks_are_stored_compressed_and_a_damaged_one_is_named(t: &TestDatabase) {
     let tenant = TenantId::new();
     let app = ApplicationId::new();

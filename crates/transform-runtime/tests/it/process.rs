@@ -518,3 +518,42 @@ async fn a_large_job_waiting_behind_a_stuck_one_runs_elsewhere() {
         "{large:?}"
     );
 }
+
+/// A transform whose caller went away while it waited in the queue never reaches its host:
+/// its process is not left running it unwatched, and `req.svc` is never answered for it
+/// (a cancelled request cannot create tokens after the fact).
+#[tokio::test]
+async fn an_abandoned_job_never_calls_its_host() {
+    let marker = "--test-abandon";
+    let e = engine(marker, Duration::from_secs(2));
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    let called = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let host = {
+        let called = called.clone();
+        move |_: HostOp, _: Value| {
+            called.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::future::ready(Ok::<_, HostError>(serde_json::json!({"id": "t"})))
+        }
+    };
+    let tokenizing = e
+        .compile("module.exports = async (req) => { await req.svc.tokenize({ type: 'token', data: 'x' }); return { body: 'in' }; };")
+        .expect("compiles");
+    let ahead = run(&e, "tenant", SLOW);
+    let abandoned = async {
+        tokio::task::yield_now().await;
+        let call = e.run(
+            tokenizing,
+            "proxy",
+            ("tenant", "proxy"),
+            input(),
+            Some(host),
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(20), call).await;
+    };
+    let (ahead, ()) = tokio::join!(ahead, abandoned);
+    assert!(echoed(ahead));
+    // Whatever runs next, the abandoned job's call is never answered by its host.
+    assert!(echoed(run(&e, "tenant", ECHO).await));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!called.load(std::sync::atomic::Ordering::SeqCst));
+}
