@@ -37,6 +37,20 @@ fn engine(marker: &str, time_limit: Duration) -> TransformEngine {
     .expect("engine")
 }
 
+/// An engine like [`engine`]'s, with `processes` per thread and the default limits.
+fn engine_with(marker: &str, processes: usize) -> TransformEngine {
+    TransformEngine::new(EngineConfig {
+        isolation: Isolation::Process,
+        sandbox: Some(SandboxCommand {
+            program: sandbox_program(),
+            args: vec![marker.into()],
+        }),
+        processes_per_thread: processes,
+        ..EngineConfig::default()
+    })
+    .expect("engine")
+}
+
 fn input() -> Input {
     Input {
         args: Args {
@@ -389,16 +403,7 @@ const STUCK: &str = "module.exports = async () => ({ body: String('a'.repeat(2e6
 #[tokio::test]
 async fn concurrent_jobs_stream_through_few_processes() {
     let marker = "--test-stream";
-    let e = TransformEngine::new(EngineConfig {
-        isolation: Isolation::Process,
-        sandbox: Some(SandboxCommand {
-            program: sandbox_program(),
-            args: vec![marker.into()],
-        }),
-        processes_per_thread: 4,
-        ..EngineConfig::default()
-    })
-    .expect("engine");
+    let e = engine_with(marker, 4);
     let runs: Vec<_> = (0..8).map(|_| run(&e, "tenant", SLOW)).collect();
     let outs = futures_util::future::join_all(runs).await;
     assert!(outs.into_iter().all(echoed));
@@ -467,16 +472,7 @@ async fn callers_that_go_away_cost_only_their_own_jobs() {
 #[tokio::test]
 async fn another_tenant_is_never_queued_behind_a_tenants_jobs() {
     let marker = "--test-queues";
-    let e = TransformEngine::new(EngineConfig {
-        isolation: Isolation::Process,
-        sandbox: Some(SandboxCommand {
-            program: sandbox_program(),
-            args: vec![marker.into()],
-        }),
-        processes_per_thread: 2,
-        ..EngineConfig::default()
-    })
-    .expect("engine");
+    let e = engine_with(marker, 2);
     assert!(echoed(run(&e, "tenant-a", ECHO).await));
     let slow: Vec<_> = (0..8).map(|_| run(&e, "tenant-a", SLOW)).collect();
     let other = async {
