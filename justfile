@@ -32,6 +32,10 @@ ci:
 bench-gateway:
     bash bench/gateway.sh
 
+# Write-path benchmark: bulk /tokenize, single creates and reads on SQLite and PostgreSQL (needs wrk).
+bench-import:
+    bash bench/import.sh
+
 # Schemathesis (pinned, from PyPI) against a live api on a temporary SQLite database: every
 # operation of the OpenAPI document, zero failures allowed. CI runs it too.
 fuzz-api examples="40":

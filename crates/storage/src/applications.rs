@@ -15,8 +15,8 @@ use time::OffsetDateTime;
 
 use crate::{
     database::{
-        only_row, page_of, read_unique_row, window, with_conn, with_read_conn, Database,
-        DbResultExt,
+        only_row, page_of, read_unique_row, window, with_conn, with_read_conn, with_write_conn,
+        Database, DbResultExt,
     },
     rows::{application_grants, to_db_time, ApplicationKeyRow, ApplicationRow},
     schema::{
@@ -47,7 +47,7 @@ impl ApplicationStore for Database {
     async fn insert_application(&self, app: &StoredApplication) -> Result<(), StoreError> {
         let row = ApplicationRow::from(&app.application);
         let key = app.key.as_ref().map(ApplicationKeyRow::from);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 diesel::insert_into(applications::table)
                     .values(&row)
@@ -138,7 +138,7 @@ impl ApplicationStore for Database {
         let (permissions, rules) = application_grants(app);
         let modified_by = app.modified_by.to_string();
         let modified_at = to_db_time(app.modified_at);
-        let updated = with_conn!(self, |conn| {
+        let updated = with_write_conn!(self, |conn| {
             diesel::update(
                 applications::table
                     .filter(dsl::tenant_id.eq(&tenant))
@@ -168,7 +168,7 @@ impl ApplicationStore for Database {
         let row = ApplicationKeyRow::from(key);
         let modified_by = modified_by.to_string();
         let modified_at = to_db_time(modified_at);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 let updated = diesel::update(
                     applications::table
@@ -209,7 +209,7 @@ impl ApplicationStore for Database {
     ) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         // Its keys go with it (the foreign key cascades).
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             diesel::delete(
                 applications::table
                     .filter(dsl::tenant_id.eq(&tenant))
@@ -224,7 +224,7 @@ impl ApplicationStore for Database {
 
     async fn insert_application_key(&self, key: &StoredApplicationKey) -> Result<(), StoreError> {
         let row = ApplicationKeyRow::from(key);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::insert_into(application_keys::table)
                 .values(&row)
                 .execute(conn)
@@ -261,7 +261,7 @@ impl ApplicationStore for Database {
         id: ApplicationKeyId,
     ) -> Result<bool, StoreError> {
         let (tenant, app, id) = (tenant.to_string(), app.to_string(), id.to_string());
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             diesel::delete(
                 application_keys::table
                     .filter(keys::tenant_id.eq(&tenant))

@@ -9,7 +9,7 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{with_conn, with_write_conn, Database, DbResultExt},
     rows::AssociationRow,
     schema::token_associations,
 };
@@ -18,7 +18,7 @@ use crate::{
 impl AssociationStore for Database {
     async fn insert_association(&self, link: &NewAssociation) -> Result<(), StoreError> {
         let row = AssociationRow::from(link);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::insert_into(token_associations::table)
                 .values(&row)
                 .on_conflict_do_nothing()
@@ -36,7 +36,7 @@ impl AssociationStore for Database {
         child: TokenId,
     ) -> Result<bool, StoreError> {
         let (tenant, parent, child) = (tenant.to_string(), parent.to_string(), child.to_string());
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             diesel::delete(
                 token_associations::table
                     .filter(token_associations::tenant_id.eq(&tenant))

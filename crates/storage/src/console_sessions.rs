@@ -13,7 +13,7 @@ use tessera_domain::{
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::{
-    database::{read_unique_row, with_conn, Database, DbResultExt},
+    database::{read_unique_row, with_conn, with_write_conn, Database, DbResultExt},
     rows::to_db_time,
     schema::console_sessions::{self, dsl},
 };
@@ -72,7 +72,7 @@ impl ConsoleSessionStore for Database {
             to_db_time(session.created_at),
             to_db_time(session.last_seen_at),
         );
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::insert_into(console_sessions::table)
                 .values((
                     dsl::id_hash.eq(id_hash),
@@ -109,7 +109,7 @@ impl ConsoleSessionStore for Database {
         at: OffsetDateTime,
     ) -> Result<(), StoreError> {
         let (id_hash, at) = (id_hash.as_slice(), to_db_time(at));
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::update(console_sessions::table.filter(dsl::id_hash.eq(id_hash)))
                 .set(dsl::last_seen_at.eq(at))
                 .execute(conn)
@@ -126,7 +126,7 @@ impl ConsoleSessionStore for Database {
         key_sealed: &[u8],
     ) -> Result<(), StoreError> {
         let (id_hash, key_hash) = (id_hash.as_slice(), key_hash.as_bytes().as_slice());
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::update(console_sessions::table.filter(dsl::id_hash.eq(id_hash)))
                 .set((dsl::key_hash.eq(key_hash), dsl::key_sealed.eq(key_sealed)))
                 .execute(conn)
@@ -138,7 +138,7 @@ impl ConsoleSessionStore for Database {
 
     async fn delete_console_session(&self, id_hash: &[u8; 32]) -> Result<(), StoreError> {
         let id_hash = id_hash.as_slice();
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::delete(console_sessions::table.filter(dsl::id_hash.eq(id_hash)))
                 .execute(conn)
                 .await
@@ -160,7 +160,7 @@ impl ConsoleSessionStore for Database {
         opened_before: OffsetDateTime,
     ) -> Result<u64, StoreError> {
         let (idle_before, opened_before) = (to_db_time(idle_before), to_db_time(opened_before));
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             diesel::delete(
                 console_sessions::table.filter(
                     dsl::last_seen_at

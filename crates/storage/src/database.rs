@@ -108,6 +108,24 @@ impl PoolOptions {
     }
 }
 
+/// The turn to write to a SQLite database, shared by every writer of one process.
+///
+/// SQLite lets one connection write at a time. A connection that finds the lock taken retries
+/// from its busy handler, which sleeps between attempts (1 ms, growing to 100 ms): under
+/// concurrent writes that sleeping, not the writing, set the latency. So the writers of one
+/// process queue here first, in arrival order, and meet the lock free; the busy timeout still
+/// covers writers of other processes (a gateway and an API on one file). See
+/// docs/operations.md.
+#[derive(Clone, Default)]
+pub(crate) struct WriteTurn(Arc<tokio::sync::Mutex<()>>);
+
+impl WriteTurn {
+    /// Waits for this process's turn to write; the turn ends when the guard is dropped.
+    pub(crate) async fn take(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        Arc::clone(&self.0).lock_owned().await
+    }
+}
+
 /// The pools of one database.
 ///
 /// Point reads (a token, a key, an application by id or key hash: what a cold proxy request
@@ -124,6 +142,8 @@ pub(crate) enum Pools {
         pool: Pool<SqliteConn>,
         /// Read-only connections for point reads, on the calling thread.
         reads: Pool<SqliteReadConn>,
+        /// The turn to write, taken by every write of this process ([`with_write_conn!`]).
+        writes: WriteTurn,
     },
     Postgres {
         /// Writes and scans.
@@ -231,7 +251,11 @@ impl Database {
                     .max_size(options.max_connections.max(SQLITE_MIN_READERS))
                     .build()
                     .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-                Pools::Sqlite { pool, reads }
+                Pools::Sqlite {
+                    pool,
+                    reads,
+                    writes: WriteTurn::default(),
+                }
             }
             DatabaseUrl::Postgres { url } => {
                 let pool = Pool::builder(postgres_manager(url.as_str(), options.query_timeout))
@@ -290,6 +314,14 @@ impl Database {
             Pools::Postgres { pool, .. } => checkout(pool).await?.batch_execute(sql).await,
         }
         .map_err(|e| StoreError::Backend(e.to_string()))
+    }
+
+    /// This process's turn to write, on SQLite ([`WriteTurn`]); `None` on PostgreSQL.
+    pub(crate) fn write_turn(&self) -> Option<WriteTurn> {
+        match &self.pools {
+            Pools::Sqlite { writes, .. } => Some(writes.clone()),
+            Pools::Postgres { .. } => None,
+        }
     }
 
     /// The URL this database was opened with.
@@ -539,6 +571,27 @@ macro_rules! with_conn {
     };
 }
 pub(crate) use with_conn;
+
+/// Like [`with_conn!`], for a statement or transaction that writes: on SQLite it first takes
+/// the process's [`WriteTurn`], held until `$body` is done.
+macro_rules! with_write_conn {
+    ($db:expr, |$conn:ident| $body:expr) => {
+        match &$db.pools {
+            $crate::database::Pools::Sqlite { pool, writes, .. } => {
+                let _turn = writes.take().await;
+                let mut object = $crate::database::checkout(pool).await?;
+                let $conn: &mut $crate::database::SqliteConn = &mut object;
+                $body
+            }
+            $crate::database::Pools::Postgres { pool, .. } => {
+                let mut object = $crate::database::checkout(pool).await?;
+                let $conn: &mut diesel_async::AsyncPgConnection = &mut object;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_write_conn;
 
 /// Like [`with_conn!`], for a point read (by primary key or unique index, a handful of rows):
 /// on the calling thread's read path of [`Pools`]. Nothing that writes or scans goes here.

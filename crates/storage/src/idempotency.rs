@@ -8,7 +8,7 @@ use tessera_domain::store::{IdempotencyRecord, IdempotencyScope, IdempotencyStor
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::{
-    database::{only_row, with_conn, Database, DbResultExt},
+    database::{only_row, with_write_conn, Database, DbResultExt},
     rows::to_db_time,
     schema::idempotency_keys::{self, dsl},
 };
@@ -37,7 +37,7 @@ impl IdempotencyStore for Database {
         // then claim again.
         for _ in 0..3 {
             let existing: Option<(Vec<u8>, Option<Vec<u8>>, PrimitiveDateTime)> =
-                with_conn!(self, |conn| {
+                with_write_conn!(self, |conn| {
                     let inserted = diesel::insert_into(idempotency_keys::table)
                         .values((
                             dsl::tenant_id.eq(&tenant),
@@ -86,7 +86,7 @@ impl IdempotencyStore for Database {
     ) -> Result<(), StoreError> {
         let (tenant, application) = columns(scope);
         let key = scope.key.as_str();
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::update(
                 dsl::idempotency_keys
                     .filter(dsl::tenant_id.eq(&tenant))
@@ -109,7 +109,7 @@ impl IdempotencyStore for Database {
         let (tenant, application) = columns(scope);
         let key = scope.key.as_str();
         let created_at = to_db_time(created_at);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::delete(
                 dsl::idempotency_keys
                     .filter(dsl::tenant_id.eq(&tenant))
@@ -129,7 +129,7 @@ impl IdempotencyStore for Database {
         before: OffsetDateTime,
     ) -> Result<u64, StoreError> {
         let before = to_db_time(before);
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             diesel::delete(dsl::idempotency_keys.filter(dsl::created_at.lt(before)))
                 .execute(conn)
                 .await

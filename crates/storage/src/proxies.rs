@@ -13,7 +13,8 @@ use tessera_domain::{
 
 use crate::{
     database::{
-        checkout, page_of, read_unique_row, window, with_conn, Database, DbResultExt, Pools,
+        checkout, page_of, read_unique_row, window, with_conn, with_write_conn, Database,
+        DbResultExt, Pools,
     },
     rows::{NewProxyRow, ProxyRow},
     schema::{
@@ -53,7 +54,7 @@ macro_rules! filtered_proxies {
 impl ProxyStore for Database {
     async fn insert_proxy(&self, proxy: &StoredProxy) -> Result<(), StoreError> {
         let row = NewProxyRow::from(proxy);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::insert_into(proxies::table)
                 .values(&row)
                 .execute(conn)
@@ -123,7 +124,7 @@ impl ProxyStore for Database {
 
     async fn update_proxy(&self, proxy: &StoredProxy) -> Result<bool, StoreError> {
         let row = NewProxyRow::from(proxy);
-        let updated = with_conn!(self, |conn| {
+        let updated = with_write_conn!(self, |conn| {
             diesel::update(
                 proxies::table
                     .filter(dsl::tenant_id.eq(&row.tenant_id))
@@ -192,7 +193,7 @@ impl ProxyStore for Database {
         sealed: &SealedProxySecrets,
     ) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 let updated = diesel::update(
                     proxies::table
@@ -295,7 +296,7 @@ impl ProxyStore for Database {
 
     async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             diesel::delete(
                 proxies::table
                     .filter(dsl::tenant_id.eq(&tenant))

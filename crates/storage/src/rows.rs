@@ -197,8 +197,12 @@ pub(crate) fn application_grants(a: &Application) -> (String, String) {
     (to_json(&a.permissions), to_json(&a.rules))
 }
 
+/// `None` is written as NULL (`treat_none_as_default_value = false`): the INSERT's text is then
+/// the same for every row, so it is prepared once per connection and rows batch into one
+/// statement.
 #[derive(Queryable, diesel::QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = tokens)]
+#[diesel(treat_none_as_default_value = false)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct TokenRow {
     pub tenant_id: String,
@@ -265,8 +269,10 @@ impl TryFrom<TokenRow> for StoredToken {
     }
 }
 
+/// `None` is written as NULL, as for [`TokenRow`].
 #[derive(Insertable)]
 #[diesel(table_name = token_metadata)]
+#[diesel(treat_none_as_default_value = false)]
 pub(crate) struct TokenMetadataRow {
     pub tenant_id: String,
     pub token_id: String,

@@ -9,7 +9,10 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{only_row, read_unique_row, with_conn, with_read_conn, Database, DbResultExt},
+    database::{
+        only_row, read_unique_row, with_conn, with_read_conn, with_write_conn, Database,
+        DbResultExt,
+    },
     rows::{ApplicationKeyRow, ApplicationRow, TenantRow},
     schema::{application_keys, applications, tenants, vault_keys},
 };
@@ -24,7 +27,7 @@ impl TenantStore for Database {
         let tenant_row = TenantRow::from(tenant);
         let admin_row = ApplicationRow::from(&admin.application);
         let key_row = admin.key.as_ref().map(ApplicationKeyRow::from);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 diesel::insert_into(tenants::table)
                     .values(&tenant_row)
@@ -89,7 +92,7 @@ impl TenantStore for Database {
         new: &[u8],
     ) -> Result<bool, StoreError> {
         let id = tenant.to_string();
-        let updated = with_conn!(self, |conn| {
+        let updated = with_write_conn!(self, |conn| {
             diesel::update(
                 tenants::table
                     .filter(tenants::tenant_id.eq(&id))
@@ -116,7 +119,7 @@ impl TenantStore for Database {
     }
 
     async fn insert_vault_key(&self, name: &str, wrapped: &[u8]) -> Result<(), StoreError> {
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::insert_into(vault_keys::table)
                 .values((
                     vault_keys::name.eq(name),
@@ -136,7 +139,7 @@ impl TenantStore for Database {
         expected: &[u8],
         new: &[u8],
     ) -> Result<bool, StoreError> {
-        let updated = with_conn!(self, |conn| {
+        let updated = with_write_conn!(self, |conn| {
             diesel::update(
                 vault_keys::table
                     .filter(vault_keys::name.eq(name))

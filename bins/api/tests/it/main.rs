@@ -1,5 +1,6 @@
 //! The `api` binary end to end, one test binary: its commands, flags and start-up.
 
 mod audit;
+mod bulk_kill;
 mod cli;
 mod console;

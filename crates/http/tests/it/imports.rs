@@ -17,6 +17,7 @@ backend_tests!(
     imports_are_audited_as_such,
     tokenize_answers_an_object_of_requests_with_an_object_of_tokens,
     tokenize_answers_one_request_with_one_token,
+    bulk_calls_leave_what_single_creates_leave,
 );
 
 const ID: &str = "5C0B3E0A-9D1F-4C4B-A0B6-6A2E7C1D9F00";
@@ -255,4 +256,88 @@ async fn tokenize_answers_one_request_with_one_token(db: &TestDatabase) {
             "nope",
         )
         .await;
+}
+
+/// 1,000 tokens made by ten bulk calls leave what 1,000 single creates of the same requests
+/// leave: the same data, metadata, fingerprints and search rows, one `token.created` event per
+/// call, and a chain that verifies.
+async fn bulk_calls_leave_what_single_creates_leave(db: &TestDatabase) {
+    let st = tessera_testkit::api::state(db, crate::caller::MIB);
+    let t = tessera_testkit::api::tenant(&st, "acme").await;
+    let vault = st.vault.clone();
+    let app = actix_web::test::init_service(tessera_http::app(st)).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let request = |i: usize, container: &str| {
+        json!({"type": "token", "data": {"n": i}, "containers": [container],
+               "metadata": {"n": i.to_string(), "group": "g", "parity": (i % 2).to_string()}})
+    };
+    let mut bulk = Vec::new();
+    for call in 0..10 {
+        let body: Vec<Value> = (call * 100..call * 100 + 100)
+            .map(|i| request(i, "/bulk/"))
+            .collect();
+        let answer = admin.post("/tokenize", json!(body)).await.expect(201).body;
+        bulk.extend(answer.as_array().expect("array").iter().map(id_of));
+    }
+    let mut single = Vec::new();
+    for i in 0..1000 {
+        single.push(admin.create("/tokens", request(i, "/single/")).await);
+    }
+    for (i, (b, s)) in bulk.iter().zip(&single).enumerate() {
+        let b = admin.get(&format!("/tokens/{b}")).await.expect(200).body;
+        let s = admin.get(&format!("/tokens/{s}")).await.expect(200).body;
+        for field in ["type", "data", "metadata", "fingerprint", "expires_at"] {
+            assert_eq!(b[field], s[field], "token {i}: {field}");
+        }
+        assert_eq!(b["data"], json!({"n": i}));
+    }
+    // The search rows: every pair finds its tokens in both containers alike.
+    for (pairs, each) in [
+        (json!({"group": "g"}), 1000),
+        (json!({"parity": "1"}), 500),
+        (json!({"n": "737"}), 1),
+        (json!({"n": "737", "parity": "1"}), 1),
+    ] {
+        for container in ["/bulk/", "/single/"] {
+            let found = admin
+                .post(
+                    "/tokens/search?size=1",
+                    json!({"metadata": pairs, "container": container}),
+                )
+                .await
+                .expect(200)
+                .body;
+            assert_eq!(
+                found["pagination"]["total_items"],
+                json!(each),
+                "{pairs} in {container}"
+            );
+        }
+    }
+    let fingerprint = admin.get(&format!("/tokens/{}", bulk[5])).await.body["fingerprint"].clone();
+    let same = admin
+        .post("/tokens/search", json!({"fingerprint": fingerprint}))
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(
+        same["pagination"]["total_items"],
+        json!(2),
+        "bulk and single"
+    );
+    for call in bulk.chunks(100) {
+        let events = admin
+            .get(&format!(
+                "/audit-events?action=token.created&resource_id={}",
+                call[0]
+            ))
+            .await
+            .expect(200)
+            .body;
+        let events = events["data"].as_array().expect("events");
+        assert_eq!(events.len(), 1, "one event per bulk call");
+        assert_eq!(events[0]["resource_ids"], json!(call));
+    }
+    let report = vault.verify_audit(Some(t.tenant_id)).await.expect("verify");
+    assert!(report.ok(), "{report:?}");
 }

@@ -37,7 +37,7 @@ use tessera_domain::{
 
 use super::rows::{chain_key, head, BlockRow};
 use crate::{
-    database::{checkout, Database, DbResultExt, Dedicated, Pools},
+    database::{checkout, Database, DbResultExt, Dedicated, Pools, WriteTurn},
     schema::{audit_blocks, audit_chains},
 };
 
@@ -51,6 +51,8 @@ type Outcome = Result<(Vec<AuditBlock>, ChainHead), StoreError>;
 pub(crate) struct Appender {
     conn: Dedicated,
     heads: Heads,
+    /// On SQLite, the process's turn to write, which its other writers queue for too.
+    turn: Option<WriteTurn>,
 }
 
 impl Appender {
@@ -58,6 +60,7 @@ impl Appender {
         Ok(Self {
             conn: db.dedicated().await?,
             heads: Heads::new(),
+            turn: db.write_turn(),
         })
     }
 }
@@ -68,6 +71,10 @@ impl AuditAppender for Appender {
         let keyed = keyed(chains);
         let outcomes = match &mut self.conn {
             Dedicated::Sqlite(conn) => {
+                let _turn = match &self.turn {
+                    Some(turn) => Some(turn.take().await),
+                    None => None,
+                };
                 let heads = &self.heads;
                 conn.immediate_transaction(|conn| sqlite::append_in(conn, heads, &keyed))
                     .db()?
@@ -87,7 +94,8 @@ pub(super) async fn append(
     events: EncodedEvents,
 ) -> Result<Vec<ChainAppend>, StoreError> {
     let outcomes = match &db.pools {
-        Pools::Sqlite { pool, .. } => {
+        Pools::Sqlite { pool, writes, .. } => {
+            let _turn = writes.take().await;
             let mut conn = checkout(pool).await?;
             conn.spawn_blocking(move |conn| {
                 let chains = group(&events);

@@ -17,7 +17,7 @@ use time::PrimitiveDateTime;
 
 use super::rows::{chain_tenant, hash32, BlockRow};
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{with_write_conn, Database, DbResultExt},
     schema::{audit_blocks, audit_events},
 };
 
@@ -95,7 +95,7 @@ impl Database {
     pub async fn move_legacy_audit_events(&self) -> Result<u64, StoreError> {
         let mut moved = 0;
         loop {
-            let next: Vec<String> = with_conn!(self, |conn| {
+            let next: Vec<String> = with_write_conn!(self, |conn| {
                 audit_events::table
                     .select(audit_events::tenant_id)
                     .limit(1)
@@ -112,7 +112,7 @@ impl Database {
 
     /// Moves the first [`MOVE_STEP`] rows of chain `key` into one block.
     async fn move_step(&self, key: &str) -> Result<u64, StoreError> {
-        let moved: usize = with_conn!(self, |conn| {
+        let moved: usize = with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 lock_head!(key).execute(conn).await?;
                 let rows: Vec<LegacyRow> = audit_events::table

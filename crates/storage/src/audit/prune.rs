@@ -14,7 +14,7 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::rows::{hash32, head, BlockRow};
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{with_conn, with_write_conn, Database, DbResultExt},
     rows::to_db_time,
     schema::audit_blocks,
 };
@@ -91,7 +91,7 @@ impl Database {
         key: &str,
         before: PrimitiveDateTime,
     ) -> Result<(u64, bool), StoreError> {
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 lock_head!(key).execute(conn).await?;
                 let Some(row) = read_head!(key).get_result(conn).await.optional()? else {

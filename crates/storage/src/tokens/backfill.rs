@@ -8,7 +8,7 @@ use tessera_domain::{
 };
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{with_conn, with_write_conn, Database, DbResultExt},
     rows::TokenRow,
     schema::tokens,
 };
@@ -39,7 +39,7 @@ impl Database {
         fingerprint: &str,
     ) -> Result<(), StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             diesel::update(
                 tokens::table
                     .filter(tokens::tenant_id.eq(&tenant))

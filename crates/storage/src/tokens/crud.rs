@@ -1,37 +1,22 @@
-//! Writing and reading tokens by id: insert (one, a batch, or a child with its link), point
-//! reads, the optimistic update, delete, and the duplicate lookup of `deduplicate_token`.
+//! Tokens by id: point reads, the optimistic update, delete, and the duplicate lookup of
+//! `deduplicate_token` (new tokens are written by `insert`).
 
 use diesel::{AsChangeset, BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
-    store::{NewAssociation, StoreError, StoredToken, TokenUpdate},
+    store::{StoreError, StoredToken, TokenUpdate},
     Container, TenantId, TokenId, TokenType,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::{
-    database::{checkout, only_row, read_unique_row, with_conn, Database, DbResultExt, Pools},
-    rows::{to_db_time, AssociationRow, TokenMetadataRow, TokenRow},
+    database::{
+        checkout, only_row, read_unique_row, with_conn, with_write_conn, Database, DbResultExt,
+        Pools,
+    },
+    rows::{to_db_time, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
-
-/// Inserts one token row and its metadata rows on `conn`, inside the caller's transaction
-/// (`?` returns its `diesel::result::Error`). One statement per pair: diesel's multi-row
-/// INSERT is not available for SQLite through diesel-async; at most 100 pairs.
-macro_rules! insert_token_with_metadata {
-    ($conn:expr, $row:expr, $metadata:expr) => {{
-        diesel::insert_into(tokens::table)
-            .values($row)
-            .execute($conn)
-            .await?;
-        for pair in $metadata {
-            diesel::insert_into(token_metadata::table)
-                .values(pair)
-                .execute($conn)
-                .await?;
-        }
-    }};
-}
 
 /// What makes a token a duplicate of another for `deduplicate_token`: the same tenant, type,
 /// container and fingerprint.
@@ -57,50 +42,6 @@ struct TokenChangeset {
 }
 
 impl Database {
-    /// Writes a token, its metadata pairs and (for a child) its link to the parent in one
-    /// transaction, so a failure leaves nothing behind.
-    pub(crate) async fn insert_token_rows(
-        &self,
-        token: &StoredToken,
-        link: Option<&NewAssociation>,
-    ) -> Result<(), StoreError> {
-        let row = TokenRow::from(token);
-        let metadata = TokenMetadataRow::for_token(token);
-        let link = link.map(AssociationRow::from);
-        with_conn!(self, |conn| {
-            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                insert_token_with_metadata!(conn, &row, &metadata);
-                if let Some(link) = &link {
-                    diesel::insert_into(token_associations::table)
-                        .values(link)
-                        .execute(conn)
-                        .await?;
-                }
-                Ok(())
-            })
-            .await
-            .db()
-        })
-    }
-
-    /// Writes several tokens with their metadata in one transaction.
-    pub(super) async fn insert_token_batch(&self, batch: &[StoredToken]) -> Result<(), StoreError> {
-        let rows: Vec<(TokenRow, Vec<TokenMetadataRow>)> = batch
-            .iter()
-            .map(|t| (TokenRow::from(t), TokenMetadataRow::for_token(t)))
-            .collect();
-        with_conn!(self, |conn| {
-            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                for (row, metadata) in &rows {
-                    insert_token_with_metadata!(conn, row, metadata);
-                }
-                Ok(())
-            })
-            .await
-            .db()
-        })
-    }
-
     /// `TokenStore::get_token`: one point read.
     pub(super) async fn read_token(
         &self,
@@ -180,7 +121,7 @@ impl Database {
         id: TokenId,
     ) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let deleted = with_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 // Links in both directions go with the token; the tokens at the other end stay.
                 diesel::delete(
@@ -242,7 +183,7 @@ impl Database {
             update.created_at,
             &update.metadata,
         );
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 let updated = diesel::update(
                     tokens::table

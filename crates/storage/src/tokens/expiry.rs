@@ -6,7 +6,7 @@ use tessera_domain::store::StoreError;
 use time::OffsetDateTime;
 
 use crate::{
-    database::{with_conn, Database, DbResultExt},
+    database::{with_write_conn, Database, DbResultExt},
     rows::to_db_time,
     schema::tokens,
 };
@@ -19,7 +19,7 @@ impl Database {
         limit: u32,
     ) -> Result<u64, StoreError> {
         let now = to_db_time(now);
-        with_conn!(self, |conn| {
+        with_write_conn!(self, |conn| {
             let expired: Vec<(String, String)> = tokens::table
                 .filter(tokens::expires_at.le(now))
                 .order(tokens::expires_at.asc())

@@ -1,6 +1,7 @@
 //! [`TokenStore`] for both backends, one concern per file:
 //!
-//! * `crud`: insert, point reads, the optimistic update, delete, the duplicate lookup;
+//! * `insert`: new tokens, their metadata rows and a child's link, a statement per table;
+//! * `crud`: point reads, the optimistic update, delete, the duplicate lookup;
 //! * `list` and `children`: a filtered list, and a parent's children through the link index;
 //! * `search`: `POST /tokens/search`, driven by its rarest metadata pair;
 //! * `walk`: cursor pages, the same search read as a keyset walk;
@@ -15,6 +16,7 @@ mod backfill;
 mod children;
 mod crud;
 mod expiry;
+mod insert;
 mod list;
 mod queries;
 mod search;
