@@ -155,6 +155,34 @@ impl TestDatabase {
             .unwrap_or_else(|e| panic!("running `{sql}`: {e}"));
     }
 
+    /// `SELECT COUNT(*) FROM {from}` (`from` may carry a `WHERE`), for rows no API shows.
+    ///
+    /// # Panics
+    /// When the query fails.
+    pub async fn count(&self, from: &str) -> i64 {
+        #[derive(diesel::QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let sql = format!("SELECT COUNT(*) AS n FROM {from}");
+        let rows: Vec<Count> = match &self.url {
+            DatabaseUrl::Sqlite { path } => {
+                use diesel::{Connection, RunQueryDsl};
+                let mut conn = diesel::SqliteConnection::establish(&path.to_string_lossy())
+                    .expect("open the SQLite file");
+                diesel::sql_query(&sql).load(&mut conn)
+            }
+            DatabaseUrl::Postgres { url } => {
+                use diesel_async::RunQueryDsl;
+                let mut conn = AsyncPgConnection::establish(url).await.expect("connect");
+                diesel::sql_query(&sql).load(&mut conn).await
+            }
+        }
+        .unwrap_or_else(|e| panic!("running `{sql}`: {e}"));
+        rows.first().map_or(0, |c| c.n)
+    }
+
     /// The bytes the database keeps on disk for its tables, to search for plaintext: on SQLite
     /// the file and its WAL; on PostgreSQL (after a `CHECKPOINT`) the files of the schema's
     /// tables, indexes and TOAST tables, which also hold rows deleted but not yet vacuumed.

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use crate::{
     database::{with_write_conn, Database, DbResultExt},
     rows::to_db_time,
-    schema::tokens,
+    schema::{token_metadata, tokens},
 };
 
 impl Database {
@@ -30,8 +30,9 @@ impl Database {
                 .db()?;
             let mut deleted = 0u64;
             // One statement per token, each only if the token is still expired (another
-            // process may have swept it already): metadata and associations go with it by
-            // ON DELETE CASCADE, on both backends.
+            // process may have swept it already); then its metadata rows (which reference
+            // their tenant, not their token: docs/architecture.md "Writing tokens").
+            // Associations go with it by ON DELETE CASCADE, on both backends.
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 for (tenant, id) in &expired {
                     let n = diesel::delete(
@@ -42,6 +43,15 @@ impl Database {
                     )
                     .execute(conn)
                     .await?;
+                    if n > 0 {
+                        diesel::delete(
+                            token_metadata::table
+                                .filter(token_metadata::tenant_id.eq(tenant))
+                                .filter(token_metadata::token_id.eq(id)),
+                        )
+                        .execute(conn)
+                        .await?;
+                    }
                     deleted += n as u64;
                 }
                 Ok(())

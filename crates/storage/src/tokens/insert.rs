@@ -39,16 +39,33 @@ impl NewRows {
 
 /// The statements of [`NewRows`] on `$conn`, for either backend: `$run!(conn, statement)`
 /// executes one, `?`-propagating a database error (which rolls the transaction back).
+///
+/// One token's rows go in one statement per row: a single-row INSERT's text never changes, so it
+/// is prepared once per connection, where a multi-row one (whose text has a `VALUES` group per
+/// row) is parsed and planned on every call, which costs more than the round trips it saves
+/// for a few rows.
 macro_rules! insert_rows {
     ($conn:ident, $rows:expr, $run:ident) => {{
-        for chunk in $rows.tokens.chunks(ROWS_PER_INSERT) {
-            $run!($conn, diesel::insert_into(tokens::table).values(chunk));
-        }
-        for chunk in $rows.metadata.chunks(ROWS_PER_INSERT) {
-            $run!(
-                $conn,
-                diesel::insert_into(token_metadata::table).values(chunk)
-            );
+        if $rows.tokens.len() == 1 {
+            for row in &$rows.tokens {
+                $run!($conn, diesel::insert_into(tokens::table).values(row));
+            }
+            for row in &$rows.metadata {
+                $run!(
+                    $conn,
+                    diesel::insert_into(token_metadata::table).values(row)
+                );
+            }
+        } else {
+            for chunk in $rows.tokens.chunks(ROWS_PER_INSERT) {
+                $run!($conn, diesel::insert_into(tokens::table).values(chunk));
+            }
+            for chunk in $rows.metadata.chunks(ROWS_PER_INSERT) {
+                $run!(
+                    $conn,
+                    diesel::insert_into(token_metadata::table).values(chunk)
+                );
+            }
         }
         if let Some(link) = &$rows.link {
             $run!(

@@ -74,6 +74,11 @@ async fn concurrent_sweeps_delete_each_expired_token_once(t: &TestDatabase) {
         .await
         .expect("children");
     assert_eq!(children.total_items, 0, "the link went with the child");
+    assert_eq!(
+        t.count("token_metadata WHERE key = 'k'").await,
+        0,
+        "the metadata rows went with their tokens"
+    );
     assert_eq!(vaults[1].sweep().await.expect("sweep").expired_tokens, 0);
 }
 

@@ -1,0 +1,2 @@
+-- Nothing to undo on SQLite.
+SELECT 1;
