@@ -144,6 +144,8 @@ pub(crate) enum Pools {
         reads: Pool<SqliteReadConn>,
         /// The turn to write, taken by every write of this process ([`with_write_conn!`]).
         writes: WriteTurn,
+        /// Token creates waiting for the turn, written together by whoever gets it.
+        creates: Arc<crate::tokens::CreateQueue>,
     },
     Postgres {
         /// Writes and scans.
@@ -255,6 +257,7 @@ impl Database {
                     pool,
                     reads,
                     writes: WriteTurn::default(),
+                    creates: Arc::default(),
                 }
             }
             DatabaseUrl::Postgres { url } => {

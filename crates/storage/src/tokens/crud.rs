@@ -123,6 +123,24 @@ impl Database {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let deleted = with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                // The token's row first: that waits for an update of the token in flight,
+                // so the metadata deleted next includes what that update wrote (metadata rows
+                // reference their tenant, not their token: docs/architecture.md "Writing
+                // tokens").
+                let deleted = diesel::delete(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&tenant))
+                        .filter(tokens::id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    token_metadata::table
+                        .filter(token_metadata::tenant_id.eq(&tenant))
+                        .filter(token_metadata::token_id.eq(&id)),
+                )
+                .execute(conn)
+                .await?;
                 // Links in both directions go with the token; the tokens at the other end stay.
                 diesel::delete(
                     token_associations::table
@@ -135,20 +153,7 @@ impl Database {
                 )
                 .execute(conn)
                 .await?;
-                diesel::delete(
-                    token_metadata::table
-                        .filter(token_metadata::tenant_id.eq(&tenant))
-                        .filter(token_metadata::token_id.eq(&id)),
-                )
-                .execute(conn)
-                .await?;
-                diesel::delete(
-                    tokens::table
-                        .filter(tokens::tenant_id.eq(&tenant))
-                        .filter(tokens::id.eq(&id)),
-                )
-                .execute(conn)
-                .await
+                Ok(deleted)
             })
             .await
             .db()

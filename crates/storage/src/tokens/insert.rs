@@ -2,16 +2,23 @@
 //! parent, in one transaction, with one multi-row INSERT per table. A bulk create of 100 cards
 //! costs two statements, not one per token and pair (docs/architecture.md, "Writing tokens").
 //!
-//! On PostgreSQL the statements run on a pooled connection. On SQLite they run on the pooled
-//! connection's own thread, in an IMMEDIATE transaction begun after this process's write turn:
-//! diesel writes a multi-row INSERT as one statement only through SQLite's synchronous
-//! connection, and a transaction that holds the lock from its BEGIN never waits half-way.
+//! On PostgreSQL each create is its own transaction on a pooled connection. On SQLite, which
+//! writes one transaction at a time, creates queue ([`CreateQueue`]); whoever gets the
+//! process's write turn writes every create queued by then in one `IMMEDIATE` transaction, each
+//! in a savepoint of its own (one create's conflict fails that create alone), so concurrent
+//! creates share a commit and the pages they touch. The statements run on the connection's own
+//! thread: diesel writes a multi-row INSERT as one statement only through SQLite's synchronous
+//! connection.
 
+use std::sync::Mutex;
+
+use diesel::SqliteConnection;
 use diesel_async::AsyncConnection;
 use tessera_domain::store::{NewAssociation, StoreError, StoredToken};
+use tokio::sync::oneshot;
 
 use crate::{
-    database::{checkout, Database, DbResultExt, Pools},
+    database::{checkout, Database, DbResultExt, Pools, SqliteConn},
     rows::{AssociationRow, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
@@ -19,6 +26,34 @@ use crate::{
 /// Most rows one INSERT carries: 13 columns × 500 stays far below either backend's bound on a
 /// statement's parameters (SQLite 32,766; PostgreSQL 65,535).
 const ROWS_PER_INSERT: usize = 500;
+
+/// SQLite creates waiting to be written, each with where its outcome goes.
+#[derive(Default)]
+pub(crate) struct CreateQueue(Mutex<Vec<Waiting>>);
+
+/// One queued create.
+struct Waiting {
+    rows: NewRows,
+    done: oneshot::Sender<Result<(), StoreError>>,
+}
+
+impl CreateQueue {
+    fn push(&self, waiting: Waiting) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(waiting);
+    }
+
+    fn take_all(&self) -> Vec<Waiting> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
 
 /// The rows one create writes.
 struct NewRows {
@@ -110,14 +145,32 @@ impl Database {
 
     async fn insert_new_rows(&self, rows: NewRows) -> Result<(), StoreError> {
         match &self.pools {
-            Pools::Sqlite { pool, writes, .. } => {
-                let _turn = writes.take().await;
-                let mut conn = checkout(pool).await?;
-                conn.spawn_blocking(move |conn| {
-                    conn.immediate_transaction(|conn| insert_rows!(conn, rows, now))
+            Pools::Sqlite {
+                pool,
+                writes,
+                creates,
+                ..
+            } => {
+                let (done, outcome) = oneshot::channel();
+                creates.push(Waiting { rows, done });
+                {
+                    let _turn = writes.take().await;
+                    // No await between taking the queue and handing it to the blocking
+                    // thread: a caller that goes away cannot drop the others' creates.
+                    let conn = checkout(pool).await;
+                    let group = creates.take_all();
+                    if !group.is_empty() {
+                        match conn {
+                            Ok(conn) => write_group(conn, group).await,
+                            Err(e) => answer_all(group, &e),
+                        }
+                    }
+                }
+                outcome.await.unwrap_or_else(|_| {
+                    Err(StoreError::Unavailable(
+                        "the write of this create was abandoned".into(),
+                    ))
                 })
-                .await
-                .db()
             }
             Pools::Postgres { pool, .. } => {
                 let mut conn = checkout(pool).await?;
@@ -128,5 +181,47 @@ impl Database {
                 .db()
             }
         }
+    }
+}
+
+/// Writes a group of SQLite creates in one transaction, each in a savepoint, and tells each
+/// its outcome. Runs to the end on the connection's thread even if the caller goes away.
+async fn write_group(mut conn: impl std::ops::DerefMut<Target = SqliteConn>, group: Vec<Waiting>) {
+    let written = conn
+        .spawn_blocking(move |conn: &mut SqliteConnection| {
+            let outcomes = conn.immediate_transaction(|conn| {
+                let mut outcomes = Vec::with_capacity(group.len());
+                for waiting in &group {
+                    outcomes.push(
+                        diesel::Connection::transaction(conn, |conn| {
+                            insert_rows!(conn, waiting.rows, now)
+                        })
+                        .db(),
+                    );
+                }
+                Ok::<_, diesel::result::Error>(outcomes)
+            });
+            match outcomes {
+                Ok(outcomes) => {
+                    for (waiting, outcome) in group.into_iter().zip(outcomes) {
+                        let _ = waiting.done.send(outcome);
+                    }
+                }
+                Err(e) => answer_all(group, &Err::<(), _>(e).db().unwrap_err()),
+            }
+            Ok(())
+        })
+        .await;
+    if let Err(e) = written {
+        // The blocking task could not run at all: its closure, and the group's senders with
+        // it, were dropped, so every waiter hears that its write was abandoned.
+        tracing::error!(error = %e, "a group of token creates could not be written");
+    }
+}
+
+/// Tells every create of `group` that it failed with `error`.
+fn answer_all(group: Vec<Waiting>, error: &StoreError) {
+    for waiting in group {
+        let _ = waiting.done.send(Err(error.clone()));
     }
 }

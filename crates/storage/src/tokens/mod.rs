@@ -32,6 +32,7 @@ use tessera_domain::{
 };
 use time::OffsetDateTime;
 
+pub(crate) use self::insert::CreateQueue;
 use self::{
     crud::DuplicateKey,
     queries::{empty_page, FilterParams, SearchParams},

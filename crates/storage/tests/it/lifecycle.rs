@@ -11,6 +11,8 @@ use crate::vaults::{admin, vault};
 backend_tests!(
     concurrent_sweeps_delete_each_expired_token_once,
     legacy_tokens_get_the_fingerprint_new_tokens_get,
+    an_update_racing_a_delete_leaves_no_metadata_behind,
+    concurrent_creates_fail_alone,
 );
 
 /// Four "processes" (vaults over one database) sweep at once: every expired token is deleted,
@@ -112,4 +114,94 @@ async fn legacy_tokens_get_the_fingerprint_new_tokens_get(t: &TestDatabase) {
         .await
         .expect("token");
     assert_eq!(new.fingerprint, expected);
+}
+
+/// Updates of a token's metadata racing its delete, many times over: whichever wins, no
+/// metadata row outlives its token (metadata rows reference their tenant on PostgreSQL, so
+/// the delete, not a foreign key, must take what a concurrent update wrote).
+async fn an_update_racing_a_delete_leaves_no_metadata_behind(t: &TestDatabase) {
+    let vault = vault(t);
+    let admin = admin(&vault, "acme").await;
+    for round in 0..40 {
+        let mut input = NewToken::new(TokenType::Token, json!(round));
+        input.metadata = Some([("k".to_string(), "old".to_string())].into());
+        let id = vault.create_token(&admin, input).await.expect("token").id;
+        let patch: tessera_domain::TokenPatch =
+            serde_json::from_value(json!({"metadata": {"k": "new", "round": round.to_string()}}))
+                .expect("patch");
+        let (_, _) = tokio::join!(
+            vault.update_token(&admin, id, patch),
+            vault.delete_token(&admin, id)
+        );
+    }
+    assert_eq!(
+        t.count(
+            "token_metadata m WHERE NOT EXISTS \
+             (SELECT 1 FROM tokens t WHERE t.tenant_id = m.tenant_id AND t.id = m.token_id)"
+        )
+        .await,
+        0,
+        "no metadata row without its token"
+    );
+}
+
+/// 48 creates at once (SQLite writes those queued together in one transaction): one whose
+/// chosen id is taken fails alone with a conflict, as does a bulk call holding a taken id; every
+/// other create, and every token of the other bulk calls, is stored.
+async fn concurrent_creates_fail_alone(t: &TestDatabase) {
+    let vault = vault(t);
+    let admin = admin(&vault, "acme").await;
+    let taken = uuid::Uuid::new_v4();
+    let mut first = NewToken::new(TokenType::Token, json!("first"));
+    first.id = Some(taken.to_string());
+    vault.create_token(&admin, first).await.expect("first");
+    let single = |i: usize| {
+        let mut input = NewToken::new(TokenType::Token, json!(i));
+        input.metadata = Some([("n".to_string(), i.to_string())].into());
+        if i == 7 {
+            input.id = Some(taken.to_string());
+        }
+        input
+    };
+    let bulk = |i: usize| {
+        (0..5)
+            .map(|j| {
+                let mut input = single(1000 + i * 10 + j);
+                if i == 3 && j == 4 {
+                    input.id = Some(taken.to_string());
+                }
+                input
+            })
+            .collect::<Vec<_>>()
+    };
+    let singles =
+        futures_util::future::join_all((0..40).map(|i| vault.create_token(&admin, single(i))));
+    let bulks =
+        futures_util::future::join_all((0..8).map(|i| vault.create_tokens(&admin, bulk(i))));
+    let (singles, bulks) = tokio::join!(singles, bulks);
+    for (i, outcome) in singles.into_iter().enumerate() {
+        match outcome {
+            Ok(token) => {
+                assert_ne!(i, 7, "the taken id was refused");
+                let stored = vault.get_token(&admin, token.id).await.expect("stored");
+                assert_eq!(stored.data.expose(), &json!(i));
+            }
+            Err(e) => {
+                assert_eq!(i, 7, "only the taken id fails: {e}");
+                assert!(matches!(e, tessera_domain::VaultError::Conflict(_)), "{e}");
+            }
+        }
+    }
+    for (i, outcome) in bulks.into_iter().enumerate() {
+        match outcome {
+            Ok(tokens) => {
+                assert_ne!(i, 3, "the call holding the taken id was refused");
+                assert_eq!(tokens.len(), 5);
+            }
+            Err(e) => assert_eq!(i, 3, "only that call fails: {e}"),
+        }
+    }
+    // 1 + 39 singles + 7 calls of 5; the refused call left nothing.
+    assert_eq!(t.count("tokens").await, 75);
+    assert_eq!(t.count("token_metadata").await, 74);
 }
