@@ -11,6 +11,7 @@
 mod applications;
 mod associations;
 mod audit;
+mod checkpoint;
 mod console_sessions;
 mod database;
 mod detached;
