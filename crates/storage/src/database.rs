@@ -325,6 +325,15 @@ impl Database {
         .map_err(|e| StoreError::Backend(e.to_string()))
     }
 
+    /// On SQLite, waits for this process's turn to write ([`WriteTurn`]), held until the guard
+    /// is dropped; `None` at once on PostgreSQL.
+    pub(crate) async fn take_write_turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        match &self.pools {
+            Pools::Sqlite { writes, .. } => Some(writes.take().await),
+            Pools::Postgres { .. } => None,
+        }
+    }
+
     /// This process's turn to write, on SQLite ([`WriteTurn`]); `None` on PostgreSQL.
     pub(crate) fn write_turn(&self) -> Option<WriteTurn> {
         match &self.pools {
@@ -585,21 +594,10 @@ pub(crate) use with_conn;
 /// Like [`with_conn!`], for a statement or transaction that writes: on SQLite it first takes
 /// the process's [`WriteTurn`], held until `$body` is done.
 macro_rules! with_write_conn {
-    ($db:expr, |$conn:ident| $body:expr) => {
-        match &$db.pools {
-            $crate::database::Pools::Sqlite { pool, writes, .. } => {
-                let _turn = writes.take().await;
-                let mut object = $crate::database::checkout(pool).await?;
-                let $conn: &mut $crate::database::SqliteConn = &mut object;
-                $body
-            }
-            $crate::database::Pools::Postgres { pool, .. } => {
-                let mut object = $crate::database::checkout(pool).await?;
-                let $conn: &mut diesel_async::AsyncPgConnection = &mut object;
-                $body
-            }
-        }
-    };
+    ($db:expr, |$conn:ident| $body:expr) => {{
+        let _turn = $db.take_write_turn().await;
+        $crate::database::with_conn!($db, |$conn| $body)
+    }};
 }
 pub(crate) use with_write_conn;
 
