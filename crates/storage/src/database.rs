@@ -146,8 +146,6 @@ pub(crate) enum Pools {
         writes: WriteTurn,
         /// Token creates waiting for the turn, written together by whoever gets it.
         creates: Arc<crate::tokens::CreateQueue>,
-        /// The thread that checkpoints the WAL, stopped with the last clone.
-        _checkpoints: Arc<crate::checkpoint::Checkpointer>,
     },
     Postgres {
         /// Writes and scans.
@@ -260,10 +258,6 @@ impl Database {
                     reads,
                     writes: WriteTurn::default(),
                     creates: Arc::default(),
-                    _checkpoints: Arc::new(crate::checkpoint::Checkpointer::start(
-                        &sqlite_path(path)?,
-                        SQLITE_BUSY_TIMEOUT_MS,
-                    )?),
                 }
             }
             DatabaseUrl::Postgres { url } => {
@@ -468,11 +462,10 @@ pub(crate) enum Dedicated {
     Postgres(Box<AsyncPgConnection>),
 }
 
-/// The per-connection settings every SQLite connection that writes needs. No connection that
-/// writes checkpoints the WAL: a thread does ([`crate::checkpoint`]).
+/// The per-connection settings every SQLite connection that writes needs.
 fn sqlite_settings() -> String {
     format!(
-        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON; PRAGMA wal_autocheckpoint = 0;"
+        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON;"
     )
 }
 

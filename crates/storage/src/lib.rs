@@ -11,7 +11,6 @@
 mod applications;
 mod associations;
 mod audit;
-mod checkpoint;
 mod console_sessions;
 mod database;
 mod detached;
