@@ -207,7 +207,11 @@ async fn write_group(mut conn: impl std::ops::DerefMut<Target = SqliteConn>, gro
                         let _ = waiting.done.send(outcome);
                     }
                 }
-                Err(e) => answer_all(group, &Err::<(), _>(e).db().unwrap_err()),
+                Err(e) => {
+                    if let Err(error) = Err::<(), _>(e).db() {
+                        answer_all(group, &error);
+                    }
+                }
             }
             Ok(())
         })
