@@ -189,6 +189,10 @@ impl Database {
 async fn write_group(mut conn: impl std::ops::DerefMut<Target = SqliteConn>, group: Vec<Waiting>) {
     let written = conn
         .spawn_blocking(move |conn: &mut SqliteConnection| {
+            // A create whose caller went away while it was queued is not written: nobody would
+            // learn its id, and its audit event is recorded only with an answer.
+            let mut group = group;
+            group.retain(|waiting| !waiting.done.is_closed());
             let outcomes = conn.immediate_transaction(|conn| {
                 let mut outcomes = Vec::with_capacity(group.len());
                 for waiting in &group {
