@@ -54,6 +54,7 @@ fn permissions(c: &mut Criterion) {
         modified_by: id,
         modified_at: now,
         expires_at: None,
+        allowed_origins: vec![],
         keys: vec![],
     });
     let last = Container::parse("/team10/pci/high/").expect("container");

@@ -12,6 +12,7 @@ use crate::{
     container::Container,
     error::VaultError,
     ids::{ApplicationId, TenantId},
+    origin::Origin,
     permission::Permission,
 };
 
@@ -26,6 +27,8 @@ pub struct Principal {
     rules: Vec<Rule>,
     /// After this instant the application's keys, and anything acting as it, are refused.
     expires_at: Option<time::OffsetDateTime>,
+    /// A public application's browser origins (empty for other types).
+    allowed_origins: Arc<[Origin]>,
     /// Where the checks this caller passes are written down, when asked (see
     /// [`Principal::recording`]); `None` on every hot path.
     log: Option<Arc<Mutex<Vec<GrantCheck>>>>,
@@ -75,8 +78,21 @@ impl Principal {
             permissions: app.permissions.iter().copied().collect(),
             rules,
             expires_at: app.expires_at,
+            allowed_origins: app.allowed_origins.iter().cloned().collect(),
             log: None,
         }
+    }
+
+    /// Whether a page on `origin` may use this caller's key from a browser: only a `public`
+    /// application that lists that exact origin (docs/api.md, "Browsers and CORS").
+    pub fn allows_browser_origin(&self, origin: &str) -> bool {
+        self.app_type == ApplicationType::Public
+            && self.allowed_origins.iter().any(|o| o.as_str() == origin)
+    }
+
+    /// The browser origins a public application lists (empty for other types).
+    pub fn allowed_origins(&self) -> &[Origin] {
+        &self.allowed_origins
     }
 
     /// Whether the application has expired at `now`: its keys are refused, and so is acting
@@ -90,11 +106,18 @@ impl Principal {
     pub fn heap_bytes(&self) -> usize {
         let permissions = self.permissions.len() * (std::mem::size_of::<Permission>() + 16);
         let rules = self.rules.capacity() * std::mem::size_of::<Rule>();
-        self.rules.iter().fold(permissions + rules, |n, rule| {
-            n + rule.container.as_str().len()
-                + rule.description.as_ref().map_or(0, String::capacity)
-                + rule.permissions.capacity() * std::mem::size_of::<Permission>()
-        })
+        let origins = self
+            .allowed_origins
+            .iter()
+            .map(|o| o.as_str().len() + std::mem::size_of::<Origin>())
+            .sum::<usize>();
+        self.rules
+            .iter()
+            .fold(permissions + rules + origins, |n, rule| {
+                n + rule.container.as_str().len()
+                    + rule.description.as_ref().map_or(0, String::capacity)
+                    + rule.permissions.capacity() * std::mem::size_of::<Permission>()
+            })
     }
 
     /// This caller, writing down every check it passes from now on (the returned principal
@@ -362,6 +385,7 @@ mod tests {
             modified_by: id,
             modified_at: now,
             expires_at: None,
+            allowed_origins: vec![],
             keys: vec![],
         })
     }

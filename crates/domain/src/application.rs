@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use crate::{
     container::Container,
     ids::{ApplicationId, ApplicationKeyId, TenantId},
+    origin::{Origin, MAX_ALLOWED_ORIGINS},
     permission::Permission,
     validation::{char_len, check_name, ValidationErrors},
 };
@@ -119,6 +120,11 @@ pub struct ApplicationInput {
     /// without one, and keys are added through `POST /applications/{id}/keys`.
     #[serde(default)]
     pub create_key: Option<bool>,
+    /// For a `public` application used from browsers: the exact origins whose pages may
+    /// create tokens with its keys (`https://shop.example`; `http` only for loopback hosts).
+    /// Left out: none on create, unchanged on update.
+    #[serde(default)]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// What a caller supplies to replace an application (`PUT`): the body of a create, but `type`
@@ -142,6 +148,9 @@ pub struct ApplicationUpdate {
     /// Container-scoped token permissions.
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// A `public` application's browser origins; left out (or `null`), they are kept.
+    #[serde(default)]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 impl ApplicationUpdate {
@@ -154,6 +163,7 @@ impl ApplicationUpdate {
             rules: self.rules,
             expires_at: None,
             create_key: None,
+            allowed_origins: self.allowed_origins,
         }
     }
 }
@@ -165,6 +175,7 @@ impl From<ApplicationInput> for ApplicationUpdate {
             app_type: Some(input.app_type),
             permissions: input.permissions,
             rules: input.rules,
+            allowed_origins: input.allowed_origins,
         }
     }
 }
@@ -184,6 +195,8 @@ pub struct ValidApplication {
     pub expires_at: Option<OffsetDateTime>,
     /// Whether a key is issued with it.
     pub create_key: bool,
+    /// Its browser origins, deduplicated; `None`: the input left them out.
+    pub allowed_origins: Option<Vec<Origin>>,
 }
 
 impl ApplicationInput {
@@ -215,6 +228,10 @@ impl ApplicationInput {
             }
         }
         validate_rules(self.app_type, &self.rules, &mut errors);
+        let allowed_origins = self
+            .allowed_origins
+            .as_deref()
+            .map(|raw| validate_origins(self.app_type, raw, &mut errors));
         errors.into_result()?;
         let mut rules = self.rules;
         rules.sort_by_key(|r| r.priority);
@@ -225,8 +242,38 @@ impl ApplicationInput {
             rules,
             expires_at,
             create_key: self.create_key.unwrap_or(true),
+            allowed_origins,
         })
     }
+}
+
+/// docs/api.md, "Allowed origins": exact origins, only on public applications.
+fn validate_origins(
+    app_type: ApplicationType,
+    raw: &[String],
+    errors: &mut ValidationErrors,
+) -> Vec<Origin> {
+    if app_type != ApplicationType::Public && !raw.is_empty() {
+        errors.add(
+            "allowed_origins",
+            "only public applications are used from browsers; a private or management key must never reach one",
+        );
+    }
+    if raw.len() > MAX_ALLOWED_ORIGINS {
+        errors.add(
+            "allowed_origins",
+            format!("must list at most {MAX_ALLOWED_ORIGINS} origins"),
+        );
+    }
+    let mut origins: Vec<Origin> = Vec::with_capacity(raw.len());
+    for (i, r) in raw.iter().enumerate() {
+        match Origin::parse(r) {
+            Ok(origin) if !origins.contains(&origin) => origins.push(origin),
+            Ok(_) => {}
+            Err(why) => errors.add(format!("allowed_origins[{i}]"), why),
+        }
+    }
+    origins
 }
 
 fn validate_rules(app_type: ApplicationType, rules: &[Rule], errors: &mut ValidationErrors) {
@@ -294,6 +341,9 @@ pub struct Application {
     pub modified_at: OffsetDateTime,
     /// After this instant every key of the application is refused; `None`: never.
     pub expires_at: Option<OffsetDateTime>,
+    /// A public application's browser origins (docs/api.md, "Allowed origins"); empty for
+    /// every other type.
+    pub allowed_origins: Vec<Origin>,
     /// Its keys (never their secrets), oldest first. Filled by the vault's application reads;
     /// empty where only the application was read (to authenticate, or to act as it).
     pub keys: Vec<ApplicationKey>,
@@ -336,6 +386,7 @@ mod tests {
             rules,
             expires_at: None,
             create_key: None,
+            allowed_origins: None,
         }
     }
 
@@ -499,6 +550,37 @@ mod tests {
     }
 
     #[test]
+    fn only_public_applications_list_exact_origins() {
+        use ApplicationType::*;
+        let mut i = input(Public, vec![Permission::TokenCreate], vec![]);
+        assert_eq!(i.clone().validate().expect("none").allowed_origins, None);
+        i.allowed_origins = Some(vec![
+            "https://shop.example".into(),
+            "https://SHOP.example:443".into(),
+            "http://localhost:3000".into(),
+        ]);
+        let valid = i.clone().validate().expect("exact origins");
+        let kept: Vec<&str> = valid
+            .allowed_origins
+            .iter()
+            .flatten()
+            .map(Origin::as_str)
+            .collect();
+        assert_eq!(kept, ["https://shop.example", "http://localhost:3000"]);
+        i.allowed_origins = Some(vec!["https://ok.example".into(), "*".into()]);
+        let err = i.clone().validate().expect_err("wildcard");
+        assert!(err.fields().contains_key("allowed_origins[1]"));
+        i.allowed_origins = Some(vec!["https://shop.example".into(); MAX_ALLOWED_ORIGINS + 1]);
+        assert!(i.clone().validate().is_err(), "too many");
+        let mut private = input(Private, vec![Permission::TokenRead], vec![]);
+        private.allowed_origins = Some(vec!["https://shop.example".into()]);
+        let err = private.clone().validate().expect_err("private");
+        assert!(err.fields().contains_key("allowed_origins"));
+        private.allowed_origins = Some(vec![]);
+        assert!(private.validate().is_ok(), "an empty list is no origin");
+    }
+
+    #[test]
     fn an_application_expires_at_its_instant() {
         let now = crate::timestamp::now();
         let mut app = Application {
@@ -513,6 +595,7 @@ mod tests {
             modified_by: ApplicationId::new(),
             modified_at: now,
             expires_at: None,
+            allowed_origins: vec![],
             keys: vec![],
         };
         assert!(!app.is_expired(now));

@@ -27,6 +27,7 @@ pub mod ids;
 pub mod lookup;
 pub mod metadata;
 pub mod network;
+pub mod origin;
 pub mod pagination;
 pub mod permission;
 pub mod proxy;

@@ -18,7 +18,7 @@ use crate::{
         only_row, page_of, read_unique_row, window, with_conn, with_read_conn, with_write_conn,
         Database, DbResultExt,
     },
-    rows::{application_grants, to_db_time, ApplicationKeyRow, ApplicationRow},
+    rows::{application_grants, to_db_time, to_json, ApplicationKeyRow, ApplicationRow},
     schema::{
         application_keys::{self, dsl as keys},
         applications::{self, dsl},
@@ -138,6 +138,7 @@ impl ApplicationStore for Database {
         let (permissions, rules) = application_grants(app);
         let modified_by = app.modified_by.to_string();
         let modified_at = to_db_time(app.modified_at);
+        let origins = to_json(&app.allowed_origins);
         let updated = with_write_conn!(self, |conn| {
             diesel::update(
                 applications::table
@@ -149,6 +150,7 @@ impl ApplicationStore for Database {
                 dsl::app_type.eq(app.app_type.as_str()),
                 dsl::permissions.eq(&permissions),
                 dsl::rules.eq(&rules),
+                dsl::allowed_origins.eq(&origins),
                 dsl::modified_by.eq(&modified_by),
                 dsl::modified_at.eq(modified_at),
             ))

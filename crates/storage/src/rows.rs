@@ -38,7 +38,7 @@ fn json<T: serde::de::DeserializeOwned>(what: &str, raw: &str) -> Result<T, Stor
     serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("invalid {what}: {e}")))
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
     // Serialising plain maps, vectors and enums into a String cannot fail.
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
@@ -94,6 +94,7 @@ pub(crate) struct ApplicationRow {
     pub modified_by: String,
     pub modified_at: PrimitiveDateTime,
     pub expires_at: Option<PrimitiveDateTime>,
+    pub allowed_origins: String,
 }
 
 impl From<&Application> for ApplicationRow {
@@ -110,6 +111,7 @@ impl From<&Application> for ApplicationRow {
             modified_by: a.modified_by.to_string(),
             modified_at: to_db_time(a.modified_at),
             expires_at: a.expires_at.map(to_db_time),
+            allowed_origins: to_json(&a.allowed_origins),
         }
     }
 }
@@ -138,6 +140,7 @@ impl ApplicationRow {
             modified_by: parse("application id", &self.modified_by)?,
             modified_at: from_db_time(self.modified_at),
             expires_at: self.expires_at.map(from_db_time),
+            allowed_origins: json("allowed origins", &self.allowed_origins)?,
             keys: Vec::new(),
         })
     }

@@ -22,6 +22,7 @@ diesel::table! {
         modified_by -> Text,
         modified_at -> Timestamp,
         expires_at -> Nullable<Timestamp>,
+        allowed_origins -> Text,
     }
 }
 

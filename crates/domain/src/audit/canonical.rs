@@ -33,6 +33,8 @@ struct Fields<'a> {
     ephemeral: bool,
     id: Uuid,
     occurred_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin: Option<&'a str>,
     outcome: &'a str,
     proxy_id: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,6 +89,7 @@ fn fields(seq: i64, event: &AuditEvent) -> Fields<'_> {
         ephemeral: event.ephemeral,
         id: event.id,
         occurred_at: timestamp::format(event.occurred_at),
+        origin: event.origin.as_deref(),
         outcome: event.outcome.as_str(),
         proxy_id: event.proxy_id.map(|p| *p.as_uuid()),
         pruned: event.pruned.map(|p| PrunedFields {
@@ -186,6 +189,8 @@ struct Stored {
     ephemeral: bool,
     id: String,
     occurred_at: String,
+    #[serde(default)]
+    origin: Option<String>,
     outcome: String,
     proxy_id: Option<String>,
     #[serde(default)]
@@ -272,6 +277,7 @@ pub fn decode(line: &[u8]) -> Result<(i64, AuditEvent), DecodeError> {
         count: s.count,
         destination: s.destination,
         ephemeral: s.ephemeral,
+        origin: s.origin,
         pruned: s
             .pruned
             .map(|p| {

@@ -153,6 +153,7 @@ fn aggregate(kind: &Kind, window: Window) -> Option<AuditEvent> {
         pruned: None,
         destination: None,
         ephemeral: false,
+        origin: None,
     })
 }
 

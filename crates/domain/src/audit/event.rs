@@ -240,6 +240,10 @@ pub struct AuditEvent {
     /// On gateway events: the proxy was ephemeral (named by the caller's `SVC-PROXY-URL`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ephemeral: bool,
+    /// On calls from a browser: the page's `Origin` (a token created through the hosted card
+    /// fields names their origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// What one pruning removed: every event up to `through_seq`, the last of which hashed to
@@ -276,6 +280,7 @@ impl AuditEvent {
             pruned: None,
             destination: None,
             ephemeral: false,
+            origin: None,
         }
     }
 
@@ -302,6 +307,7 @@ impl AuditEvent {
             pruned: None,
             destination: None,
             ephemeral: false,
+            origin: None,
         }
     }
 
@@ -333,6 +339,7 @@ impl AuditEvent {
             }),
             destination: None,
             ephemeral: false,
+            origin: None,
         }
     }
 
@@ -353,6 +360,12 @@ impl AuditEvent {
     pub fn with_destination(mut self, destination: Option<&str>, ephemeral: bool) -> Self {
         self.destination = destination.map(clip);
         self.ephemeral = ephemeral;
+        self
+    }
+
+    /// Sets the browser origin the call came from (clipped to [`MAX_TEXT_CHARS`]).
+    pub fn with_origin(mut self, origin: Option<&str>) -> Self {
+        self.origin = origin.map(clip);
         self
     }
 }

@@ -5,6 +5,7 @@
 //! what its fingerprint is computed over (`fingerprint`), and the token as read back and shown
 //! (`view`).
 
+mod card_summary;
 mod data;
 mod fingerprint;
 mod new;
@@ -13,6 +14,7 @@ mod token_type;
 mod view;
 
 // The audit trail's encoding test checks its canonical JSON against this one.
+pub use card_summary::{brand as card_brand, CardSummary};
 #[cfg(test)]
 pub(crate) use fingerprint::canonical_json;
 pub use fingerprint::fingerprint_input;

@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::token_type::TokenType;
+use super::{card_summary::CardSummary, token_type::TokenType};
 use crate::{
     binding::Destinations,
     container::Container,
@@ -85,6 +85,10 @@ pub struct TokenView {
     /// The hosts the data may be sent to through the gateway; `null`: unbound.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     destinations: Option<Destinations>,
+    /// On the answer to a card's create only: its brand, last four digits and expiry, for
+    /// receipts (never the number or the CVC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    card: Option<CardSummary>,
 }
 
 impl TokenView {
@@ -103,6 +107,20 @@ impl TokenView {
             fingerprint: with_fingerprint.then_some(t.fingerprint),
             expires_at: t.expires_at,
             destinations: t.destinations,
+            card: None,
+        }
+    }
+
+    /// The answer to a create: [`TokenView::without_data`], and for a card its display
+    /// fields (the caller just sent the card, so they tell it nothing new; an update's
+    /// answer never carries them, since `token:update` does not let one read a card).
+    pub fn created(t: Token, viewer: &crate::access::Principal) -> Self {
+        let card = (t.token_type == TokenType::Card)
+            .then(|| CardSummary::of(t.data.expose()))
+            .flatten();
+        Self {
+            card,
+            ..Self::without_data(t, viewer)
         }
     }
 

@@ -111,6 +111,7 @@ impl Vault {
             modified_by: caller.application_id(),
             modified_at: now,
             expires_at: valid.expires_at,
+            allowed_origins: valid.allowed_origins.unwrap_or_default(),
             keys: vec![],
         };
         let issued = valid
@@ -222,6 +223,13 @@ impl Vault {
         application.app_type = valid.app_type;
         application.permissions = valid.permissions;
         application.rules = valid.rules;
+        // Left out, the origins stay; a type other than public holds none.
+        if let Some(origins) = valid.allowed_origins {
+            application.allowed_origins = origins;
+        }
+        if application.app_type != ApplicationType::Public {
+            application.allowed_origins.clear();
+        }
         application.modified_by = caller.application_id();
         application.modified_at = timestamp::now();
         if !self.store.update_application(&application).await? {

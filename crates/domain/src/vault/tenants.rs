@@ -55,6 +55,7 @@ impl Vault {
             modified_by: admin_id,
             modified_at: now,
             expires_at: None,
+            allowed_origins: vec![],
             keys: vec![],
         };
         let (api_key, key) = super::applications::new_key(&admin, admin_id, now);

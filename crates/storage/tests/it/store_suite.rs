@@ -91,6 +91,7 @@ fn application(
             modified_by: id,
             modified_at: now,
             expires_at: None,
+            allowed_origins: vec![],
             keys: vec![],
         },
         key: Some(new_key(tenant_id, id)),

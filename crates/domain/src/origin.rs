@@ -1,0 +1,104 @@
+//! Browser origins a public application may be used from (docs/api.md, "Allowed origins").
+//!
+//! An origin is written exactly as a browser sends it in `Origin`: `scheme://host[:port]`, with
+//! no path, query, credentials or wildcard. Only `https` is accepted, and `http` for loopback
+//! hosts, so that a page served over plain HTTP on the internet can never be allowed to create
+//! tokens (anyone on its path could rewrite it).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Most origins one application may list.
+pub const MAX_ALLOWED_ORIGINS: usize = 50;
+
+/// One exact browser origin, normalised as browsers serialise it (`https://shop.example`,
+/// lowercase host, no default port).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(transparent)]
+pub struct Origin(String);
+
+impl Origin {
+    /// Parses `raw` as an exact origin, or says why it is not one.
+    pub fn parse(raw: &str) -> Result<Self, &'static str> {
+        if raw.contains('*') {
+            return Err("wildcards are not allowed; list each origin exactly");
+        }
+        let url =
+            url::Url::parse(raw).map_err(|_| "must be an origin such as `https://shop.example`")?;
+        let after_scheme = raw
+            .split_once("://")
+            .map(|(_, rest)| rest)
+            .ok_or("must be an origin such as `https://shop.example`")?;
+        if after_scheme.contains(['/', '?', '#', '@']) {
+            return Err("must be an origin alone: no path, query, fragment or credentials");
+        }
+        let loopback = match url.host() {
+            Some(url::Host::Domain(d)) => d == "localhost",
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => return Err("must name a host"),
+        };
+        match url.scheme() {
+            "https" => {}
+            "http" if loopback => {}
+            "http" => return Err("must use https (http only for loopback hosts, in development)"),
+            _ => return Err("must be an https origin"),
+        }
+        Ok(Self(url.origin().ascii_serialization()))
+    }
+
+    /// The origin as browsers send it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_origins_are_kept_as_browsers_send_them() {
+        for (raw, kept) in [
+            ("https://shop.example", "https://shop.example"),
+            ("https://Shop.Example:443", "https://shop.example"),
+            ("https://shop.example:8443", "https://shop.example:8443"),
+            ("http://localhost:3000", "http://localhost:3000"),
+            ("http://127.0.0.1:5173", "http://127.0.0.1:5173"),
+            ("http://[::1]:8000", "http://[::1]:8000"),
+        ] {
+            assert_eq!(Origin::parse(raw).expect(raw).as_str(), kept);
+        }
+    }
+
+    #[test]
+    fn wildcards_paths_bare_hosts_and_plain_http_are_refused() {
+        for raw in [
+            "*",
+            "https://*.shop.example",
+            "https://shop.example/",
+            "https://shop.example/pay",
+            "https://shop.example?x=1",
+            "https://shop.example#top",
+            "https://user@shop.example",
+            "shop.example",
+            "//shop.example",
+            "http://shop.example",
+            "http://10.0.0.1",
+            "ftp://shop.example",
+            "file:///etc/passwd",
+            "null",
+            "",
+        ] {
+            assert!(Origin::parse(raw).is_err(), "{raw}");
+        }
+    }
+}
