@@ -73,6 +73,8 @@ pub(crate) struct CallContext<'a> {
     pub(crate) principal: Option<&'a Principal>,
     /// The request's id.
     pub(crate) request_id: Option<&'a str>,
+    /// The page's `Origin`, on a call from a browser.
+    pub(crate) origin: Option<&'a str>,
 }
 
 impl CallContext<'_> {
@@ -82,6 +84,7 @@ impl CallContext<'_> {
     }
 
     fn finish(&self, event: AuditEvent) -> AuditEvent {
+        let event = event.with_origin(self.origin);
         match self.request_id {
             Some(id) => event.with_request_id(id),
             None => event,

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::{
     audit::{self, Audited, CallContext, DenialReason},
+    browser,
     problem::ApiError,
     request_id::RequestId,
     state::ApiState,
@@ -52,6 +53,10 @@ pub(crate) async fn require_api_key(
             return Ok(audited(&state, None, res).await);
         }
     };
+    if let Err(refused) = browser::admit(&state, &req, &principal) {
+        let res = req.error_response(refused);
+        return Ok(audited(&state, Some(&principal), res).await);
+    }
     if let Some(limiter) = &state.rate_limiter {
         if let Err(wait) = limiter.check(&principal.application_id()) {
             return Ok(req.error_response(ApiError::rate_limited(
@@ -71,9 +76,14 @@ pub(crate) async fn require_api_key(
 fn call_events(principal: Option<&Principal>, res: &ServiceResponse<BoxBody>) -> Vec<AuditEvent> {
     let req = res.request();
     let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone());
+    let origin = req
+        .headers()
+        .get(actix_web::http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok());
     let call = CallContext {
         principal,
         request_id: request_id.as_deref(),
+        origin,
     };
     let extensions = res.response().extensions();
     if res.status().is_success() {

@@ -14,6 +14,7 @@
 mod audit;
 mod auth;
 mod body;
+pub mod browser;
 mod idempotency;
 pub mod openapi;
 mod problem;
@@ -52,12 +53,13 @@ pub fn app(
     >,
 > {
     let proxy = state.proxy.clone();
+    let names = state.config.names.clone();
     App::new()
         .app_data(web::Data::new(state))
         // Outermost last: the request id and its log line, then the trailing slash.
         .wrap(from_fn(trailing_slash::trim))
         .wrap(from_fn(request_id::middleware))
-        .configure(routes::configure)
+        .configure(move |cfg| routes::configure(cfg, &names))
         .configure(openapi::configure)
         .configure(|cfg| {
             if let Some(proxy) = proxy {

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use tessera_domain::{ApplicationId, Vault};
+
+use crate::browser::Browsers;
 use tessera_service::{
     header_names::HeaderNames,
     metrics::{Registry, RequestCounter},
@@ -65,6 +67,8 @@ pub struct ApiState {
     pub proxy: Option<Arc<dyn ProxyHandler>>,
     /// Per-application request limit of management calls, when configured.
     pub rate_limiter: Option<Arc<RateLimiter<ApplicationId>>>,
+    /// Calls from web pages: the hosted fields' origin and the public keys' limit.
+    pub browsers: Arc<Browsers>,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -93,7 +97,15 @@ impl ApiState {
             metrics,
             proxy: None,
             rate_limiter: None,
+            browsers: Arc::new(Browsers::default()),
         }
+    }
+
+    /// Sets what the API knows about browsers (the hosted fields' origin, the public keys'
+    /// limit).
+    pub fn with_browsers(mut self, browsers: Browsers) -> Self {
+        self.browsers = Arc::new(browsers);
+        self
     }
 
     /// Limits each application's management calls (429 with `Retry-After` above the limit).

@@ -26,7 +26,7 @@ pub(crate) fn created_or_found(
     } else {
         actix_web::HttpResponse::Ok()
     };
-    response.json(TokenView::without_data(token, viewer))
+    response.json(TokenView::created(token, viewer))
 }
 
 /// An application. `key` appears only on create (unless `create_key` was `false`) and
@@ -53,6 +53,10 @@ pub(crate) struct ApplicationView {
     )]
     #[schema(value_type = Option<String>, format = DateTime)]
     expires_at: Option<OffsetDateTime>,
+    /// A public application's browser origins; absent when it lists none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<String>)]
+    allowed_origins: Vec<tessera_domain::origin::Origin>,
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "tessera_domain::secret::exposed_option"
@@ -78,6 +82,7 @@ impl ApplicationView {
             modified_by: a.modified_by,
             modified_at: a.modified_at,
             expires_at: a.expires_at,
+            allowed_origins: a.allowed_origins,
             key: None,
             keys: a.keys.into_iter().map(ApplicationKeyView::new).collect(),
         }
@@ -305,6 +310,9 @@ pub(crate) struct AuditEventView {
     /// On gateway events of an ephemeral proxy: `true`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ephemeral: bool,
+    /// On calls from a browser page: its `Origin`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
     /// Position in the tenant's chain, from 1.
     seq: i64,
     /// The previous event's hash, hex.
@@ -340,6 +348,7 @@ impl AuditEventView {
             count: e.count,
             destination: e.destination,
             ephemeral: e.ephemeral,
+            origin: e.origin,
             pruned: e.pruned.map(|p| PrunedView {
                 through_seq: p.through_seq,
                 last_hash: hex::encode(&p.last_hash),

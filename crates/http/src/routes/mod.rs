@@ -11,15 +11,17 @@ mod tokenize;
 mod tokens;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
+use tessera_service::header_names::HeaderNames;
 
 use crate::problem::ApiError;
 
-/// Registers every management route.
-pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+/// Registers every management route; `names` are the prefixed headers (the browser endpoints
+/// accept them in CORS preflights).
+pub(crate) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
     health::configure(cfg);
     applications::configure(cfg);
-    tokens::configure(cfg);
-    tokenize::configure(cfg);
+    tokens::configure(cfg, names);
+    tokenize::configure(cfg, names);
     detokenize::configure(cfg);
     children::configure(cfg);
     proxies::configure(cfg);

@@ -10,6 +10,7 @@ use serde::{
 };
 use serde_json::Value;
 use tessera_domain::{audit::AuditAction, NewToken, Principal, Token};
+use tessera_service::header_names::HeaderNames;
 
 use super::{
     recorded::{self, Answer},
@@ -18,6 +19,7 @@ use super::{
 use crate::{
     auth::{self, Caller},
     body::{parse_json, JsonBytes},
+    browser,
     idempotency::idempotent,
     problem::ApiError,
     state::ApiState,
@@ -29,11 +31,13 @@ use crate::{
 #[openapi(paths(tokenize))]
 pub(super) struct Doc;
 
-pub(super) fn configure(cfg: &mut web::ServiceConfig) {
+pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
     cfg.service(
         web::resource("/tokenize")
             .wrap(from_fn(idempotent))
             .wrap(from_fn(auth::require_api_key))
+            .wrap(browser::cors(names))
+            .wrap(from_fn(browser::share_only_if_admitted))
             .route(web::post().to(tokenize)),
     );
 }

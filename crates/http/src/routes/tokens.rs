@@ -8,11 +8,14 @@ use tessera_domain::{
     audit::AuditAction, search::TokenSearchRequest, NewToken, Token, TokenId, TokenPatch,
 };
 
+use tessera_service::header_names::HeaderNames;
+
 use super::{parse_id, recorded};
 use crate::{
     audit::mark,
     auth::{self, Caller},
     body::JsonBody,
+    browser,
     idempotency::idempotent,
     problem::ApiError,
     query,
@@ -25,7 +28,7 @@ use crate::{
 #[openapi(paths(create, list, get, update, delete, search, v2::list_v2, v2::search_v2))]
 pub(super) struct Doc;
 
-pub(super) fn configure(cfg: &mut web::ServiceConfig) {
+pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
     v2::configure(cfg);
     // `/tokens/search` before `/tokens/{id}`: actix matches resources in registration order.
     cfg.service(
@@ -37,6 +40,8 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/tokens")
             .wrap(from_fn(idempotent))
             .wrap(from_fn(auth::require_api_key))
+            .wrap(browser::cors(names))
+            .wrap(from_fn(browser::share_only_if_admitted))
             .route(web::post().to(create))
             .route(web::get().to(list)),
     )

@@ -1,0 +1,156 @@
+//! Calls from web pages: CORS on `POST /tokens` and `POST /tokenize`, and what a `public` key
+//! may do from a browser (docs/api.md, "Browsers and CORS").
+//!
+//! The CORS protocol itself (preflights, `Vary`, header checks) is `actix-cors`'s. What it
+//! cannot know is who the caller is: a preflight carries no key, and the real request's key is
+//! read only by [`crate::auth`]. So:
+//!
+//! 1. [`cors`] answers every preflight for `POST` from any origin, the same way whatever the
+//!    origin: a preflight never tells anyone which origins a tenant allows;
+//! 2. [`admit`], run by the authentication middleware once the key is known, refuses a
+//!    `public` key sent from a page whose origin its application does not list (403), applies
+//!    the public keys' own rate limit, and marks the request when its answer may be shared;
+//! 3. [`share_only_if_admitted`], outermost, removes every `Access-Control-*` header from a
+//!    real answer that was not marked: another key type, another origin, another endpoint.
+//!
+//! Credentials are never allowed (no `Access-Control-Allow-Credentials`), and `*` is never
+//! sent.
+
+use std::net::IpAddr;
+
+use actix_cors::Cors;
+use actix_web::{
+    body::MessageBody,
+    dev::{ServiceRequest, ServiceResponse},
+    http::{header, Method, StatusCode},
+    middleware::Next,
+    Error, HttpMessage,
+};
+use tessera_domain::{origin::Origin, ApplicationId, ApplicationType, Principal};
+pub use tessera_service::rate_limit::RateLimit;
+use tessera_service::{
+    header_names::HeaderNames,
+    rate_limit::{retry_after_secs, RateLimiter},
+};
+
+use crate::{problem::ApiError, state::ApiState};
+
+/// How long a browser may keep a preflight's answer, in seconds.
+const PREFLIGHT_MAX_AGE: usize = 600;
+
+/// Default limit of each public key per client address: 5 creates a second, 50 at once. A
+/// checkout makes one or two; a card-testing run makes thousands.
+pub const DEFAULT_PUBLIC_RATE_LIMIT: RateLimit = RateLimit {
+    per_second: 5.0,
+    burst: 50.0,
+};
+
+/// What the API knows about browsers.
+#[derive(Debug)]
+pub struct Browsers {
+    /// The hosted card fields' own origin: allowed for every public key, so the frame can
+    /// call the API when the two are served apart.
+    pub elements_origin: Option<Origin>,
+    /// The public keys' own limit, per application and client address.
+    limiter: RateLimiter<(ApplicationId, IpAddr)>,
+}
+
+impl Browsers {
+    /// Browsers served by the hosted fields at `elements_origin` (if any), with public keys
+    /// limited to `limit`.
+    pub fn new(elements_origin: Option<Origin>, limit: RateLimit) -> Self {
+        Self {
+            elements_origin,
+            limiter: RateLimiter::new(limit),
+        }
+    }
+}
+
+impl Default for Browsers {
+    fn default() -> Self {
+        Self::new(None, DEFAULT_PUBLIC_RATE_LIMIT)
+    }
+}
+
+/// Marks a request whose answer a browser on its `Origin` may read.
+#[derive(Debug, Clone, Copy)]
+struct Admitted;
+
+/// The CORS middleware of the two browser endpoints: preflights for `POST` from any origin,
+/// with the headers a create sends. Whether a real answer is shared is decided later (see the
+/// module's documentation).
+pub(crate) fn cors(names: &HeaderNames) -> Cors {
+    Cors::default()
+        .allowed_origin_fn(|_, _| true)
+        .block_on_origin_mismatch(false)
+        .allowed_methods([Method::POST])
+        .allowed_headers([
+            header::CONTENT_TYPE.as_str(),
+            names.api_key.as_str(),
+            names.idempotency_key.as_str(),
+            "idempotency-key",
+            names.trace_id.as_str(),
+        ])
+        .expose_headers(["x-request-id"])
+        .max_age(PREFLIGHT_MAX_AGE)
+}
+
+/// Refuses what a browser's call with `principal`'s key may not do, and marks the request
+/// when its answer may be shared with the page. Only `public` keys are affected: other keys
+/// are never shared with a page, whatever they do.
+pub(crate) fn admit(
+    state: &ApiState,
+    req: &ServiceRequest,
+    principal: &Principal,
+) -> Result<(), ApiError> {
+    if principal.app_type() != ApplicationType::Public {
+        return Ok(());
+    }
+    if let Some(ip) = req.peer_addr().map(|a| a.ip()) {
+        if let Err(wait) = state
+            .browsers
+            .limiter
+            .check(&(principal.application_id(), ip))
+        {
+            return Err(ApiError::rate_limited(retry_after_secs(wait)));
+        }
+    }
+    let Some(origin) = req.headers().get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or("");
+    let elements = state.browsers.elements_origin.as_ref();
+    if !(principal.allows_browser_origin(origin) || elements.is_some_and(|o| o.as_str() == origin))
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "this public application's allowed_origins do not list the page's origin",
+        ));
+    }
+    if req.method() == Method::POST {
+        req.extensions_mut().insert(Admitted);
+    }
+    Ok(())
+}
+
+/// Outermost on the browser endpoints: a real answer keeps its `Access-Control-*` headers
+/// only when [`admit`] marked its request. Preflights pass untouched.
+pub(crate) async fn share_only_if_admitted(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let preflight = req.method() == Method::OPTIONS;
+    let mut res = next.call(req).await?;
+    if !preflight && res.request().extensions().get::<Admitted>().is_none() {
+        let cors: Vec<_> = res
+            .headers()
+            .keys()
+            .filter(|name| name.as_str().starts_with("access-control-"))
+            .cloned()
+            .collect();
+        for name in cors {
+            res.headers_mut().remove(name);
+        }
+    }
+    Ok(res)
+}
