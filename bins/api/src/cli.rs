@@ -102,6 +102,16 @@ pub(crate) struct ServeArgs {
     /// Web console flags.
     #[command(flatten)]
     pub(crate) console: ConsoleArgs,
+    /// Hosted card fields flags.
+    #[command(flatten)]
+    pub(crate) elements: tessera_elements::ElementsArgs,
+    /// Requests per second each public key may make from one client address (browsers and
+    /// mobile apps; card testing is answered with 429).
+    #[arg(long, env = "TESSERA_PUBLIC_RATE_LIMIT", default_value_t = 5.0)]
+    pub(crate) public_rate_limit: f64,
+    /// Requests a public key may make at once from one client address.
+    #[arg(long, env = "TESSERA_PUBLIC_RATE_LIMIT_BURST", default_value_t = 50.0)]
+    pub(crate) public_rate_limit_burst: f64,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub(crate) workers: Option<usize>,

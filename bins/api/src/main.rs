@@ -146,6 +146,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let vault = tessera_startup::audit::start_audit(args.gateway.apply_to(vault), &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let audit = vault.clone();
+    let vault_for_elements = vault.clone();
     let console = args
         .console
         .config(args.listen, !args.no_gateway, args.gateway.max_body_bytes)
@@ -168,7 +169,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(limit) = args.gateway.rate_limit()? {
         state = state.with_rate_limit(limit);
     }
-    if console.is_some() && args.console.console_listen == args.listen {
+    let public_limit =
+        tessera_http::browser::RateLimit::new(args.public_rate_limit, args.public_rate_limit_burst)
+            .context("--public-rate-limit must be a positive number of requests per second")?;
+    let elements = args
+        .elements
+        .config(args.listen, args.gateway.header_prefix.api_key.as_str())
+        .map(|config| tessera_elements::Elements::new(vault_for_elements.clone(), config));
+    let frame_origin = elements
+        .as_ref()
+        .and_then(|_| args.elements.frame_origin(args.console.console_listen));
+    state = state.with_browsers(tessera_http::browser::Browsers::new(
+        frame_origin,
+        public_limit,
+    ));
+    if (console.is_some() || elements.is_some()) && args.console.console_listen == args.listen {
         anyhow::bail!(
             "--console-listen must differ from --listen: the console never shares an origin with /proxy"
         );
@@ -190,8 +205,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _pruner = console
         .as_ref()
         .map(|c| c.spawn_pruner(std::time::Duration::from_secs(60)));
-    let console_server = console
-        .map(|console| console_server(console, args.console.console_listen))
+    let console_server = (console.is_some() || elements.is_some())
+        .then(|| console_server(console, elements, args.console.console_listen))
         .transpose()?;
     tracing::info!(
         listen = %args.listen,
@@ -220,12 +235,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// The console's own server on `listen`: it serves the console and nothing else, so no answer
 /// chosen by a tenant or a destination ever comes from its origin (docs/console.md).
 fn console_server(
-    console: tessera_console::Console,
+    console: Option<tessera_console::Console>,
+    elements: Option<tessera_elements::Elements>,
     listen: std::net::SocketAddr,
 ) -> anyhow::Result<actix_web::dev::Server> {
     Ok(actix_web::HttpServer::new(move || {
-        let console = console.clone();
-        actix_web::App::new().configure(move |cfg| console.configure(cfg))
+        let (console, elements) = (console.clone(), elements.clone());
+        actix_web::App::new()
+            .configure(move |cfg| {
+                if let Some(elements) = elements {
+                    elements.configure(cfg);
+                }
+            })
+            .configure(move |cfg| {
+                if let Some(console) = console {
+                    console.configure(cfg);
+                }
+            })
     })
     .shutdown_timeout(30)
     .disable_signals()

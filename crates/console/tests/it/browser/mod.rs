@@ -7,6 +7,7 @@
 //! `TESSERA_CONSOLE_SCREENSHOTS=<dir>`, the screenshots the tests take are saved there
 //! (`docs/console` for the docs).
 
+mod elements;
 mod flows;
 mod origins;
 mod proxies;

@@ -22,14 +22,18 @@ backend_tests!(
 
 /// The attacker's site: serves `page` at `/` and records the path of every request it gets
 /// (what a script exfiltrates to it).
-struct Site {
-    base: String,
+pub(super) struct Site {
+    pub(super) base: String,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Site {
-    fn start(page: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    pub(super) fn start(page: String) -> Self {
+        Self::start_on(TcpListener::bind("127.0.0.1:0").expect("bind"), page)
+    }
+
+    /// [`Site::start`] on a socket already bound (its origin was needed first).
+    pub(super) fn start_on(listener: TcpListener, page: String) -> Self {
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
@@ -57,7 +61,7 @@ impl Site {
         Self { base, seen }
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(super) fn seen(&self) -> Vec<String> {
         self.seen.lock().expect("lock").clone()
     }
 }
