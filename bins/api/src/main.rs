@@ -172,9 +172,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let public_limit =
         tessera_http::browser::RateLimit::new(args.public_rate_limit, args.public_rate_limit_burst)
             .context("--public-rate-limit must be a positive number of requests per second")?;
-    let elements = args
-        .elements
-        .config(args.listen, args.gateway.header_prefix.api_key.as_str())
+    // The fields live on the console's listener: with `--no-console` it is not opened.
+    let elements = console
+        .as_ref()
+        .and_then(|_| {
+            args.elements
+                .config(args.listen, args.gateway.header_prefix.api_key.as_str())
+        })
         .map(|config| tessera_elements::Elements::new(vault_for_elements.clone(), config));
     let frame_origin = elements
         .as_ref()

@@ -61,7 +61,7 @@ impl Ctx {
             }
         };
         let session = match state.vault.console_session(&id, state.limits).await {
-            Ok(SessionLookup::Live(session)) => session,
+            Ok(SessionLookup::Live(session)) => *session,
             Ok(SessionLookup::Ended) => return Err(ConsoleError::SignIn { expired: true }),
             Ok(SessionLookup::Unknown) => return Err(ConsoleError::SignIn { expired: false }),
             Err(e) => return Err(ConsoleError::Unavailable(e.public_message())),

@@ -354,6 +354,16 @@ mod tests {
         let line = String::from_utf8(encode(4, &brokered)).expect("utf-8");
         assert!(line.contains(r#""destination":"api.stripe.com:443","ephemeral":true,"id""#));
         assert_eq!(decode(line.as_bytes()), Ok((4, brokered)));
+        // A browser call's origin sits in name order, and only when set: events from before
+        // it existed encode exactly as they did.
+        assert!(!String::from_utf8_lossy(&encode(4, &event)).contains("origin"));
+        let browsed = event.clone().with_origin(Some("https://shop.example"));
+        let line = String::from_utf8(encode(5, &browsed)).expect("utf-8");
+        assert!(
+            line.contains(r#","origin":"https://shop.example","outcome":"#),
+            "{line}"
+        );
+        assert_eq!(decode(line.as_bytes()), Ok((5, browsed)));
         let pruning = AuditEvent::pruning(None, 120, [7; 32], 120);
         let line = encode(121, &pruning);
         assert!(String::from_utf8_lossy(&line).contains(r#""pruned":{"hash":"0707"#));

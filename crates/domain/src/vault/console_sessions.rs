@@ -62,7 +62,7 @@ pub struct ConsoleSession {
 #[derive(Debug)]
 pub enum SessionLookup {
     /// A live session (now touched).
-    Live(ConsoleSession),
+    Live(Box<ConsoleSession>),
     /// A session that existed and has ended (expired, or its key is no longer the
     /// application's); now removed.
     Ended,
@@ -179,12 +179,12 @@ impl Vault {
             return Ok(SessionLookup::Ended);
         };
         self.store.touch_console_session(&id_hash, now).await?;
-        Ok(SessionLookup::Live(ConsoleSession {
+        Ok(SessionLookup::Live(Box::new(ConsoleSession {
             principal: Principal::new(&current.application),
             id_hash,
             csrf: session_csrf(id),
             api_key: Secret::new(api_key),
-        }))
+        })))
     }
 
     /// `key` sealed with `tenant`'s data key for the session named by `id_hash`.

@@ -7,6 +7,7 @@ mod applications;
 mod audit;
 mod authentication;
 mod binding;
+mod browsers;
 mod caller;
 mod children;
 mod cursor_pages;

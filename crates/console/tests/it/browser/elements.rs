@@ -25,6 +25,7 @@ backend_tests!(
     a_page_that_is_not_allowed_can_neither_frame_nor_call,
     cors_answers_a_page_only_what_a_public_key_may_do,
     errors_reach_the_page_without_digits_and_fields_compose,
+    a_hostile_frame_in_the_page_cannot_drive_the_fields,
 );
 
 const CARD: &str = "4242424242424242";
@@ -531,5 +532,70 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
         &json!({"number": CARD, "expiration_month": 1, "expiration_year": 2030, "cvc": "123"})
     );
     assert_no_digits_reached_the_page(&tab).await;
+    tab.close().await;
+}
+
+async fn a_hostile_frame_in_the_page_cannot_drive_the_fields(db: &TestDatabase) {
+    let Some(chromium) = chromium().await else {
+        return;
+    };
+    let (merchant_l, merchant) = listener();
+    let c = Checkout::start(db, &merchant).await;
+    // A third-party script's frame inside the allowed page (an ad, a chat widget): it knows
+    // the card frame's name and asks it to clear, restyle, and tokenize into a token it would
+    // choose, with every target origin.
+    let hostile = Site::start(
+        r#"<script>
+const name = location.hash.slice(1);
+const target = parent.frames[0];
+for (const m of [
+  { op: 'clear' },
+  { op: 'configure', style: { color: 'red' }, placeholders: { number: 'type your PIN' } },
+  { op: 'tokenize', id: 'stolen', type: 'token', data: { v: { element: name, part: 'number' } } },
+]) { target.postMessage(Object.assign({ tessera: 'v1' }, m), '*'); }
+parent.postMessage({ hostile: 'done' }, '*');
+</script>"#
+            .to_string(),
+    );
+    let site = Site::start_on(
+        merchant_l,
+        c.page(&MOUNT_CARD.replace("EVIL", "http://127.0.0.1:9")),
+    );
+    let tab = Tab::open(chromium, &site.base).await;
+    tab.go_to(&format!("{}/", site.base)).await;
+    until(&tab, "window.__ready === 1").await;
+    click_in_frame(&tab, 0, 40.0).await;
+    keys(&tab, CARD).await;
+    press(&tab, "Tab").await;
+    keys(&tab, "1231").await;
+    press(&tab, "Tab").await;
+    keys(&tab, "737").await;
+    press(&tab, "Tab").await;
+    until(&tab, "window.__changes.some((e) => e.complete)").await;
+    let before = tokens(db).await;
+    tab.eval(&format!(
+        "(() => {{ const f = document.createElement('iframe'); f.src = '{}/#' + window.__card.name; document.getElementById('more').appendChild(f); return true; }})()",
+        hostile.base
+    ))
+    .await;
+    until(
+        &tab,
+        "window.__messages.some((m) => m.data && m.data.hostile === 'done')",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        tokens(db).await,
+        before,
+        "the hostile frame created nothing"
+    );
+    let results = tab
+        .eval("window.__messages.filter((m) => m.data && m.data.event === 'result').length")
+        .await;
+    assert_eq!(results, json!(0));
+    // The card was neither cleared nor changed: the page's own create still holds it.
+    let token = create_token(&tab, "{ type: 'card', data: window.__card }").await;
+    assert_eq!(token["card"]["last4"], json!("4242"), "{token}");
+    assert_eq!(tokens(db).await, before + 1);
     tab.close().await;
 }

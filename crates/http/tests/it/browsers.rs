@@ -1,0 +1,361 @@
+//! Calls from web pages (docs/api.md, "Browsers and CORS"): public applications list exact
+//! origins; preflights are answered alike for every origin, so they tell nobody which origins
+//! a tenant allows; a real answer is shared only with a listed origin of a public key (or the
+//! hosted fields' origin); public keys have a rate limit of their own. The Chromium side is in
+//! the console's browser tests.
+
+use crate::caller::MIB;
+use actix_web::{
+    http::{header::HeaderMap, Method},
+    test,
+};
+use serde_json::json;
+use tessera_domain::{
+    audit::{AuditAction, AuditFilter},
+    origin::Origin,
+    proxy::DestinationPolicy,
+    PageRequest,
+};
+use tessera_http::browser::{Browsers, RateLimit, DEFAULT_PUBLIC_RATE_LIMIT};
+use tessera_testkit::{
+    api::{app_key, send, send_raw, state_with, tenant, Reply},
+    backend_tests,
+    db::TestDatabase,
+};
+
+backend_tests!(
+    allowed_origins_are_validated_returned_and_kept,
+    preflights_answer_alike_for_every_origin,
+    answers_are_shared_only_with_a_public_keys_listed_origins,
+    public_keys_have_a_rate_limit_of_their_own,
+);
+
+const SHOP: &str = "https://shop.example";
+const FIELDS: &str = "https://fields.vault.example";
+
+fn browsers(limit: RateLimit) -> Browsers {
+    Browsers::new(Some(Origin::parse(FIELDS).expect("origin")), limit)
+}
+
+fn cors_headers(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .keys()
+        .map(|k| k.as_str().to_string())
+        .filter(|k| k.starts_with("access-control-"))
+        .collect()
+}
+
+/// `method path` from a page on `origin` with `key`, from client `peer`.
+fn from_page(method: Method, path: &str, origin: &str, key: &str, peer: &str) -> test::TestRequest {
+    let mut req = test::TestRequest::default()
+        .method(method)
+        .uri(path)
+        .peer_addr(peer.parse().expect("peer"))
+        .insert_header(("origin", origin))
+        .insert_header(("svc-api-key", key));
+    if path.starts_with("/tokens") || path == "/tokenize" {
+        req = req.set_json(json!({"type": "token", "data": "x"}));
+    }
+    req
+}
+
+fn allowed_origin(r: &Reply) -> Option<&str> {
+    r.headers
+        .get("access-control-allow-origin")
+        .map(|v| v.to_str().expect("ascii"))
+}
+
+async fn allowed_origins_are_validated_returned_and_kept(db: &TestDatabase) {
+    let st = state_with(db, MIB, DestinationPolicy::default());
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let admin = t.admin_key.as_str();
+    let bad = send(
+        &app,
+        Method::POST,
+        "/applications",
+        Some(admin),
+        Some(json!({"name": "p", "type": "public", "permissions": ["token:create"],
+            "allowed_origins": ["*", "https://shop.example/pay", "shop.example", "http://shop.example"]})),
+    )
+    .await
+    .expect(400);
+    for i in 0..4 {
+        assert!(
+            bad.body["errors"][format!("allowed_origins[{i}]")].is_array(),
+            "{}",
+            bad.body
+        );
+    }
+    send(
+        &app,
+        Method::POST,
+        "/applications",
+        Some(admin),
+        Some(
+            json!({"name": "p", "type": "private", "permissions": ["token:read"],
+            "allowed_origins": [SHOP]}),
+        ),
+    )
+    .await
+    .expect(400);
+    let created = send(
+        &app,
+        Method::POST,
+        "/applications",
+        Some(admin),
+        Some(
+            json!({"name": "p", "type": "public", "permissions": ["token:create"],
+            "allowed_origins": ["https://SHOP.example:443", "http://localhost:3000"]}),
+        ),
+    )
+    .await
+    .expect(201);
+    let id = created.body["id"].as_str().expect("id").to_string();
+    let path = format!("/applications/{id}");
+    let read = send(&app, Method::GET, &path, Some(admin), None)
+        .await
+        .expect(200);
+    assert_eq!(
+        read.body["allowed_origins"],
+        json!([SHOP, "http://localhost:3000"])
+    );
+    // An update that leaves them out keeps them (clients that do not know the field);
+    // one that names them replaces them; another type holds none.
+    let kept = send(
+        &app,
+        Method::PUT,
+        &path,
+        Some(admin),
+        Some(json!({"name": "renamed", "permissions": ["token:create"]})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(kept.body["allowed_origins"], read.body["allowed_origins"]);
+    let replaced = send(
+        &app,
+        Method::PUT,
+        &path,
+        Some(admin),
+        Some(json!({"name": "p", "permissions": ["token:create"], "allowed_origins": [SHOP]})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(replaced.body["allowed_origins"], json!([SHOP]));
+    let private = send(
+        &app,
+        Method::PUT,
+        &path,
+        Some(admin),
+        Some(json!({"name": "p", "type": "private", "permissions": ["token:read"]})),
+    )
+    .await
+    .expect(200);
+    assert!(
+        private.body.get("allowed_origins").is_none(),
+        "{}",
+        private.body
+    );
+}
+
+async fn preflights_answer_alike_for_every_origin(db: &TestDatabase) {
+    let st = state_with(db, MIB, DestinationPolicy::default())
+        .with_browsers(browsers(DEFAULT_PUBLIC_RATE_LIMIT));
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    app_key(
+        &app,
+        &t.admin_key,
+        json!({"name": "p", "type": "public", "permissions": ["token:create"], "allowed_origins": [SHOP]}),
+    )
+    .await;
+    let preflight = |path: &str, origin: &str, method: &str| {
+        test::TestRequest::default()
+            .method(Method::OPTIONS)
+            .uri(path)
+            .insert_header(("origin", origin))
+            .insert_header(("access-control-request-method", method))
+            .insert_header((
+                "access-control-request-headers",
+                "content-type, svc-api-key",
+            ))
+    };
+    let mut answers = Vec::new();
+    for path in ["/tokens", "/tokenize"] {
+        for origin in [SHOP, "https://anyone.example"] {
+            let r = send_raw(&app, preflight(path, origin, "POST")).await;
+            assert!(r.status.is_success(), "{path} {origin}: {}", r.status);
+            assert_eq!(allowed_origin(&r), Some(origin), "echoed, never `*`");
+            assert!(r.headers.get("access-control-allow-credentials").is_none());
+            let mut shape: Vec<_> = cors_headers(&r.headers)
+                .into_iter()
+                .filter(|h| h != "access-control-allow-origin")
+                .map(|h| {
+                    // A list's order carries nothing: compare the set.
+                    let value = r.headers.get(&h).map_or("", |v| v.to_str().expect("ascii"));
+                    let mut items: Vec<_> = value.split(", ").map(str::to_string).collect();
+                    items.sort();
+                    (h, items)
+                })
+                .collect();
+            shape.sort();
+            answers.push(shape);
+        }
+    }
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
+    // Other methods and endpoints get no CORS answer.
+    for (path, method) in [
+        ("/tokens", "GET"),
+        ("/tokens", "DELETE"),
+        ("/applications", "POST"),
+        ("/detokenize", "POST"),
+        ("/tokens/search", "POST"),
+        ("/proxies", "POST"),
+    ] {
+        let r = send_raw(&app, preflight(path, SHOP, method)).await;
+        assert!(
+            r.headers.get("access-control-allow-origin").is_none(),
+            "{method} {path}: {:?}",
+            r.headers
+        );
+    }
+}
+
+async fn answers_are_shared_only_with_a_public_keys_listed_origins(db: &TestDatabase) {
+    let st = state_with(db, MIB, DestinationPolicy::default())
+        .with_browsers(browsers(DEFAULT_PUBLIC_RATE_LIMIT));
+    let vault = st.vault.clone();
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let admin = t.admin_key.as_str();
+    let public = app_key(
+        &app,
+        admin,
+        json!({"name": "p", "type": "public", "permissions": ["token:create", "token:update"], "allowed_origins": [SHOP]}),
+    )
+    .await;
+    let peer = "198.51.100.7:5000";
+    let listed = send_raw(
+        &app,
+        from_page(Method::POST, "/tokens", SHOP, &public, peer),
+    )
+    .await;
+    assert_eq!(listed.status, 201);
+    assert_eq!(allowed_origin(&listed), Some(SHOP));
+    assert!(listed
+        .headers
+        .get("access-control-allow-credentials")
+        .is_none());
+    let vary = listed
+        .headers
+        .get("vary")
+        .expect("vary")
+        .to_str()
+        .expect("ascii");
+    assert!(vary.contains("Origin"), "{vary}");
+    let fields = send_raw(
+        &app,
+        from_page(Method::POST, "/tokenize", FIELDS, &public, peer),
+    )
+    .await;
+    assert!(fields.status.is_success(), "{}", fields.status);
+    assert_eq!(allowed_origin(&fields), Some(FIELDS), "the hosted fields");
+    // Another origin with the public key: refused, and nothing is shared.
+    let unlisted = send_raw(
+        &app,
+        from_page(
+            Method::POST,
+            "/tokens",
+            "https://evil.example",
+            &public,
+            peer,
+        ),
+    )
+    .await;
+    assert_eq!(unlisted.status, 403);
+    assert!(cors_headers(&unlisted.headers).is_empty());
+    // A private key is never shared with a page, whatever its origin.
+    let private = send_raw(&app, from_page(Method::POST, "/tokens", SHOP, admin, peer)).await;
+    assert_eq!(private.status, 201);
+    assert!(
+        cors_headers(&private.headers).is_empty(),
+        "{:?}",
+        private.headers
+    );
+    // Other endpoints share nothing, even with a listed origin of a public key.
+    let id = listed.body["id"].as_str().expect("id");
+    for (method, path) in [
+        (Method::GET, format!("/tokens/{id}")),
+        (Method::PATCH, format!("/tokens/{id}")),
+        (Method::GET, "/tokens".to_string()),
+    ] {
+        let r = send_raw(&app, from_page(method.clone(), &path, SHOP, &public, peer)).await;
+        assert!(cors_headers(&r.headers).is_empty(), "{method} {path}");
+    }
+    // The create is recorded with the page's origin.
+    vault.audit().flush().await;
+    let admin_principal = vault.authenticate(Some(admin)).await.expect("admin");
+    let events = vault
+        .list_audit_events(
+            &admin_principal,
+            &AuditFilter::default(),
+            PageRequest::new(Some(1), Some(100)).expect("page"),
+        )
+        .await
+        .expect("events");
+    let created = events
+        .items
+        .iter()
+        .find(|e| {
+            e.event.action == AuditAction::TokenCreated
+                && e.event.resource_ids.iter().any(|r| r.to_string() == id)
+        })
+        .expect("recorded");
+    assert_eq!(created.event.origin.as_deref(), Some(SHOP));
+}
+
+async fn public_keys_have_a_rate_limit_of_their_own(db: &TestDatabase) {
+    // Two at once, then one every 100 s: the test never sees a refill.
+    let limit = RateLimit::new(0.01, 2.0).expect("limit");
+    let st = state_with(db, MIB, DestinationPolicy::default()).with_browsers(browsers(limit));
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let admin = t.admin_key.as_str();
+    let public = app_key(
+        &app,
+        admin,
+        json!({"name": "p", "type": "public", "permissions": ["token:create"], "allowed_origins": [SHOP]}),
+    )
+    .await;
+    let card_tester = "203.0.113.9:4000";
+    for _ in 0..2 {
+        let r = send_raw(
+            &app,
+            from_page(Method::POST, "/tokens", SHOP, &public, card_tester),
+        )
+        .await;
+        assert_eq!(r.status, 201);
+    }
+    let limited = send_raw(
+        &app,
+        from_page(Method::POST, "/tokens", SHOP, &public, card_tester),
+    )
+    .await;
+    assert_eq!(limited.status, 429);
+    assert!(limited.headers.get("retry-after").is_some());
+    // Another client of the same page, and a private key, are not affected.
+    let shopper = send_raw(
+        &app,
+        from_page(Method::POST, "/tokens", SHOP, &public, "192.0.2.1:4000"),
+    )
+    .await;
+    assert_eq!(shopper.status, 201);
+    for _ in 0..3 {
+        let r = send_raw(
+            &app,
+            from_page(Method::POST, "/tokens", SHOP, admin, card_tester),
+        )
+        .await;
+        assert_eq!(r.status, 201);
+    }
+}
