@@ -43,18 +43,23 @@ async fn key(
     issued.api_key.expose().to_string()
 }
 
-async fn only_a_listed_origin_of_a_public_key_gets_the_frame(db: &TestDatabase) {
-    let vault = vault_with(db, Default::default());
-    let admin = tessera_testkit::vault::tenant_admin(&vault, "acme").await;
-    let public = key(&vault, &admin, true).await;
-    let private = key(&vault, &admin, false).await;
-    let elements = Elements::new(
+/// The fields over `vault`, sending cards to [`API`].
+fn fields(vault: tessera_domain::Vault) -> Elements {
+    Elements::new(
         vault,
         ElementsConfig {
             api_origin: Origin::parse(API).expect("origin"),
             api_key_header: "svc-api-key".into(),
         },
-    );
+    )
+}
+
+async fn only_a_listed_origin_of_a_public_key_gets_the_frame(db: &TestDatabase) {
+    let vault = vault_with(db, Default::default());
+    let admin = tessera_testkit::vault::tenant_admin(&vault, "acme").await;
+    let public = key(&vault, &admin, true).await;
+    let private = key(&vault, &admin, false).await;
+    let elements = fields(vault);
     let app = test::init_service(App::new().configure(|cfg| elements.configure(cfg))).await;
     let get = |key: &str, origin: &str, field: &str| {
         test::TestRequest::get()
@@ -112,13 +117,7 @@ async fn only_a_listed_origin_of_a_public_key_gets_the_frame(db: &TestDatabase) 
 
 async fn the_library_is_public_and_pinned(db: &TestDatabase) {
     let vault = vault_with(db, Default::default());
-    let elements = Elements::new(
-        vault,
-        ElementsConfig {
-            api_origin: Origin::parse(API).expect("origin"),
-            api_key_header: "svc-api-key".into(),
-        },
-    );
+    let elements = fields(vault);
     let app = test::init_service(App::new().configure(|cfg| elements.configure(cfg))).await;
     let res = test::call_service(
         &app,

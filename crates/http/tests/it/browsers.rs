@@ -37,6 +37,30 @@ fn browsers(limit: RateLimit) -> Browsers {
     Browsers::new(Some(Origin::parse(FIELDS).expect("origin")), limit)
 }
 
+/// The API as `api serve` runs it, with public keys limited to `limit`.
+fn browser_state(db: &TestDatabase, limit: RateLimit) -> tessera_http::ApiState {
+    state_with(db, MIB, DestinationPolicy::default()).with_browsers(browsers(limit))
+}
+
+/// A public application of the admin's tenant that lists [`SHOP`]: its key.
+async fn shop_key<S, B>(app: &S, admin: &str) -> String
+where
+    S: actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    B: actix_web::body::MessageBody,
+{
+    app_key(
+        app,
+        admin,
+        json!({"name": "p", "type": "public", "permissions": ["token:create", "token:update"],
+            "allowed_origins": [SHOP]}),
+    )
+    .await
+}
+
 fn cors_headers(headers: &HeaderMap) -> Vec<String> {
     headers
         .keys()
@@ -159,16 +183,10 @@ async fn allowed_origins_are_validated_returned_and_kept(db: &TestDatabase) {
 }
 
 async fn preflights_answer_alike_for_every_origin(db: &TestDatabase) {
-    let st = state_with(db, MIB, DestinationPolicy::default())
-        .with_browsers(browsers(DEFAULT_PUBLIC_RATE_LIMIT));
+    let st = browser_state(db, DEFAULT_PUBLIC_RATE_LIMIT);
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
-    app_key(
-        &app,
-        &t.admin_key,
-        json!({"name": "p", "type": "public", "permissions": ["token:create"], "allowed_origins": [SHOP]}),
-    )
-    .await;
+    shop_key(&app, &t.admin_key).await;
     let preflight = |path: &str, origin: &str, method: &str| {
         test::TestRequest::default()
             .method(Method::OPTIONS)
@@ -222,18 +240,12 @@ async fn preflights_answer_alike_for_every_origin(db: &TestDatabase) {
 }
 
 async fn answers_are_shared_only_with_a_public_keys_listed_origins(db: &TestDatabase) {
-    let st = state_with(db, MIB, DestinationPolicy::default())
-        .with_browsers(browsers(DEFAULT_PUBLIC_RATE_LIMIT));
+    let st = browser_state(db, DEFAULT_PUBLIC_RATE_LIMIT);
     let vault = st.vault.clone();
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
     let admin = t.admin_key.as_str();
-    let public = app_key(
-        &app,
-        admin,
-        json!({"name": "p", "type": "public", "permissions": ["token:create", "token:update"], "allowed_origins": [SHOP]}),
-    )
-    .await;
+    let public = shop_key(&app, admin).await;
     let peer = "198.51.100.7:5000";
     let listed = send_raw(
         &app,
@@ -317,16 +329,11 @@ async fn answers_are_shared_only_with_a_public_keys_listed_origins(db: &TestData
 async fn public_keys_have_a_rate_limit_of_their_own(db: &TestDatabase) {
     // Two at once, then one every 100 s: the test never sees a refill.
     let limit = RateLimit::new(0.01, 2.0).expect("limit");
-    let st = state_with(db, MIB, DestinationPolicy::default()).with_browsers(browsers(limit));
+    let st = browser_state(db, limit);
     let t = tenant(&st, "acme").await;
     let app = test::init_service(tessera_http::app(st)).await;
     let admin = t.admin_key.as_str();
-    let public = app_key(
-        &app,
-        admin,
-        json!({"name": "p", "type": "public", "permissions": ["token:create"], "allowed_origins": [SHOP]}),
-    )
-    .await;
+    let public = shop_key(&app, admin).await;
     let card_tester = "203.0.113.9:4000";
     for _ in 0..2 {
         let r = send_raw(

@@ -5,19 +5,17 @@
 
 use std::{net::TcpListener, time::Duration};
 
-use actix_web::{dev::ServerHandle, App, HttpServer};
+use actix_web::{App, HttpServer};
 use chromiumoxide::layout::Point;
 use serde_json::{json, Value};
 use tessera_domain::{
-    audit::{AuditAction, AuditFilter},
-    origin::Origin,
-    ApplicationInput, ApplicationType, PageRequest, Permission, TokenId,
+    audit::AuditAction, origin::Origin, ApplicationInput, ApplicationType, Permission, TokenId,
 };
 use tessera_elements::{Elements, ElementsConfig};
 use tessera_http::{browser::Browsers, ApiConfig, ApiState, ProcessMetrics};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{chromium, origins::Site, Tab};
+use super::{chromium, origins::Site, serve_app, Served, Tab};
 use crate::support::Setup;
 
 backend_tests!(
@@ -30,54 +28,10 @@ backend_tests!(
 
 const CARD: &str = "4242424242424242";
 
-/// One server on its own thread, stopped when dropped.
-struct Served(ServerHandle);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        drop(self.0.stop(false));
-    }
-}
-
 fn listener() -> (TcpListener, String) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let base = format!("http://{}", l.local_addr().expect("addr"));
     (l, base)
-}
-
-fn serve_api(state: ApiState, l: TcpListener) -> Served {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        actix_web::rt::System::new().block_on(async move {
-            let server = HttpServer::new(move || tessera_http::app(state.clone()))
-                .workers(1)
-                .listen(l)
-                .expect("listen")
-                .run();
-            let _ = tx.send(server.handle());
-            let _ = server.await;
-        });
-    });
-    Served(rx.recv().expect("started"))
-}
-
-fn serve_fields(elements: Elements, l: TcpListener) -> Served {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        actix_web::rt::System::new().block_on(async move {
-            let server = HttpServer::new(move || {
-                let elements = elements.clone();
-                App::new().configure(move |cfg| elements.configure(cfg))
-            })
-            .workers(1)
-            .listen(l)
-            .expect("listen")
-            .run();
-            let _ = tx.send(server.handle());
-            let _ = server.await;
-        });
-    });
-    Served(rx.recv().expect("started"))
 }
 
 /// A tenant with a public key for `allowed` pages, its API and its fields served apart.
@@ -126,7 +80,19 @@ impl Checkout {
                 api_key_header: "svc-api-key".into(),
             },
         );
-        let servers = [serve_api(state, api_l), serve_fields(elements, fields_l)];
+        let servers = [
+            Served {
+                handle: serve_app!(api_l, move || tessera_http::app(state.clone())),
+                base: api.clone(),
+            },
+            Served {
+                handle: serve_app!(fields_l, move || {
+                    let elements = elements.clone();
+                    App::new().configure(move |cfg| elements.configure(cfg))
+                }),
+                base: fields.clone(),
+            },
+        ];
         Self {
             public_key: issued.api_key.expose().to_string(),
             s,
@@ -176,6 +142,26 @@ const MOUNT_CARD: &str = r#"
   card.mount('#card');
 "#;
 
+/// A checkout whose public key allows the merchant's site, and a tab on the merchant's page
+/// running `script`, loaded on a screen `width` CSS pixels wide (a phone) or a desktop's;
+/// `None`, and the test skips, without Chromium.
+async fn at_checkout(
+    db: &TestDatabase,
+    width: Option<i64>,
+    script: impl FnOnce(&Checkout) -> String,
+) -> Option<(Checkout, Site, Tab)> {
+    let chromium = chromium().await?;
+    let (merchant_l, merchant) = listener();
+    let c = Checkout::start(db, &merchant).await;
+    let site = Site::start_on(merchant_l, c.page(&script(&c)));
+    let tab = Tab::open(chromium, &site.base).await;
+    if let Some(width) = width {
+        tab.width(width, true).await;
+    }
+    tab.go_to(&format!("{}/", site.base)).await;
+    Some((c, site, tab))
+}
+
 /// Waits until `js` is true in the page (15 s at most).
 async fn until(tab: &Tab, js: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
@@ -203,24 +189,23 @@ async fn click_in_frame(tab: &Tab, index: usize, x: f64) {
         .expect("click");
 }
 
-async fn keys(tab: &Tab, text: &str) {
-    tab.page
-        .find_element("body")
-        .await
-        .expect("body")
-        .type_str(text)
-        .await
-        .expect("type");
+/// Types `text`, then presses each key of `then`: keys go to whatever has focus, inside a
+/// frame too.
+async fn keys(tab: &Tab, text: &str, then: &[&str]) {
+    let body = tab.page.find_element("body").await.expect("body");
+    body.type_str(text).await.expect("type");
+    for key in then {
+        body.press_key(key).await.expect("key");
+    }
 }
 
-async fn press(tab: &Tab, key: &str) {
-    tab.page
-        .find_element("body")
-        .await
-        .expect("body")
-        .press_key(key)
-        .await
-        .expect("key");
+/// A person types the card into the card element (the first frame), moving from input to
+/// input with Tab, and leaves it.
+async fn type_card(tab: &Tab) {
+    click_in_frame(tab, 0, 40.0).await;
+    keys(tab, CARD, &["Tab"]).await;
+    keys(tab, "1231", &["Tab"]).await;
+    keys(tab, "737", &["Tab"]).await;
 }
 
 /// Asks the elements for a token; the created token, or `{"error": …}`.
@@ -263,24 +248,15 @@ async fn assert_no_digits_reached_the_page(tab: &Tab) {
 }
 
 async fn a_typed_card_becomes_a_token_the_page_never_sees(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
+    let evil = Site::start(String::new());
+    let Some((c, _site, tab)) =
+        at_checkout(db, None, |_| MOUNT_CARD.replace("EVIL", &evil.base)).await
+    else {
         return;
     };
-    let evil = Site::start(String::new());
-    let (merchant_l, merchant) = listener();
-    let c = Checkout::start(db, &merchant).await;
-    let merchant_site = Site::start_on(merchant_l, c.page(&MOUNT_CARD.replace("EVIL", &evil.base)));
-    let tab = Tab::open(chromium, &merchant_site.base).await;
-    tab.go_to(&format!("{}/", merchant_site.base)).await;
     until(&tab, "window.__ready === 1").await;
     tab.screenshot("elements-empty").await;
-    click_in_frame(&tab, 0, 40.0).await;
-    keys(&tab, CARD).await;
-    press(&tab, "Tab").await;
-    keys(&tab, "1231").await;
-    press(&tab, "Tab").await;
-    keys(&tab, "737").await;
-    press(&tab, "Tab").await;
+    type_card(&tab).await;
     until(
         &tab,
         "window.__changes.length > 0 && window.__changes[window.__changes.length - 1].complete",
@@ -332,17 +308,8 @@ async fn a_typed_card_becomes_a_token_the_page_never_sees(db: &TestDatabase) {
     );
     // Recorded like any create, with the origin it came from (the fields').
     c.s.vault().audit().flush().await;
-    let events =
-        c.s.vault()
-            .list_audit_events(
-                &c.s.admin,
-                &AuditFilter::default(),
-                PageRequest::new(Some(1), Some(100)).expect("page"),
-            )
-            .await
-            .expect("events");
+    let events = c.s.events().await;
     let created = events
-        .items
         .iter()
         .find(|e| {
             e.event.action == AuditAction::TokenCreated
@@ -402,55 +369,43 @@ async fn a_page_that_is_not_allowed_can_neither_frame_nor_call(db: &TestDatabase
 }
 
 async fn cors_answers_a_page_only_what_a_public_key_may_do(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
-    let (merchant_l, merchant) = listener();
-    let c = Checkout::start(db, &merchant).await;
-    let call = |key: &str, method: &str, path: &str, credentials: &str| {
-        format!(
-            "fetch('{api}{path}', {{ method: '{method}', credentials: '{credentials}', headers: {{ 'content-type': 'application/json', 'svc-api-key': '{key}' }}{body} }})\
-               .then((r) => 'answer ' + r.status, (e) => e.name)",
-            api = c.api,
-            body = if method == "POST" {
+    let script = |c: &Checkout| {
+        let call = |key: &str, method: &str, path: &str, credentials: &str| {
+            let body = if method == "POST" {
                 ", body: JSON.stringify({ type: 'token', data: 'x' })"
             } else {
                 ""
-            },
-        )
-    };
-    let checks = [
-        (
-            "public_create",
-            call(&c.public_key, "POST", "/tokens", "omit"),
-        ),
-        (
-            "public_tokenize",
-            call(&c.public_key, "POST", "/tokenize", "omit"),
-        ),
-        (
-            "with_credentials",
-            call(&c.public_key, "POST", "/tokens", "include"),
-        ),
-        (
-            "private_create",
-            call(&c.s.admin_key, "POST", "/tokens", "omit"),
-        ),
-        ("public_list", call(&c.public_key, "GET", "/tokens", "omit")),
-        (
-            "private_apps",
-            call(&c.s.admin_key, "GET", "/applications", "omit"),
-        ),
-    ];
-    let script: String = checks
+            };
+            format!(
+                "fetch('{api}{path}', {{ method: '{method}', credentials: '{credentials}', headers: {{ 'content-type': 'application/json', 'svc-api-key': '{key}' }}{body} }})\
+                   .then((r) => 'answer ' + r.status, (e) => e.name)",
+                api = c.api,
+            )
+        };
+        let (public, private) = (c.public_key.as_str(), c.s.admin_key.as_str());
+        [
+            ("public_create", call(public, "POST", "/tokens", "omit")),
+            ("public_tokenize", call(public, "POST", "/tokenize", "omit")),
+            (
+                "with_credentials",
+                call(public, "POST", "/tokens", "include"),
+            ),
+            ("private_create", call(private, "POST", "/tokens", "omit")),
+            ("public_list", call(public, "GET", "/tokens", "omit")),
+            (
+                "private_apps",
+                call(private, "GET", "/applications", "omit"),
+            ),
+        ]
         .iter()
         .map(|(name, js)| {
             format!("window.__{name} = undefined; {js}.then((v) => window.__{name} = v);\n")
         })
-        .collect();
-    let site = Site::start_on(merchant_l, c.page(&script));
-    let tab = Tab::open(chromium, &site.base).await;
-    tab.go_to(&format!("{}/", site.base)).await;
+        .collect::<String>()
+    };
+    let Some((_c, _site, tab)) = at_checkout(db, None, script).await else {
+        return;
+    };
     for (name, expected) in [
         ("public_create", "answer 201"),
         ("public_tokenize", "answer 201"),
@@ -470,11 +425,6 @@ async fn cors_answers_a_page_only_what_a_public_key_may_do(db: &TestDatabase) {
 }
 
 async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
-    let (merchant_l, merchant) = listener();
-    let c = Checkout::start(db, &merchant).await;
     let script = format!(
         r#"{MOUNT_CARD}
   const number = elements.create('cardNumber');
@@ -488,14 +438,13 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
   window.__single = {{ number, expiry, cvc }};"#,
         MOUNT_CARD = MOUNT_CARD.replace("EVIL", "http://127.0.0.1:9"),
     );
-    let site = Site::start_on(merchant_l, c.page(&script));
-    let tab = Tab::open(chromium, &site.base).await;
-    tab.width(375, true).await;
-    tab.go_to(&format!("{}/", site.base)).await;
+    let Some((c, _site, tab)) = at_checkout(db, Some(375), |_| script).await else {
+        return;
+    };
     until(&tab, "window.__ready === 4").await;
     // A number that fails the Luhn check: the error reaches the page when it is complete.
     click_in_frame(&tab, 0, 40.0).await;
-    keys(&tab, "4242424242424241").await;
+    keys(&tab, "4242424242424241", &[]).await;
     until(
         &tab,
         "window.__changes.some((e) => e.errors.some((x) => x.field === 'number' && x.kind === 'invalid'))",
@@ -516,9 +465,9 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
     // Three single fields composed into one card.
     for (index, text) in [(1, CARD), (2, "0130"), (3, "123")] {
         click_in_frame(&tab, index, 20.0).await;
-        keys(&tab, text).await;
+        keys(&tab, text, &[]).await;
     }
-    press(&tab, "Tab").await;
+    keys(&tab, "", &["Tab"]).await;
     let token = create_token(
         &tab,
         "{ type: 'card', data: { number: window.__single.number, expiration_month: window.__single.expiry, expiration_year: window.__single.expiry, cvc: window.__single.cvc } }",
@@ -536,11 +485,6 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
 }
 
 async fn a_hostile_frame_in_the_page_cannot_drive_the_fields(db: &TestDatabase) {
-    let Some(chromium) = chromium().await else {
-        return;
-    };
-    let (merchant_l, merchant) = listener();
-    let c = Checkout::start(db, &merchant).await;
     // A third-party script's frame inside the allowed page (an ad, a chat widget): it knows
     // the card frame's name and asks it to clear, restyle, and tokenize into a token it would
     // choose, with every target origin.
@@ -557,20 +501,15 @@ parent.postMessage({ hostile: 'done' }, '*');
 </script>"#
             .to_string(),
     );
-    let site = Site::start_on(
-        merchant_l,
-        c.page(&MOUNT_CARD.replace("EVIL", "http://127.0.0.1:9")),
-    );
-    let tab = Tab::open(chromium, &site.base).await;
-    tab.go_to(&format!("{}/", site.base)).await;
+    let Some((_c, _site, tab)) = at_checkout(db, None, |_| {
+        MOUNT_CARD.replace("EVIL", "http://127.0.0.1:9")
+    })
+    .await
+    else {
+        return;
+    };
     until(&tab, "window.__ready === 1").await;
-    click_in_frame(&tab, 0, 40.0).await;
-    keys(&tab, CARD).await;
-    press(&tab, "Tab").await;
-    keys(&tab, "1231").await;
-    press(&tab, "Tab").await;
-    keys(&tab, "737").await;
-    press(&tab, "Tab").await;
+    type_card(&tab).await;
     until(&tab, "window.__changes.some((e) => e.complete)").await;
     let before = tokens(db).await;
     tab.eval(&format!(

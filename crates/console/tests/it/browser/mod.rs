@@ -187,30 +187,38 @@ pub(crate) struct Served {
     handle: ServerHandle,
 }
 
+/// Serves the app `factory` builds on `listener` with one worker, on a thread of its own;
+/// evaluates to the server's handle.
+macro_rules! serve_app {
+    ($listener:expr, $factory:expr) => {{
+        let (listener, factory) = ($listener, $factory);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server = HttpServer::new(factory)
+                    .workers(1)
+                    .listen(listener)
+                    .expect("listen")
+                    .run();
+                let _ = tx.send(server.handle());
+                let _ = server.await;
+            });
+        });
+        rx.recv().expect("server started")
+    }};
+}
+pub(crate) use serve_app;
+
 impl Served {
     pub(crate) fn start(console: &Console) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let console = console.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || {
-                    let console = console.clone();
-                    App::new().configure(move |cfg| console.configure(cfg))
-                })
-                .workers(1)
-                .listen(listener)
-                .expect("listen")
-                .run();
-                let _ = tx.send(server.handle());
-                let _ = server.await;
-            });
+        let handle = serve_app!(listener, move || {
+            let console = console.clone();
+            App::new().configure(move |cfg| console.configure(cfg))
         });
-        Self {
-            base,
-            handle: rx.recv().expect("server started"),
-        }
+        Self { base, handle }
     }
 }
 
