@@ -112,6 +112,10 @@ pub(crate) struct ServeArgs {
     /// Requests a public key may make at once from one client address.
     #[arg(long, env = "TESSERA_PUBLIC_RATE_LIMIT_BURST", default_value_t = 50.0)]
     pub(crate) public_rate_limit_burst: f64,
+    /// IP addresses of reverse proxies in front of the API (comma-separated): from these
+    /// peers only, `X-Forwarded-For` names the client that the public keys' limit counts.
+    #[arg(long, env = "TESSERA_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub(crate) trusted_proxies: Vec<std::net::IpAddr>,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub(crate) workers: Option<usize>,

@@ -173,20 +173,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tessera_http::browser::RateLimit::new(args.public_rate_limit, args.public_rate_limit_burst)
             .context("--public-rate-limit must be a positive number of requests per second")?;
     // The fields live on the console's listener: with `--no-console` it is not opened.
-    let elements = console
-        .as_ref()
-        .and_then(|_| {
-            args.elements
-                .config(args.listen, args.gateway.header_prefix.api_key.as_str())
-        })
-        .map(|config| tessera_elements::Elements::new(vault_for_elements.clone(), config));
-    let frame_origin = elements
-        .as_ref()
-        .and_then(|_| args.elements.frame_origin(args.console.console_listen));
-    state = state.with_browsers(tessera_http::browser::Browsers::new(
-        frame_origin,
-        public_limit,
-    ));
+    let setup = console.as_ref().and_then(|_| {
+        args.elements.setup(
+            args.listen,
+            args.console.console_listen,
+            args.gateway.header_prefix.api_key.as_str(),
+        )
+    });
+    let (elements, frame_origin) = match setup {
+        Some((config, origin)) => (
+            Some(tessera_elements::Elements::new(
+                vault_for_elements.clone(),
+                config,
+            )),
+            Some(origin),
+        ),
+        None => (None, None),
+    };
+    state = state.with_browsers(
+        tessera_http::browser::Browsers::new(frame_origin, public_limit)
+            .with_trusted_proxies(args.trusted_proxies.clone()),
+    );
     if (console.is_some() || elements.is_some()) && args.console.console_listen == args.listen {
         anyhow::bail!(
             "--console-listen must differ from --listen: the console never shares an origin with /proxy"

@@ -35,6 +35,15 @@ impl Origin {
             return Err("must be an origin alone: no path, query, fragment or credentials");
         }
         let loopback = match url.host() {
+            // A host name of letters, digits, dots and hyphens (an IDN in its `xn--` form):
+            // origins are written into CSP headers, where `;`, `,` or quotes would mean more.
+            Some(url::Host::Domain(d))
+                if !d
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') =>
+            {
+                return Err("must name a host of letters, digits, dots and hyphens");
+            }
             Some(url::Host::Domain(d)) => d == "localhost",
             Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
             Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
@@ -97,6 +106,9 @@ mod tests {
             "file:///etc/passwd",
             "null",
             "",
+            "https://a;b.example",
+            "https://a,b.example",
+            "https://a'b.example",
         ] {
             assert!(Origin::parse(raw).is_err(), "{raw}");
         }

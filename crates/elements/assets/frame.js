@@ -1,12 +1,15 @@
 // The hosted fields' frame (docs/elements.md). It holds what a person types and never hands
 // it to the page that embeds it: the page gets events that carry no digit of the value, and
-// the token this frame creates by calling the API itself.
+// the token this frame creates by calling the API itself (for a card, with the brand, last
+// four digits and expiry a receipt shows).
 //
 // Trust: the embedding page's origin comes from this frame's URL, and the server let the
 // page frame us only if the key's application lists that origin (CSP frame-ancestors). Every
 // message from the page is checked against that origin and that window; every message to it
 // names that origin. Values travel between frames of one checkout only over a
-// BroadcastChannel, which only this origin's frames in the same page can join.
+// BroadcastChannel, which only this origin's frames in the same page can join, named after
+// the key as well: a frame loaded with another tenant's key (whose application may list the
+// same page) never hears this checkout's values.
 (function () {
   "use strict";
 
@@ -19,6 +22,9 @@
   var API = document.documentElement.getAttribute("data-api");
   var KEY_HEADER = document.documentElement.getAttribute("data-key-header");
   var CREATE_FIELDS = ["type", "data", "metadata", "containers"];
+  var PARTS = ["number", "month", "year", "cvc", "text"];
+  var CARD_PARTS = ["number", "month", "year", "cvc"];
+  function own(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
 
   // ---- card rules (the same brand table as the server's card display fields) ----
   // [name, leading digits, valid lengths, CVC length, the length most of its cards have]
@@ -76,7 +82,6 @@
     invalid: "This value is invalid.",
     expired: "This card has expired."
   };
-  var sensitive = false;
   // What each input was when it was last checked, and what the check found: the page learns
   // a check's result only at a checkpoint (complete length, or focus leaving).
   var checked = {};
@@ -117,9 +122,15 @@
     return null;
   }
 
-  // A checkpoint for `part`: its problem is now known to the page.
+  // A checkpoint for `part`: its problem is now known to the page. A number is judged only at
+  // the lengths typing judges it at (see atFullLength), so that a page which blurs the frame
+  // at will learns nothing more: at any other length it is "incomplete".
   function check(part) {
-    checked[part] = { value: inputs[part].value, problem: problem(part) };
+    var found = problem(part);
+    if (part === "number" && found !== "required" && !atFullLength("number")) {
+      found = "incomplete";
+    }
+    checked[part] = { value: inputs[part].value, problem: found };
   }
 
   function isComplete(part) {
@@ -136,10 +147,11 @@
       var b = brandOf(d);
       return d.length === b[4] || d.length >= b[2][b[2].length - 1];
     }
-    if (part === "expiry") return /^\s*\d{2}\s*\/\s*(\d{2}|\d{4})\s*$/.test(v);
+    // A two-digit year "20" is the start of a four-digit one, not the year 2020.
+    if (part === "expiry") return /^\s*\d{2}\s*\/\s*(\d{4}|(?!20)\d{2})\s*$/.test(v);
     if (part === "cvc") {
       var brand = currentBrand();
-      return v.length >= (brand ? brand[3] : 4);
+      return v.length >= (brand ? brand[3] : 3);
     }
     return false;
   }
@@ -207,18 +219,36 @@
 
   function formatExpiry(el, deleting) {
     var d = el.value.replace(/\D/g, "").slice(0, 6);
+    // "1/" means January: the slash ends the month.
+    if (/^\s*\d\s*\//.test(el.value)) d = "0" + d;
     if (d.length === 1 && d > "1") d = "0" + d;
     if (d.length >= 2 && !deleting) el.value = d.slice(0, 2) + " / " + d.slice(2);
     else el.value = d.length > 2 ? d.slice(0, 2) + " / " + d.slice(2) : d;
   }
 
+  // Reformats `el` with `format`, keeping the caret after the same number of digits.
+  function keepingCaret(el, format) {
+    var atEnd = el.selectionStart === el.value.length;
+    var digitsBefore = el.value.slice(0, el.selectionStart).replace(/\D/g, "").length;
+    format();
+    if (atEnd || document.activeElement !== el) return;
+    var at = 0;
+    for (var seen = 0; at < el.value.length && seen < digitsBefore; at++) {
+      if (/\d/.test(el.value[at])) seen++;
+    }
+    el.setSelectionRange(at, at);
+  }
+
   present().forEach(function (part) {
     var el = inputs[part];
     el.addEventListener("input", function (e) {
-      if (part === "number") formatNumber(el);
-      if (part === "expiry") formatExpiry(el, e.inputType && e.inputType.indexOf("delete") === 0);
+      var deleting = !!e.inputType && e.inputType.indexOf("delete") === 0;
+      if (part === "number") keepingCaret(el, function () { formatNumber(el); });
+      if (part === "expiry") keepingCaret(el, function () { formatExpiry(el, deleting); });
       if (part === "cvc") el.value = el.value.replace(/\D/g, "").slice(0, 4);
       if (atFullLength(part)) check(part);
+      // The brand decides the CVC's length: judge it again.
+      if (part === "number" && inputs.cvc && checked.cvc) check("cvc");
       report(false);
     });
     el.addEventListener("focus", function () { toPage({ event: "focus", field: part }); });
@@ -250,12 +280,12 @@
   }
 
   var channel = GROUP && "BroadcastChannel" in window
-    ? new BroadcastChannel("tessera-elements:" + GROUP) : null;
+    ? new BroadcastChannel("tessera-elements:" + JSON.stringify([KEY, PARENT, GROUP])) : null;
   var pending = {};
   if (channel) {
     channel.onmessage = function (e) {
       var m = e.data || {};
-      if (m.op === "collect" && m.element === NAME) {
+      if (m.op === "collect" && m.element === NAME && PARTS.indexOf(m.part) >= 0) {
         channel.postMessage({ op: "value", request: m.request, element: NAME, part: m.part,
           value: valueOf(m.part).value, problem: partProblem(m.part) });
       } else if (m.op === "value" && pending[m.request]) {
@@ -286,7 +316,7 @@
   }
 
   function gather(refs) {
-    var data = {};
+    var data = Object.create(null);
     var problems = [];
     var keys = Object.keys(refs || {});
     return Promise.all(keys.map(function (k) {
@@ -295,6 +325,7 @@
         data[k] = ref;
         return null;
       }
+      if (PARTS.indexOf(ref.part) < 0) return Promise.reject(new Error("field not found"));
       return collect(ref.element, String(ref.part)).then(function (got) {
         if (got.problem) problems.push({ field: k, kind: got.problem });
         data[k] = got.value;
@@ -307,7 +338,19 @@
       error: { status: status, title: title, errors: errors || {} } });
   }
 
+  // Whether `refs` puts a card's part anywhere: then the token must be a card, so that a card
+  // number is never stored outside the card containers nor shown as another type's text.
+  function holdsCardParts(refs) {
+    return Object.keys(refs || {}).some(function (k) {
+      var ref = refs[k];
+      return !!ref && typeof ref === "object" && CARD_PARTS.indexOf(ref.part) >= 0;
+    });
+  }
+
   function create(m) {
+    if (holdsCardParts(m.data) && m.type !== "card") {
+      return fail(m.id, 400, "Card fields create only card tokens", { type: ["must be card"] });
+    }
     gather(m.data).then(function (g) {
       if (g.problems.length) {
         present().forEach(check);
@@ -359,7 +402,7 @@
   function configure(m) {
     var style = m.style && typeof m.style === "object" ? m.style : {};
     Object.keys(STYLE_KEYS).forEach(function (k) {
-      var v = style[k];
+      var v = own(style, k) ? style[k] : undefined;
       if (typeof v === "string" && STYLE[STYLE_KEYS[k]].test(v)) {
         var prop = "--t-" + k.replace(/[A-Z]/g, function (c) { return "-" + c.toLowerCase(); });
         document.documentElement.style.setProperty(prop, v);
@@ -370,8 +413,8 @@
       Object.keys(given).forEach(function (k) {
         var text = given[k];
         if (typeof text !== "string" || text.length > 200) return;
-        if (kind === "messages" && messages[k]) messages[k] = text;
-        var el = inputs[k];
+        if (kind === "messages" && own(messages, k)) messages[k] = text;
+        var el = own(inputs, k) ? inputs[k] : null;
         if (!el) return;
         if (kind === "placeholders") el.placeholder = text;
         if (kind === "labels") {
@@ -382,7 +425,6 @@
       });
     });
     if (inputs.text && m.sensitive === true) {
-      sensitive = true;
       inputs.text.classList.add("sensitive");
     }
     if (m.autofill === false) {
@@ -409,5 +451,5 @@
       toPage({ event: "resize", height: Math.ceil(document.documentElement.scrollHeight) });
     }).observe(document.body);
   }
-  toPage({ event: "ready", field: FIELD, sensitive: sensitive });
+  toPage({ event: "ready", field: FIELD });
 })();

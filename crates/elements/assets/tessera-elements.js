@@ -22,6 +22,10 @@
   // How a token's data fields map to a frame's parts when an element is composed into it.
   var CARD_PARTS = { number: "number", expiration_month: "month", expiration_year: "year",
     cvc: "cvc" };
+  // A frame that has not loaded by then was refused (the page's origin is not in the key's
+  // allowed_origins, or the key is not a public key); a create not answered by then failed.
+  var READY_TIMEOUT_MS = 10000;
+  var CREATE_TIMEOUT_MS = 30000;
 
   function randomId() {
     var bytes = new Uint8Array(12);
@@ -224,7 +228,25 @@
         return reject(TesseraError(0, "Mount an element before creating a token from it"));
       }
       var id = randomId();
-      self._pending[id] = { resolve: resolve, reject: reject };
+      var timer;
+      var wasReady = lead._ready;
+      var expire = function () {
+        if (!self._pending[id]) return;
+        if (!wasReady && lead._ready) {
+          wasReady = true;
+          timer = setTimeout(expire, CREATE_TIMEOUT_MS);
+          return;
+        }
+        delete self._pending[id];
+        reject(lead._ready
+          ? TesseraError(0, "The vault did not answer in time")
+          : TesseraError(0, "The card frame did not load: is this page's origin in the key's allowed_origins?"));
+      };
+      timer = setTimeout(expire, wasReady ? CREATE_TIMEOUT_MS : READY_TIMEOUT_MS);
+      self._pending[id] = {
+        resolve: function (t) { clearTimeout(timer); resolve(t); },
+        reject: function (e) { clearTimeout(timer); reject(e); }
+      };
       lead._send({ op: "tokenize", id: id, type: request.type, data: refs,
         metadata: request.metadata, containers: request.containers });
     });

@@ -37,45 +37,51 @@ fn parse_origin(raw: &str) -> Result<Origin, String> {
 }
 
 impl ElementsArgs {
-    /// The frame's settings when the API listens on `api_listen`; `None` with
-    /// `--no-elements`.
-    pub fn config(&self, api_listen: SocketAddr, api_key_header: &str) -> Option<ElementsConfig> {
+    /// The frame's settings when the API listens on `api_listen` and the fields are served on
+    /// `console_listen`, with the fields' own origin (which the API allows for every public
+    /// key). `None` with `--no-elements`, and when an origin is neither given nor derivable:
+    /// a listener on an address other than loopback is reached by browsers over `https`, at a
+    /// name only the operator knows.
+    pub fn setup(
+        &self,
+        api_listen: SocketAddr,
+        console_listen: SocketAddr,
+        api_key_header: &str,
+    ) -> Option<(ElementsConfig, Origin)> {
         if self.no_elements {
             return None;
         }
-        Some(ElementsConfig {
-            api_origin: self
-                .elements_api_origin
-                .clone()
-                .unwrap_or_else(|| loopback_origin(api_listen)),
+        let api_origin = self
+            .elements_api_origin
+            .clone()
+            .or_else(|| loopback_origin(api_listen));
+        let frame_origin = self
+            .elements_origin
+            .clone()
+            .or_else(|| loopback_origin(console_listen));
+        let (Some(api_origin), Some(frame_origin)) = (api_origin, frame_origin) else {
+            tracing::warn!(
+                "the hosted card fields are off: set --elements-api-origin and --elements-origin to the https origins browsers reach the API and the console at"
+            );
+            return None;
+        };
+        let config = ElementsConfig {
+            api_origin,
             api_key_header: api_key_header.to_string(),
-        })
-    }
-
-    /// The origin the API allows for the frame, when the fields are served from the console
-    /// listener at `console_listen`.
-    pub fn frame_origin(&self, console_listen: SocketAddr) -> Option<Origin> {
-        if self.no_elements {
-            return None;
-        }
-        Some(
-            self.elements_origin
-                .clone()
-                .unwrap_or_else(|| loopback_origin(console_listen)),
-        )
+        };
+        Some((config, frame_origin))
     }
 }
 
-/// `http://` and the address a browser on this machine reaches `listen` at.
-fn loopback_origin(listen: SocketAddr) -> Origin {
+/// `http://` and the address a browser on this machine reaches `listen` at, when that is a
+/// loopback address (or every interface, reached over loopback).
+fn loopback_origin(listen: SocketAddr) -> Option<Origin> {
     let ip = match listen.ip() {
         std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
         std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
         ip => ip,
     };
-    let raw = format!("http://{}", SocketAddr::new(ip, listen.port()));
-    // A loopback address with a port is always an origin.
-    Origin::parse(&raw).unwrap_or_else(|_| unreachable!("`{raw}` is an origin"))
+    Origin::parse(&format!("http://{}", SocketAddr::new(ip, listen.port()))).ok()
 }
 
 #[cfg(test)]
@@ -90,21 +96,41 @@ mod tests {
         }
     }
 
+    fn addr(raw: &str) -> SocketAddr {
+        raw.parse().expect("addr")
+    }
+
     #[test]
     fn defaults_are_the_listeners_over_loopback() {
-        let config = args()
-            .config("0.0.0.0:8080".parse().expect("addr"), "svc-api-key")
+        let (config, frame) = args()
+            .setup(addr("0.0.0.0:8080"), addr("127.0.0.1:8082"), "svc-api-key")
             .expect("on");
         assert_eq!(config.api_origin.as_str(), "http://127.0.0.1:8080");
-        let frame = args().frame_origin("127.0.0.1:8082".parse().expect("addr"));
-        assert_eq!(frame.expect("on").as_str(), "http://127.0.0.1:8082");
+        assert_eq!(frame.as_str(), "http://127.0.0.1:8082");
         let off = ElementsArgs {
             no_elements: true,
             ..args()
         };
         assert!(off
-            .config("127.0.0.1:1".parse().expect("addr"), "k")
+            .setup(addr("127.0.0.1:1"), addr("127.0.0.1:2"), "k")
             .is_none());
+    }
+
+    #[test]
+    fn a_listener_on_another_address_needs_its_origin_given() {
+        let lan = addr("10.0.0.5:8080");
+        assert!(
+            args().setup(lan, addr("127.0.0.1:8082"), "k").is_none(),
+            "off, not a panic"
+        );
+        let given = ElementsArgs {
+            elements_api_origin: Some(Origin::parse("https://vault.example").expect("origin")),
+            elements_origin: Some(Origin::parse("https://fields.example").expect("origin")),
+            ..args()
+        };
+        let (config, frame) = given.setup(lan, addr("10.0.0.5:8082"), "k").expect("on");
+        assert_eq!(config.api_origin.as_str(), "https://vault.example");
+        assert_eq!(frame.as_str(), "https://fields.example");
     }
 
     #[test]

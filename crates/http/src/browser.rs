@@ -53,6 +53,8 @@ pub struct Browsers {
     pub elements_origin: Option<Origin>,
     /// The public keys' own limit, per application and client address.
     limiter: RateLimiter<(ApplicationId, IpAddr)>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client.
+    trusted_proxies: Vec<IpAddr>,
 }
 
 impl Browsers {
@@ -62,7 +64,46 @@ impl Browsers {
         Self {
             elements_origin,
             limiter: RateLimiter::new(limit),
+            trusted_proxies: Vec::new(),
         }
+    }
+
+    /// Believes `X-Forwarded-For` from `proxies` (the load balancers in front of the API), so
+    /// that the public keys' limit counts each client, not the balancer.
+    pub fn with_trusted_proxies(mut self, proxies: Vec<IpAddr>) -> Self {
+        self.trusted_proxies = proxies;
+        self
+    }
+
+    /// The client a request comes from, as the limit counts it: the peer, or behind trusted
+    /// proxies the last address of `X-Forwarded-For` that is not one of them; an IPv6 client
+    /// by its /64 (one subscriber's network), so that rotating addresses within it gains
+    /// nothing.
+    fn client(&self, req: &ServiceRequest) -> Option<IpAddr> {
+        let mut client = req.peer_addr()?.ip();
+        if self.trusted_proxies.contains(&client) {
+            let forwarded = req
+                .headers()
+                .get_all("x-forwarded-for")
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
+                .collect::<Vec<_>>();
+            if let Some(hop) = forwarded
+                .into_iter()
+                .rev()
+                .find(|hop| !self.trusted_proxies.contains(hop))
+            {
+                client = hop;
+            }
+        }
+        Some(match client {
+            IpAddr::V6(v6) => {
+                let network = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(network.into())
+            }
+            v4 => v4,
+        })
     }
 }
 
@@ -106,29 +147,31 @@ pub(crate) fn admit(
     if principal.app_type() != ApplicationType::Public {
         return Ok(());
     }
-    if let Some(ip) = req.peer_addr().map(|a| a.ip()) {
+    // The origin first: a page that may not use the key spends none of its limit.
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let elements = state.browsers.elements_origin.as_ref();
+        if !(principal.allows_browser_origin(origin)
+            || elements.is_some_and(|o| o.as_str() == origin))
+        {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "this public application's allowed_origins do not list the page's origin",
+            ));
+        }
+        // From here the page may read the answer, a 429 included.
+        if req.method() == Method::POST {
+            req.extensions_mut().insert(Admitted);
+        }
+    }
+    if let Some(client) = state.browsers.client(req) {
         if let Err(wait) = state
             .browsers
             .limiter
-            .check(&(principal.application_id(), ip))
+            .check(&(principal.application_id(), client))
         {
             return Err(ApiError::rate_limited(retry_after_secs(wait)));
         }
-    }
-    let Some(origin) = req.headers().get(header::ORIGIN) else {
-        return Ok(());
-    };
-    let origin = origin.to_str().unwrap_or("");
-    let elements = state.browsers.elements_origin.as_ref();
-    if !(principal.allows_browser_origin(origin) || elements.is_some_and(|o| o.as_str() == origin))
-    {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "this public application's allowed_origins do not list the page's origin",
-        ));
-    }
-    if req.method() == Method::POST {
-        req.extensions_mut().insert(Admitted);
     }
     Ok(())
 }

@@ -13,22 +13,24 @@ pub struct CardSummary {
     pub brand: &'static str,
     /// The number's last four digits.
     pub last4: String,
-    /// Expiry month, 1–12.
-    pub expiration_month: u64,
-    /// Expiry year, four digits.
-    pub expiration_year: u64,
+    /// Expiry month, 1–12 (absent for a card stored without an expiry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expiration_month: Option<u64>,
+    /// Expiry year, four digits (absent with the month).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expiration_year: Option<u64>,
 }
 
 impl CardSummary {
-    /// The summary of a card token's (already validated) data; `None` if a field is missing.
+    /// The summary of a card token's (already validated) data; `None` without a number.
     pub fn of(data: &Value) -> Option<Self> {
         let number = data.get("number")?.as_str()?;
         let last4 = number.get(number.len().checked_sub(4)?..)?.to_string();
         Some(Self {
             brand: brand(number),
             last4,
-            expiration_month: data.get("expiration_month")?.as_u64()?,
-            expiration_year: data.get("expiration_year")?.as_u64()?,
+            expiration_month: data.get("expiration_month").and_then(Value::as_u64),
+            expiration_year: data.get("expiration_year").and_then(Value::as_u64),
         })
     }
 }
@@ -91,8 +93,8 @@ mod tests {
             CardSummary {
                 brand: "visa",
                 last4: "4242".into(),
-                expiration_month: 12,
-                expiration_year: 2031
+                expiration_month: Some(12),
+                expiration_year: Some(2031)
             }
         );
         let shown = serde_json::to_string(&summary).expect("json");
@@ -101,5 +103,11 @@ mod tests {
             "{shown}"
         );
         assert_eq!(CardSummary::of(&serde_json::json!({"number": "42"})), None);
+        let no_expiry = CardSummary::of(&serde_json::json!({"number": "4242424242424242"}))
+            .expect("a card without expiry");
+        assert_eq!(
+            serde_json::to_value(no_expiry).expect("json"),
+            serde_json::json!({"brand": "visa", "last4": "4242"})
+        );
     }
 }

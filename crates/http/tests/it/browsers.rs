@@ -24,6 +24,7 @@ use tessera_testkit::{
 };
 
 backend_tests!(
+    clients_are_counted_behind_trusted_proxies_and_by_ipv6_network,
     allowed_origins_are_validated_returned_and_kept,
     preflights_answer_alike_for_every_origin,
     answers_are_shared_only_with_a_public_keys_listed_origins,
@@ -350,6 +351,24 @@ async fn public_keys_have_a_rate_limit_of_their_own(db: &TestDatabase) {
     .await;
     assert_eq!(limited.status, 429);
     assert!(limited.headers.get("retry-after").is_some());
+    assert_eq!(
+        allowed_origin(&limited),
+        Some(SHOP),
+        "the page may read its 429"
+    );
+    // A page that may not use the key spends none of the limit: its 403 comes first.
+    let elsewhere = send_raw(
+        &app,
+        from_page(
+            Method::POST,
+            "/tokens",
+            "https://evil.example",
+            &public,
+            "192.0.2.9:1",
+        ),
+    )
+    .await;
+    assert_eq!(elsewhere.status, 403);
     // Another client of the same page, and a private key, are not affected.
     let shopper = send_raw(
         &app,
@@ -365,4 +384,47 @@ async fn public_keys_have_a_rate_limit_of_their_own(db: &TestDatabase) {
         .await;
         assert_eq!(r.status, 201);
     }
+}
+
+async fn clients_are_counted_behind_trusted_proxies_and_by_ipv6_network(db: &TestDatabase) {
+    let limit = RateLimit::new(0.01, 1.0).expect("limit");
+    let balancer: std::net::IpAddr = "10.0.0.2".parse().expect("ip");
+    let st = state_with(db, MIB, DestinationPolicy::default())
+        .with_browsers(browsers(limit).with_trusted_proxies(vec![balancer]));
+    let t = tenant(&st, "acme").await;
+    let app = test::init_service(tessera_http::app(st)).await;
+    let public = shop_key(&app, &t.admin_key).await;
+    let through = |peer: &str, forwarded: &str| {
+        from_page(Method::POST, "/tokens", SHOP, &public, peer)
+            .insert_header(("x-forwarded-for", forwarded))
+    };
+    // Behind the balancer, each client has its own bucket.
+    for client in ["198.51.100.1", "198.51.100.2"] {
+        let r = send_raw(&app, through("10.0.0.2:1", &format!("{client}, 10.0.0.2"))).await;
+        assert_eq!(r.status, 201, "{client}");
+    }
+    let again = send_raw(&app, through("10.0.0.2:1", "198.51.100.1")).await;
+    assert_eq!(again.status, 429, "the same client behind the balancer");
+    // A peer that is not a trusted proxy cannot name another client.
+    let direct = "203.0.113.50:1";
+    assert_eq!(
+        send_raw(&app, through(direct, "198.51.100.77"))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        send_raw(&app, through(direct, "198.51.100.78"))
+            .await
+            .status,
+        429
+    );
+    // Addresses of one IPv6 /64 share a bucket; another network does not.
+    let v6 = |peer: &str| from_page(Method::POST, "/tokens", SHOP, &public, peer);
+    assert_eq!(send_raw(&app, v6("[2001:db8:1:2::1]:1")).await.status, 201);
+    assert_eq!(
+        send_raw(&app, v6("[2001:db8:1:2::ffff]:1")).await.status,
+        429
+    );
+    assert_eq!(send_raw(&app, v6("[2001:db8:1:3::1]:1")).await.status, 201);
 }

@@ -9,7 +9,8 @@ use actix_web::{App, HttpServer};
 use chromiumoxide::layout::Point;
 use serde_json::{json, Value};
 use tessera_domain::{
-    audit::AuditAction, origin::Origin, ApplicationInput, ApplicationType, Permission, TokenId,
+    audit::AuditAction, origin::Origin, ApplicationInput, ApplicationType, Permission, Principal,
+    TokenId, Vault,
 };
 use tessera_elements::{Elements, ElementsConfig};
 use tessera_http::{browser::Browsers, ApiConfig, ApiState, ProcessMetrics};
@@ -24,6 +25,7 @@ backend_tests!(
     cors_answers_a_page_only_what_a_public_key_may_do,
     errors_reach_the_page_without_digits_and_fields_compose,
     a_hostile_frame_in_the_page_cannot_drive_the_fields,
+    a_skimming_frame_with_another_tenants_key_hears_nothing,
 );
 
 const CARD: &str = "4242424242424242";
@@ -32,6 +34,24 @@ fn listener() -> (TcpListener, String) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let base = format!("http://{}", l.local_addr().expect("addr"));
     (l, base)
+}
+
+/// A public key of `admin`'s tenant whose application lists `origin`.
+async fn public_key(vault: &Vault, admin: &Principal, origin: &str) -> String {
+    let input = ApplicationInput {
+        name: "checkout page".into(),
+        app_type: ApplicationType::Public,
+        permissions: vec![Permission::TokenCreate],
+        rules: vec![],
+        expires_at: None,
+        create_key: None,
+        allowed_origins: Some(vec![origin.to_string()]),
+    };
+    let issued = vault
+        .create_application(admin, input)
+        .await
+        .expect("public application");
+    issued.api_key.expose().to_string()
 }
 
 /// A tenant with a public key for `allowed` pages, its API and its fields served apart.
@@ -48,22 +68,7 @@ impl Checkout {
         let s = Setup::start(db, Duration::from_secs(60)).await;
         let (api_l, api) = listener();
         let (fields_l, fields) = listener();
-        let issued = s
-            .vault()
-            .create_application(
-                &s.admin,
-                ApplicationInput {
-                    name: "checkout page".into(),
-                    app_type: ApplicationType::Public,
-                    permissions: vec![Permission::TokenCreate],
-                    rules: vec![],
-                    expires_at: None,
-                    create_key: None,
-                    allowed_origins: Some(vec![allowed.to_string()]),
-                },
-            )
-            .await
-            .expect("public application");
+        let public_key = public_key(s.vault(), &s.admin, allowed).await;
         let state = ApiState::new(
             s.vault().clone(),
             ApiConfig::default(),
@@ -94,7 +99,7 @@ impl Checkout {
             },
         ];
         Self {
-            public_key: issued.api_key.expose().to_string(),
+            public_key,
             s,
             api,
             fields,
@@ -462,6 +467,9 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
         refused["error"]["errors"]["data.number"].is_array(),
         "{refused}"
     );
+    // Card fields go only into a card token.
+    let retyped = create_token(&tab, "{ type: 'token', data: window.__card }").await;
+    assert_eq!(retyped["error"]["status"], json!(400), "{retyped}");
     // Three single fields composed into one card.
     for (index, text) in [(1, CARD), (2, "0130"), (3, "123")] {
         click_in_frame(&tab, index, 20.0).await;
@@ -537,4 +545,62 @@ parent.postMessage({ hostile: 'done' }, '*');
     assert_eq!(token["card"]["last4"], json!("4242"), "{token}");
     assert_eq!(tokens(db).await, before + 1);
     tab.close().await;
+}
+
+async fn a_skimming_frame_with_another_tenants_key_hears_nothing(db: &TestDatabase) {
+    let Some((c, _site, tab)) = at_checkout(db, None, |_| {
+        MOUNT_CARD.replace("EVIL", "http://127.0.0.1:9")
+    })
+    .await
+    else {
+        return;
+    };
+    // Another tenant lists the merchant's origin too (nothing proves who owns an origin).
+    let (mallory, _) = crate::support::other_tenant(c.s.vault(), "mallory").await;
+    let stolen_with = public_key(c.s.vault(), &mallory, &site_origin(&tab).await).await;
+    until(&tab, "window.__ready === 1").await;
+    type_card(&tab).await;
+    until(&tab, "window.__changes.some((e) => e.complete)").await;
+    let before = tokens(db).await;
+    // A skimming script on the page mounts the fields with its own key, in the checkout's
+    // group, and asks that frame to create a token from the real frame's inputs.
+    let skim = format!(
+        r#"(() => {{
+  const real = new URL(document.querySelector('iframe').src);
+  const name = real.searchParams.get('name');
+  const q = new URLSearchParams({{ key: '{stolen_with}', origin: location.origin, field: 'text',
+    name: 'skim', group: real.searchParams.get('group') }});
+  const f = document.createElement('iframe');
+  f.src = real.origin + real.pathname + '?' + q;
+  window.__skim = null;
+  window.addEventListener('message', (e) => {{
+    if (e.source !== f.contentWindow) return;
+    if (e.data.event === 'ready') f.contentWindow.postMessage({{ tessera: 'v1', op: 'tokenize', id: 'skim',
+      type: 'card', data: {{ number: {{ element: name, part: 'number' }}, expiration_month: {{ element: name, part: 'month' }},
+      expiration_year: {{ element: name, part: 'year' }}, cvc: {{ element: name, part: 'cvc' }} }} }}, real.origin);
+    if (e.data.event === 'result') window.__skim = e.data;
+  }});
+  document.getElementById('more').appendChild(f);
+  return true;
+}})()"#
+    );
+    tab.eval(&skim).await;
+    until(&tab, "window.__skim !== null").await;
+    let skimmed = tab.eval("window.__skim").await;
+    assert_eq!(skimmed["ok"], json!(false), "{skimmed}");
+    assert_eq!(
+        tokens(db).await,
+        before,
+        "nothing was created, in any tenant"
+    );
+    tab.close().await;
+}
+
+/// The origin of the page the tab shows.
+async fn site_origin(tab: &Tab) -> String {
+    tab.eval("location.origin")
+        .await
+        .as_str()
+        .expect("origin")
+        .to_string()
 }
