@@ -46,6 +46,9 @@ pub enum CryptoError {
     /// The AEAD refused to encrypt (message too long).
     #[error("encryption failed")]
     Encrypt,
+    /// The HSM or KMS holding the key-encrypting key could not be reached (503: retry).
+    #[error("the key custody is unavailable: {0}")]
+    CustodyUnavailable(String),
 }
 
 /// The key-encryption key. Supplied by configuration; only ever held in memory.
@@ -120,6 +123,31 @@ impl MasterKey {
     }
 }
 
+/// The file custody: the key-encrypting key is this key, in memory. Its wrappings are the
+/// same bytes as before custodies existed.
+#[async_trait::async_trait]
+impl crate::custody::KeyCustody for MasterKey {
+    fn describe(&self) -> String {
+        "file".to_string()
+    }
+
+    async fn wrap(
+        &self,
+        purpose: crate::custody::WrapPurpose<'_>,
+        plain: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
+        seal(&self.cipher(), &purpose.aad(), plain)
+    }
+
+    async fn unwrap(
+        &self,
+        purpose: crate::custody::WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        open(&self.cipher(), &purpose.aad(), wrapped)
+    }
+}
+
 impl MasterKey {
     /// Wraps a deployment-wide key named `name` (e.g. the proxy-key lookup key), bound to
     /// that name.
@@ -181,7 +209,7 @@ const FINGERPRINT_INFO: &[u8] = b"tessera token fingerprint v1";
 const REQUEST_INFO: &[u8] = b"tessera idempotent request v1";
 
 impl DataKey {
-    fn from_bytes(plain: &[u8]) -> Result<Self, CryptoError> {
+    pub(crate) fn from_bytes(plain: &[u8]) -> Result<Self, CryptoError> {
         let hkdf = Hkdf::<Sha256>::new(None, plain);
         let mac = |info: &[u8]| {
             let mut derived = Zeroizing::new([0u8; KEY_LEN]);

@@ -143,9 +143,8 @@ impl VaultError {
             | VaultError::KeyTypeRefused(_) => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,
             VaultError::Conflict(_) => ErrorClass::Conflict,
-            VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_)) => {
-                ErrorClass::Unavailable
-            }
+            VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_))
+            | VaultError::Crypto(CryptoError::CustodyUnavailable(_)) => ErrorClass::Unavailable,
             VaultError::Store(_) | VaultError::Crypto(_) => ErrorClass::Internal,
         }
     }
@@ -156,6 +155,9 @@ impl VaultError {
         match self.class() {
             ErrorClass::Unavailable if matches!(self, VaultError::Store(StoreError::Timeout(_))) => {
                 "the query took longer than the server allows; narrow it or retry later".to_string()
+            }
+            ErrorClass::Unavailable if matches!(self, VaultError::Crypto(_)) => {
+                "the key service (HSM or KMS) is unavailable; retry later".to_string()
             }
             ErrorClass::Unavailable => "the database is unavailable; retry later".to_string(),
             ErrorClass::Internal => "an internal error occurred; the X-Request-Id of this response identifies it in the server log".to_string(),

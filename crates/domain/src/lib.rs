@@ -21,6 +21,7 @@ pub mod checksum;
 pub mod container;
 pub mod crypto;
 pub mod cursor;
+pub mod custody;
 pub mod error;
 pub mod hex;
 pub mod ids;

@@ -6,6 +6,7 @@
 //! SIGTERM or SIGINT. It knows storage but neither HTTP crate.
 
 pub mod audit;
+pub mod custody;
 pub mod master_key;
 pub mod secret_file;
 pub mod telemetry;
@@ -97,6 +98,9 @@ pub struct DbArgs {
     /// precedence). Remove it once `api rotate-master-key` has run.
     #[arg(long, env = "TESSERA_PREVIOUS_MASTER_KEY_FILE")]
     pub previous_master_key_file: Option<PathBuf>,
+    /// Where the key-encrypting key lives (file or an HSM).
+    #[command(flatten)]
+    pub custody: custody::CustodyArgs,
     /// Log format.
     #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -119,6 +123,7 @@ impl std::fmt::Debug for DbArgs {
             .field("data_dir", &self.data_dir)
             .field("master_key_file", &self.master_key_file)
             .field("previous_master_key_file", &self.previous_master_key_file)
+            .field("custody", &self.custody)
             .field("log_format", &self.log_format)
             .field("sweep_interval", &self.sweep_interval)
             .field("query_timeout", &self.query_timeout)
@@ -233,10 +238,10 @@ pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), Start
 pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url = db.url()?;
-    let master = master_key::load(db, &url)?;
-    let previous = master_key::load_previous(db)?;
+    let (custody, previous) = custody::load(db, &url)?;
     let (database, _) = open_database(db).await?;
-    let vault = Vault::with_master_keys(Arc::new(DetachedStore::new(database)), master, previous)
+    tracing::info!(custody = %custody.describe(), "key-encrypting key");
+    let vault = Vault::with_custody(Arc::new(DetachedStore::new(database)), custody, previous)
         .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck));
     vault
         .verify_master_key()

@@ -6,27 +6,28 @@ use std::{
 };
 
 use crate::{
-    crypto::{self, CryptoError, DataKey, MasterKey},
+    crypto::{self, CryptoError, DataKey},
     cursor::{CursorKey, CURSOR_KEY},
+    custody::{KeyCustody, WrapPurpose},
     error::{Resource, VaultError},
     ids::TenantId,
     lookup::{LookupKey, PROXY_KEY_LOOKUP},
     store::{StoreError, StoredTenant, TenantStore},
 };
 
-/// Holds the master key (plus, during a rotation, the previous ones), a cache of unwrapped
+/// Holds the key custody (plus, during a rotation, the previous ones), a cache of unwrapped
 /// data keys, the proxy-key lookup key and the cursor key. No key changes once written (a
 /// rotation re-wraps the same key), so the caches need no invalidation.
 pub(crate) struct Keyring {
-    master: MasterKey,
-    previous: Vec<MasterKey>,
+    master: Arc<dyn KeyCustody>,
+    previous: Vec<Arc<dyn KeyCustody>>,
     cache: RwLock<HashMap<TenantId, Arc<DataKey>>>,
     lookup: RwLock<Option<Arc<LookupKey>>>,
     cursor: RwLock<Option<Arc<CursorKey>>>,
 }
 
 impl Keyring {
-    pub(crate) fn new(master: MasterKey, previous: Vec<MasterKey>) -> Self {
+    pub(crate) fn new(master: Arc<dyn KeyCustody>, previous: Vec<Arc<dyn KeyCustody>>) -> Self {
         Self {
             master,
             previous,
@@ -83,51 +84,87 @@ impl Keyring {
             Some(w) => w,
             None => {
                 let fresh = crypto::random_key();
-                let wrapped = self.master.wrap_vault_key(name, fresh.as_ref())?;
+                let wrapped = self
+                    .master
+                    .wrap(WrapPurpose::VaultKey(name), fresh.as_ref())
+                    .await?;
                 store.insert_vault_key(name, &wrapped).await?;
                 store.get_vault_key(name).await?.ok_or_else(|| {
                     StoreError::Backend(format!("the vault key {name} was not stored"))
                 })?
             }
         };
-        self.unwrap_vault_key(name, &wrapped)
+        Ok(self
+            .unwrap_any(WrapPurpose::VaultKey(name), &wrapped)
+            .await?)
     }
 
-    /// Unwraps a vault key with the master key, else a previous one.
-    fn unwrap_vault_key(
+    /// Unwraps with the current custody, else with a previous one (a key not yet re-wrapped).
+    /// The current custody's error is the one reported.
+    async fn unwrap_any(
         &self,
-        name: &str,
+        purpose: WrapPurpose<'_>,
         wrapped: &[u8],
-    ) -> Result<zeroize::Zeroizing<Vec<u8>>, VaultError> {
-        match self.master.unwrap_vault_key(name, wrapped) {
-            Ok(key) => Ok(key),
-            Err(first) => self
-                .previous
-                .iter()
-                .find_map(|old| old.unwrap_vault_key(name, wrapped).ok())
-                .ok_or(VaultError::Crypto(first)),
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, CryptoError> {
+        let first = match self.master.unwrap(purpose, wrapped).await {
+            Ok(plain) => return Ok(plain),
+            Err(e) => e,
+        };
+        for old in &self.previous {
+            if let Ok(plain) = old.unwrap(purpose, wrapped).await {
+                return Ok(plain);
+            }
         }
+        Err(first)
     }
 
-    /// The vault key `name` re-wrapped under the master key, or `None` when the master key
-    /// already wraps it. Fails when no configured key opens it.
-    pub(crate) fn rewrap_vault_key(
+    /// `wrapped` re-wrapped by the current custody, or `None` when it already wraps it. Fails
+    /// when no configured custody opens it, or the current one cannot be reached.
+    async fn rewrap_any(
+        &self,
+        purpose: WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<Option<Vec<u8>>, CryptoError> {
+        let first = match self.master.unwrap(purpose, wrapped).await {
+            Ok(_) => return Ok(None),
+            Err(e @ CryptoError::CustodyUnavailable(_)) => return Err(e),
+            Err(e) => e,
+        };
+        for old in &self.previous {
+            if let Ok(plain) = old.unwrap(purpose, wrapped).await {
+                return Ok(Some(self.master.wrap(purpose, &plain).await?));
+            }
+        }
+        Err(first)
+    }
+
+    /// The vault key `name` re-wrapped by the current custody, or `None` when it already
+    /// wraps it.
+    pub(crate) async fn rewrap_vault_key(
         &self,
         name: &str,
         wrapped: &[u8],
     ) -> Result<Option<Vec<u8>>, VaultError> {
-        let Err(first) = self.master.unwrap_vault_key(name, wrapped) else {
-            return Ok(None);
-        };
-        self.previous
-            .iter()
-            .find_map(|old| old.rewrap_vault_key(name, wrapped, &self.master).ok())
-            .map(Some)
-            .ok_or(VaultError::Crypto(first))
+        Ok(self
+            .rewrap_any(WrapPurpose::VaultKey(name), wrapped)
+            .await?)
     }
 
-    pub(crate) fn master(&self) -> &MasterKey {
-        &self.master
+    /// A new random data key for `tenant`, wrapped by the current custody.
+    pub(crate) async fn new_wrapped_data_key(
+        &self,
+        tenant: TenantId,
+    ) -> Result<Vec<u8>, VaultError> {
+        let fresh = crypto::random_key();
+        Ok(self
+            .master
+            .wrap(WrapPurpose::DataKey(tenant), fresh.as_ref())
+            .await?)
+    }
+
+    /// What the current custody is, for reports.
+    pub(crate) fn describe(&self) -> String {
+        self.master.describe()
     }
 
     /// `tenant`'s data key, from the cache or unwrapped from the store.
@@ -143,7 +180,7 @@ impl Keyring {
             .get_tenant(tenant)
             .await?
             .ok_or(VaultError::NotFound(Resource::Tenant))?;
-        let key = Arc::new(self.unwrap_uncached(&stored)?);
+        let key = Arc::new(self.unwrap_uncached(&stored).await?);
         self.cache
             .write()
             .map_err(poisoned)?
@@ -151,31 +188,27 @@ impl Keyring {
         Ok(key)
     }
 
-    /// Unwraps with the master key, else with a previous one (a tenant not yet re-wrapped).
-    pub(crate) fn unwrap_uncached(&self, stored: &StoredTenant) -> Result<DataKey, VaultError> {
-        let (id, wrapped) = (stored.tenant.id, &stored.wrapped_data_key);
-        match self.master.unwrap_data_key(id, wrapped) {
-            Ok(key) => Ok(key),
-            Err(first) => self
-                .previous
-                .iter()
-                .find_map(|old| old.unwrap_data_key(id, wrapped).ok())
-                .ok_or(VaultError::Crypto(first)),
+    /// Unwraps `stored`'s data key with the current custody, else with a previous one.
+    pub(crate) async fn unwrap_uncached(
+        &self,
+        stored: &StoredTenant,
+    ) -> Result<DataKey, VaultError> {
+        let purpose = WrapPurpose::DataKey(stored.tenant.id);
+        let plain = self.unwrap_any(purpose, &stored.wrapped_data_key).await?;
+        if plain.len() != 32 {
+            return Err(CryptoError::Malformed.into());
         }
+        Ok(DataKey::from_bytes(&plain)?)
     }
 
-    /// `stored`'s wrapped key re-wrapped under the master key, or `None` when the master key
-    /// already wraps it. Fails when no configured key opens it.
-    pub(crate) fn rewrap(&self, stored: &StoredTenant) -> Result<Option<Vec<u8>>, VaultError> {
-        let (id, wrapped) = (stored.tenant.id, &stored.wrapped_data_key);
-        let Err(first) = self.master.unwrap_data_key(id, wrapped) else {
-            return Ok(None);
-        };
-        self.previous
-            .iter()
-            .find_map(|old| old.rewrap_data_key(id, wrapped, &self.master).ok())
-            .map(Some)
-            .ok_or(VaultError::Crypto(first))
+    /// `stored`'s wrapped key re-wrapped by the current custody, or `None` when it already
+    /// wraps it.
+    pub(crate) async fn rewrap(
+        &self,
+        stored: &StoredTenant,
+    ) -> Result<Option<Vec<u8>>, VaultError> {
+        let purpose = WrapPurpose::DataKey(stored.tenant.id);
+        Ok(self.rewrap_any(purpose, &stored.wrapped_data_key).await?)
     }
 }
 

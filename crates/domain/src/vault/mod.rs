@@ -38,6 +38,7 @@ use crate::{
     audit::{Actor, AuditAction, AuditEvent},
     cache::{LookupCache, TtlCache, DEFAULT_TTL},
     crypto::MasterKey,
+    custody::KeyCustody,
     error::VaultError,
     ids::{ApplicationId, ProxyId, TenantId, TokenId},
     proxy::{DestinationPolicy, Proxy},
@@ -98,8 +99,29 @@ impl Vault {
         master_key: MasterKey,
         previous: Vec<MasterKey>,
     ) -> Self {
+        let previous = previous
+            .into_iter()
+            .map(|k| Arc::new(k) as Arc<dyn KeyCustody>)
+            .collect();
+        Self::with_custody(store, Arc::new(master_key), previous)
+    }
+
+    /// What holds the key-encrypting key (`file`, a PKCS#11 token and key label, …), for
+    /// start-up logs and reports; never secret.
+    pub fn key_custody(&self) -> String {
+        self.keys.describe()
+    }
+
+    /// A vault whose key-encrypting key is held by `custody` (a file, an HSM, a KMS); during a
+    /// move between custodies, keys still wrapped by one of `previous` are read with it, and
+    /// [`Vault::rotate_master_key`] re-wraps them by `custody`.
+    pub fn with_custody(
+        store: Arc<dyn Store>,
+        custody: Arc<dyn KeyCustody>,
+        previous: Vec<Arc<dyn KeyCustody>>,
+    ) -> Self {
         Self {
-            keys: Arc::new(Keyring::new(master_key, previous)),
+            keys: Arc::new(Keyring::new(custody, previous)),
             store,
             destinations: DestinationPolicy::default(),
             api_keys: caches::api_keys(DEFAULT_TTL),
@@ -232,7 +254,7 @@ impl Vault {
             return Err(e);
         }
         for tenant in self.store.list_tenants().await? {
-            if let Err(e) = self.keys.unwrap_uncached(&tenant) {
+            if let Err(e) = self.keys.unwrap_uncached(&tenant).await {
                 tracing::error!(
                     tenant = %tenant.tenant.id,
                     "no configured master key opens this tenant's data key"
@@ -254,7 +276,7 @@ impl Vault {
             let Some(wrapped) = self.store.get_vault_key(name).await? else {
                 continue;
             };
-            if let Some(rewrapped) = self.keys.rewrap_vault_key(name, &wrapped)? {
+            if let Some(rewrapped) = self.keys.rewrap_vault_key(name, &wrapped).await? {
                 if !self
                     .store
                     .replace_vault_key(name, &wrapped, &rewrapped)
@@ -265,7 +287,7 @@ impl Vault {
             }
         }
         for tenant in self.store.list_tenants().await? {
-            let Some(rewrapped) = self.keys.rewrap(&tenant)? else {
+            let Some(rewrapped) = self.keys.rewrap(&tenant).await? else {
                 report.already_current += 1;
                 continue;
             };

@@ -41,7 +41,7 @@ impl Vault {
             name: name.to_string(),
             created_at: now,
         };
-        let wrapped_data_key = self.keys.master().new_wrapped_data_key(tenant.id)?;
+        let wrapped_data_key = self.keys.new_wrapped_data_key(tenant.id).await?;
         let admin_id = ApplicationId::new();
         let admin = Application {
             id: admin_id,

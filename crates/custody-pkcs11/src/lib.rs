@@ -1,0 +1,286 @@
+//! # tessera-custody-pkcs11
+//!
+//! The key-encrypting key in an HSM (docs/operations.md, "Where the master key lives"): a
+//! non-extractable AES-256 key in a PKCS#11 token, found by the token's and the key's labels.
+//! Wrapping and unwrapping are AES-GCM inside the token (`CKM_AES_GCM`, a fresh 12-byte IV
+//! each time, 128-bit tag), bound to what the key is for by the additional data; the key never
+//! leaves the token, and this process never holds it.
+//!
+//! A wrapping is `2 ‖ IV ‖ ciphertext ‖ tag`: the leading byte tells it from a file custody's
+//! (`1`), so that both open during a move from one to the other.
+
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
+
+use async_trait::async_trait;
+use cryptoki::{
+    context::{CInitializeArgs, CInitializeFlags, Pkcs11},
+    error::{Error as CkError, RvError},
+    mechanism::{aead::GcmParams, Mechanism},
+    object::{Attribute, AttributeType, KeyType, ObjectClass, ObjectHandle},
+    session::{Session, UserType},
+    types::AuthPin,
+};
+use rand::RngCore;
+use tessera_domain::{
+    crypto::CryptoError,
+    custody::{KeyCustody, WrapPurpose},
+    Secret,
+};
+use zeroize::Zeroizing;
+
+/// The first byte of a PKCS#11 wrapping.
+const VERSION: u8 = 2;
+const IV_LEN: usize = 12;
+const TAG_BITS: u64 = 128;
+
+/// Where the key is: the module, the token and key labels, and the user PIN.
+#[derive(Debug)]
+pub struct Pkcs11Config {
+    /// The PKCS#11 module (`/usr/lib/softhsm/libsofthsm2.so`, a vendor's library).
+    pub module: PathBuf,
+    /// The token's label.
+    pub token_label: String,
+    /// The AES key's label (`CKA_LABEL`).
+    pub key_label: String,
+    /// The user PIN.
+    pub pin: Secret<String>,
+}
+
+/// Why the token could not be used. Names what to fix; never holds the PIN.
+#[derive(Debug, thiserror::Error)]
+pub enum Pkcs11Error {
+    /// The module could not be loaded or initialised.
+    #[error("cannot load the PKCS#11 module {module}: {source}")]
+    Module {
+        /// The module's path.
+        module: String,
+        /// What the library said.
+        source: CkError,
+    },
+    /// No slot holds a token with the label.
+    #[error("no PKCS#11 token is labelled `{0}`")]
+    NoToken(String),
+    /// The PIN was refused, or the session could not be opened.
+    #[error("cannot log in to the PKCS#11 token `{token}`: {source}")]
+    Login {
+        /// The token's label.
+        token: String,
+        /// What the token said.
+        source: CkError,
+    },
+    /// No single AES secret key has the label.
+    #[error(
+        "the PKCS#11 token holds {found} AES keys labelled `{label}`; it must hold exactly one"
+    )]
+    Key {
+        /// The key label.
+        label: String,
+        /// How many were found.
+        found: usize,
+    },
+    /// The key could be taken out of the token; a key-encrypting key must not be.
+    #[error("the PKCS#11 key `{0}` is extractable or not sensitive: create it with CKA_EXTRACTABLE false and CKA_SENSITIVE true")]
+    Extractable(String),
+    /// Another token call failed.
+    #[error("PKCS#11: {0}")]
+    Token(CkError),
+}
+
+/// The custody: one logged-in session to the token, used by one call at a time (on a
+/// blocking thread: a network HSM may take a while to answer).
+pub struct Pkcs11Custody {
+    inner: Arc<Mutex<Inner>>,
+    describe: String,
+}
+
+struct Inner {
+    session: Session,
+    key: ObjectHandle,
+    // Kept after the session so that it is finalised last.
+    _context: Pkcs11,
+}
+
+impl std::fmt::Debug for Pkcs11Custody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe)
+    }
+}
+
+impl Pkcs11Custody {
+    /// Loads the module, logs in to the token and finds the key; refuses a key that can be
+    /// extracted.
+    pub fn open(config: &Pkcs11Config) -> Result<Self, Pkcs11Error> {
+        let module = config.module.display().to_string();
+        let context = Pkcs11::new(&config.module).map_err(|source| Pkcs11Error::Module {
+            module: module.clone(),
+            source,
+        })?;
+        // Another custody of this process may have initialised the module already.
+        match context.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK)) {
+            Ok(()) | Err(CkError::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
+            Err(source) => return Err(Pkcs11Error::Module { module, source }),
+        }
+        let slot = context
+            .get_slots_with_token()
+            .map_err(Pkcs11Error::Token)?
+            .into_iter()
+            .find(|slot| {
+                context
+                    .get_token_info(*slot)
+                    .is_ok_and(|info| info.label().trim_end() == config.token_label)
+            })
+            .ok_or_else(|| Pkcs11Error::NoToken(config.token_label.clone()))?;
+        let login = |source| Pkcs11Error::Login {
+            token: config.token_label.clone(),
+            source,
+        };
+        let session = context.open_ro_session(slot).map_err(login)?;
+        let pin = AuthPin::new(config.pin.expose().clone().into());
+        // A token's login is shared by the process's sessions.
+        match session.login(UserType::User, Some(&pin)) {
+            Ok(()) | Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => {}
+            Err(source) => return Err(login(source)),
+        }
+        let key = find_key(&session, &config.key_label)?;
+        Ok(Self {
+            inner: Arc::new(Mutex::new(Inner {
+                session,
+                key,
+                _context: context,
+            })),
+            describe: format!(
+                "pkcs11 token `{}` key `{}`",
+                config.token_label, config.key_label
+            ),
+        })
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, CryptoError> + Send + 'static,
+    ) -> Result<T, CryptoError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let guard = inner.lock().map_err(|_| {
+                CryptoError::CustodyUnavailable("the PKCS#11 session lock is poisoned".into())
+            })?;
+            f(&guard)
+        })
+        .await
+        .map_err(|e| {
+            CryptoError::CustodyUnavailable(format!("the PKCS#11 call did not finish: {e}"))
+        })?
+    }
+}
+
+/// The one AES secret key labelled `label`, checked to be unextractable and sensitive.
+fn find_key(session: &Session, label: &str) -> Result<ObjectHandle, Pkcs11Error> {
+    let found = session
+        .find_objects(&[
+            Attribute::Class(ObjectClass::SECRET_KEY),
+            Attribute::KeyType(KeyType::AES),
+            Attribute::Label(label.as_bytes().to_vec()),
+        ])
+        .map_err(Pkcs11Error::Token)?;
+    let [key] = found[..] else {
+        return Err(Pkcs11Error::Key {
+            label: label.to_string(),
+            found: found.len(),
+        });
+    };
+    let attributes = session
+        .get_attributes(key, &[AttributeType::Extractable, AttributeType::Sensitive])
+        .map_err(Pkcs11Error::Token)?;
+    let safe = attributes.iter().all(|a| match a {
+        Attribute::Extractable(extractable) => !extractable,
+        Attribute::Sensitive(sensitive) => *sensitive,
+        _ => true,
+    }) && attributes.len() == 2;
+    if !safe {
+        return Err(Pkcs11Error::Extractable(label.to_string()));
+    }
+    Ok(key)
+}
+
+/// What a failed token call means to the vault: a refused ciphertext, or a token that cannot
+/// be used right now (503, retry). Tokens report a failed GCM tag check differently (SoftHSM
+/// answers `CKR_GENERAL_ERROR`, others `CKR_ENCRYPTED_DATA_INVALID` or
+/// `CKR_FUNCTION_FAILED`): a decryption's refusal is a refused ciphertext unless the token
+/// says it is gone, not logged in or out of memory.
+fn failure(e: CkError) -> CryptoError {
+    match e {
+        CkError::Pkcs11(
+            RvError::DeviceError
+            | RvError::DeviceMemory
+            | RvError::DeviceRemoved
+            | RvError::TokenNotPresent
+            | RvError::TokenNotRecognized
+            | RvError::SessionClosed
+            | RvError::SessionHandleInvalid
+            | RvError::UserNotLoggedIn
+            | RvError::HostMemory
+            | RvError::CryptokiNotInitialized,
+            _,
+        ) => CryptoError::CustodyUnavailable(format!("PKCS#11: {e}")),
+        CkError::Pkcs11(..) => CryptoError::Authentication,
+        other => CryptoError::CustodyUnavailable(format!("PKCS#11: {other}")),
+    }
+}
+
+#[async_trait]
+impl KeyCustody for Pkcs11Custody {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    async fn wrap(&self, purpose: WrapPurpose<'_>, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        let aad = purpose.aad();
+        let plain = Zeroizing::new(plain.to_vec());
+        self.call(move |inner| {
+            let mut iv = [0u8; IV_LEN];
+            rand::rngs::OsRng.fill_bytes(&mut iv);
+            let mut params_iv = iv;
+            let params = GcmParams::new(&mut params_iv, &aad, TAG_BITS.into())
+                .map_err(|_| CryptoError::Encrypt)?;
+            let sealed = inner
+                .session
+                .encrypt(&Mechanism::AesGcm(params), inner.key, &plain)
+                .map_err(|e| CryptoError::CustodyUnavailable(format!("PKCS#11: {e}")))?;
+            let mut out = Vec::with_capacity(1 + IV_LEN + sealed.len());
+            out.push(VERSION);
+            out.extend_from_slice(&iv);
+            out.extend_from_slice(&sealed);
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn unwrap(
+        &self,
+        purpose: WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        let Some((&VERSION, rest)) = wrapped.split_first() else {
+            // Another custody's wrapping (a file key's starts with 1): not this key's.
+            return Err(CryptoError::Authentication);
+        };
+        if rest.len() <= IV_LEN {
+            return Err(CryptoError::Malformed);
+        }
+        let (iv, sealed) = rest.split_at(IV_LEN);
+        let (mut iv, sealed, aad) = (iv.to_vec(), sealed.to_vec(), purpose.aad());
+        self.call(move |inner| {
+            let params = GcmParams::new(&mut iv, &aad, TAG_BITS.into())
+                .map_err(|_| CryptoError::Malformed)?;
+            inner
+                .session
+                .decrypt(&Mechanism::AesGcm(params), inner.key, &sealed)
+                .map(Zeroizing::new)
+                .map_err(failure)
+        })
+        .await
+    }
+}

@@ -1,0 +1,111 @@
+//! Where the key-encrypting key lives (`--master-key-provider`, docs/operations.md, "Where
+//! the master key lives"): a key in a file or the environment (the default), or a
+//! non-extractable key in an HSM over PKCS#11.
+
+use std::{path::PathBuf, sync::Arc};
+
+use clap::{Args, ValueEnum};
+use tessera_custody_pkcs11::{Pkcs11Config, Pkcs11Custody};
+use tessera_domain::{custody::KeyCustody, Secret};
+use tessera_storage::DatabaseUrl;
+use zeroize::Zeroizing;
+
+use crate::{master_key, DbArgs, StartupError};
+
+/// Environment variable holding the PKCS#11 user PIN.
+pub const PIN_ENV: &str = "TESSERA_PKCS11_PIN";
+
+/// Which custody holds the key-encrypting key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum MasterKeyProvider {
+    /// A base64 key from `TESSERA_MASTER_KEY` or `--master-key-file` (on SQLite, generated
+    /// beside the database on first start).
+    #[default]
+    File,
+    /// A non-extractable AES key in a PKCS#11 token (an HSM); wrapping runs in the token.
+    Pkcs11,
+}
+
+/// The custody flags; each also reads `TESSERA_<FLAG>`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CustodyArgs {
+    /// Where the key-encrypting key lives: `file` or `pkcs11`.
+    #[arg(long, env = "TESSERA_MASTER_KEY_PROVIDER", value_enum, default_value_t)]
+    pub master_key_provider: MasterKeyProvider,
+    /// `pkcs11`: the PKCS#11 module (the HSM vendor's library, or SoftHSM's).
+    #[arg(long, env = "TESSERA_PKCS11_MODULE")]
+    pub pkcs11_module: Option<PathBuf>,
+    /// `pkcs11`: the token's label.
+    #[arg(long, env = "TESSERA_PKCS11_TOKEN_LABEL")]
+    pub pkcs11_token_label: Option<String>,
+    /// `pkcs11`: the label of the AES key in the token (non-extractable, sensitive).
+    #[arg(long, env = "TESSERA_PKCS11_KEY_LABEL", default_value = "tessera-kek")]
+    pub pkcs11_key_label: String,
+    /// `pkcs11`: a file holding the user PIN (`TESSERA_PKCS11_PIN`, the PIN itself, takes
+    /// precedence).
+    #[arg(long, env = "TESSERA_PKCS11_PIN_FILE")]
+    pub pkcs11_pin_file: Option<PathBuf>,
+}
+
+fn custody_error(message: String) -> StartupError {
+    StartupError::MasterKey(message)
+}
+
+/// The custody that wraps from now on, and those that still open keys not yet re-wrapped.
+pub type Custodies = (Arc<dyn KeyCustody>, Vec<Arc<dyn KeyCustody>>);
+
+/// The configured custody, and the previous file keys of a move or rotation under way.
+pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<Custodies, StartupError> {
+    let previous = master_key::load_previous(db)?
+        .into_iter()
+        .map(|k| Arc::new(k) as Arc<dyn KeyCustody>)
+        .collect();
+    let current: Arc<dyn KeyCustody> = match db.custody.master_key_provider {
+        MasterKeyProvider::File => Arc::new(master_key::load(db, url)?),
+        MasterKeyProvider::Pkcs11 => Arc::new(pkcs11(&db.custody)?),
+    };
+    Ok((current, previous))
+}
+
+fn pkcs11(args: &CustodyArgs) -> Result<Pkcs11Custody, StartupError> {
+    let required = |flag: &str| {
+        custody_error(format!(
+            "--master-key-provider pkcs11 needs --{flag} (or TESSERA_{})",
+            flag.to_uppercase().replace('-', "_")
+        ))
+    };
+    let module = args
+        .pkcs11_module
+        .clone()
+        .ok_or_else(|| required("pkcs11-module"))?;
+    let token_label = args
+        .pkcs11_token_label
+        .clone()
+        .ok_or_else(|| required("pkcs11-token-label"))?;
+    let pin = pin(args)?;
+    let config = Pkcs11Config {
+        module,
+        token_label,
+        key_label: args.pkcs11_key_label.clone(),
+        pin,
+    };
+    Pkcs11Custody::open(&config).map_err(|e| custody_error(format!("the HSM cannot be used: {e}")))
+}
+
+fn pin(args: &CustodyArgs) -> Result<Secret<String>, StartupError> {
+    if let Ok(pin) = std::env::var(PIN_ENV) {
+        return Ok(Secret::new(pin));
+    }
+    let path = args.pkcs11_pin_file.as_ref().ok_or_else(|| {
+        custody_error(format!(
+            "--master-key-provider pkcs11 needs the user PIN: {PIN_ENV} or --pkcs11-pin-file"
+        ))
+    })?;
+    let raw = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {
+        custody_error(format!(
+            "reading the PKCS#11 PIN file {}: {e}",
+            path.display()
+        ))
+    })?);
+    Ok(Secret::new(raw.trim_end_matches(['\n', '\r']).to_string()))
+}
