@@ -7,15 +7,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::{path::PathBuf, sync::Arc};
+use std::{path::Path, sync::Arc};
 
-use cryptoki::{
-    context::{CInitializeArgs, CInitializeFlags, Pkcs11},
-    mechanism::Mechanism,
-    object::{Attribute, ObjectClass},
-    session::UserType,
-    types::AuthPin,
-};
 use serde_json::json;
 use tessera_custody_pkcs11::{Pkcs11Config, Pkcs11Custody, Pkcs11Error};
 use tessera_domain::{
@@ -24,97 +17,14 @@ use tessera_domain::{
     MasterKey, NewToken, Secret, TenantId, TokenType, Vault,
 };
 use tessera_storage::DetachedStore;
-use tessera_testkit::db::TestDatabase;
+use tessera_testkit::{
+    db::TestDatabase,
+    softhsm::{KEY, LEAKY_KEY, PIN, TOKEN},
+};
 
-const TOKEN: &str = "tessera-test";
-const PIN: &str = "1234";
-
-fn module() -> Option<PathBuf> {
-    let found = [
-        "/usr/lib/softhsm/libsofthsm2.so",
-        "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
-        "/usr/local/lib/softhsm/libsofthsm2.so",
-    ]
-    .into_iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("CI=true but SoftHSM is not installed (apt-get install softhsm2): the PKCS#11 tests must run");
-        }
-        eprintln!("skipped: SoftHSM is not installed (apt-get install softhsm2)");
-    }
-    found
-}
-
-/// A fresh SoftHSM token directory with one token holding a non-extractable AES key
-/// `kek` and an extractable one `leaky`.
-fn token(module: &PathBuf, dir: &std::path::Path) {
-    let conf = dir.join("softhsm2.conf");
-    std::fs::create_dir_all(dir.join("tokens")).expect("tokens dir");
-    std::fs::write(
-        &conf,
-        format!(
-            "directories.tokendir = {}\nobjectstore.backend = file\n",
-            dir.join("tokens").display()
-        ),
-    )
-    .expect("conf");
-    // SAFETY of the test: set once, before the module is loaded, in a single-test binary.
-    std::env::set_var("SOFTHSM2_CONF", &conf);
-    let pkcs11 = Pkcs11::new(module).expect("module");
-    pkcs11
-        .initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK))
-        .expect("initialize");
-    let free = pkcs11
-        .get_slots_with_token()
-        .expect("slots")
-        .into_iter()
-        .find(|s| !pkcs11.get_token_info(*s).expect("info").token_initialized())
-        .expect("a free slot");
-    let so_pin = AuthPin::new("5678".to_string().into());
-    pkcs11.init_token(free, &so_pin, TOKEN).expect("init token");
-    let slot = pkcs11
-        .get_slots_with_token()
-        .expect("slots")
-        .into_iter()
-        .find(|s| pkcs11.get_token_info(*s).expect("info").label().trim_end() == TOKEN)
-        .expect("the new token");
-    let session = pkcs11.open_rw_session(slot).expect("session");
-    session
-        .login(UserType::So, Some(&so_pin))
-        .expect("so login");
-    session
-        .init_pin(&AuthPin::new(PIN.to_string().into()))
-        .expect("user pin");
-    session.logout().expect("logout");
-    session
-        .login(UserType::User, Some(&AuthPin::new(PIN.to_string().into())))
-        .expect("user login");
-    for (label, extractable) in [("kek", false), ("leaky", true)] {
-        session
-            .generate_key(
-                &Mechanism::AesKeyGen,
-                &[
-                    Attribute::Class(ObjectClass::SECRET_KEY),
-                    Attribute::ValueLen(32.into()),
-                    Attribute::Label(label.as_bytes().to_vec()),
-                    Attribute::Token(true),
-                    Attribute::Private(true),
-                    Attribute::Sensitive(!extractable),
-                    Attribute::Extractable(extractable),
-                    Attribute::Encrypt(true),
-                    Attribute::Decrypt(true),
-                ],
-            )
-            .expect("generate key");
-    }
-    session.logout().expect("logout");
-}
-
-fn config(module: &PathBuf, token: &str, key: &str, pin: &str) -> Pkcs11Config {
+fn config(module: &Path, token: &str, key: &str, pin: &str) -> Pkcs11Config {
     Pkcs11Config {
-        module: module.clone(),
+        module: module.to_path_buf(),
         token_label: token.into(),
         key_label: key.into(),
         pin: Secret::new(pin.into()),
@@ -123,21 +33,20 @@ fn config(module: &PathBuf, token: &str, key: &str, pin: &str) -> Pkcs11Config {
 
 #[tokio::test]
 async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
-    let Some(module) = module() else {
+    let Some(hsm) = tessera_testkit::softhsm::token() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("dir");
-    token(&module, dir.path());
+    let module = &hsm.module;
 
     // What stops start-up, naming what to fix.
     for (cfg, expected) in [
-        (config(&module, TOKEN, "leaky", PIN), "extractable"),
-        (config(&module, TOKEN, "absent", PIN), "exactly one"),
+        (config(module, TOKEN, LEAKY_KEY, PIN), "extractable"),
+        (config(module, TOKEN, "absent", PIN), "exactly one"),
         (
-            config(&module, "no-such-token", "kek", PIN),
+            config(module, "no-such-token", KEY, PIN),
             "no PKCS#11 token",
         ),
-        (config(&module, TOKEN, "kek", "0000"), "cannot log in"),
+        (config(module, TOKEN, KEY, "0000"), "cannot log in"),
     ] {
         let err = Pkcs11Custody::open(&cfg).expect_err(expected);
         let text = err.to_string();
@@ -148,11 +57,11 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         }
     }
 
-    let hsm = Pkcs11Custody::open(&config(&module, TOKEN, "kek", PIN)).expect("custody");
-    assert!(hsm.describe().contains("kek"));
+    let custody = Pkcs11Custody::open(&config(module, TOKEN, KEY, PIN)).expect("custody");
+    assert!(custody.describe().contains("kek"));
     let (a, b) = (TenantId::new(), TenantId::new());
     let secret = [7u8; 32];
-    let wrapped = hsm
+    let wrapped = custody
         .wrap(WrapPurpose::DataKey(a), &secret)
         .await
         .expect("wrap");
@@ -161,12 +70,12 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         !wrapped.windows(8).any(|w| w == &secret[..8]),
         "not in clear"
     );
-    let again = hsm
+    let again = custody
         .wrap(WrapPurpose::DataKey(a), &secret)
         .await
         .expect("wrap");
     assert_ne!(wrapped, again, "a fresh IV each time");
-    let opened = hsm
+    let opened = custody
         .unwrap(WrapPurpose::DataKey(a), &wrapped)
         .await
         .expect("unwrap");
@@ -177,7 +86,8 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         WrapPurpose::VaultKey("proxy-key-lookup"),
     ] {
         assert_eq!(
-            hsm.unwrap(purpose, &wrapped)
+            custody
+                .unwrap(purpose, &wrapped)
                 .await
                 .expect_err("other purpose"),
             CryptoError::Authentication
@@ -186,7 +96,8 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
     let mut tampered = wrapped.clone();
     *tampered.last_mut().expect("byte") ^= 1;
     assert_eq!(
-        hsm.unwrap(WrapPurpose::DataKey(a), &tampered)
+        custody
+            .unwrap(WrapPurpose::DataKey(a), &tampered)
             .await
             .expect_err("tampered"),
         CryptoError::Authentication
@@ -197,7 +108,8 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         .await
         .expect("file wrap");
     assert_eq!(
-        hsm.unwrap(WrapPurpose::DataKey(a), &by_file)
+        custody
+            .unwrap(WrapPurpose::DataKey(a), &by_file)
             .await
             .expect_err("a file key's"),
         CryptoError::Authentication
@@ -211,11 +123,11 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
     .into_iter()
     .flatten()
     {
-        moves_a_vault_into_the_token(&db, &module).await;
+        moves_a_vault_into_the_token(&db, module).await;
     }
 }
 
-async fn moves_a_vault_into_the_token(db: &TestDatabase, module: &PathBuf) {
+async fn moves_a_vault_into_the_token(db: &TestDatabase, module: &Path) {
     let store = || Arc::new(DetachedStore::new(db.db.clone()));
     let file = MasterKey::generate();
     let copy = || MasterKey::from_base64(file.to_base64().expose()).expect("same key");
@@ -229,7 +141,7 @@ async fn moves_a_vault_into_the_token(db: &TestDatabase, module: &PathBuf) {
         .await
         .expect("token");
     let hsm = || -> Arc<dyn KeyCustody> {
-        Arc::new(Pkcs11Custody::open(&config(module, TOKEN, "kek", PIN)).expect("custody"))
+        Arc::new(Pkcs11Custody::open(&config(module, TOKEN, KEY, PIN)).expect("custody"))
     };
     let moving = Vault::with_custody(store(), hsm(), vec![Arc::new(copy())]);
     let report = moving.rotate_master_key().await.expect("rotation");

@@ -19,6 +19,7 @@ pub mod db;
 pub mod fuzz;
 pub mod gateway;
 pub mod process;
+pub mod softhsm;
 pub mod tamper;
 pub mod upstream;
 pub mod vault;

@@ -199,7 +199,7 @@ fn no_bootstrap_and_tenants_create() {
 }
 
 /// `api` with `args` and `envs` in `dir`, run to its end.
-fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+pub(crate) fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
     command(dir)
         .args(args)
         .envs(envs.iter().copied())
@@ -323,7 +323,7 @@ fn a_wrong_master_key_refuses_to_start() {
 }
 
 /// `api` with `args` and `envs` in `dir`, which must succeed: its stdout as JSON.
-fn succeeds(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Value {
+pub(crate) fn succeeds(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Value {
     let out = run(dir, args, envs);
     assert!(
         out.status.success(),
@@ -335,7 +335,7 @@ fn succeeds(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Value {
 
 /// `api` with `args` and `envs` in `dir`, refused because the master key does not open the
 /// data.
-fn refused_for_the_key(dir: &Path, args: &[&str], envs: &[(&str, &str)]) {
+pub(crate) fn refused_for_the_key(dir: &Path, args: &[&str], envs: &[(&str, &str)]) {
     let out = run(dir, args, envs);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);

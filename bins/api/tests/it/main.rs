@@ -4,3 +4,4 @@ mod audit;
 mod bulk_kill;
 mod cli;
 mod console;
+mod hsm;

@@ -7,6 +7,7 @@ mod audit;
 mod audit_legacy;
 mod console_use_cases;
 mod cursor_walk;
+mod custody_outage;
 mod embed_example;
 mod lifecycle;
 mod read_batch;

@@ -1,0 +1,111 @@
+//! The key-encrypting key in an HSM (SoftHSM over PKCS#11), as an operator runs it: tenants
+//! made under a file key move into the token with `rotate-master-key`, after which the token
+//! alone opens the data and the file key nothing; `serve` works on the token; a wrong PIN or a
+//! missing flag stops start-up with a line that says what to fix, and never the PIN.
+
+use std::path::Path;
+
+use serde_json::json;
+use tessera_testkit::softhsm::{self, KEY, PIN, TOKEN};
+
+use crate::cli::{post, refused_for_the_key, run, serve, succeeds};
+
+const OLD: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
+/// The flags and environment that put the key in the test token.
+fn in_token<'a>(hsm: &'a softhsm::SoftHsm, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = args.to_vec();
+    all.extend([
+        "--master-key-provider",
+        "pkcs11",
+        "--pkcs11-module",
+        hsm.module.to_str().expect("path"),
+        "--pkcs11-token-label",
+        TOKEN,
+        "--pkcs11-key-label",
+        KEY,
+    ]);
+    all
+}
+
+#[test]
+fn the_master_key_moves_into_an_hsm_and_serves_from_it() {
+    let Some(hsm) = softhsm::token() else {
+        return;
+    };
+    let conf = hsm.conf.to_str().expect("path");
+    let env = [("SOFTHSM2_CONF", conf), ("TESSERA_PKCS11_PIN", PIN)];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
+    for name in ["a", "b"] {
+        succeeds(
+            dir,
+            &["tenants", "create", "--name", name],
+            &[("TESSERA_MASTER_KEY", OLD)],
+        );
+    }
+    // The token alone does not open keys the file key wrapped, until the move.
+    refused_for_the_key(
+        dir,
+        &in_token(hsm, &["tenants", "create", "--name", "x"]),
+        &env,
+    );
+    let mut moving = env.to_vec();
+    moving.push(("TESSERA_PREVIOUS_MASTER_KEY", OLD));
+    let report = succeeds(dir, &in_token(hsm, &["rotate-master-key"]), &moving);
+    assert_eq!(report["rewrapped"], 2, "{report}");
+    let created = succeeds(
+        dir,
+        &in_token(hsm, &["tenants", "create", "--name", "c"]),
+        &env,
+    );
+    refused_for_the_key(
+        dir,
+        &["tenants", "create", "--name", "d"],
+        &[("TESSERA_MASTER_KEY", OLD)],
+    );
+    serves_from_the_token(dir, hsm, &env, created["api_key"].as_str().expect("key"));
+    wrong_pins_and_missing_flags_are_refused(dir, hsm, conf);
+}
+
+fn serves_from_the_token(dir: &Path, hsm: &softhsm::SoftHsm, env: &[(&str, &str)], key: &str) {
+    let mut server = serve(dir, &in_token(hsm, &["--no-bootstrap"]), env);
+    let (status, token) = post(
+        &format!("{}/tokens", server.base),
+        key,
+        json!({"type": "card", "data": {"number": "4242424242424242"}}),
+    );
+    assert_eq!(status, 201, "{token}");
+    assert!(server.terminate().success());
+}
+
+fn wrong_pins_and_missing_flags_are_refused(dir: &Path, hsm: &softhsm::SoftHsm, conf: &str) {
+    let args = in_token(hsm, &["tenants", "create", "--name", "e"]);
+    let out = run(
+        dir,
+        &args,
+        &[("SOFTHSM2_CONF", conf), ("TESSERA_PKCS11_PIN", "987654")],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot log in to the PKCS#11 token"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("987654"), "no PIN in the error");
+    let out = run(
+        dir,
+        &[
+            "tenants",
+            "create",
+            "--name",
+            "f",
+            "--master-key-provider",
+            "pkcs11",
+        ],
+        &[("SOFTHSM2_CONF", conf)],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--pkcs11-module"), "{stderr}");
+}

@@ -1,0 +1,105 @@
+//! When the HSM or KMS holding the key-encrypting key stops answering: a running process
+//! keeps serving with the data keys it holds, and what needs a new unwrap or wrap (a tenant it
+//! has not read yet, a new tenant) is a 503-class error; a process starting then refuses to
+//! start.
+
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
+
+use async_trait::async_trait;
+use serde_json::json;
+use tessera_domain::{
+    crypto::CryptoError,
+    custody::{KeyCustody, WrapPurpose},
+    error::ErrorClass,
+    MasterKey, NewToken, TokenType, Vault,
+};
+use tessera_storage::DetachedStore;
+use tessera_testkit::{backend_tests, db::TestDatabase};
+use zeroize::Zeroizing;
+
+backend_tests!(a_custody_outage_keeps_held_keys_and_refuses_new_unwraps);
+
+/// A custody that can be made unreachable, as a network HSM or a KMS can be.
+#[derive(Debug)]
+struct Flaky {
+    key: MasterKey,
+    down: AtomicBool,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), CryptoError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(CryptoError::CustodyUnavailable("connection refused".into()));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl KeyCustody for Flaky {
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+
+    async fn wrap(&self, purpose: WrapPurpose<'_>, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        self.check()?;
+        self.key.wrap(purpose, plain).await
+    }
+
+    async fn unwrap(
+        &self,
+        purpose: WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        self.check()?;
+        self.key.unwrap(purpose, wrapped).await
+    }
+}
+
+async fn a_custody_outage_keeps_held_keys_and_refuses_new_unwraps(t: &TestDatabase) {
+    let key = MasterKey::generate();
+    let custody = Arc::new(Flaky {
+        key: MasterKey::from_base64(key.to_base64().expose()).expect("copy"),
+        down: AtomicBool::new(false),
+    });
+    let store = || Arc::new(DetachedStore::new(t.db.clone()));
+    let vault = Vault::with_custody(store(), custody.clone(), vec![]);
+    let admin = tessera_testkit::vault::tenant_admin(&vault, "held").await;
+    let other = tessera_testkit::vault::tenant_admin(&Vault::new(store(), key), "unread").await;
+    let token = vault
+        .create_token(&admin, NewToken::new(TokenType::Token, json!("kept")))
+        .await
+        .expect("token");
+    custody.down.store(true, Ordering::SeqCst);
+    // The held data key still serves.
+    let read = vault
+        .get_token(&admin, token.id)
+        .await
+        .expect("still served");
+    assert_eq!(read.data.expose(), &json!("kept"));
+    // A tenant this process has not unwrapped, and a new tenant, wait for the custody.
+    let unread = vault
+        .create_token(&other, NewToken::new(TokenType::Token, json!("x")))
+        .await
+        .expect_err("needs an unwrap");
+    assert_eq!(unread.class(), ErrorClass::Unavailable, "{unread}");
+    assert!(
+        unread.public_message().contains("HSM or KMS"),
+        "{}",
+        unread.public_message()
+    );
+    let new = vault.create_tenant("new").await.expect_err("needs a wrap");
+    assert_eq!(new.class(), ErrorClass::Unavailable);
+    // A process starting now refuses to.
+    let starting = Vault::with_custody(store(), custody.clone(), vec![]);
+    assert!(starting.verify_master_key().await.is_err());
+    // Back up: everything works again.
+    custody.down.store(false, Ordering::SeqCst);
+    vault
+        .create_token(&other, NewToken::new(TokenType::Token, json!("y")))
+        .await
+        .expect("after the outage");
+}
