@@ -21,6 +21,7 @@ use cryptoki::{
     mechanism::{aead::GcmParams, Mechanism},
     object::{Attribute, AttributeType, KeyType, ObjectClass, ObjectHandle},
     session::{Session, UserType},
+    slot::Slot,
     types::AuthPin,
 };
 use rand::RngCore;
@@ -90,17 +91,22 @@ pub enum Pkcs11Error {
 }
 
 /// The custody: one logged-in session to the token, used by one call at a time (on a
-/// blocking thread: a network HSM may take a while to answer).
+/// blocking thread: a network HSM may take a while to answer). A session the token dropped
+/// (the HSM restarted, the network failed) is opened again on the next call.
 pub struct Pkcs11Custody {
     inner: Arc<Mutex<Inner>>,
     describe: String,
 }
 
 struct Inner {
-    session: Session,
-    key: ObjectHandle,
-    // Kept after the session so that it is finalised last.
-    _context: Pkcs11,
+    /// The logged-in session and the key's handle in it; `None` after the token dropped it.
+    session: Option<(Session, ObjectHandle)>,
+    slot: Slot,
+    key_label: String,
+    token_label: String,
+    pin: Secret<String>,
+    // Kept after the session so that it outlives it.
+    context: Pkcs11,
 }
 
 impl std::fmt::Debug for Pkcs11Custody {
@@ -133,24 +139,17 @@ impl Pkcs11Custody {
                     .is_ok_and(|info| info.label().trim_end() == config.token_label)
             })
             .ok_or_else(|| Pkcs11Error::NoToken(config.token_label.clone()))?;
-        let login = |source| Pkcs11Error::Login {
-            token: config.token_label.clone(),
-            source,
+        let mut inner = Inner {
+            session: None,
+            slot,
+            key_label: config.key_label.clone(),
+            token_label: config.token_label.clone(),
+            pin: Secret::new(config.pin.expose().clone()),
+            context,
         };
-        let session = context.open_ro_session(slot).map_err(login)?;
-        let pin = AuthPin::new(config.pin.expose().clone().into());
-        // A token's login is shared by the process's sessions.
-        match session.login(UserType::User, Some(&pin)) {
-            Ok(()) | Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => {}
-            Err(source) => return Err(login(source)),
-        }
-        let key = find_key(&session, &config.key_label)?;
+        inner.connect()?;
         Ok(Self {
-            inner: Arc::new(Mutex::new(Inner {
-                session,
-                key,
-                _context: context,
-            })),
+            inner: Arc::new(Mutex::new(inner)),
             describe: format!(
                 "pkcs11 token `{}` key `{}`",
                 config.token_label, config.key_label
@@ -158,22 +157,96 @@ impl Pkcs11Custody {
         })
     }
 
+    /// Runs `f` on the session, opening one first if the token dropped the last; a call that
+    /// fails because the session is gone is tried once more on a new one.
     async fn call<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Inner) -> Result<T, CryptoError> + Send + 'static,
+        f: impl Fn(&Session, ObjectHandle) -> Result<T, CkError> + Send + 'static,
+        failed: fn(CkError) -> CryptoError,
     ) -> Result<T, CryptoError> {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
-            let guard = inner.lock().map_err(|_| {
+            let mut guard = inner.lock().map_err(|_| {
                 CryptoError::CustodyUnavailable("the PKCS#11 session lock is poisoned".into())
             })?;
-            f(&guard)
+            let mut last = None;
+            for _ in 0..2 {
+                let (session, key) = guard.session()?;
+                match f(session, key) {
+                    Err(e) if session_lost(&e) => {
+                        guard.session = None;
+                        last = Some(e);
+                    }
+                    other => return other.map_err(failed),
+                }
+            }
+            Err(last.map_or_else(
+                || CryptoError::CustodyUnavailable("PKCS#11: no session".into()),
+                failed,
+            ))
         })
         .await
         .map_err(|e| {
             CryptoError::CustodyUnavailable(format!("the PKCS#11 call did not finish: {e}"))
         })?
     }
+
+    /// Drops the session as a token restart would, so the next call opens another.
+    #[doc(hidden)]
+    pub fn forget_session(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.session = None;
+        }
+    }
+}
+
+impl Inner {
+    /// Opens a read-only session, logs in and finds the key.
+    fn connect(&mut self) -> Result<(), Pkcs11Error> {
+        let login = |source| Pkcs11Error::Login {
+            token: self.token_label.clone(),
+            source,
+        };
+        let session = self.context.open_ro_session(self.slot).map_err(login)?;
+        let pin = AuthPin::new(self.pin.expose().clone().into());
+        // A token's login is shared by the process's sessions.
+        match session.login(UserType::User, Some(&pin)) {
+            Ok(()) | Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => {}
+            Err(source) => return Err(login(source)),
+        }
+        let key = find_key(&session, &self.key_label)?;
+        self.session = Some((session, key));
+        Ok(())
+    }
+
+    /// The session, opened again if needed.
+    fn session(&mut self) -> Result<(&Session, ObjectHandle), CryptoError> {
+        if self.session.is_none() {
+            self.connect()
+                .map_err(|e| CryptoError::CustodyUnavailable(e.to_string()))?;
+        }
+        match &self.session {
+            Some((session, key)) => Ok((session, *key)),
+            None => Err(CryptoError::CustodyUnavailable(
+                "PKCS#11: no session".into(),
+            )),
+        }
+    }
+}
+
+/// Whether a call failed because the session (or the token under it) is gone.
+fn session_lost(e: &CkError) -> bool {
+    matches!(
+        e,
+        CkError::Pkcs11(
+            RvError::SessionClosed
+                | RvError::SessionHandleInvalid
+                | RvError::DeviceRemoved
+                | RvError::TokenNotPresent
+                | RvError::UserNotLoggedIn,
+            _
+        )
+    )
 }
 
 /// The one AES secret key labelled `label`, checked to be unextractable and sensitive.
@@ -239,23 +312,23 @@ impl KeyCustody for Pkcs11Custody {
     async fn wrap(&self, purpose: WrapPurpose<'_>, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
         let aad = purpose.aad();
         let plain = Zeroizing::new(plain.to_vec());
-        self.call(move |inner| {
-            let mut iv = [0u8; IV_LEN];
-            rand::rngs::OsRng.fill_bytes(&mut iv);
-            let mut params_iv = iv;
-            let params = GcmParams::new(&mut params_iv, &aad, TAG_BITS.into())
-                .map_err(|_| CryptoError::Encrypt)?;
-            let sealed = inner
-                .session
-                .encrypt(&Mechanism::AesGcm(params), inner.key, &plain)
-                .map_err(|e| CryptoError::CustodyUnavailable(format!("PKCS#11: {e}")))?;
-            let mut out = Vec::with_capacity(1 + IV_LEN + sealed.len());
-            out.push(VERSION);
-            out.extend_from_slice(&iv);
-            out.extend_from_slice(&sealed);
-            Ok(out)
-        })
-        .await
+        let mut iv = [0u8; IV_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut iv);
+        let sealed = self
+            .call(
+                move |session, key| {
+                    let mut params_iv = iv;
+                    let params = GcmParams::new(&mut params_iv, &aad, TAG_BITS.into())?;
+                    session.encrypt(&Mechanism::AesGcm(params), key, &plain)
+                },
+                |e| CryptoError::CustodyUnavailable(format!("PKCS#11: {e}")),
+            )
+            .await?;
+        let mut out = Vec::with_capacity(1 + IV_LEN + sealed.len());
+        out.push(VERSION);
+        out.extend_from_slice(&iv);
+        out.extend_from_slice(&sealed);
+        Ok(out)
     }
 
     async fn unwrap(
@@ -271,16 +344,17 @@ impl KeyCustody for Pkcs11Custody {
             return Err(CryptoError::Malformed);
         }
         let (iv, sealed) = rest.split_at(IV_LEN);
-        let (mut iv, sealed, aad) = (iv.to_vec(), sealed.to_vec(), purpose.aad());
-        self.call(move |inner| {
-            let params = GcmParams::new(&mut iv, &aad, TAG_BITS.into())
-                .map_err(|_| CryptoError::Malformed)?;
-            inner
-                .session
-                .decrypt(&Mechanism::AesGcm(params), inner.key, &sealed)
-                .map(Zeroizing::new)
-                .map_err(failure)
-        })
+        let (iv, sealed, aad) = (iv.to_vec(), sealed.to_vec(), purpose.aad());
+        self.call(
+            move |session, key| {
+                let mut iv = iv.clone();
+                let params = GcmParams::new(&mut iv, &aad, TAG_BITS.into())?;
+                session
+                    .decrypt(&Mechanism::AesGcm(params), key, &sealed)
+                    .map(Zeroizing::new)
+            },
+            failure,
+        )
         .await
     }
 }

@@ -115,6 +115,14 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         CryptoError::Authentication
     );
 
+    // A session the token dropped (the HSM restarted) is opened again on the next call.
+    custody.forget_session();
+    let reopened = custody
+        .unwrap(WrapPurpose::DataKey(a), &wrapped)
+        .await
+        .expect("a new session");
+    assert_eq!(reopened.as_slice(), &secret);
+
     // A vault's keys move from a file key into the token.
     for db in [
         Some(TestDatabase::sqlite().await),
