@@ -1,6 +1,6 @@
 //! Filters applied to a token value inside an expression.
 //!
-//! No filter can fail on a value (SUPPLEMENT §6, revised 2026-11-23): a key with only
+//! No filter can fail on a value (docs/api.md, "Detokenization expressions"): a key with only
 //! `token:use` may *send* a token to the proxy's destination, never *learn* it, so the
 //! gateway's own answer (status, body) must not depend on the token's content. A filter that
 //! does not apply to the value it receives yields `null`, and a `json:` path that matches nothing
@@ -323,7 +323,7 @@ mod tests {
         }
     }
 
-    /// Pinned rule (SUPPLEMENT §6, revised 2026-11-23): what does not apply renders `null`,
+    /// Pinned rule (docs/api.md, "Detokenization expressions"): what does not apply renders `null`,
     /// several matches render as an array; nothing fails on a value.
     #[test]
     fn what_does_not_apply_is_null_and_several_matches_are_an_array() {

@@ -1,7 +1,7 @@
 //! # tessera-detokenize
 //!
 //! Finds detokenization expressions in request bodies and headers and replaces them with token
-//! values, safely for the body's type (SUPPLEMENT §6):
+//! values, safely for the body's type (docs/api.md, "Detokenization expressions"):
 //!
 //! ```text
 //! {{ <token_id> [| filter]* }}          the token's data

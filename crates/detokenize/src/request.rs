@@ -270,7 +270,7 @@ mod tests {
     }
 
     /// Pinned rule: a token's value never makes a header fail; what is not visible ASCII is
-    /// percent-encoded (issue 11, finding 8).
+    /// percent-encoded.
     #[test]
     fn header_values_encode_what_cannot_appear_in_a_header() {
         let value = format!("{{{{{A}}}}}");

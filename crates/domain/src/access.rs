@@ -298,7 +298,7 @@ impl<'a> Grants<'a> {
 
 impl Principal {
     /// `Ok` when the caller holds everything `grants` allow, so that it may create an
-    /// application with them, give them to one, or issue a key for one (SUPPLEMENT §9: no
+    /// application with them, give them to one, or issue a key for one (docs/api.md, "No escalation": no
     /// caller can grant, or obtain a key for, permissions it does not hold itself). Else 403
     /// naming the first permission (and container) the caller lacks.
     ///

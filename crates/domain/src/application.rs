@@ -55,7 +55,7 @@ impl ApplicationType {
         }
     }
 
-    /// Whether an application of this type may hold `permission` (SUPPLEMENT §2.2).
+    /// Whether an application of this type may hold `permission` (docs/api.md, "Applications").
     pub fn allows(self, permission: Permission) -> bool {
         match self {
             ApplicationType::Private => permission.is_token(),

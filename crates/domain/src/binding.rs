@@ -1,4 +1,4 @@
-//! Destination binding (issue 27): the hosts a token's data may be sent to.
+//! Destination binding: the hosts a token's data may be sent to.
 //!
 //! A token may carry 1–[`MAX_PATTERNS`] patterns, each one of:
 //! - a host name, `api.stripe.com`: that host;

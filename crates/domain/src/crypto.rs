@@ -199,7 +199,7 @@ pub struct DataKey {
     fingerprint: Hmac<Sha256>,
     /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`REQUEST_INFO`]), for the hash of
     /// an idempotent request kept beside its answer: unkeyed, a database copy alone recovered
-    /// a card number from it by guessing (attack finding 4).
+    /// a card number from it by guessing.
     request: Hmac<Sha256>,
 }
 

@@ -56,7 +56,7 @@ impl fmt::Display for Resource {
     }
 }
 
-/// Why a use-case failed. Variants map one-to-one onto the status codes of SUPPLEMENT §1.1; no
+/// Why a use-case failed. Variants map one-to-one onto the status codes of docs/api.md, "Errors"; no
 /// variant ever carries secret material.
 #[derive(Debug, thiserror::Error)]
 pub enum VaultError {
@@ -75,7 +75,7 @@ pub enum VaultError {
         container: Option<Container>,
     },
     /// The caller asked to grant, or to obtain a key for, a permission it does not hold
-    /// itself (403; SUPPLEMENT §9).
+    /// itself (403; docs/api.md, "No escalation").
     #[error("the API key cannot grant `{permission}`{} because it does not hold it itself", .container.as_ref().map(|c| format!(" on container {c}")).unwrap_or_default())]
     Escalation {
         /// The permission the caller lacks.

@@ -1,4 +1,4 @@
-//! Token metadata: non-sensitive string pairs, with the limits of SUPPLEMENT §3.
+//! Token metadata: non-sensitive string pairs, with the limits of docs/api.md, "Tokens".
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ pub const MAX_VALUE_CHARS: usize = 500;
 
 /// Most metadata pairs one list or search may filter by. Each pair is one more probe of the
 /// metadata index per candidate token; unbounded, 100 pairs kept a PostgreSQL connection busy
-/// for about a minute (attack finding 7).
+/// for about a minute.
 pub const MAX_FILTER_PAIRS: usize = 10;
 
 /// Records a problem under `field` when a filter holds more than [`MAX_FILTER_PAIRS`] pairs.

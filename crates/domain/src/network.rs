@@ -239,7 +239,7 @@ mod tests {
             "ff02::1",
             "2002:7f00:1::1",
             "2002:a9fe:a9fe::",
-            // Attack finding 12: NAT64 (also with a public IPv4 address inside),
+            // NAT64 (also with a public IPv4 address inside),
             // IPv4-translated, discard.
             "64:ff9b::8.8.8.8",
             "64:ff9b::a9fe:a9fe",

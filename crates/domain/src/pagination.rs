@@ -1,4 +1,4 @@
-//! Offset pagination (SUPPLEMENT §1.2): `page` ≥ 1, `size` 1–100.
+//! Offset pagination (docs/api.md, "Pagination"): `page` ≥ 1, `size` 1–100.
 
 use crate::validation::ValidationErrors;
 

@@ -1,4 +1,4 @@
-//! Pre-configured proxies (source §2.4–2.6, §4.5–4.6; SUPPLEMENT §5): what a caller supplies,
+//! Pre-configured proxies (docs/api.md, "Proxies"): what a caller supplies,
 //! how it is validated, and what is stored.
 
 use std::collections::BTreeMap;
@@ -155,7 +155,7 @@ pub struct ValidProxy {
 }
 
 impl ProxyInput {
-    /// Applies SUPPLEMENT §5's field rules.
+    /// Applies docs/api.md, "Proxies"'s field rules.
     pub fn validate(self, policy: DestinationPolicy) -> Result<ValidProxy, ValidationErrors> {
         let mut errors = ValidationErrors::new();
         if self.key_supplied.is_some() {
@@ -360,7 +360,7 @@ impl Proxy {
 }
 
 impl Proxy {
-    /// The proxy an ephemeral invocation (issue 27) stands for: `caller`'s, to `url`, with no
+    /// The proxy an ephemeral invocation stands for: `caller`'s, to `url`, with no
     /// key, transforms, application or configuration, always authenticated. Its id is the
     /// caller's application id, so that ephemeral invocations share that application's
     /// rate-limit allowance; it is never stored.

@@ -144,7 +144,7 @@ impl<'de, T: Wipe + Default + serde::Deserialize<'de>> serde::Deserialize<'de> f
 /// that must send a value (response views, the gateway's substitutions):
 /// `#[serde(serialize_with = "tessera_domain::secret::exposed")]`. `Secret` itself does not
 /// implement `Serialize`, so a secret inside a struct that something serializes for a log or
-/// an error never goes out by accident (attack finding 18).
+/// an error never goes out by accident.
 pub fn exposed<T, S>(secret: &Secret<T>, s: S) -> Result<S::Ok, S::Error>
 where
     T: Wipe + Default + serde::Serialize,

@@ -1,4 +1,4 @@
-//! The compile check of proxies' transform code (SUPPLEMENT §5): code that does not compile is
+//! The compile check of proxies' transform code (docs/api.md, "Proxies"): code that does not compile is
 //! refused when a proxy is created or updated — a 400 naming the field, with the engine's
 //! message and line — rather than failing every later invocation.
 //!

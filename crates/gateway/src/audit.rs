@@ -1,4 +1,4 @@
-//! The gateway's audit events (issue 16): one `token.detokenized` per invocation that
+//! The gateway's audit events: one `token.detokenized` per invocation that
 //! substituted tokens, the `req.svc` calls of its transforms, and refused invocations (401/403)
 //! with their reason.
 //!

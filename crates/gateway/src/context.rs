@@ -28,7 +28,7 @@ pub(crate) struct RequestContext<'a> {
     pub(crate) detokenized: usize,
     /// What the audit trail records of the request.
     pub(crate) audit: AuditNotes,
-    /// An ephemeral proxy's request (issue 27).
+    /// An ephemeral proxy's request.
     pub(crate) ephemeral: bool,
     /// Where the request goes, once known: what tokens' destination bindings are checked
     /// against.

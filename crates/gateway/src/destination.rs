@@ -1,5 +1,5 @@
 //! Where a request is forwarded: the destination URL joined with the sub-path after `/proxy`
-//! and the caller's query (SUPPLEMENT §5.1, step 4), and which sub-paths are refused.
+//! and the caller's query (docs/api.md, "Proxy invocation", step 4), and which sub-paths are refused.
 
 use http::{HeaderMap, Uri};
 use tessera_service::header_names::HeaderNames;
@@ -65,7 +65,7 @@ const MAX_ENCODING_LAYERS: usize = 4;
 /// (`%2e`, `%252e`, …), with `/`, `\` or their encodings as separators, and with or without
 /// `;` parameters (`..;` is `..` to Tomcat and others). Joined onto the destination URL such a
 /// segment would climb out of the destination's path (`/proxy/../../admin` → `/admin`), here
-/// or in whatever decodes the path once more behind the destination (attack finding 11). A
+/// or in whatever decodes the path once more behind the destination. A
 /// sub-path still encoded after [`MAX_ENCODING_LAYERS`] decodings is refused as well.
 pub fn check_sub_path(suffix: &str) -> Result<(), &'static str> {
     let is_separator = |c: char| c == '/' || c == '\\';
@@ -185,7 +185,7 @@ mod tests {
             "/a/..%2fb",
             "\\..\\x",
             "/x/..%5c",
-            // Attack finding 11: parameters and double encoding.
+            // Parameters and double encoding.
             "/proxy/a/..;/b",
             "/a/..;jsessionid=1/b",
             "/.;/x",

@@ -1,7 +1,7 @@
 //! The gateway's one error model: a [`GatewayError`] is a [`ErrorKind`] plus what the caller
 //! may be told and, for the log, what caused it. The kind alone decides the status, the metric
 //! label and the log level; the body is always `{"proxy_error": <RFC 7807 problem>}` (source
-//! §2.6, SUPPLEMENT §5.1). A destination's own errors are never wrapped: they are not
+//! docs/api.md, "Proxy invocation" and "Proxy errors"). A destination's own errors are never wrapped: they are not
 //! `GatewayError`s. Converting an error never logs; [`crate::Gateway`] logs once, when it answers.
 
 use std::{borrow::Cow, collections::BTreeMap};

@@ -1,6 +1,6 @@
 //! # tessera-gateway
 //!
-//! The proxy gateway (source §4.7, SUPPLEMENT §5.1): a framework-neutral handler from an
+//! The proxy gateway (docs/api.md, "Proxy invocation"): a framework-neutral handler from an
 //! `http::Request` to an `http::Response`, served by hyper in `proxy-gateway` (one runtime and
 //! listener per core, [`server`]) and mounted at `/proxy` by the management server through
 //! [`tessera_service::mount::ProxyHandler`].

@@ -1,4 +1,4 @@
-//! Quarantine of proxies whose transform ran past its time limit (attack finding 4): such a
+//! Quarantine of proxies whose transform ran past its time limit: such a
 //! call costs a core for the whole limit, so the same request must not be replayable in a loop.
 //! After a timeout the proxy answers 503 `proxy_error` with `Retry-After` for a back-off that
 //! doubles with each further timeout (1 s, 2 s, 4 s, … at most [`MAX_BACKOFF`]); a proxy whose

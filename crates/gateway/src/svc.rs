@@ -1,4 +1,4 @@
-//! `req.svc` (SUPPLEMENT §7): the small management API a proxy's transforms reach, answered
+//! `req.svc` (docs/api.md, "Transforms"): the small management API a proxy's transforms reach, answered
 //! in-process as the proxy's application, with its permissions, and recorded in the audit
 //! trail under it. Not a stage: the engine calls it while a transform runs.
 //!
@@ -21,7 +21,7 @@ use tessera_transform_runtime::{HostError, HostOp, Taint};
 
 use crate::audit::SvcAudit;
 
-/// The status and message the management API would have answered (SUPPLEMENT §7).
+/// The status and message the management API would have answered (docs/api.md, "Transforms").
 fn host_error(e: VaultError) -> HostError {
     HostError {
         status: class_status(e.class()).as_u16(),
@@ -244,7 +244,7 @@ mod tests {
 
     use super::host_error;
 
-    /// `req.svc` refusals carry the status the API would have answered (SUPPLEMENT §7).
+    /// `req.svc` refusals carry the status the API would have answered (docs/api.md, "Transforms").
     #[test]
     fn host_errors_carry_the_api_status() {
         use tessera_domain::{error::Resource, store::StoreError};

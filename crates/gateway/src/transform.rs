@@ -1,4 +1,4 @@
-//! What both transform stages share (SUPPLEMENT §7): running a proxy's code in the engine with
+//! What both transform stages share (docs/api.md, "Transforms"): running a proxy's code in the engine with
 //! its configuration and `req.svc` (see [`crate::svc`]), building `req.args` from a message,
 //! and turning what the transform returned (or threw) into the next step or an answer. A
 //! transform that runs past its time limit puts its proxy in quarantine.
@@ -207,7 +207,7 @@ pub(crate) fn settle(outcome: Result<Outcome, TransformError>) -> Result<Returne
             body,
         }) => {
             // 1xx answers carry no body and would break the framing of whatever sits in front
-            // (attack finding): only final statuses a response may have.
+            // Only final statuses a response may have.
             let Some(status) = u16::try_from(status)
                 .ok()
                 .and_then(|s| StatusCode::from_u16(s).ok())

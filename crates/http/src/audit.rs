@@ -1,4 +1,4 @@
-//! Audit events of management calls (issue 16).
+//! Audit events of management calls.
 //!
 //! The authentication middleware knows who called, which route matched and how the call
 //! ended; a handler knows what it touched. So a handler that did an audited operation marks

@@ -1,4 +1,4 @@
-//! `JsonBody<T>`: a JSON request body with the error behaviour of SUPPLEMENT §1.1 — 415 for
+//! `JsonBody<T>`: a JSON request body with the error behaviour of docs/api.md, "Errors" — 415 for
 //! another content type, 413 above the size limit, 400 problem+json naming the offending field
 //! for malformed JSON, unknown fields and wrong types.
 

@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on the POSTs that create (issue 15), as middleware inside authentication.
+//! `Idempotency-Key` on the POSTs that create, as middleware inside authentication.
 //!
 //! A request carrying the header is claimed for its application ([`Vault::claim_idempotency`],
 //! which keeps a keyed hash of method, path, query and body): the first runs, and its
@@ -10,7 +10,7 @@
 //! A replay is not a free pass: the first request runs with a recording caller, its answer is
 //! kept with the permission checks it passed, and a retry is answered only if its (freshly
 //! authenticated) caller passes them all again — else 403, recorded as a denial. A replay is
-//! recorded as `request.replayed` (attack finding 14).
+//! recorded as `request.replayed`.
 //!
 //! The key may also come as `<PREFIX>-IDEMPOTENCY-KEY` ([`IDEMPOTENCY_KEY_ALIAS`] with the
 //! default prefix), the header Basis Theory's SDKs send with this deployment's prefix

@@ -16,7 +16,7 @@ use tessera_service::mount::{BoxError, LocalBody, ProxyHandler, ResponseBody};
 use crate::{problem::Problem, request_id::RequestId};
 
 /// The body of every proxy error: the problem wrapped so that it cannot be mistaken for a
-/// destination's own answer (source §2.6).
+/// destination's own answer (docs/api.md, "Proxy errors").
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct ProxyErrorBody {
     /// What went wrong in the proxy.

@@ -1,5 +1,5 @@
 //! List query strings: `page`, `size`, and for tokens repeatable `id`/`type` plus
-//! `metadata.<key>=<value>` (SUPPLEMENT §1.2). Unknown parameters are a 400 so typos surface.
+//! `metadata.<key>=<value>` (docs/api.md, "Pagination"). Unknown parameters are a 400 so typos surface.
 //! Metadata filters may also be written `metadata[<key>]=<value>` (docs/migrating.md).
 
 use tessera_domain::{

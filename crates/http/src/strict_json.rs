@@ -3,9 +3,9 @@
 //! serde's derived `Deserialize` for a struct with named fields also accepts a sequence of
 //! the field values in declaration order (for compact binary formats), and serde_json offers it
 //! that sequence when the input is an array: `["x","private",["token:read"]]` was read as an
-//! application (attack finding 15). The wrapper turns every struct request into a map request,
+//! application. The wrapper turns every struct request into a map request,
 //! at every depth, so an array or scalar where an object belongs is a type error naming its
-//! path like any other (SUPPLEMENT §9). Everything else passes through unchanged.
+//! path like any other (docs/api.md, "Conventions"). Everything else passes through unchanged.
 
 use std::fmt;
 

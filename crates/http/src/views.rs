@@ -148,7 +148,7 @@ pub(crate) struct TransformView {
     code: Secret<String>,
 }
 
-/// A proxy (source §2.4). `modified_*` are left out of the create response.
+/// A proxy (docs/api.md, "Proxy object"). `modified_*` are left out of the create response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct ProxyView {
     id: ProxyId,
@@ -276,7 +276,7 @@ impl<T> CursorPageView<T> {
     }
 }
 
-/// One audit event (issue 16), with its place in its tenant's hash chain.
+/// One audit event, with its place in its tenant's hash chain.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct AuditEventView {
     id: uuid::Uuid,

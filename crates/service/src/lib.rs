@@ -23,5 +23,5 @@ pub mod proxy_error;
 pub mod rate_limit;
 pub mod request_id;
 
-/// Default request body limit: 1 MiB (SUPPLEMENT §1.1).
+/// Default request body limit: 1 MiB (docs/api.md, "Errors").
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;

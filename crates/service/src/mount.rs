@@ -20,7 +20,7 @@ pub type ResponseBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
 /// The answer of one invocation, produced on the thread serving the request.
 pub type Handled<'a> = Pin<Box<dyn Future<Output = Response<ResponseBody>> + 'a>>;
 
-/// Serves `/proxy` and `/proxy/…` (source §4.7).
+/// Serves `/proxy` and `/proxy/…` (docs/api.md, "Proxy invocation").
 pub trait ProxyHandler: Send + Sync {
     /// Handles one invocation; `request_id` is the request's `X-Request-Id`.
     fn handle<'a>(&'a self, req: Request<LocalBody>, request_id: &'a str) -> Handled<'a>;

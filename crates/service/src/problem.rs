@@ -1,4 +1,4 @@
-//! RFC 7807 problem bodies (SUPPLEMENT §1.1), and how a domain error class is answered.
+//! RFC 7807 problem bodies (docs/api.md, "Errors"), and how a domain error class is answered.
 //!
 //! Both boundaries render through [`Problem`]: the management API as `application/problem+json`,
 //! the gateway wrapped as `{"proxy_error": problem}`. Converting an error never logs; the
@@ -89,7 +89,7 @@ impl Problem {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    /// The body wrapped for the gateway: `{"proxy_error": problem}` (source §2.6).
+    /// The body wrapped for the gateway: `{"proxy_error": problem}` (docs/api.md, "Proxy errors").
     pub fn to_proxy_error_json(&self) -> Vec<u8> {
         #[derive(Serialize)]
         struct Wrapped<'a> {
@@ -99,7 +99,7 @@ impl Problem {
     }
 }
 
-/// The status every boundary answers an error class with (SUPPLEMENT §1.1).
+/// The status every boundary answers an error class with (docs/api.md, "Errors").
 pub fn class_status(class: ErrorClass) -> StatusCode {
     match class {
         ErrorClass::Invalid => StatusCode::BAD_REQUEST,
@@ -127,7 +127,7 @@ mod tests {
 
     use super::*;
 
-    /// The one mapping: statuses per SUPPLEMENT §1.1, internals never in the body.
+    /// The one mapping: statuses per docs/api.md, "Errors", internals never in the body.
     #[test]
     fn domain_errors_map_to_statuses_without_internals() {
         let cases = [

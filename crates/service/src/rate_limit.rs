@@ -1,4 +1,4 @@
-//! Optional per-credential rate limits (SUPPLEMENT §1.1: 429 "where configured"): a token
+//! Optional per-credential rate limits (docs/api.md, "Errors": 429 "where configured"): a token
 //! bucket per application on the management API and per proxy on the gateway.
 //!
 //! Limits are per process: with N processes behind a load balancer a credential may make up to

@@ -1,4 +1,4 @@
-//! `X-Request-Id` (SUPPLEMENT §1): echoed when the caller sent a usable one, else generated.
+//! `X-Request-Id` (docs/api.md, "Conventions"): echoed when the caller sent a usable one, else generated.
 //! Basis Theory's SDKs send their correlation id as `<prefix>-TRACE-ID` instead: without a usable
 //! `X-Request-Id`, a usable trace id is the request id (docs/migrating.md).
 

@@ -75,7 +75,7 @@ pub enum LogFormat {
 
 /// Where the data is and how it is protected.
 ///
-/// `Debug` is written by hand: the database URL may hold a password (attack finding 18).
+/// `Debug` is written by hand: the database URL may hold a password.
 #[derive(Clone, Args)]
 pub struct DbArgs {
     /// `sqlite://PATH` (embedded, the default) or `postgres://USER@HOST:PORT/DB`.

@@ -1,4 +1,4 @@
-//! `POST /tokens/search` at the store boundary over 100,000 tokens of one tenant (issue 15:
+//! `POST /tokens/search` at the store boundary over 100,000 tokens of one tenant (target:
 //! p50 ≤ 5 ms on both backends): by fingerprint, and by one metadata pair — each matching a
 //! couple of tokens, answered newest first with the total counted — plus a fingerprint search
 //! narrowed by type and container prefix. On SQLite, and on PostgreSQL when

@@ -90,7 +90,7 @@ impl DetachedStore {
     /// As [`DetachedStore::run`], for a read-only scan whose cost the caller chose (lists,
     /// searches, the audit listing): when the caller drops it — the client went away — the
     /// task is aborted too, so the statement stops on PostgreSQL (see `scan::ScanGuard`)
-    /// instead of holding a connection for nobody (attack finding 7). Aborting is safe here:
+    /// instead of holding a connection for nobody. Aborting is safe here:
     /// the task runs on the multi-threaded runtime, and a read leaves nothing half-done.
     async fn run_scan<T, Fut>(&self, op: impl FnOnce(Database) -> Fut) -> Result<T, StoreError>
     where

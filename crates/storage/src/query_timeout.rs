@@ -1,5 +1,5 @@
 //! A time limit on each SQL statement (`--query-timeout`), so that no request can keep a
-//! connection busy for minutes (attack finding 7: 18 concurrent metadata searches held every
+//! connection busy for minutes (18 concurrent metadata searches held every
 //! PostgreSQL connection for over 3 minutes, and the other tenants' calls got 503).
 //!
 //! - **PostgreSQL**: `statement_timeout`, set on every pooled connection ([`postgres_setup`]).

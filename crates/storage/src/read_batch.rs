@@ -1,6 +1,6 @@
 //! Token reads batched across requests: the reads that concurrent proxied requests make on
 //! one serving thread become one statement, and each request takes its own rows from that
-//! statement's answer (issue 24).
+//! statement's answer.
 //!
 //! Why: a cold proxy request reads its tokens with point probes, and on PostgreSQL the server
 //! spends most of a request's database time on the per-statement work around each probe

@@ -36,7 +36,7 @@ pub(crate) use with_scan_conn;
 /// A pooled PostgreSQL connection running a scan. Dropped before [`ScanGuard::finish`] — the
 /// request's future was dropped because the client went away, or the body returned early —
 /// it asks the server to cancel whatever the connection is running (PostgreSQL would otherwise
-/// finish the query for nobody, holding the connection: attack finding 7) and closes the
+/// finish the query for nobody, holding the connection) and closes the
 /// connection instead of pooling it, so the cancel can never reach another request's
 /// statement.
 pub(crate) struct ScanGuard {

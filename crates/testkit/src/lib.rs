@@ -24,7 +24,7 @@ pub mod tamper;
 pub mod upstream;
 pub mod vault;
 
-/// The error classes a transform may throw and the status each answers with (SUPPLEMENT §7),
+/// The error classes a transform may throw and the status each answers with (docs/api.md, "Transforms"),
 /// as the engine's and the gateway's tests expect them.
 pub const TRANSFORM_ERROR_CLASSES: [(&str, u16); 6] = [
     ("AuthenticationError", 401),

@@ -1,6 +1,6 @@
 //! # tessera-transform-runtime
 //!
-//! Runs proxy transforms (source §4.8, SUPPLEMENT §7): tenant JavaScript (CommonJS,
+//! Runs proxy transforms (docs/api.md, "Transforms"): tenant JavaScript (CommonJS,
 //! `module.exports = async function (req) { … }`) in QuickJS, sandboxed, in one of two places:
 //!
 //! ```text

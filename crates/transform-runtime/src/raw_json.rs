@@ -1,4 +1,4 @@
-//! The JSON body's text, read only as far as a transform needs it (issue 25).
+//! The JSON body's text, read only as far as a transform needs it.
 //!
 //! A transform usually reads or adds a few members of the body and returns it. Parsing the
 //! whole body into engine objects (`JSON.parse`) and encoding all of it again was most of an

@@ -1,4 +1,4 @@
-//! The audit trail end to end (issue 16): in sync mode a process killed with SIGKILL right
+//! The audit trail end to end: in sync mode a process killed with SIGKILL right
 //! after answering has recorded the request, on the management API and on `/proxy`; and
 //! `api audit verify` passes, then exits 1 naming the event edited in the database.
 

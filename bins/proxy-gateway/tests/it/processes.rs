@@ -1,6 +1,6 @@
 //! Two processes on one database: the `api` (which also serves `/proxy`) and a separate
 //! `proxy-gateway`. A change made through the api is obeyed by the gateway within 2 s
-//! (SUPPLEMENT §8), and immediately by the api itself.
+//! (docs/operations.md, "Configuration"), and immediately by the api itself.
 
 use std::{
     path::{Path, PathBuf},
@@ -279,7 +279,7 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .expect("VmHWM")
 }
 
-/// Attack finding (issue 11, medium): one 500 KB token referenced ~450 times turned an 18 KB
+/// One 500 KB token referenced ~450 times turned an 18 KB
 /// request into a 200 MB forwarded body (RSS 576 MiB). The rendering is bounded before any
 /// token is decrypted: 413, and the gateway's memory stays where it was.
 #[test]

@@ -108,7 +108,7 @@ proptest! {
     }
 
     /// Whatever a token holds, a detokenized header value is a valid header value: visible
-    /// ASCII and spaces only (issue 11: no value makes the gateway answer differently).
+    /// ASCII and spaces only (no value makes the gateway answer differently).
     #[test]
     fn header_values_are_always_valid(data in tricky_value()) {
         let vals = values(&[data.clone(), json!(1), json!(2)]);

@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(walk(&head, &swapped).expect_err("reorder").seq, 3);
     }
 
-    /// Attack finding 3: records outside the head's range are walked and reported.
+    /// Records outside the head's range are walked and reported.
     #[test]
     fn records_outside_the_heads_range_are_reported() {
         let tenant = TenantId::new();
@@ -369,7 +369,7 @@ mod tests {
         assert!(walk(&head, &with_early).is_err());
     }
 
-    /// Attack finding 3: a deleted prefix with a forged anchor is caught unless an
+    /// A deleted prefix with a forged anchor is caught unless an
     /// `audit.pruned` event records exactly that removal.
     #[test]
     fn a_removal_must_be_recorded_in_the_chain() {

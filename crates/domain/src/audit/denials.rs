@@ -1,4 +1,4 @@
-//! Folding floods of identical refusals (attack finding 17: unknown-key 401s added thousands
+//! Folding floods of identical refusals (unknown-key 401s added thousands
 //! of events a second to the deployment chain, bounded only by retention).
 //!
 //! The first refusal of a kind — same chain, action, actor, reason and proxy — is recorded

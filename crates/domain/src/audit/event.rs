@@ -16,7 +16,7 @@ use crate::{
 
 macro_rules! actions {
     ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
-        /// The operation an event records (issue 16's list).
+        /// The operation an event records (the list in docs/api.md, "Audit trail").
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum AuditAction {
             $($(#[$doc])* $variant,)*

@@ -2,7 +2,7 @@
 //!
 //! Only events the chain's head vouches for are listed (positions after what retention
 //! removed, up to the head): a record planted beyond the head is never shown as the newest
-//! event (attack finding 3). Without filters the page is found by position, reading only the
+//! event. Without filters the page is found by position, reading only the
 //! blocks that hold it; with filters the blocks are read newest first and filtered in memory,
 //! the store skipping blocks outside a `from`/`to` range by their time bounds (the trail keeps
 //! no per-event index: each index entry would be paid by every proxied request).

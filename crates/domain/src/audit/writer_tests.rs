@@ -265,7 +265,7 @@ async fn async_mode_returns_at_once_and_flush_commits() {
     assert!(AuditLog::off().stats().is_none());
 }
 
-/// Attack finding 2: a chain that cannot be extended fails alone. Its requests are told
+/// A chain that cannot be extended fails alone. Its requests are told
 /// (503), its events are held, counted and written once the chain is repaired; the other
 /// tenants' events commit meanwhile.
 #[tokio::test]
@@ -297,7 +297,7 @@ async fn a_chain_that_cannot_be_extended_fails_alone_and_loses_nothing() {
     assert_eq!(log.stats().expect("on").events_held, 0);
 }
 
-/// Attack finding 17: a flood of identical refusals costs one event now and one
+/// A flood of identical refusals costs one event now and one
 /// aggregate when its window closes.
 #[tokio::test(start_paused = true)]
 async fn a_flood_of_refusals_is_folded() {

@@ -106,7 +106,7 @@ impl NewToken {
         }
     }
 
-    /// Applies SUPPLEMENT §3 (required data, per-type data shape, metadata and container
+    /// Applies docs/api.md, "Tokens" (required data, per-type data shape, metadata and container
     /// limits) and the expiry rule, against the current time.
     pub fn validate(self) -> Result<ValidToken, ValidationErrors> {
         self.validate_at(crate::timestamp::now())

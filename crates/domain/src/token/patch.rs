@@ -84,7 +84,7 @@ pub struct TokenChanges {
 
 impl TokenPatch {
     /// Validates the patch against the token it applies to (its type decides the data shape;
-    /// the merged metadata must keep SUPPLEMENT §3's limits), as of `now`.
+    /// the merged metadata must keep docs/api.md, "Tokens"'s limits), as of `now`.
     pub fn apply_to(
         self,
         token_type: TokenType,

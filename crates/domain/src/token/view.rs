@@ -74,7 +74,7 @@ pub struct TokenView {
     #[serde(with = "crate::timestamp::serde_rfc3339")]
     modified_at: OffsetDateTime,
     /// HMAC-SHA-256 of the data under a per-tenant key, hex: equal data, equal fingerprint,
-    /// within one tenant only. Shown only to callers who may read the token (SUPPLEMENT §9):
+    /// within one tenant only. Shown only to callers who may read the token (docs/api.md, "Fingerprints and deduplication"):
     /// to anyone else it would tell which of their guesses equals a stored value.
     #[serde(skip_serializing_if = "Option::is_none")]
     fingerprint: Option<String>,

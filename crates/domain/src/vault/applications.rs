@@ -380,8 +380,8 @@ impl Vault {
 impl Vault {
     /// The application `id` of the caller's tenant, if the caller may manage it: change it,
     /// re-key it or delete it. That takes holding every grant it has, so that no caller can
-    /// obtain a key for, or take over or take away, more than it holds itself (attack finding
-    /// 5: a key with only `application:update` re-keyed the bootstrap admin).
+    /// obtain a key for, or take over or take away, more than it holds itself (docs/api.md, "No
+    /// escalation": a key with only `application:update` re-keyed the bootstrap admin).
     async fn managed_application(
         &self,
         caller: &Principal,

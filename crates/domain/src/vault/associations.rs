@@ -1,4 +1,4 @@
-//! Association use-cases (source §4.1–4.4, SUPPLEMENT §4): link and unlink tokens, create a
+//! Association use-cases (docs/api.md, "Associations"): link and unlink tokens, create a
 //! child under a parent, list a parent's children.
 
 use crate::{

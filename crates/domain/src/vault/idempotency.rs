@@ -1,4 +1,4 @@
-//! `Idempotency-Key` (issue 15): the first answer to a creating request is kept, sealed, for
+//! `Idempotency-Key`: the first answer to a creating request is kept, sealed, for
 //! 24 hours and replayed to retries with the same key from the same application; the same key
 //! with another request is refused.
 //!

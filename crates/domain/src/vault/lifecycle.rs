@@ -1,4 +1,4 @@
-//! Token lifecycle beyond create/read/delete (issue 15): merge-patch updates, bulk creation,
+//! Token lifecycle beyond create/read/delete: merge-patch updates, bulk creation,
 //! search, the sweep of expired tokens, and fingerprints for tokens written before them.
 
 use std::collections::HashMap;
@@ -39,7 +39,7 @@ pub const IDEMPOTENCY_WINDOW: time::Duration = time::Duration::hours(24);
 
 /// Whether moving a token's expiry from `current` to `next` brings its deletion forward: an
 /// expiry set where there was none, or an earlier one. An expiry is a scheduled delete, so this
-/// needs `token:delete` as well as `token:update` (attack finding 9; SUPPLEMENT §9); keeping,
+/// needs `token:delete` as well as `token:update` (docs/api.md, "Expiry"); keeping,
 /// postponing or clearing it does not.
 fn schedules_deletion(current: Option<OffsetDateTime>, next: Option<OffsetDateTime>) -> bool {
     match (current, next) {

@@ -1,4 +1,4 @@
-//! Proxy management use-cases (source §4.5–4.6, SUPPLEMENT §5): CRUD with validation, the
+//! Proxy management use-cases (docs/api.md, "Proxies"): CRUD with validation, the
 //! application check, and encryption of the configuration.
 
 use std::sync::Arc;
@@ -180,7 +180,7 @@ impl Vault {
 
     /// Field rules, then the application: it must exist in the caller's tenant and be `public`
     /// or `private` (another tenant's application is indistinguishable from a missing one), and
-    /// the caller must hold every grant it has (SUPPLEMENT §9).
+    /// the caller must hold every grant it has (docs/api.md, "No escalation").
     async fn validate_proxy(
         &self,
         caller: &Principal,

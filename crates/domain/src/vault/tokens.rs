@@ -234,7 +234,7 @@ pub(super) fn taken_id(e: StoreError, id: TokenId, chosen: bool) -> VaultError {
 /// Deduplication answers whether an equal token exists in the target container, and which:
 /// an oracle on token data unless the caller may read that container's tokens anyway. So a
 /// caller asking to deduplicate needs `token:read` there as well as `token:create`, whatever
-/// exists (attack finding 1; SUPPLEMENT §9). Checked before anything is looked up, so the
+/// exists (docs/api.md, "Fingerprints and deduplication"). Checked before anything is looked up, so the
 /// answer cannot depend on the store.
 pub(super) fn require_dedup_read(caller: &Principal, valid: &ValidToken) -> Result<(), VaultError> {
     if valid.deduplicate {

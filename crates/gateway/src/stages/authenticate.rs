@@ -1,10 +1,10 @@
-//! `authenticate` (SUPPLEMENT §5.1 step 2, §10): who calls.
+//! `authenticate` (docs/api.md, "Proxy invocation" and "Ephemeral proxy"): who calls.
 //!
 //! - A `require_auth` proxy needs a `SVC-API-KEY` *of the proxy's tenant* (another tenant's key
 //!   answers exactly like an unknown one: 401) holding `token:use` on some container (403).
 //! - An anonymous proxy needs no key, and a key that is sent is ignored (it is looked up, since
 //!   the lookup starts before the proxy is known, but its answer is not used).
-//! - An ephemeral proxy (issue 27) needs a key of any tenant holding `token:use` somewhere; the
+//! - An ephemeral proxy needs a key of any tenant holding `token:use` somewhere; the
 //!   proxy it stands for is the caller's, in the caller's tenant, with no key, transforms or
 //!   application.
 
@@ -17,7 +17,7 @@ use super::{select_proxy::Selected, Halt};
 use crate::{context::RequestContext, Gateway};
 
 /// The request's `<PREFIX>-API-KEY`, looked up by [`look_up_key`] while `select_proxy` finds the
-/// proxy (issue 24): on a cold request the two lookups overlap instead of following each
+/// proxy: on a cold request the two lookups overlap instead of following each
 /// other. Kept until the proxy is known; an anonymous proxy ignores it.
 pub(crate) type LookedUp = Result<Principal, tessera_domain::VaultError>;
 

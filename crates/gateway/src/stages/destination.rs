@@ -1,8 +1,8 @@
-//! `destination` (SUPPLEMENT §5.1 step 4): where the request goes — the proxy's destination
+//! `destination` (docs/api.md, "Proxy invocation"): where the request goes — the proxy's destination
 //! URL, the sub-path after `/proxy` (dot segments refused in any spelling: they would climb out
 //! of the destination's path) and the caller's query without a proxy key. The host and
 //! port are the destination URL's alone (the sub-path and query are appended to its path), so
-//! they are also what tokens' destination bindings are checked against (issue 27).
+//! they are also what tokens' destination bindings are checked against.
 
 use http::Uri;
 use tessera_domain::{binding::Target, proxy::Proxy};

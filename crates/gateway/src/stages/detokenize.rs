@@ -1,4 +1,4 @@
-//! `detokenize` (SUPPLEMENT §5.1 step 3, §6): the headers that may cross, and the body and
+//! `detokenize` (docs/api.md, "Proxy invocation" and "Detokenization expressions"): the headers that may cross, and the body and
 //! header values with every `{{ … }}` expression replaced, injection-safely for the body's type.
 //! It takes the request's headers as an argument (the pipeline hands them over explicitly)
 //! and counts the tokens it substituted (`tessera_tokens_detokenized_total`).
@@ -70,7 +70,7 @@ pub(crate) async fn detokenize(
 
 /// Fetches every referenced token in one call (the caller needs `token:use` on each),
 /// refuses a request with a token whose destination binding does not allow `target`
-/// (issue 27) and one whose rendering could exceed `--max-rendered-bytes`, both before
+/// and one whose rendering could exceed `--max-rendered-bytes`, both before
 /// anything is decrypted, then decrypts each token once into what rendering needs.
 async fn resolve(
     gw: &Gateway,

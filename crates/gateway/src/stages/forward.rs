@@ -1,4 +1,4 @@
-//! `forward` (SUPPLEMENT §5.1 step 4): sends the request to its destination through the
+//! `forward` (docs/api.md, "Proxy invocation"): sends the request to its destination through the
 //! SSRF-guarded client, with the request's `X-Request-Id`, and takes the answer's head. An
 //! answer that is not a final HTTP status is a 502 (never relayed).
 
@@ -41,7 +41,7 @@ pub(crate) async fn forward(
 /// Refuses a destination's answer whose status is not a final HTTP status: a `1xx` (hyper
 /// hands `101 Switching Protocols` over as the answer) or one above 599. Relayed, a `101` made
 /// `api` go on parsing the connection as HTTP while the client spoke another protocol, which
-/// let a client past a front end's path rules (attack finding 6).
+/// let a client past a front end's path rules.
 fn final_status(status: http::StatusCode) -> Result<(), GatewayError> {
     if status.is_informational() || status.as_u16() > 599 {
         return Err(GatewayError::new(

@@ -1,8 +1,8 @@
-//! `select_proxy` (SUPPLEMENT §5.1 step 1, §10): which proxy the request invokes — the one
+//! `select_proxy` (docs/api.md, "Proxy invocation" and "Ephemeral proxy"): which proxy the request invokes — the one
 //! whose key is in the `<PREFIX>-PROXY-KEY` header (`SVC-PROXY-KEY` by default), else the
 //! `<prefix>-proxy-key` query parameter (missing or unknown: 401), or, with `<PREFIX>-PROXY-URL`
 //! instead of a key, an ephemeral proxy to
-//! that URL (issue 27). An ephemeral request naming a proxy key too, one made while ephemeral
+//! that URL. An ephemeral request naming a proxy key too, one made while ephemeral
 //! proxies are off (`--no-ephemeral-proxy`), and one whose URL is not an allowed destination
 //! (`https`, or `http` and private addresses with `--allow-private-destinations`) are 400s.
 

@@ -1,4 +1,4 @@
-//! `transform_request` (SUPPLEMENT §7): the proxy's request transform, if it has one, on the
+//! `transform_request` (docs/api.md, "Transforms"): the proxy's request transform, if it has one, on the
 //! detokenized request: `req.args` holds its body, headers, method, sub-path and query (without
 //! `svc-proxy-key`); what it returns replaces them. A transform that throws ends the request
 //! (its error class, a custom answer, or a 500); it never reaches the destination.

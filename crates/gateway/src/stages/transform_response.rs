@@ -1,4 +1,4 @@
-//! `transform_response` (SUPPLEMENT §7): on a 2xx answer, the proxy's response transform, if
+//! `transform_response` (docs/api.md, "Transforms"): on a 2xx answer, the proxy's response transform, if
 //! it has one: `req.args` holds the destination's body (read whole, at most 10 MiB), headers
 //! and status; what it returns replaces body and headers. Any other answer is left to
 //! `respond`, which relays it untouched.

@@ -1,4 +1,4 @@
-//! The gateway's audit events (issue 16), on both backends: one `token.detokenized` per
+//! The gateway's audit events, on both backends: one `token.detokenized` per
 //! invocation that substituted tokens, committed before the caller is answered; refused
 //! invocations recorded with their reason (in the proxy's tenant's chain, or the deployment's
 //! when the proxy key is unknown); and `req.svc` calls of transforms, once per call.

@@ -1,4 +1,4 @@
-//! `authenticate` (SUPPLEMENT §5.1, step 2): on a `require_auth` proxy, a valid API key of the
+//! `authenticate` (docs/api.md, "Proxy invocation", step 2): on a `require_auth` proxy, a valid API key of the
 //! proxy's tenant with `token:use` somewhere (and on the container of every token used); on an
 //! anonymous proxy no key, and expressions pass through untouched.
 
@@ -101,7 +101,7 @@ async fn refused_requests_never_reach_the_destination(db: &TestDatabase) {
     assert_eq!(g.upstream.hits(), before + 1);
 }
 
-/// Attack finding (issue 11, high): tenant B's API key with tenant A's proxy key ran A's
+/// Tenant B's API key with tenant A's proxy key ran A's
 /// transforms with A's configuration and forwarded B's data. The caller's key must belong to the
 /// proxy's tenant; otherwise the answer is exactly the unknown-key 401.
 async fn another_tenants_key_is_refused_like_an_unknown_key(db: &TestDatabase) {

@@ -1,4 +1,4 @@
-//! Token reads batched across concurrent requests (issue 24): with the token cache off, the
+//! Token reads batched across concurrent requests: with the token cache off, the
 //! reads of requests served in the same turn share one statement, and every request is
 //! answered exactly as it would be alone — its own values forwarded, another tenant's, a
 //! missing or an expired token a 400, a token outside the key's containers a 403 — never with

@@ -1,4 +1,4 @@
-//! Credential brokering (issue 27), on both backends: destination-bound tokens go only to the
+//! Credential brokering, on both backends: destination-bound tokens go only to the
 //! hosts their binding allows, through pre-configured and ephemeral proxies alike; the
 //! ephemeral proxy's authentication, permission, URL and SSRF rules; transforms cannot read a
 //! bound token off its destination; redirects are not followed; the audit trail names the

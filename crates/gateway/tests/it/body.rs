@@ -1,7 +1,6 @@
 //! `read_body`: the body is read only after the proxy key (and, on `require_auth` proxies, the
 //! API key) passed; at most `--max-body-bytes` (413), and within `--body-timeout` of the start
-//! of the request (408): a body trickled one byte at a time cannot hold a connection
-//! (issue 11, finding 7).
+//! of the request (408): a body trickled one byte at a time cannot hold a connection.
 
 use std::time::{Duration, Instant};
 

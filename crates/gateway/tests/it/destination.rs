@@ -1,4 +1,4 @@
-//! `destination` (SUPPLEMENT §5.1, step 4): the proxy's destination URL joined with the
+//! `destination` (docs/api.md, "Proxy invocation", step 4): the proxy's destination URL joined with the
 //! sub-path after `/proxy` and the caller's query (without `svc-proxy-key`); every method is
 //! forwarded; dot segments in the sub-path are refused.
 
@@ -44,7 +44,7 @@ async fn every_method_is_forwarded(db: &TestDatabase) {
     }
 }
 
-/// Attack finding (issue 11, finding 5): `/proxy/../../admin` reached the destination as
+/// `/proxy/../../admin` reached the destination as
 /// `/admin`, escaping the destination's path. Dot segments, raw or percent-encoded, are a 400
 /// and nothing is sent.
 async fn dot_segments_in_the_sub_path_are_refused(db: &TestDatabase) {
@@ -65,7 +65,7 @@ async fn dot_segments_in_the_sub_path_are_refused(db: &TestDatabase) {
         "/proxy/a/..%2f..%2fadmin",
         "/proxy/a/..%5c..%5cadmin",
         "/proxy/..",
-        // Attack finding 11: `;` parameters and double encoding.
+        // `;` parameters and double encoding.
         "/proxy/a/..;/b",
         "/proxy/..;jsessionid=x/admin",
         "/proxy/%252e%252e/admin",
@@ -95,7 +95,7 @@ async fn dots_inside_names_are_forwarded(db: &TestDatabase) {
     );
 }
 
-/// Attack finding 6: a destination's `101 Switching Protocols`, or a status above 599, is a
+/// A destination's `101 Switching Protocols`, or a status above 599, is a
 /// 502 `proxy_error`, never relayed.
 async fn informational_and_out_of_range_statuses_are_not_relayed(db: &TestDatabase) {
     let g = Harness::start(db).await;

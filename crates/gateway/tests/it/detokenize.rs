@@ -1,4 +1,4 @@
-//! `detokenize` (SUPPLEMENT §5.1 step 3, §6): every `{{ … }}` expression in the body and in
+//! `detokenize` (docs/api.md, "Proxy invocation" and "Detokenization expressions"): every `{{ … }}` expression in the body and in
 //! header values is replaced injection-safely for the body's type (JSON, form, text; opaque
 //! bodies pass through); bad expressions, unknown and foreign tokens are a 400 before anything
 //! is sent; and the gateway's answer never depends on what a token holds.
@@ -68,7 +68,7 @@ async fn quiet(g: &Harness, (key, pkey): &(String, String), body: &str) -> Reply
     .await
 }
 
-/// Attack finding (issue 11, high): `json: "$[?search(@.number, '^41')]"` answered 200 or 400
+/// `json: "$[?search(@.number, '^41')]"` answered 200 or 400
 /// by whether the card matched, so a `token:use` key read a card in 45 requests. Regular
 /// expressions are refused whatever the token; other predicates and filters that do not apply
 /// render `null`, so the gateway's answer is the same and only the destination sees the value.
@@ -336,7 +336,7 @@ async fn header_values_are_substituted(db: &TestDatabase) {
 }
 
 /// A value that would break the header line is percent-encoded, never refused: the answer must
-/// not depend on a token's content (issue 11, findings 2 and 8).
+/// not depend on a token's content.
 async fn a_header_value_that_would_break_the_line_is_percent_encoded(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let evil = g.token(json!("ok\r\nX-Injected: 1"), None).await;

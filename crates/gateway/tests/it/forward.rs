@@ -1,4 +1,4 @@
-//! `forward` (SUPPLEMENT §5.1, step 4): the request goes to the destination through the
+//! `forward` (docs/api.md, "Proxy invocation", step 4): the request goes to the destination through the
 //! SSRF-guarded client and the destination's answer is relayed as it is; private addresses and
 //! plain `http` are refused when private destinations are not allowed; an unreachable
 //! destination is a 502, a slow one a 504; TLS destinations may be signed by an extra CA.

@@ -1,4 +1,4 @@
-//! Which headers cross the gateway (SUPPLEMENT §5.1): the caller's headers reach the
+//! Which headers cross the gateway (docs/api.md, "Proxy invocation"): the caller's headers reach the
 //! destination except `SVC-*` and hop-by-hop ones (including those `Connection` lists); `Host`
 //! comes from the destination; `X-Request-Id` is forwarded and echoed (or the destination's own
 //! passes through), and without one an `SVC-TRACE-ID` stands for it; the answer carries

@@ -1,4 +1,4 @@
-//! Configured rate limits on the gateway (SUPPLEMENT §1.1, 429 "where configured"): per proxy,
+//! Configured rate limits on the gateway (docs/api.md, "Errors", 429 "where configured"): per proxy,
 //! 429 `proxy_error` with `Retry-After`; on `require_auth` proxies only authenticated calls
 //! count.
 

@@ -1,4 +1,4 @@
-//! Runaway transforms (attack finding 4, issue 13): the quadratic string search of the finding
+//! Runaway transforms: the quadratic string search that once ran for minutes
 //! answers in time, a proxy whose transform ran past its time limit is quarantined (503
 //! `proxy_error` with `Retry-After`, doubling), a transform stuck in native code is killed in
 //! process isolation, and inline, a spinning transform leaves the other serving core alone.
@@ -153,7 +153,7 @@ fn process_options(processes: usize, queue_timeout: Duration) -> Options {
     options
 }
 
-/// Attack finding 22.8: tenant A fills a thread's sandbox slots with transforms stuck in
+/// Tenant A fills a thread's sandbox slots with transforms stuck in
 /// native code (each holds its slot until killed, at the limit plus the grace). Tenant B's
 /// transform still runs at once (A may hold all slots but one), within its own time limit
 /// counted from its start, and B's proxy is never quarantined.

@@ -1,4 +1,4 @@
-//! `select_proxy` (SUPPLEMENT §5.1, step 1): the proxy key in the `SVC-PROXY-KEY` header, else
+//! `select_proxy` (docs/api.md, "Proxy invocation", step 1): the proxy key in the `SVC-PROXY-KEY` header, else
 //! the `svc-proxy-key` query parameter; missing or unknown → 401 `proxy_error`; the key never
 //! reaches the destination.
 

@@ -1,4 +1,4 @@
-//! `transform_request` and `transform_response` (SUPPLEMENT §7): what `req.args` shows, how
+//! `transform_request` and `transform_response` (docs/api.md, "Transforms"): what `req.args` shows, how
 //! the returned body and headers shape the request or the 2xx answer, `req.svc` acting as the
 //! proxy's application, thrown errors and custom responses, and the containment of abusive
 //! code.
@@ -435,7 +435,7 @@ async fn custom_response(g: &Harness, status: u16) -> String {
     request_transform(g, "c", &code).await
 }
 
-/// Attack finding (issue 11, finding 6): `CustomHttpResponseError({status: 101, body})` wrote a
+/// `CustomHttpResponseError({status: 101, body})` wrote a
 /// 1xx status with a body. Statuses outside 200–599 are a 500 proxy error.
 async fn custom_responses_outside_final_statuses_fail(db: &TestDatabase, mode: Isolation) {
     let g = Harness::start_in(db, mode).await;

@@ -1,4 +1,4 @@
-//! `/audit-events`: the caller's tenant's audit trail (issue 16).
+//! `/audit-events`: the caller's tenant's audit trail.
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 

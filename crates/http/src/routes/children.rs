@@ -1,5 +1,5 @@
-//! `/tokens/{parent_id}/children…`: associations and child tokens (source §4.1–4.4,
-//! SUPPLEMENT §4).
+//! `/tokens/{parent_id}/children…`: associations and child tokens
+//! (docs/api.md, "Associations").
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{audit::AuditAction, NewToken, TokenId};

@@ -1,4 +1,4 @@
-//! `/proxies`: pre-configured proxy management (source §4.5–4.6, SUPPLEMENT §5).
+//! `/proxies`: pre-configured proxy management (docs/api.md, "Proxies").
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{audit::AuditAction, ProxyId, ProxyInput, ProxyPatch};

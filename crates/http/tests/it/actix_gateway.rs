@@ -1,5 +1,5 @@
 //! The gateway as `api` serves it (mounted in actix at `/proxy`): the same answers as the
-//! `proxy-gateway` binary, including `Content-Length` on buffered answers (SUPPLEMENT §7:
+//! `proxy-gateway` binary, including `Content-Length` on buffered answers (docs/api.md, "Transforms":
 //! "`Content-Length` is always recomputed") and `X-Request-Id`.
 
 use std::sync::Arc;
@@ -66,7 +66,7 @@ async fn buffered_answers_carry_their_length(db: &TestDatabase) {
     assert_eq!(size, BodySize::Sized(body.len() as u64));
 }
 
-/// Attack finding 6 in `api`: a destination's `101` (or `600`) is a 502 `proxy_error`.
+/// A destination's `101` (or `600`) is a 502 `proxy_error`.
 async fn a_destinations_101_is_a_502_in_api_too(db: &TestDatabase) {
     let (st, _, admin) = private_state(db).await;
     let upstream = Upstream::start(None).await;

@@ -1,4 +1,4 @@
-//! The audit trail of management calls (issue 16), on both backends: every audited action
+//! The audit trail of management calls, on both backends: every audited action
 //! recorded once with its fields, refusals (401/403) with their reason, `GET /audit-events`
 //! with its filters and pagination, tenant confinement, no secret anywhere in the trail or
 //! its stream, and a chain that verifies until a row is edited in the database.
@@ -229,7 +229,7 @@ async fn reads_without_data_record_nothing_and_replays_a_replay(db: &TestDatabas
     // Reads that fail are not reads.
     let unknown = format!("/tokens/{}", uuid::Uuid::new_v4());
     c.get(&unknown).await.expect(404);
-    // A replay is recorded as such (attack finding 14), naming what the first request made.
+    // A replay is recorded as such, naming what the first request made.
     let events = trail(&app, k).await;
     assert_eq!(actions(&events), vec!["token.created", "request.replayed"]);
     assert_eq!(events[1]["resource_ids"], json!([first.body["id"]]));
@@ -558,7 +558,7 @@ async fn the_chain_verifies_until_a_row_is_edited(db: &TestDatabase) {
     assert_eq!(broken.seq, 2);
 }
 
-/// Attack finding 2 end to end: with a record planted at the tenant's next position, card
+/// With a record planted at the tenant's next position, card
 /// calls answer 503 in sync mode instead of succeeding unrecorded; another tenant is served
 /// and recorded meanwhile; once the record is removed, the held events are written and the
 /// chain verifies.

@@ -1,4 +1,4 @@
-//! Destination bindings through the API (issue 27), on both backends: set on create,
+//! Destination bindings through the API, on both backends: set on create,
 //! `/tokenize` and child create, lower-cased, returned on read, list and search, searched by,
 //! changed or removed with PATCH (by a reader only), and bad patterns named.
 

@@ -1,4 +1,4 @@
-//! Token associations and child tokens (source §4.1–4.4, SUPPLEMENT §4), on both backends:
+//! Token associations and child tokens (docs/api.md, "Associations"), on both backends:
 //! statuses and bodies, the permission matrix, tenant isolation, pagination and graph shapes.
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! Attack finding 5 (SUPPLEMENT §9): no caller can grant, or obtain a key for, permissions it
+//! No escalation (docs/api.md, "No escalation"): no caller can grant, or obtain a key for, permissions it
 //! does not hold itself — through application create, update, regenerate, delete, or by binding
 //! an application to a proxy whose transforms it writes. On both backends.
 

@@ -1,4 +1,4 @@
-//! Attack findings 7, 10, 13 and 15 at the API: inputs that used to be accepted, to panic or
+//! Hostile inputs at the API: inputs that used to be accepted, to panic or
 //! to answer 500 are each a 400 problem naming the field, and change nothing. On both
 //! backends.
 

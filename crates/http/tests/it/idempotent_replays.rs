@@ -1,4 +1,4 @@
-//! Attack findings 4 and 14: an idempotent request is kept only as a keyed hash, and a replay
+//! An idempotent request is kept only as a keyed hash, and a replay
 //! is answered only to a caller that passes the first request's permission checks again. On
 //! both backends.
 

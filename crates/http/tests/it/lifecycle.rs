@@ -1,4 +1,4 @@
-//! Token lifecycle (issue 15) through the API, on both backends: merge-patch updates and
+//! Token lifecycle through the API, on both backends: merge-patch updates and
 //! immutables, expiry and the sweep, fingerprints, deduplication, `Idempotency-Key`, bulk
 //! creation and search — and that none of them ever reaches another tenant.
 

@@ -1,4 +1,4 @@
-//! Proxy management (source §2.4, §4.5–4.6; SUPPLEMENT §5 first part) on both backends: the
+//! Proxy management (docs/api.md, "Proxies" first part) on both backends: the
 //! response shape, every validation rule, permissions, tenant isolation, full-replacement
 //! updates, encryption of the configuration at rest, key uniqueness, and the 409 on deleting an
 //! application that proxies use.

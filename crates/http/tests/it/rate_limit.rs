@@ -1,4 +1,4 @@
-//! Configured rate limits on the management API (SUPPLEMENT §1.1, 429 "where configured"):
+//! Configured rate limits on the management API (docs/api.md, "Errors", 429 "where configured"):
 //! per application, 429 with `Retry-After`, other credentials unaffected. (The gateway's, per
 //! proxy, are tested in `tessera-gateway`.)
 

@@ -56,7 +56,7 @@ async fn stored_bytes_hold_no_plaintext_and_keys_are_hashed(db: &TestDatabase) {
 }
 
 /// PostgreSQL cannot store NUL in text; every place where caller text is stored or searched
-/// refuses it with a 400 on both backends (a 500 must be a bug, SUPPLEMENT §1.1).
+/// refuses it with a 400 on both backends (a 500 must be a bug, docs/api.md, "Errors").
 async fn nul_characters_are_a_400_on_every_backend(db: &TestDatabase) {
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);

@@ -1,4 +1,4 @@
-//! Attack finding 1 (SUPPLEMENT §9): whether an equal token exists, what it is, and any token's
+//! Who may learn that a token exists (docs/api.md, "Fingerprints and deduplication"): whether an equal token exists, what it is, and any token's
 //! fingerprint are told only to callers holding `token:read` on that token's container. The
 //! rules as a matrix of permissions and containers, on both backends.
 

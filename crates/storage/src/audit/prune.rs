@@ -2,7 +2,7 @@
 //! removed, and the removal is recorded — as an `audit.pruned` event appended to the chain
 //! (naming the last removed position and its hash) and as the head's anchor. A prefix deleted
 //! any other way is caught by verification, and a recorded one changes the head that
-//! operators keep elsewhere (attack finding 3).
+//! operators keep elsewhere.
 
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncConnection, RunQueryDsl};

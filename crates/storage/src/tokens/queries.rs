@@ -224,7 +224,7 @@ macro_rules! with_token_criteria {
         // candidate row, whatever the planner believes about the pairs' sizes. PostgreSQL
         // never turns a scalar subquery into a join, as it does `IN` and `EXISTS` — with
         // stale statistics (a tenant that just imported its tokens) those joins became nested
-        // loops over whole pairs and ran for minutes (attack finding 7). The covering index
+        // loops over whole pairs and ran for minutes. The covering index
         // `token_metadata_lookup` (migration 000007) makes the probe index-only.
         for (key, value) in $pairs {
             q = q.filter($crate::tokens::queries::metadata_pair_is!(

@@ -355,7 +355,7 @@ async fn verification_names_a_deleted_event_and_a_cut_end(t: &TestDatabase) {
 async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     let tenant = TenantId::new();
     let ids = [three(t, tenant).await, three(t, tenant).await].concat();
-    // Attack finding 3: recasing the stored text changes what is hashed.
+    // Recasing the stored text changes what is hashed.
     let target = ids[4].to_string();
     edit_events(t, tenant, &target, &target.to_uppercase()).await;
     let b = broken(t, tenant).await;
@@ -485,7 +485,7 @@ async fn an_event_that_cannot_be_read_is_named_by_its_id(t: &TestDatabase) {
     assert!(b.problem.contains("cannot be read"), "{}", b.problem);
 }
 
-/// Attack finding 2: a record planted at a chain's next position makes that chain's appends
+/// A record planted at a chain's next position makes that chain's appends
 /// fail — alone — and verification reports the record; nothing is listed from it.
 async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase) {
     let (victim, bystander) = (TenantId::new(), TenantId::new());
@@ -535,7 +535,7 @@ async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase
         .ok());
 }
 
-/// Attack finding 3: records below what retention left (or at negative positions) are walked
+/// Records below what retention left (or at negative positions) are walked
 /// and reported, not skipped.
 async fn records_before_the_anchor_are_reported(t: &TestDatabase) {
     let tenant = TenantId::new();
@@ -557,7 +557,7 @@ async fn records_before_the_anchor_are_reported(t: &TestDatabase) {
     );
 }
 
-/// Attack finding 3: deleting the oldest events and setting the head's anchor by hand is
+/// Deleting the oldest events and setting the head's anchor by hand is
 /// caught: a real removal appends an `audit.pruned` event naming it.
 async fn a_deleted_prefix_needs_a_recorded_pruning(t: &TestDatabase) {
     let tenant = TenantId::new();

@@ -1,4 +1,4 @@
-//! Token lifecycle at the storage boundary (issue 15), on both backends: the sweep is safe
+//! Token lifecycle at the storage boundary, on both backends: the sweep is safe
 //! with several processes on one database, and tokens written before fingerprints get theirs
 //! at start-up, equal to what a new token with the same data gets.
 

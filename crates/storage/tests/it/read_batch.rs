@@ -1,4 +1,4 @@
-//! Token reads batched across concurrent requests (issue 24): on PostgreSQL, reads made in the
+//! Token reads batched across concurrent requests: on PostgreSQL, reads made in the
 //! same turn of a serving thread's event loop share one statement (SQLite reads are not
 //! batched: nothing to save in-process); on both backends each read answers exactly what an
 //! unbatched read of its own tenant and ids answers — another tenant's token and a missing one

@@ -1,4 +1,4 @@
-//! Proxy secrets at rest (issue 11): keys are found by a keyed lookup hash and kept sealed, as
+//! Proxy secrets at rest: keys are found by a keyed lookup hash and kept sealed, as
 //! is transform code; proxies written before that are sealed at start-up, leaving no clear copy
 //! in the database's files, on both backends.
 

@@ -1,4 +1,4 @@
-//! Attack finding 7, at the storage boundary on both backends: a metadata search over 10,000
+//! At the storage boundary on both backends: a metadata search over 10,000
 //! tokens that all share ten pairs answers within the statement time limit (its cost follows
 //! its rarest pair), and a statement that runs past the limit is stopped and reported as
 //! [`StoreError::Timeout`] (503), leaving the pool usable.

@@ -1,5 +1,4 @@
-//! Locking a sandbox process down (Linux): it gives up root and every capability (attack finding
-//! 22.16), dies with its parent, may not fork, dump core or grow past a bounded address space,
+//! Locking a sandbox process down (Linux): it gives up root and every capability, dies with its parent, may not fork, dump core or grow past a bounded address space,
 //! and a seccomp filter (no new privileges) refuses every system call but the few its loop
 //! needs — reading, and writing only its own descriptors (never the gateway's log on standard
 //! error), memory management, futexes, clocks, random bytes, signals to itself only, and exit.

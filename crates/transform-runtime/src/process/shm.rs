@@ -1,4 +1,4 @@
-//! The memory a serving thread shares with one sandbox process (issue 25): two byte rings in a
+//! The memory a serving thread shares with one sandbox process: two byte rings in a
 //! memfd, one per direction, and the flags that say when a side sleeps.
 //!
 //! ```text

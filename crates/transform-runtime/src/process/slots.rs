@@ -1,4 +1,4 @@
-//! Fair sharing of a serving thread's sandbox slots between tenants (attack finding 22.8).
+//! Fair sharing of a serving thread's sandbox slots between tenants.
 //!
 //! A slot is the right to run one job in one of the thread's sandbox processes. Slots are
 //! shared by every tenant whose requests that thread serves, so without rules a tenant sending

@@ -1,6 +1,6 @@
 //! `req.args` and `req.configuration` as engine values.
 //!
-//! A JSON object body is given member by member (issue 25, see `crate::raw_json`): scalars as
+//! A JSON object body is given member by member (`crate::raw_json`): scalars as
 //! values, objects and arrays as properties that parse their own text when first read or
 //! written (the prelude's `lazy`). A transform that adds a field and returns the body never
 //! has the rest parsed, and the encoder writes the untouched members from the original text.

@@ -1,4 +1,4 @@
-//! Result encoding stays exact to the engine's own `JSON.stringify` (issue 25): for bodies
+//! Result encoding stays exact to the engine's own `JSON.stringify`: for bodies
 //! given member by member and returned untouched, read, written or extended, and for plain
 //! values built by the transform, over generated JSON texts (whitespace, escapes, number forms,
 //! repeated and array-index keys, `__proto__`). The expected text is computed in the same

@@ -1,4 +1,4 @@
-//! The transform runtime on its own, one test binary: the contract of SUPPLEMENT §7, the
+//! The transform runtime on its own, one test binary: the contract of docs/api.md, "Transforms", the
 //! globals, limits and abuse.
 
 // As in the crate itself (see its lib.rs): the sandbox tests signal and inspect processes

@@ -201,7 +201,7 @@ async fn a_sandbox_holds_no_secrets_and_cannot_open_files_or_sockets() {
             String::from_utf8_lossy(&probe.stderr)
         )
     });
-    // Attack finding 22.16: writes go only to the sandbox's own descriptors (not the gateway's
+    // Writes go only to the sandbox's own descriptors (not the gateway's
     // log on standard error, not another inherited descriptor), and no signal reaches another
     // process (its parent, the gateway, here).
     for what in [
@@ -228,7 +228,7 @@ async fn a_sandbox_holds_no_secrets_and_cannot_open_files_or_sockets() {
     );
 }
 
-/// Attack finding 22.16: a sandbox started by a root gateway runs as `nobody` (65534), with no
+/// A sandbox started by a root gateway runs as `nobody` (65534), with no
 /// supplementary group and no capability in any set, the bounding set included; started by
 /// another user it keeps that user and holds no capability either.
 #[tokio::test]

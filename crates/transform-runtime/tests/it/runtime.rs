@@ -1,4 +1,4 @@
-//! The transform runtime on its own: the contract of SUPPLEMENT §7, the globals, limits and
+//! The transform runtime on its own: the contract of docs/api.md, "Transforms", the globals, limits and
 //! abuse — every test in both isolation modes (inline, and sandbox processes started from this
 //! crate's `tessera-transform-sandbox` binary).
 
@@ -533,7 +533,7 @@ async fn retained_memory_is_bounded(config: EngineConfig) {
     );
 }
 
-/// Attack finding (issue 11, finding 9): an out-of-memory can surface as a thrown `null`,
+/// An out-of-memory can surface as a thrown `null`,
 /// which looked like the tenant's own `throw null` and left the runtime in use. Either way the
 /// runtime is discarded: the proxy's warm globals are gone on its next call.
 async fn a_thrown_null_discards_the_runtime(config: EngineConfig) {
@@ -552,7 +552,7 @@ async fn a_thrown_null_discards_the_runtime(config: EngineConfig) {
     );
 }
 
-/// Attack finding (issue 11, finding 4): `'a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b')` ran
+/// `'a'.repeat(2e6).indexOf('a'.repeat(1e6) + 'b')` ran
 /// ~40 s in one native call the deadline could not interrupt. The wrapped search is linear:
 /// all six searches answer within the time limit, in both modes. The limit is the bound (no
 /// wall-clock assertion: a debug build on a loaded CI machine took 5–6 s for the six); the
