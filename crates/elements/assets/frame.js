@@ -274,9 +274,16 @@
     return { value: el.value };
   }
 
+  // The same rule as a checkpoint's: a create is one more way for the page to ask, so a
+  // number is judged only at the lengths typing judges it at.
   function partProblem(part) {
     var input = part === "month" || part === "year" ? "expiry" : part;
-    return inputs[input] ? problem(input) : "required";
+    if (!inputs[input]) return "required";
+    var found = problem(input);
+    if (input === "number" && found !== "required" && !atFullLength("number")) {
+      return "incomplete";
+    }
+    return found;
   }
 
   var channel = GROUP && "BroadcastChannel" in window

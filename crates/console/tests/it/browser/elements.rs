@@ -449,7 +449,17 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
     until(&tab, "window.__ready === 4").await;
     // A number that fails the Luhn check: the error reaches the page when it is complete.
     click_in_frame(&tab, 0, 40.0).await;
-    keys(&tab, "4242424242424241", &[]).await;
+    // Between the lengths a number is judged at, a create is told only "incomplete": the
+    // page cannot ask after every keystroke whether the digits so far pass the Luhn check.
+    keys(&tab, "42424242424242", &[]).await;
+    let early = create_token(&tab, "{ type: 'card', data: window.__card }").await;
+    assert_eq!(
+        early["error"]["errors"]["data.number"],
+        json!(["incomplete"]),
+        "{early}"
+    );
+    click_in_frame(&tab, 0, 300.0).await;
+    keys(&tab, "41", &[]).await;
     until(
         &tab,
         "window.__changes.some((e) => e.errors.some((x) => x.field === 'number' && x.kind === 'invalid'))",
