@@ -188,6 +188,24 @@ impl Keyring {
         Ok(key)
     }
 
+    /// Unwraps `stored`'s data key and keeps it, as [`Keyring::data_key`] would.
+    pub(crate) async fn hold(&self, stored: &StoredTenant) -> Result<(), VaultError> {
+        if self
+            .cache
+            .read()
+            .map_err(poisoned)?
+            .contains_key(&stored.tenant.id)
+        {
+            return Ok(());
+        }
+        let key = Arc::new(self.unwrap_uncached(stored).await?);
+        self.cache
+            .write()
+            .map_err(poisoned)?
+            .insert(stored.tenant.id, key);
+        Ok(())
+    }
+
     /// Unwraps `stored`'s data key with the current custody, else with a previous one.
     pub(crate) async fn unwrap_uncached(
         &self,

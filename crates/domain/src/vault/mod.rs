@@ -253,8 +253,10 @@ impl Vault {
             tracing::error!("no configured master key opens the proxy-key lookup key");
             return Err(e);
         }
+        // Each tenant's key is unwrapped once here and then held: with an HSM or a KMS, the
+        // first request of each tenant does not call it again.
         for tenant in self.store.list_tenants().await? {
-            if let Err(e) = self.keys.unwrap_uncached(&tenant).await {
+            if let Err(e) = self.keys.hold(&tenant).await {
                 tracing::error!(
                     tenant = %tenant.tenant.id,
                     "no configured master key opens this tenant's data key"

@@ -20,7 +20,10 @@ use tessera_storage::DetachedStore;
 use tessera_testkit::{backend_tests, db::TestDatabase};
 use zeroize::Zeroizing;
 
-backend_tests!(a_custody_outage_keeps_held_keys_and_refuses_new_unwraps);
+backend_tests!(
+    a_custody_outage_keeps_held_keys_and_refuses_new_unwraps,
+    start_up_unwraps_each_key_once
+);
 
 /// A custody that can be made unreachable, as a network HSM or a KMS can be.
 #[derive(Debug)]
@@ -102,4 +105,71 @@ async fn a_custody_outage_keeps_held_keys_and_refuses_new_unwraps(t: &TestDataba
         .create_token(&other, NewToken::new(TokenType::Token, json!("y")))
         .await
         .expect("after the outage");
+}
+
+/// Start-up unwraps each tenant's key once and keeps it: the first request of each tenant
+/// does not call the custody again.
+async fn start_up_unwraps_each_key_once(t: &TestDatabase) {
+    let key = MasterKey::generate();
+    let writer = Vault::new(
+        Arc::new(DetachedStore::new(t.db.clone())),
+        MasterKey::from_base64(key.to_base64().expose()).expect("copy"),
+    );
+    let mut admins = Vec::new();
+    for name in ["a", "b", "c"] {
+        let admin = tessera_testkit::vault::tenant_admin(&writer, name).await;
+        let token = writer
+            .create_token(&admin, NewToken::new(TokenType::Token, json!(name)))
+            .await
+            .expect("token");
+        admins.push((admin, token.id));
+    }
+    let counting = Arc::new(Counting {
+        key,
+        unwraps: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let vault = Vault::with_custody(
+        Arc::new(DetachedStore::new(t.db.clone())),
+        counting.clone(),
+        vec![],
+    );
+    vault.verify_master_key().await.expect("start-up");
+    let at_start = counting.unwraps.load(Ordering::SeqCst);
+    for (admin, id) in &admins {
+        vault.get_token(admin, *id).await.expect("read");
+    }
+    assert_eq!(
+        counting.unwraps.load(Ordering::SeqCst),
+        at_start,
+        "no unwrap after start-up"
+    );
+    // Start-up itself unwrapped each tenant's key once, and the vault keys.
+    assert!(at_start >= admins.len(), "{at_start}");
+}
+
+/// A file key that counts its unwraps.
+#[derive(Debug)]
+struct Counting {
+    key: MasterKey,
+    unwraps: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl KeyCustody for Counting {
+    fn describe(&self) -> String {
+        "counting".into()
+    }
+
+    async fn wrap(&self, purpose: WrapPurpose<'_>, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        self.key.wrap(purpose, plain).await
+    }
+
+    async fn unwrap(
+        &self,
+        purpose: WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        self.unwraps.fetch_add(1, Ordering::SeqCst);
+        self.key.unwrap(purpose, wrapped).await
+    }
 }
