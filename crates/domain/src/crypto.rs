@@ -22,6 +22,7 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::{
+    custody::{KeyCustody, WrapPurpose},
     ids::{TenantId, TokenId},
     secret::Secret,
 };
@@ -90,7 +91,11 @@ impl MasterKey {
     pub fn new_wrapped_data_key(&self, tenant: TenantId) -> Result<Vec<u8>, CryptoError> {
         let mut data_key = Zeroizing::new([0u8; KEY_LEN]);
         OsRng.fill_bytes(data_key.as_mut());
-        seal(&self.cipher(), &data_key_aad(tenant), data_key.as_ref())
+        seal(
+            &self.cipher(),
+            &WrapPurpose::DataKey(tenant).aad(),
+            data_key.as_ref(),
+        )
     }
 
     /// Re-wraps `tenant`'s data key, wrapped by this key, under `to`. The data key itself (and
@@ -101,11 +106,11 @@ impl MasterKey {
         wrapped: &[u8],
         to: &MasterKey,
     ) -> Result<Vec<u8>, CryptoError> {
-        let plain = open(&self.cipher(), &data_key_aad(tenant), wrapped)?;
+        let plain = open(&self.cipher(), &WrapPurpose::DataKey(tenant).aad(), wrapped)?;
         if plain.len() != KEY_LEN {
             return Err(CryptoError::Malformed);
         }
-        seal(&to.cipher(), &data_key_aad(tenant), &plain)
+        seal(&to.cipher(), &WrapPurpose::DataKey(tenant).aad(), &plain)
     }
 
     /// Unwraps `tenant`'s data key; fails if the wrapped key belongs to another tenant or the
@@ -115,7 +120,7 @@ impl MasterKey {
         tenant: TenantId,
         wrapped: &[u8],
     ) -> Result<DataKey, CryptoError> {
-        let plain = open(&self.cipher(), &data_key_aad(tenant), wrapped)?;
+        let plain = open(&self.cipher(), &WrapPurpose::DataKey(tenant).aad(), wrapped)?;
         if plain.len() != KEY_LEN {
             return Err(CryptoError::Malformed);
         }
@@ -126,53 +131,21 @@ impl MasterKey {
 /// The file custody: the key-encrypting key is this key, in memory. Its wrappings are the
 /// same bytes as before custodies existed.
 #[async_trait::async_trait]
-impl crate::custody::KeyCustody for MasterKey {
+impl KeyCustody for MasterKey {
     fn describe(&self) -> String {
         "file".to_string()
     }
 
-    async fn wrap(
-        &self,
-        purpose: crate::custody::WrapPurpose<'_>,
-        plain: &[u8],
-    ) -> Result<Vec<u8>, CryptoError> {
+    async fn wrap(&self, purpose: WrapPurpose<'_>, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
         seal(&self.cipher(), &purpose.aad(), plain)
     }
 
     async fn unwrap(
         &self,
-        purpose: crate::custody::WrapPurpose<'_>,
+        purpose: WrapPurpose<'_>,
         wrapped: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         open(&self.cipher(), &purpose.aad(), wrapped)
-    }
-}
-
-impl MasterKey {
-    /// Wraps a deployment-wide key named `name` (e.g. the proxy-key lookup key), bound to
-    /// that name.
-    pub fn wrap_vault_key(&self, name: &str, key: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        seal(&self.cipher(), &vault_key_aad(name), key)
-    }
-
-    /// Unwraps what [`MasterKey::wrap_vault_key`] produced for `name`.
-    pub fn unwrap_vault_key(
-        &self,
-        name: &str,
-        wrapped: &[u8],
-    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(&self.cipher(), &vault_key_aad(name), wrapped)
-    }
-
-    /// Re-wraps the vault key `name`, wrapped by this key, under `to`.
-    pub fn rewrap_vault_key(
-        &self,
-        name: &str,
-        wrapped: &[u8],
-        to: &MasterKey,
-    ) -> Result<Vec<u8>, CryptoError> {
-        let plain = self.unwrap_vault_key(name, wrapped)?;
-        to.wrap_vault_key(name, &plain)
     }
 }
 
@@ -310,18 +283,6 @@ impl std::fmt::Debug for DataKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("DataKey(***)")
     }
-}
-
-fn data_key_aad(tenant: TenantId) -> Vec<u8> {
-    let mut aad = b"tessera/data-key/v1\0".to_vec();
-    aad.extend_from_slice(tenant.as_uuid().as_bytes());
-    aad
-}
-
-fn vault_key_aad(name: &str) -> Vec<u8> {
-    let mut aad = b"tessera/vault-key/v1\0".to_vec();
-    aad.extend_from_slice(name.as_bytes());
-    aad
 }
 
 /// The additional data of a token's ciphertext. An unbound token's is what it was before
