@@ -45,26 +45,15 @@ impl SignInThrottle {
 
     /// The address sign-in failures of `req` count against.
     pub(crate) fn client(&self, req: &HttpRequest) -> Option<IpAddr> {
-        let peer = req.peer_addr()?.ip();
-        if !self.trusted.contains(&peer) {
-            return Some(peer);
-        }
         let forwarded = req
             .headers()
             .get_all("x-forwarded-for")
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .collect::<Vec<_>>();
-        for hop in forwarded.iter().rev() {
-            match hop.parse::<IpAddr>() {
-                Ok(ip) if self.trusted.contains(&ip) => continue,
-                Ok(ip) => return Some(ip),
-                // An address we cannot read: stop at the last one we trust.
-                Err(_) => break,
-            }
-        }
-        Some(peer)
+            .filter_map(|v| v.to_str().ok());
+        Some(tessera_service::client_address::client_behind(
+            req.peer_addr()?.ip(),
+            forwarded,
+            &self.trusted,
+        ))
     }
 
     /// `Err(wait)` when `client` has failed too often to try now.

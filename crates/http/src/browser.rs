@@ -80,23 +80,15 @@ impl Browsers {
     /// by its /64 (one subscriber's network), so that rotating addresses within it gains
     /// nothing.
     fn client(&self, req: &ServiceRequest) -> Option<IpAddr> {
-        let mut client = req.peer_addr()?.ip();
-        if self.trusted_proxies.contains(&client) {
-            let forwarded = req
-                .headers()
-                .get_all("x-forwarded-for")
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
-                .collect::<Vec<_>>();
-            if let Some(hop) = forwarded
-                .into_iter()
-                .rev()
-                .find(|hop| !self.trusted_proxies.contains(hop))
-            {
-                client = hop;
-            }
-        }
+        let forwarded = req
+            .headers()
+            .get_all("x-forwarded-for")
+            .filter_map(|v| v.to_str().ok());
+        let client = tessera_service::client_address::client_behind(
+            req.peer_addr()?.ip(),
+            forwarded,
+            &self.trusted_proxies,
+        );
         Some(match client {
             IpAddr::V6(v6) => {
                 let network = u128::from(v6) & !((1u128 << 64) - 1);

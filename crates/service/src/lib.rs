@@ -15,6 +15,7 @@
 //! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
 //!   while only the binary knows both.
 
+pub mod client_address;
 pub mod header_names;
 pub mod metrics;
 pub mod mount;
