@@ -116,6 +116,12 @@ pub(crate) struct ServeArgs {
     /// peers only, `X-Forwarded-For` names the client that the public keys' limit counts.
     #[arg(long, env = "TESSERA_TRUSTED_PROXIES", value_delimiter = ',')]
     pub(crate) trusted_proxies: Vec<std::net::IpAddr>,
+    /// Development only: also serve, on this loopback address, an echo destination that
+    /// answers every request with what it received (method, path, headers, body) as JSON, to
+    /// see a proxy's detokenization and transforms without a third party. A proxy pointed at
+    /// it shows token data to its caller: never on a deployment that holds real data.
+    #[arg(long, env = "TESSERA_DEV_ECHO", value_name = "ADDR")]
+    pub(crate) dev_echo: Option<SocketAddr>,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "TESSERA_WORKERS")]
     pub(crate) workers: Option<usize>,

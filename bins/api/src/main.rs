@@ -5,6 +5,7 @@
 //! and the gateway, run.
 
 mod cli;
+mod dev_echo;
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -119,39 +120,178 @@ fn tenant_json(created: &CreatedTenant) -> anyhow::Result<String> {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
+    let plan = Plan::new(&args)?;
+    // Every port is bound before the database is touched: a taken one stops start-up before
+    // a database, a key or a tenant is created (docs/operations.md, "Start-up").
+    let sockets = Sockets::bind(&args, &plan)?;
     let vault = open_vault(&args.db).await?;
     if !args.no_bootstrap {
-        if let Some(created) = vault
-            .bootstrap()
-            .await
-            .context("bootstrapping the default tenant")?
-        {
-            // Print first: the tenant exists now, and its key must not be lost if the file
-            // cannot be written.
-            println!("{}", tenant_json(&created)?);
-            let path = args.db.data_dir.join("admin-key");
-            match secret_file::replace(&path, created.api_key.expose().as_bytes()) {
-                Ok(()) => tracing::warn!(
-                    path = %path.display(),
-                    "created tenant `default`; its admin API key was printed above and written to the file (mode 0600). It is not shown again."
-                ),
-                Err(e) => tracing::error!(
-                    path = %path.display(),
-                    error = %e,
-                    "created tenant `default`; its admin API key was printed above but could not be written to the file: keep the printed key"
-                ),
-            }
-        }
+        bootstrap(&vault, &args.db.data_dir).await?;
     }
     let vault = tessera_startup::audit::start_audit(args.gateway.apply_to(vault), &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
-    let audit = vault.clone();
-    let vault_for_elements = vault.clone();
-    let console = args
-        .console
-        .config(args.listen, !args.no_gateway, args.gateway.max_body_bytes)
-        .map(|config| tessera_console::Console::new(vault.clone(), config));
     let metrics = ProcessMetrics::new();
+    let mut unsafe_settings = args.gateway.unsafe_settings();
+    if sockets.echo.is_some() {
+        unsafe_settings.push(dev_echo::setting());
+    }
+    tessera_service::unsafe_settings::announce(unsafe_settings, &metrics.registry);
+    let console = plan
+        .console
+        .map(|config| tessera_console::Console::new(vault.clone(), config));
+    let elements = plan
+        .elements
+        .map(|(config, _)| tessera_elements::Elements::new(vault.clone(), config));
+    let state = api_state(&args, plan.frame_origin, plan.public_limit, vault.clone(), metrics)?;
+    let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
+        .shutdown_timeout(30)
+        // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
+        .disable_signals()
+        .listen(sockets.api)?;
+    if let Some(workers) = args.workers {
+        server = server.workers(workers);
+    }
+    let _pruner = console
+        .as_ref()
+        .map(|c| c.spawn_pruner(std::time::Duration::from_secs(60)));
+    let console_server = sockets
+        .console
+        .map(|listener| console_server(console, elements, listener))
+        .transpose()?;
+    let echo_server = sockets.echo.map(dev_echo::server).transpose()?;
+    tracing::info!(
+        listen = %args.listen,
+        database = %args.db.database_url_display(),
+        gateway = !args.no_gateway,
+        console = console_server.as_ref().map(|_| args.console.console_listen.to_string()),
+        dev_echo = args.dev_echo.map(|a| a.to_string()),
+        "tessera api listening"
+    );
+    let servers: Vec<_> = std::iter::once(server.run())
+        .chain(console_server)
+        .chain(echo_server)
+        .collect();
+    run_until_stopped(servers).await?;
+    // Async mode: commit what is still queued before the process ends.
+    vault.audit().flush().await;
+    tracing::info!("shut down cleanly");
+    Ok(())
+}
+
+/// What `serve` will run, decided from its flags alone (before anything is opened).
+struct Plan {
+    /// The console's settings, unless `--no-console`.
+    console: Option<tessera_console::ConsoleConfig>,
+    /// The hosted fields' settings, when they are served (on the console's listener).
+    elements: Option<(tessera_elements::ElementsConfig, tessera_domain::origin::Origin)>,
+    /// The hosted fields' origin, which the API lets every public key call from.
+    frame_origin: Option<tessera_domain::origin::Origin>,
+    /// The public keys' own rate limit.
+    public_limit: tessera_http::browser::RateLimit,
+}
+
+impl Plan {
+    fn new(args: &ServeArgs) -> anyhow::Result<Self> {
+        let public_limit = tessera_http::browser::RateLimit::new(
+            args.public_rate_limit,
+            args.public_rate_limit_burst,
+        )
+        .context("--public-rate-limit must be a positive number of requests per second")?;
+        let console = args.console.config(
+            args.listen,
+            !args.no_gateway,
+            args.gateway.max_body_bytes,
+        );
+        // The fields live on the console's listener: with `--no-console` it is not opened.
+        let elements = console.as_ref().and_then(|_| {
+            args.elements.setup(
+                args.listen,
+                args.console.console_listen,
+                args.gateway.header_prefix.api_key.as_str(),
+            )
+        });
+        if (console.is_some() || elements.is_some()) && args.console.console_listen == args.listen
+        {
+            anyhow::bail!(
+                "--console-listen must differ from --listen: the console never shares an origin with /proxy"
+            );
+        }
+        if let Some(addr) = args.dev_echo {
+            dev_echo::check(addr)?;
+        }
+        Ok(Self {
+            frame_origin: elements.as_ref().map(|(_, origin)| origin.clone()),
+            console,
+            elements,
+            public_limit,
+        })
+    }
+}
+
+/// The listening sockets of `serve`.
+struct Sockets {
+    api: std::net::TcpListener,
+    console: Option<std::net::TcpListener>,
+    echo: Option<std::net::TcpListener>,
+}
+
+impl Sockets {
+    fn bind(args: &ServeArgs, plan: &Plan) -> anyhow::Result<Self> {
+        use tessera_startup::listener::bind;
+        let api = bind(args.listen, "choose another with --listen")?;
+        let console = (plan.console.is_some() || plan.elements.is_some())
+            .then(|| {
+                bind(
+                    args.console.console_listen,
+                    "the console's; choose another with --console-listen, or --no-console",
+                )
+            })
+            .transpose()?;
+        let echo = args
+            .dev_echo
+            .map(|addr| bind(addr, "the echo's; choose another with --dev-echo"))
+            .transpose()?;
+        Ok(Self { api, console, echo })
+    }
+}
+
+/// Creates the `default` tenant on an empty database: its admin key is printed on stdout and
+/// written to `<data-dir>/admin-key`.
+async fn bootstrap(vault: &tessera_domain::Vault, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let Some(created) = vault
+        .bootstrap()
+        .await
+        .context("bootstrapping the default tenant")?
+    else {
+        return Ok(());
+    };
+    // Print first: the tenant exists now, and its key must not be lost if the file cannot be
+    // written.
+    println!("{}", tenant_json(&created)?);
+    let path = data_dir.join("admin-key");
+    match secret_file::replace(&path, created.api_key.expose().as_bytes()) {
+        Ok(()) => tracing::warn!(
+            path = %path.display(),
+            "created tenant `default`; its admin API key was printed above and written to the file (mode 0600). It is not shown again."
+        ),
+        Err(e) => tracing::error!(
+            path = %path.display(),
+            error = %e,
+            "created tenant `default`; its admin API key was printed above but could not be written to the file: keep the printed key"
+        ),
+    }
+    Ok(())
+}
+
+/// The management API's state: the vault, the gateway mounted at `/proxy` (unless
+/// `--no-gateway`), the rate limits and the browsers' rules.
+fn api_state(
+    args: &ServeArgs,
+    frame_origin: Option<tessera_domain::origin::Origin>,
+    public_limit: tessera_http::browser::RateLimit,
+    vault: tessera_domain::Vault,
+    metrics: ProcessMetrics,
+) -> anyhow::Result<ApiState> {
     let mut state = ApiState::new(
         vault.clone(),
         ApiConfig {
@@ -169,86 +309,32 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(limit) = args.gateway.rate_limit()? {
         state = state.with_rate_limit(limit);
     }
-    let public_limit =
-        tessera_http::browser::RateLimit::new(args.public_rate_limit, args.public_rate_limit_burst)
-            .context("--public-rate-limit must be a positive number of requests per second")?;
-    // The fields live on the console's listener: with `--no-console` it is not opened.
-    let setup = console.as_ref().and_then(|_| {
-        args.elements.setup(
-            args.listen,
-            args.console.console_listen,
-            args.gateway.header_prefix.api_key.as_str(),
-        )
-    });
-    let (elements, frame_origin) = match setup {
-        Some((config, origin)) => (
-            Some(tessera_elements::Elements::new(
-                vault_for_elements.clone(),
-                config,
-            )),
-            Some(origin),
-        ),
-        None => (None, None),
-    };
-    state = state.with_browsers(
+    Ok(state.with_browsers(
         tessera_http::browser::Browsers::new(frame_origin, public_limit)
             .with_trusted_proxies(args.trusted_proxies.clone()),
-    );
-    if (console.is_some() || elements.is_some()) && args.console.console_listen == args.listen {
-        anyhow::bail!(
-            "--console-listen must differ from --listen: the console never shares an origin with /proxy"
-        );
-    }
-    let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
-        .shutdown_timeout(30)
-        // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
-        .disable_signals()
-        .bind(args.listen)
-        .with_context(|| {
-            format!(
-                "cannot listen on {} (choose another with --listen)",
-                args.listen
-            )
-        })?;
-    if let Some(workers) = args.workers {
-        server = server.workers(workers);
-    }
-    let _pruner = console
-        .as_ref()
-        .map(|c| c.spawn_pruner(std::time::Duration::from_secs(60)));
-    let console_server = (console.is_some() || elements.is_some())
-        .then(|| console_server(console, elements, args.console.console_listen))
-        .transpose()?;
-    tracing::info!(
-        listen = %args.listen,
-        database = %args.db.database_url_display(),
-        gateway = !args.no_gateway,
-        console = console_server.as_ref().map(|_| args.console.console_listen.to_string()),
-        "tessera api listening"
-    );
-    let servers: Vec<_> = std::iter::once(server.run())
-        .chain(console_server)
-        .collect();
+    ))
+}
+
+/// Runs `servers` until SIGTERM or SIGINT, then lets each drain its in-flight requests.
+async fn run_until_stopped(servers: Vec<actix_web::dev::Server>) -> anyhow::Result<()> {
     let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
     tokio::spawn(async move {
         tessera_startup::shutdown_signal().await;
         tracing::info!("shutdown requested; draining in-flight requests (up to 30 s)");
         futures_util::future::join_all(handles.iter().map(|h| h.stop(true))).await;
     });
-    let served: Result<Vec<()>, std::io::Error> = futures_util::future::try_join_all(servers).await;
-    // Async mode: commit what is still queued before the process ends.
-    audit.audit().flush().await;
-    served.context("the HTTP server failed")?;
-    tracing::info!("shut down cleanly");
+    futures_util::future::try_join_all(servers)
+        .await
+        .context("the HTTP server failed")?;
     Ok(())
 }
 
-/// The console's own server on `listen`: it serves the console and nothing else, so no answer
-/// chosen by a tenant or a destination ever comes from its origin (docs/console.md).
+/// The console's own server on `listener`: it serves the console and nothing else, so no
+/// answer chosen by a tenant or a destination ever comes from its origin (docs/console.md).
 fn console_server(
     console: Option<tessera_console::Console>,
     elements: Option<tessera_elements::Elements>,
-    listen: std::net::SocketAddr,
+    listener: std::net::TcpListener,
 ) -> anyhow::Result<actix_web::dev::Server> {
     Ok(actix_web::HttpServer::new(move || {
         let (console, elements) = (console.clone(), elements.clone());
@@ -267,7 +353,7 @@ fn console_server(
     .shutdown_timeout(30)
     .disable_signals()
     .workers(2)
-    .bind(listen)
-    .with_context(|| format!("the console cannot listen on {listen} (choose another with --console-listen, or --no-console)"))?
+    .listen(listener)
+    .context("the console's listener")?
     .run())
 }

@@ -45,6 +45,11 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Bound before the database is opened: a taken port stops start-up at once.
+    let listeners = server::bind(args.listen, workers)?;
     let vault = tessera_startup::open_vault(&args.db).await?;
     let vault = tessera_startup::audit::start_audit(vault, &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
@@ -58,10 +63,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let gateway = args
         .gateway
         .build(args.gateway.apply_to(vault), &registry, requests)?;
-    let workers = args
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let listeners = server::bind(args.listen, workers)?;
+    tessera_service::unsafe_settings::announce(args.gateway.unsafe_settings(), &registry);
     tracing::info!(listen = %args.listen, workers, database = %args.db.database_url_display(), "tessera proxy-gateway listening");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let served = server::Served { registry };

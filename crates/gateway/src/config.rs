@@ -5,7 +5,9 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
 use tessera_domain::{proxy::DestinationPolicy, seconds::SecondsRange, Vault};
-use tessera_service::{header_names::HeaderNames, rate_limit::RateLimit};
+use tessera_service::{
+    header_names::HeaderNames, rate_limit::RateLimit, unsafe_settings::UnsafeSetting,
+};
 use tessera_transform_runtime::{EngineConfig, Isolation, SandboxCommand};
 
 use crate::client::ClientConfig;
@@ -296,6 +298,25 @@ impl GatewayArgs {
                 .unwrap_or(EngineConfig::default().sandbox_user),
             ..EngineConfig::default()
         })
+    }
+
+    /// The settings of these flags that weaken a protection, for the start-up warning and the
+    /// `tessera_unsafe_setting` gauge ([`tessera_service::unsafe_settings::announce`]).
+    pub fn unsafe_settings(&self) -> Vec<UnsafeSetting> {
+        let mut settings = Vec::new();
+        if self.allow_private_destinations {
+            settings.push(UnsafeSetting {
+                flag: "allow-private-destinations",
+                consequence: "proxies may reach plain http and private, loopback and link-local addresses; for development and closed networks only, never on an internet-facing deployment",
+            });
+        }
+        if self.ephemeral_unbound_tokens {
+            settings.push(UnsafeSetting {
+                flag: "ephemeral-unbound-tokens",
+                consequence: "any key with token:use may send tokens without a destination binding to any host it names through an ephemeral proxy",
+            });
+        }
+        settings
     }
 
     /// `vault` with the destination policy and cache lifetime these flags set (they govern

@@ -23,6 +23,7 @@ pub mod problem;
 pub mod proxy_error;
 pub mod rate_limit;
 pub mod request_id;
+pub mod unsafe_settings;
 
 /// Default request body limit: 1 MiB (docs/api.md, "Errors").
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;

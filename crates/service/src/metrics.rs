@@ -131,7 +131,7 @@ impl CounterVec {
 }
 
 /// Label pairs, sorted by name as the exposition format expects.
-fn labels(names: &[&str], values: &[&str]) -> Vec<LabelPair> {
+pub(crate) fn labels(names: &[&str], values: &[&str]) -> Vec<LabelPair> {
     let mut pairs: Vec<LabelPair> = names
         .iter()
         .zip(values)

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod custody;
+pub mod listener;
 pub mod master_key;
 pub mod secret_file;
 pub mod telemetry;

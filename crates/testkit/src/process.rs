@@ -44,12 +44,17 @@ impl Server {
     /// Spawns `command` with `--listen 127.0.0.1:<free port>` appended, stdout piped and stderr
     /// discarded, and waits until `/healthz` answers; fails if the process exits first or does
     /// not answer within 30 s.
-    pub fn start(mut command: Command) -> Self {
+    pub fn start(command: Command) -> Self {
+        Self::start_with_stderr(command, Stdio::null())
+    }
+
+    /// [`Server::start`], with the process's stderr (its log) sent to `stderr`.
+    pub fn start_with_stderr(mut command: Command, stderr: impl Into<Stdio>) -> Self {
         let port = free_port();
         let mut child = command
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn server");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));

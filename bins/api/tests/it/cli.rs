@@ -209,7 +209,13 @@ pub(crate) fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
 
 fn fails_with_one_line(args: &[&str], envs: &[(&str, &str)], expect: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = run(dir.path(), args, envs);
+    // `serve` binds its ports first: any free one, so that tests running side by side (or a
+    // server on 8080) do not take each other's.
+    let mut args = args.to_vec();
+    if args.first() == Some(&"serve") {
+        args.extend(["--listen", "127.0.0.1:0", "--no-console"]);
+    }
+    let out = run(dir.path(), &args, envs);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -287,6 +293,29 @@ fn out_of_range_timeouts_fail_clearly() {
         "must be more than 0 and at most 60 seconds",
     );
     fails_with_one_line(&["serve", "--destination-timeout", "NaN"], &[], bound);
+}
+
+/// A port that is taken stops `serve` before it creates anything: no database, no master key,
+/// no tenant and no admin key printed; the error names the address and the flag to change.
+#[test]
+fn a_taken_port_stops_start_up_before_anything_is_created() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let taken = taken.local_addr().expect("address").to_string();
+    let free = format!("127.0.0.1:{}", free_port());
+    for (args, flag) in [
+        (["--listen", &taken, "--console-listen", &free], "--listen"),
+        (["--listen", &free, "--console-listen", &taken], "--console-listen"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = run(dir.path(), &[&["serve"], &args[..]].concat(), &[]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("cannot listen on {taken}")), "{stderr}");
+        assert!(stderr.contains(flag), "{stderr}");
+        assert!(stderr.contains("in use"), "{stderr}");
+        assert!(out.stdout.is_empty(), "no admin key printed");
+        assert!(!dir.path().join("data").exists(), "nothing created");
+    }
 }
 
 #[test]

@@ -4,4 +4,5 @@ mod audit;
 mod bulk_kill;
 mod cli;
 mod console;
+mod dev_echo;
 mod hsm;
