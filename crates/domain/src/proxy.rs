@@ -46,7 +46,7 @@ pub struct DestinationPolicy {
 /// A transform as supplied: its source code.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = r#"an object {"code": "…"}"#)]
 pub struct TransformInput {
     /// CommonJS source exporting an async function of `req`; at most 50,000 characters.
     #[cfg_attr(feature = "openapi", schema(max_length = 50000, value_type = String))]
@@ -83,7 +83,7 @@ impl TryFrom<String> for TransformKind {
 /// The application whose key the transform's `req.svc` client uses.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = r#"an object {"id": "…"}"#)]
 pub struct ApplicationRef {
     /// Its id: a `public` or `private` application of the tenant.
     #[cfg_attr(feature = "openapi", schema(format = Uuid))]

@@ -95,15 +95,24 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         if field.is_empty() {
             field = "body".to_string();
         }
-        if inner.is_syntax() || inner.is_eof() {
+        if (inner.is_syntax() || inner.is_eof()) && !is_valid_json(bytes) {
             ApiError::field("body", format!("malformed JSON: {inner}"))
+        } else if inner.is_syntax() {
+            // serde_json reports a number or array where a string of a fixed set belongs as
+            // a syntax error ("expected value"), though the document is well formed.
+            ApiError::field(&field, "expected one of the accepted strings")
         } else {
-            ApiError::field(&field, inner.to_string())
+            ApiError::field(&field, crate::json_shapes::plain(&inner.to_string()))
         }
     })?;
     de.end()
         .map_err(|e| ApiError::field("body", format!("malformed JSON: {e}")))?;
     Ok(value)
+}
+
+/// Whether `bytes` is one well-formed JSON document.
+fn is_valid_json(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 /// The field name in serde's "missing field `x`" message.

@@ -16,6 +16,7 @@ mod auth;
 mod body;
 pub mod browser;
 mod idempotency;
+mod json_shapes;
 pub mod openapi;
 mod problem;
 mod proxy_mount;

@@ -31,3 +31,4 @@ mod tenants;
 mod token_oracles;
 mod token_permissions;
 mod tokens;
+mod type_errors;
