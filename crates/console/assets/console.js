@@ -1,6 +1,6 @@
 // Tessera console: progressive enhancements only. Every page works without this script;
-// it adds copy buttons, line numbers in code editors, rows to repeating groups, rule ordering
-// and the type-dependent fields of the token form.
+// it adds copy buttons, line numbers in code editors, rows to repeating groups, rule ordering,
+// Try it's "Insert" buttons and the type-dependent fields of the token form.
 (function () {
   "use strict";
 
@@ -156,6 +156,30 @@
     }, rule);
   }
   each("[data-rule]", wireRule);
+
+  // Try it's tokens: "Insert" puts the token's expression into the body, over the selection
+  // if there is one, else in place of the placeholder if it is still there, else at the caret.
+  each("[data-insert]", function (button) {
+    var target = document.getElementById(button.getAttribute("data-insert-into"));
+    if (!target) { return; }
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      var text = button.getAttribute("data-insert");
+      var placeholder = button.getAttribute("data-placeholder") || "";
+      var value = target.value;
+      var start = target.selectionStart;
+      var end = target.selectionEnd;
+      var at = placeholder ? value.indexOf(placeholder) : -1;
+      if (start === end && at >= 0) {
+        start = at;
+        end = at + placeholder.length;
+      }
+      target.value = value.slice(0, start) + text + value.slice(end);
+      target.focus();
+      target.setSelectionRange(start + text.length, start + text.length);
+      target.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  });
 
   // The token form: only the chosen type's fields are shown and sent.
   each("form[data-token-form]", function (form) {

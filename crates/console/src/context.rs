@@ -14,12 +14,13 @@ use actix_web::{
 use maud::Markup;
 use tessera_domain::{
     vault::{tokens_match, ConsoleSession, SessionLookup},
-    Principal, VaultError,
+    ApplicationId, Principal, VaultError,
 };
 
 use crate::{
     error::ConsoleError,
     form::Form,
+    names::Names,
     security::RequestId,
     session::{self, Presented},
     views::{self, layout::Chrome, Section},
@@ -32,6 +33,9 @@ pub(crate) struct Ctx {
     /// The signed-in application, as the vault resolved its key just now.
     pub(crate) principal: Principal,
     pub(crate) session: ConsoleSession,
+    /// The signed-in application's name (any key may read its own application); `None`
+    /// when it could not be read, and the footer shows the id alone.
+    pub(crate) app_name: Option<String>,
     pub(crate) request_id: String,
     pub(crate) req: HttpRequest,
 }
@@ -72,13 +76,29 @@ impl Ctx {
             .get::<RequestId>()
             .map(|r| r.0.clone())
             .unwrap_or_else(tessera_service::request_id::new_id);
+        let app_name = match state.vault.calling_application(&principal).await {
+            Ok(app) => Some(app.name),
+            Err(e) => {
+                tracing::debug!(request_id = %request_id, error = %e, "the signed-in application's name was not read");
+                None
+            }
+        };
         Ok(Self {
             state,
             principal,
             session,
+            app_name,
             request_id,
             req: req.clone(),
         })
+    }
+
+    /// The names of the applications `ids`, looked up once for the page (the signed-in
+    /// application's always known); see [`Names`].
+    pub(crate) async fn names(&self, ids: impl IntoIterator<Item = ApplicationId>) -> Names {
+        Names::of(self, ids)
+            .await
+            .with(self.principal.application_id(), self.app_name.as_deref())
     }
 
     /// The page chrome (navigation, sign-out form) for `section`.
@@ -87,6 +107,7 @@ impl Ctx {
             csrf: self.session.csrf.expose(),
             section,
             principal: &self.principal,
+            app_name: self.app_name.as_deref(),
         }
     }
 

@@ -28,6 +28,9 @@ pub(crate) const SHOWN_BODY_BYTES: usize = 64 * 1024;
 /// How long the whole exchange may take (the gateway's own destination timeout is 25 s).
 const TIMEOUT: Duration = Duration::from_secs(40);
 
+/// What the first body holds where a token's expression goes; "Insert" replaces it.
+pub(crate) const PLACEHOLDER: &str = "{{ TOKEN_ID }}";
+
 /// The methods "Try it" offers.
 pub(crate) const METHODS: [&str; 5] = ["POST", "GET", "PUT", "PATCH", "DELETE"];
 
@@ -85,7 +88,7 @@ impl TryRequest {
         Self {
             method: "POST".into(),
             content_type: "application/json".into(),
-            body: Secret::new("{\n  \"card\": \"{{ TOKEN_ID }}\"\n}".into()),
+            body: Secret::new(format!("{{\n  \"card\": \"{PLACEHOLDER}\"\n}}")),
             ..Self::default()
         }
     }

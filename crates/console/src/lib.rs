@@ -31,6 +31,7 @@ mod form;
 mod gateway_client;
 mod inputs;
 mod mask;
+mod names;
 mod routes;
 mod security;
 mod session;
@@ -102,16 +103,15 @@ impl Console {
         }
     }
 
-    /// Registers the console's routes under [`MOUNT`], and `GET /` as a redirect there. The
-    /// console's listener serves nothing else (docs/console.md, "Its own origin").
+    /// Registers the console's routes under [`MOUNT`], and `GET`/`HEAD /` as a redirect there
+    /// (a fixed `Location`, never taken from the request). The console's listener serves
+    /// nothing else (docs/console.md, "Its own origin").
     pub fn configure(&self, cfg: &mut web::ServiceConfig) {
-        cfg.route(
-            "/",
-            web::get().to(|| async {
-                actix_web::HttpResponse::SeeOther()
-                    .insert_header((actix_web::http::header::LOCATION, MOUNT))
-                    .finish()
-            }),
+        cfg.service(
+            web::resource("/")
+                .route(web::get().to(routes::to_console))
+                .route(web::head().to(routes::to_console))
+                .wrap(from_fn(security::middleware)),
         );
         cfg.default_service(web::to(security::not_found));
         cfg.service(

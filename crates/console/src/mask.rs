@@ -30,6 +30,18 @@ fn last4(value: &Value) -> String {
     format!("{DOTS} {tail}")
 }
 
+/// The one-line mask of a token in a list: the last four digits of a card's number or a
+/// bank account's number (dots when it is short); `None` for other tokens, whose data is
+/// never summarised.
+pub(crate) fn summary(token_type: TokenType, data: &Value) -> Option<String> {
+    let field = match token_type {
+        TokenType::Card => "number",
+        TokenType::Bank => "account_number",
+        TokenType::Token => return None,
+    };
+    Some(last4(data.get(field).unwrap_or(&Value::Null)))
+}
+
 /// The masked view of `data`, a token of `token_type`.
 pub(crate) fn mask(token_type: TokenType, data: &Value) -> Vec<MaskedField> {
     let field = |name: &str, shown: String| MaskedField {
@@ -68,6 +80,26 @@ mod tests {
         assert!(all.contains("4242") && !all.contains("424242"));
         assert!(!all.contains("123") && !all.contains("2030") && !all.contains("12"));
         assert_eq!(shown.len(), 4);
+    }
+
+    #[test]
+    fn a_summary_is_four_digits_at_most() {
+        let card = json!({"number": "4242424242424242", "cvc": "123"});
+        assert_eq!(
+            summary(TokenType::Card, &card).as_deref(),
+            Some("•••• 4242")
+        );
+        let bank = json!({"routing_number": "011000015", "account_number": "000123456789"});
+        assert_eq!(
+            summary(TokenType::Bank, &bank).as_deref(),
+            Some("•••• 6789")
+        );
+        assert_eq!(
+            summary(TokenType::Card, &json!({"number": "4242"})).as_deref(),
+            Some(DOTS)
+        );
+        assert_eq!(summary(TokenType::Card, &json!("x")).as_deref(), Some(DOTS));
+        assert_eq!(summary(TokenType::Token, &json!("4242424242424242")), None);
     }
 
     #[test]

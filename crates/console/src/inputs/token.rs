@@ -1,23 +1,47 @@
 //! The token forms: create (`POST /tokens`'s body) and edit (`PATCH /tokens/{id}`'s merge
 //! patch of metadata and expiry).
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 use tessera_domain::{NewToken, Secret, Token, TokenPatch, ValidationErrors};
 
 use super::{from_json, lines, pairs};
 use crate::form::Form;
 
-/// The create form as submitted (kept to show it again with its problems). The data fields
-/// are held as secrets and never shown again: a refused form asks for them anew.
-#[derive(Debug, Default)]
+/// The create form as submitted (kept to show it again with its problems). The data is held
+/// as a secret; of it, only the fields in [`SHOWN_AGAIN`] are shown again with a refused form
+/// (the card number, the CVC, the account number and free data are asked for anew).
+#[derive(Default)]
 pub(crate) struct NewTokenForm {
     pub(crate) token_type: String,
     pub(crate) data_is_json: bool,
     pub(crate) metadata: String,
     pub(crate) container: String,
     pub(crate) expires_at: String,
+    /// The data fields named in [`SHOWN_AGAIN`], as typed.
+    kept: BTreeMap<&'static str, String>,
     data: Secret<Value>,
 }
+
+impl std::fmt::Debug for NewTokenForm {
+    // Not derived: no value of the token's data, kept fields included, reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewTokenForm")
+            .field("token_type", &self.token_type)
+            .field("data_is_json", &self.data_is_json)
+            .field("metadata", &self.metadata)
+            .field("container", &self.container)
+            .field("expires_at", &self.expires_at)
+            .field("kept", &self.kept.keys().collect::<Vec<_>>())
+            .field("data", &self.data)
+            .finish()
+    }
+}
+
+/// The data fields a refused form shows again: never a card or account number, a CVC or a
+/// generic token's data (docs/console.md, "Tokens").
+pub(crate) const SHOWN_AGAIN: [&str; 3] = ["expiration_month", "expiration_year", "routing_number"];
 
 /// Names of the create form's data fields, per type, as the API names them under `data`.
 pub(crate) const CARD_FIELDS: [(&str, &str); 4] = [
@@ -31,6 +55,14 @@ pub(crate) const BANK_FIELDS: [(&str, &str); 2] = [
     ("routing_number", "Routing number"),
     ("account_number", "Account number"),
 ];
+
+/// A card number as people type it (`4111 1111 1111 1111`, `4111-1111-…`): spaces and dashes
+/// removed. Anything else is left for the API's validation to word.
+pub(crate) fn card_number(raw: &str) -> String {
+    raw.chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect()
+}
 
 /// A number when the text is one (expiration month and year are integers in the API), else
 /// the text, for the API's validation to word the problem.
@@ -54,7 +86,8 @@ impl NewTokenForm {
             for (name, _) in fields {
                 if let Some(v) = form.opt(&format!("data.{name}")) {
                     let value = match *name {
-                        "expiration_month" | "expiration_year" => number_or_text(v),
+                        "expiration_month" | "expiration_year" => number_or_text(v.trim()),
+                        "number" => json!(card_number(v)),
                         _ => json!(v),
                     };
                     object.insert((*name).to_string(), value);
@@ -62,7 +95,13 @@ impl NewTokenForm {
             }
             Value::Object(object)
         };
+        let kept = SHOWN_AGAIN
+            .into_iter()
+            .filter(|name| fields.iter().any(|(field, _)| field == name))
+            .filter_map(|name| Some((name, form.opt(&format!("data.{name}"))?.to_string())))
+            .collect();
         Self {
+            kept,
             token_type,
             data_is_json: form.checked("data_is_json"),
             metadata: form.get("metadata").to_string(),
@@ -70,6 +109,12 @@ impl NewTokenForm {
             expires_at: form.get("expires_at").trim().to_string(),
             data: Secret::new(data),
         }
+    }
+
+    /// What was typed in the data field `name`, when it is one shown again ([`SHOWN_AGAIN`]);
+    /// else empty.
+    pub(crate) fn kept(&self, name: &str) -> &str {
+        self.kept.get(name).map_or("", String::as_str)
     }
 
     /// The API body, deserialised as [`NewToken`].
@@ -192,6 +237,47 @@ mod tests {
         );
         assert_eq!(input.containers, Some(vec!["/pci/".to_string()]));
         assert!(!format!("{:?}", NewTokenForm::read(&form)).contains("4242"));
+    }
+
+    #[test]
+    fn a_card_number_may_hold_spaces_and_dashes() {
+        assert_eq!(card_number("4111 1111 1111 1111"), "4111111111111111");
+        assert_eq!(card_number(" 4111-1111-1111-1111 "), "4111111111111111");
+        assert_eq!(card_number("4111\t1111"), "41111111");
+        assert_eq!(card_number("4111x"), "4111x", "the API words the rest");
+        let form = Form::parse(
+            b"type=card&data.number=4242+4242-4242+4242&data.expiration_month=+12&data.expiration_year=2030&data.cvc=737",
+        );
+        let input = NewTokenForm::read(&form).to_input().expect("valid shape");
+        let data = input.data.as_ref().expect("data").expose().clone();
+        assert_eq!(data["number"], json!("4242424242424242"));
+        assert_eq!(data["expiration_month"], json!(12));
+    }
+
+    #[test]
+    fn only_month_year_and_routing_number_are_kept() {
+        let card = NewTokenForm::read(&Form::parse(
+            b"type=card&data.number=4242424242424242&data.expiration_month=13&data.expiration_year=2030&data.cvc=737",
+        ));
+        assert_eq!(card.kept("expiration_month"), "13");
+        assert_eq!(card.kept("expiration_year"), "2030");
+        assert_eq!(card.kept("number"), "");
+        assert_eq!(card.kept("cvc"), "");
+        let debug = format!("{card:?}");
+        assert!(!debug.contains("4242") && !debug.contains("737") && !debug.contains("2030"));
+        let bank = NewTokenForm::read(&Form::parse(
+            b"type=bank&data.routing_number=011000015&data.account_number=000123456789",
+        ));
+        assert_eq!(bank.kept("routing_number"), "011000015");
+        assert_eq!(bank.kept("account_number"), "");
+        let other = NewTokenForm::read(&Form::parse(
+            b"type=token&data=secret&data.expiration_month=1",
+        ));
+        assert_eq!(
+            other.kept("expiration_month"),
+            "",
+            "not a field of this type"
+        );
     }
 
     #[test]

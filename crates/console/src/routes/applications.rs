@@ -107,11 +107,13 @@ pub(crate) async fn page(ctx: Ctx, req: HttpRequest, id: web::Path<String>) -> H
         Ok(app) => {
             let saved = query(&req).checked("saved");
             let form = ApplicationForm::of(&app);
+            let names = ctx.names(applications::stamps_of(&app).ids()).await;
             let body = applications::page(
                 ctx.session.csrf.expose(),
                 &app,
                 &form,
                 &Problems::none(),
+                &names,
                 saved,
             );
             ctx.ok(SECTION, &format!("Application {}", app.name), body)

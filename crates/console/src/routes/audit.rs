@@ -11,6 +11,7 @@ use tessera_domain::{
 use super::query;
 use crate::{
     context::{Ctx, Posted},
+    names::Names,
     views::{
         audit::{self, AuditForm},
         components::Problems,
@@ -106,7 +107,14 @@ async fn render(ctx: &Ctx, req: &HttpRequest, report: Option<&VerifyReport>) -> 
     let (filter, page) = match parsed {
         Ok(p) => p,
         Err(e) => {
-            let body = audit::page(token, &form, None, &Problems::from_fields(&e), report);
+            let body = audit::page(
+                token,
+                &form,
+                None,
+                &Problems::from_fields(&e),
+                report,
+                &Names::none(),
+            );
             return ctx.page(StatusCode::BAD_REQUEST, SECTION, "Audit trail", body);
         }
     };
@@ -117,7 +125,15 @@ async fn render(ctx: &Ctx, req: &HttpRequest, report: Option<&VerifyReport>) -> 
         .await;
     match ctx.unaudited(SECTION, result) {
         Ok(events) => {
-            let body = audit::page(token, &form, Some(&events), &Problems::none(), report);
+            let names = ctx.names(audit::actors(&events)).await;
+            let body = audit::page(
+                token,
+                &form,
+                Some(&events),
+                &Problems::none(),
+                report,
+                &names,
+            );
             ctx.ok(SECTION, "Audit trail", body)
         }
         Err(refusal) => refusal.into_response(ctx, SECTION),

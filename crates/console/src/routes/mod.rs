@@ -57,6 +57,7 @@ where
                 .route(post().to(proxies::update)),
         )
         .service(resource("/proxies/{id}/try").route(post().to(try_it::send)))
+        .service(resource("/proxies/{id}/key").route(post().to(proxies::show_key)))
         .service(
             resource("/proxies/{id}/delete")
                 .route(get().to(proxies::confirm_delete))
@@ -86,6 +87,12 @@ where
         .service(resource("/audit").route(get().to(audit::list)))
         .service(resource("/audit/verify").route(post().to(audit::verify)))
         .default_service(web::to(not_found))
+}
+
+/// `GET`/`HEAD /` on the console's listener: to the console (303). The target is fixed, so
+/// nothing in the request can choose where the browser goes.
+pub(crate) async fn to_console() -> actix_web::HttpResponse {
+    see_other(crate::MOUNT)
 }
 
 /// Any other path under `/console`.

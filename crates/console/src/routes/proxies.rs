@@ -14,9 +14,10 @@ use crate::{
     context::{Ctx, Posted},
     gateway_client::TryRequest,
     inputs::proxy::ProxyForm,
+    names::Names,
     views::{
-        components::{confirm, Problems},
-        proxies::{self, AppChoices},
+        components::{confirm, stamps, Problems, Stamps},
+        proxies::{self, AppChoices, RecentTokens},
         see_other, Section,
     },
 };
@@ -135,9 +136,44 @@ pub(crate) struct PageParts<'a> {
     pub(crate) try_problems: &'a Problems,
     pub(crate) try_outcome: Option<&'a Result<crate::gateway_client::TryResponse, String>>,
     pub(crate) saved: bool,
+    /// When the proxy was created and modified, and by whom (when it was read).
+    pub(crate) stamps: Option<Stamps>,
+    /// Its key, after Show key.
+    pub(crate) key: Option<&'a str>,
 }
 
-/// The proxy page: the form ("Save"), "Try it", and the way to delete.
+impl<'a> PageParts<'a> {
+    /// The page of `proxy` as read, with `try_request` in Try it and no problem.
+    pub(crate) fn of(proxy: &Proxy, try_request: &'a TryRequest) -> Self {
+        Self {
+            problems: &NO_PROBLEMS,
+            try_request,
+            try_problems: &NO_PROBLEMS,
+            try_outcome: None,
+            saved: false,
+            stamps: Some(stamps_of(proxy)),
+            key: None,
+        }
+    }
+}
+
+static NO_PROBLEMS: Problems = Problems {
+    detail: None,
+    fields: std::collections::BTreeMap::new(),
+};
+
+/// When `proxy` was created and modified, and by whom.
+fn stamps_of(proxy: &Proxy) -> Stamps {
+    Stamps {
+        created_at: proxy.created_at,
+        created_by: proxy.created_by,
+        modified_at: proxy.modified_at,
+        modified_by: proxy.modified_by,
+    }
+}
+
+/// The proxy page: who made it, the form ("Save"), its key, "Try it" (with the tokens to
+/// insert), and the way to delete.
 pub(crate) async fn render(
     ctx: &Ctx,
     status: StatusCode,
@@ -146,12 +182,23 @@ pub(crate) async fn render(
     parts: PageParts<'_>,
 ) -> HttpResponse {
     let apps = app_choices(ctx).await;
+    let names = match &parts.stamps {
+        Some(s) => ctx.names(s.ids()).await,
+        None => Names::none(),
+    };
+    let available = ctx.state.gateway.is_some();
+    let recent = match available {
+        true => super::try_it::recent_tokens(ctx).await,
+        false => RecentTokens::Listed(vec![]),
+    };
     let token = ctx.session.csrf.expose();
     let body = maud::html! {
         @if parts.saved { p.notice role="status" { "Saved." } }
+        @if let Some(s) = &parts.stamps { (stamps(s, &names)) }
         p.toolbar { a.button.danger href={ "/console/proxies/" (id) "/delete" } { "Delete proxy" } }
         (proxies::form(token, Some(id), form, &apps, parts.problems))
-        (proxies::try_it(token, id, ctx.state.gateway.is_some(), parts.try_request, parts.try_problems, parts.try_outcome))
+        (proxies::key_section(token, id, parts.key))
+        (proxies::try_it(token, id, available, parts.try_request, &recent, parts.try_problems, parts.try_outcome))
     };
     let title = format!("Proxy {}", form.name);
     ctx.page(status, SECTION, &title, body)
@@ -165,12 +212,32 @@ pub(crate) async fn page(ctx: Ctx, req: HttpRequest, id: web::Path<String>) -> H
     let result = ctx.state.vault.get_proxy(&ctx.principal, id).await;
     match ctx.unaudited(SECTION, result) {
         Ok(proxy) => {
+            let example = TryRequest::example();
             let parts = PageParts {
-                problems: &Problems::none(),
-                try_request: &TryRequest::example(),
-                try_problems: &Problems::none(),
-                try_outcome: None,
                 saved: query(&req).checked("saved"),
+                ..PageParts::of(&proxy, &example)
+            };
+            render(&ctx, StatusCode::OK, &id, &ProxyForm::of(&proxy), parts).await
+        }
+        Err(refusal) => refusal.into_response(&ctx, SECTION),
+    }
+}
+
+/// `POST /console/proxies/{id}/key`: the proxy page with its key shown. It needs what the
+/// API's `GET /proxies/{id}` needs (`proxy:read`), which returns the key too; like that read,
+/// it records no event.
+pub(crate) async fn show_key(posted: Posted, id: web::Path<String>) -> HttpResponse {
+    let ctx = posted.ctx;
+    let Some(id) = path_id::<ProxyId>(&id) else {
+        return ctx.failure(SECTION, &not_found());
+    };
+    let result = ctx.state.vault.get_proxy(&ctx.principal, id).await;
+    match ctx.unaudited(SECTION, result) {
+        Ok(proxy) => {
+            let example = TryRequest::example();
+            let parts = PageParts {
+                key: Some(proxy.key.expose()),
+                ..PageParts::of(&proxy, &example)
             };
             render(&ctx, StatusCode::OK, &id, &ProxyForm::of(&proxy), parts).await
         }
@@ -193,12 +260,15 @@ pub(crate) async fn update(posted: Posted, id: web::Path<String>) -> HttpRespons
     match ctx.audited(SECTION, audit, result).await {
         Ok(_) => see_other(&format!("/console/proxies/{id}?saved=1")),
         Err(Refusal::Invalid(problems)) => {
+            let example = TryRequest::example();
             let parts = PageParts {
                 problems: &problems,
-                try_request: &TryRequest::example(),
-                try_problems: &Problems::none(),
+                try_request: &example,
+                try_problems: &NO_PROBLEMS,
                 try_outcome: None,
                 saved: false,
+                stamps: None,
+                key: None,
             };
             render(&ctx, StatusCode::BAD_REQUEST, &id, &form, parts).await
         }

@@ -71,7 +71,15 @@ async fn token_page(ctx: &Ctx, req: &HttpRequest, t: Token, shown: Shown) -> Htt
     let links = links(ctx, req, t.id).await;
     let created = query(req).checked("created");
     let title = format!("Token {}", t.id);
-    let body = token::page(ctx.session.csrf.expose(), &t, shown, &links, created);
+    let names = ctx.names([t.created_by, t.modified_by]).await;
+    let body = token::page(
+        ctx.session.csrf.expose(),
+        &t,
+        shown,
+        &links,
+        &names,
+        created,
+    );
     ctx.ok(SECTION, &title, body)
 }
 

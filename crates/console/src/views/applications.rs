@@ -5,9 +5,23 @@ use maud::{html, Markup};
 use tessera_domain::{Application, ApplicationId, Page, Permission};
 
 use super::components::{
-    checkbox, csrf, field_id, pager, problem_summary, select, shown_once, when, Input, Problems,
+    checkbox, csrf, field_id, pager, problem_summary, select, shown_once, stamps, when, Input,
+    Problems, Stamps,
 };
-use crate::inputs::application::{ApplicationForm, RuleRow};
+use crate::{
+    inputs::application::{ApplicationForm, RuleRow},
+    names::Names,
+};
+
+/// When `app` was created and modified, and by whom.
+pub(crate) fn stamps_of(app: &Application) -> Stamps {
+    Stamps {
+        created_at: app.created_at,
+        created_by: app.created_by,
+        modified_at: app.modified_at,
+        modified_by: app.modified_by,
+    }
+}
 
 /// The list.
 pub(crate) fn list(page: &Page<Application>, deleted: Option<String>) -> Markup {
@@ -134,17 +148,19 @@ pub(crate) fn form(
     }
 }
 
-/// An application's page: its form and the key actions.
+/// An application's page: its form and the key actions; `names` names who created and last
+/// modified it.
 pub(crate) fn page(
     token: &str,
     app: &Application,
     f: &ApplicationForm,
     problems: &Problems,
+    names: &Names,
     saved: bool,
 ) -> Markup {
     html! {
         @if saved { p.notice role="status" { "Saved." } }
-        p.muted { "Created " (when(app.created_at)) " · modified " (when(app.modified_at)) }
+        (stamps(&stamps_of(app), names))
         p.toolbar {
             a.button.secondary href={ "/console/applications/" (app.id) "/regenerate" } { "Regenerate key" }
             " "

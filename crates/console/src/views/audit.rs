@@ -2,11 +2,12 @@
 
 use maud::{html, Markup};
 use tessera_domain::{
-    audit::{AuditAction, ChainedEvent, Outcome, VerifyReport},
-    Page,
+    audit::{Actor, AuditAction, ChainedEvent, Outcome, VerifyReport},
+    ApplicationId, Page,
 };
 
-use super::components::{csrf, pager, problem_summary, select, when, Input, Problems};
+use super::components::{application, csrf, pager, problem_summary, select, when, Input, Problems};
+use crate::names::Names;
 
 /// The filters as the form holds them (the API's query parameters).
 #[derive(Debug, Clone, Default)]
@@ -78,7 +79,26 @@ fn resource_link(action: AuditAction, id: &uuid::Uuid) -> Markup {
     }
 }
 
-fn events(page: &Page<ChainedEvent>, form: &AuditForm) -> Markup {
+/// Who acted: an application by its name (the id on hover), or `anonymous`, `operator`…
+fn actor(actor: Actor, names: &Names) -> Markup {
+    match actor {
+        Actor::Application(id) => application(names, &id, false),
+        other => html! { span.mono { (other.to_wire()) } },
+    }
+}
+
+/// The applications that acted in `page`'s events (to name them, once for the page).
+pub(crate) fn actors(page: &Page<ChainedEvent>) -> Vec<ApplicationId> {
+    page.items
+        .iter()
+        .filter_map(|c| match c.event.actor {
+            Actor::Application(id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn events(page: &Page<ChainedEvent>, form: &AuditForm, names: &Names) -> Markup {
     html! {
         @if page.items.is_empty() {
             p.empty { "No event matches." }
@@ -94,7 +114,7 @@ fn events(page: &Page<ChainedEvent>, form: &AuditForm) -> Markup {
                                 td.nowrap { (when(e.occurred_at)) }
                                 td.mono { (e.action.as_str()) }
                                 td { (e.outcome.as_str()) }
-                                td.mono.wrap { (e.actor.to_wire()) }
+                                td.wrap.actor { (actor(e.actor, names)) }
                                 td {
                                     @for id in &e.resource_ids { (resource_link(e.action, id)) br; }
                                     @if let Some(p) = e.proxy_id { "via proxy " (resource_link(AuditAction::ProxyUpdated, p.as_uuid())) }
@@ -143,19 +163,20 @@ fn verification(token: &str, report: Option<&VerifyReport>) -> Markup {
     }
 }
 
-/// The page: verification, filters, events.
+/// The page: verification, filters, events (their actors named by `names`).
 pub(crate) fn page(
     token: &str,
     form: &AuditForm,
     found: Option<&Page<ChainedEvent>>,
     problems: &Problems,
     report: Option<&VerifyReport>,
+    names: &Names,
 ) -> Markup {
     html! {
         (verification(token, report))
         h2 { "Events" }
         (problem_summary(problems))
         (filters(form, problems))
-        @if let Some(page) = found { (events(page, form)) }
+        @if let Some(page) = found { (events(page, form, names)) }
     }
 }

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 
 use maud::{html, Markup};
-use tessera_domain::{Page, ValidationErrors, VaultError};
+use tessera_domain::{ApplicationId, Page, ValidationErrors, VaultError};
 use tessera_service::problem::Problem;
 use time::OffsetDateTime;
+
+use crate::names::Names;
 
 /// What is wrong with a submitted form, in the API's words: field problems keyed as the API
 /// keys them (`name`, `data.number`, `rules[0].container`), and the detail.
@@ -315,6 +317,45 @@ pub(crate) fn shown_once(label: &str, id: &str, secret: &str) -> Markup {
                 code.secret #(id) { (secret) }
                 button.secondary type="button" data-copy=(id) { "Copy" }
             }
+        }
+    }
+}
+
+/// An application named by its id: its name (the id on hover, and beside it in muted mono
+/// when `beside`), or the bare id when the name is not known (docs/console.md, "Names").
+pub(crate) fn application(names: &Names, id: &ApplicationId, beside: bool) -> Markup {
+    html! {
+        @match names.get(id) {
+            Some(name) => {
+                span.app-name title=(id) { (name) }
+                @if beside { " " span.mono.muted.app-id { (id) } }
+            },
+            None => span.mono.app-id { (id) },
+        }
+    }
+}
+
+/// When something was created and last modified, and by which applications.
+pub(crate) struct Stamps {
+    pub(crate) created_at: OffsetDateTime,
+    pub(crate) created_by: ApplicationId,
+    pub(crate) modified_at: OffsetDateTime,
+    pub(crate) modified_by: ApplicationId,
+}
+
+impl Stamps {
+    /// The ids to name.
+    pub(crate) fn ids(&self) -> [ApplicationId; 2] {
+        [self.created_by, self.modified_by]
+    }
+}
+
+/// "Created … by … · Modified … by …", one line.
+pub(crate) fn stamps(s: &Stamps, names: &Names) -> Markup {
+    html! {
+        p.muted.stamps {
+            "Created " (when(s.created_at)) " by " (application(names, &s.created_by, false))
+            " · modified " (when(s.modified_at)) " by " (application(names, &s.modified_by, false))
         }
     }
 }

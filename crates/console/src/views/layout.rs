@@ -13,6 +13,8 @@ pub(crate) struct Chrome<'a> {
     pub(crate) section: Section,
     /// Who is signed in.
     pub(crate) principal: &'a Principal,
+    /// Its name, when it could be read.
+    pub(crate) app_name: Option<&'a str>,
 }
 
 fn head(title: &str) -> Markup {
@@ -62,8 +64,13 @@ pub(crate) fn page(chrome: &Chrome<'_>, title: &str, body: Markup) -> Markup {
                     (body)
                 }
                 footer {
-                    "Signed in as application "
-                    code { (chrome.principal.application_id()) }
+                    "Signed in as "
+                    @if let Some(name) = chrome.app_name {
+                        strong.app-name title=(chrome.principal.application_id()) { (name) } " "
+                        code.muted.app-id { (chrome.principal.application_id()) }
+                    } @else {
+                        "application " code.app-id { (chrome.principal.application_id()) }
+                    }
                     " (" (chrome.principal.app_type().as_str()) ") of tenant "
                     code { (chrome.principal.tenant_id()) }
                 }

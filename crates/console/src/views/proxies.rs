@@ -2,14 +2,14 @@
 //! "Try it".
 
 use maud::{html, Markup};
-use tessera_domain::{Page, Proxy, ProxyId};
+use tessera_domain::{Page, Proxy, ProxyId, TokenId, TokenType};
 
 use super::components::{
-    checkbox, code_editor, csrf, field_errors, field_id, pager, problem_summary, select,
-    shown_once, textarea, when, Input, Problems,
+    checkbox, code_editor, csrf, field_errors, field_id, pager, problem_summary, select, textarea,
+    when, Input, Problems,
 };
 use crate::{
-    gateway_client::{TryRequest, TryResponse, METHODS},
+    gateway_client::{TryRequest, TryResponse, METHODS, PLACEHOLDER},
     inputs::proxy::ProxyForm,
 };
 
@@ -150,22 +150,125 @@ pub(crate) fn form(
     }
 }
 
-/// The page after creation: the key, shown once.
+/// What is true of a proxy key, said wherever it is shown (docs/console.md, "Proxies").
+const KEY_TRUTH: &str = "Callers send it in the SVC-PROXY-KEY header (or the svc-proxy-key query \
+    parameter) to /proxy. Keep it secret: whoever holds it can call this proxy. It can be read \
+    again by anyone whose API key has proxy:read: with Show key on the proxy's page, or GET \
+    /proxies/{id}.";
+
+/// The key with a copy button.
+fn key_box(key: &str) -> Markup {
+    html! {
+        div.copyable {
+            code.secret #proxy-key { (key) }
+            button.secondary type="button" data-copy="proxy-key" { "Copy" }
+        }
+    }
+}
+
+/// The page after creation: the key, and what is true of it.
 pub(crate) fn created(id: &ProxyId, name: &str, key: &str) -> Markup {
     html! {
         p.notice role="status" { "Proxy " strong { (name) } " was created." }
-        (shown_once("Proxy key", "proxy-key", key))
-        p { "Callers send it as the SVC-PROXY-KEY header (or the svc-proxy-key query parameter) to /proxy." }
+        div.once role="status" {
+            h2 { "Proxy key" }
+            p { (KEY_TRUTH) }
+            (key_box(key))
+        }
         p.actions { a.button href={ "/console/proxies/" (id) } { "Open the proxy" } }
     }
 }
 
-/// The "Try it" form and, after a try, what came back.
+/// The proxy page's key section: the key when `key` is given (after Show key), else the
+/// button that shows it.
+pub(crate) fn key_section(token: &str, id: &ProxyId, key: Option<&str>) -> Markup {
+    html! {
+        section.key aria-labelledby="h-key" id="key" {
+            h2 #h-key { "Proxy key" }
+            p.hint { (KEY_TRUTH) }
+            @match key {
+                Some(key) => (key_box(key)),
+                None => form method="post" action={ "/console/proxies/" (id) "/key#key" } {
+                    (csrf(token))
+                    button.secondary type="submit" { "Show key" }
+                },
+            }
+        }
+    }
+}
+
+/// A token Try it offers to insert: its id, type and mask only (never its data).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecentToken {
+    pub(crate) id: TokenId,
+    pub(crate) token_type: TokenType,
+    /// The last four digits of a card's or an account's number at most ([`crate::mask::summary`]).
+    pub(crate) mask: Option<String>,
+}
+
+impl RecentToken {
+    /// The expression that detokenizes it in a body: a card's number, else the whole value.
+    pub(crate) fn expression(&self) -> String {
+        match self.token_type {
+            TokenType::Card => format!("{{{{ {} | json: '$.number' }}}}", self.id),
+            _ => format!("{{{{ {} }}}}", self.id),
+        }
+    }
+}
+
+/// The tokens Try it offers: the newest the signed-in application may read, as the token
+/// list shows them.
+#[derive(Debug)]
+pub(crate) enum RecentTokens {
+    /// The application may not read tokens: none is offered.
+    NotPermitted,
+    /// The list could not be read (the reason, in the API's words).
+    Failed(String),
+    /// The newest readable tokens (maybe none).
+    Listed(Vec<RecentToken>),
+}
+
+fn recent_token(t: &RecentToken, body_id: &str) -> Markup {
+    let expression = t.expression();
+    html! {
+        li.recent-token {
+            span.pill { (t.token_type.as_str()) } " "
+            a.mono href={ "/console/tokens/" (t.id) } { (t.id) } " "
+            @if let Some(mask) = &t.mask { span.mono.muted { (mask) } " " }
+            code.expression { (expression) } " "
+            button.secondary.insert type="button" hidden data-insert=(expression)
+                data-insert-into=(body_id) data-placeholder=(PLACEHOLDER)
+                aria-label={ "Insert token " (t.id) " into the body" } { "Insert" }
+        }
+    }
+}
+
+/// The list of tokens to insert into Try it's body.
+fn recent_tokens(recent: &RecentTokens) -> Markup {
+    let body_id = field_id("body");
+    html! {
+        div.recent aria-labelledby="h-recent" {
+            h3 #h-recent { "Tokens to use" }
+            @match recent {
+                RecentTokens::NotPermitted => p.hint { "This application may not read tokens, so none is listed: type a token's id into the body as {{ token_id }}." },
+                RecentTokens::Failed(reason) => p.hint { "Tokens could not be listed: " (reason) },
+                RecentTokens::Listed(tokens) if tokens.is_empty() => p.empty { "No token yet. Create one under Tokens." },
+                RecentTokens::Listed(tokens) => {
+                    p.hint { "The newest tokens this application may read (masked). Insert puts the expression at the caret in Body, or in place of " code { (PLACEHOLDER) } "; or copy it." }
+                    ul.plain { @for t in tokens { (recent_token(t, &body_id)) } }
+                },
+            }
+        }
+    }
+}
+
+/// The "Try it" form with the tokens to insert and, after a try, what came back.
 pub(crate) fn try_it(
     token: &str,
     id: &ProxyId,
     available: bool,
     request: &TryRequest,
+    recent: &RecentTokens,
     problems: &Problems,
     outcome: Option<&Result<TryResponse, String>>,
 ) -> Markup {
@@ -186,6 +289,7 @@ pub(crate) fn try_it(
                     }
                     (textarea("Headers", "headers", request.headers.expose(), 2, false, Some("Optional; one Name: value per line (SVC-* headers are set by the console)."), problems))
                     (textarea("Body", "body", request.body.expose(), 6, true, Some("May hold {{ token_id }} expressions."), problems))
+                    (recent_tokens(recent))
                     div.actions { button type="submit" { "Send" } }
                 }
                 @match outcome {
@@ -213,5 +317,47 @@ fn response(res: &TryResponse) -> Markup {
             pre.body tabindex="0" { (res.body) }
             @if res.truncated { p.hint { "The body was cut at 64 KiB." } }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recent(token_type: TokenType, mask: Option<&str>) -> RecentToken {
+        RecentToken {
+            id: TokenId::new(),
+            token_type,
+            mask: mask.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_card_inserts_its_number_other_tokens_their_value() {
+        let card = recent(TokenType::Card, Some("•••• 1111"));
+        assert_eq!(
+            card.expression(),
+            format!("{{{{ {} | json: '$.number' }}}}", card.id)
+        );
+        let bank = recent(TokenType::Bank, Some("•••• 6789"));
+        assert_eq!(bank.expression(), format!("{{{{ {} }}}}", bank.id));
+        let other = recent(TokenType::Token, None);
+        assert_eq!(other.expression(), format!("{{{{ {} }}}}", other.id));
+    }
+
+    #[test]
+    fn the_list_shows_masks_and_expressions_and_hides_insert_until_the_script_runs() {
+        let card = recent(TokenType::Card, Some("•••• 1111"));
+        let html = recent_tokens(&RecentTokens::Listed(vec![card.clone()])).into_string();
+        assert!(html.contains("•••• 1111"));
+        let expression = format!("{{{{ {} | json: '$.number' }}}}", card.id);
+        assert!(html.contains(&format!(">{expression}</code>")), "to copy");
+        assert!(
+            html.contains(&format!("data-insert=\"{expression}\"")),
+            "to insert"
+        );
+        assert!(html.contains("hidden") && html.contains("data-insert-into=\"f-body\""));
+        let none = recent_tokens(&RecentTokens::NotPermitted).into_string();
+        assert!(none.contains("may not read tokens") && !none.contains("data-insert="));
     }
 }

@@ -3,8 +3,8 @@
 use maud::{html, Markup};
 use tessera_domain::{Page, Token, TokenId};
 
-use super::components::{csrf, problem_summary, textarea, when, Input, Problems};
-use crate::{inputs::token::EditTokenForm, mask::mask};
+use super::components::{application, csrf, problem_summary, textarea, when, Input, Problems};
+use crate::{inputs::token::EditTokenForm, mask::mask, names::Names};
 
 /// How much of the data the page shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,12 +77,13 @@ fn data(csrf_token: &str, t: &Token, shown: Shown) -> Markup {
     }
 }
 
-/// The token's page.
+/// The token's page; `names` names its creator and last modifier.
 pub(crate) fn page(
     csrf_token: &str,
     t: &Token,
     shown: Shown,
     links: &Links,
+    names: &Names,
     created: bool,
 ) -> Markup {
     html! {
@@ -95,8 +96,8 @@ pub(crate) fn page(
                     dt { "Container" } dd.mono { (t.container.as_str()) }
                     dt { "Expires" } dd { (t.expires_at.map(when).unwrap_or_else(|| "never".into())) }
                     dt { "Fingerprint" } dd.mono.wrap { (t.fingerprint) }
-                    dt { "Created" } dd { (when(t.created_at)) " by " span.mono { (t.created_by) } }
-                    dt { "Modified" } dd { (when(t.modified_at)) " by " span.mono { (t.modified_by) } }
+                    dt { "Created" } dd { (when(t.created_at)) " by " (application(names, &t.created_by, true)) }
+                    dt { "Modified" } dd { (when(t.modified_at)) " by " (application(names, &t.modified_by, true)) }
                 }
                 h2 { "Metadata" }
                 @if t.metadata.is_empty() {

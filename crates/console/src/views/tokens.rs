@@ -139,7 +139,32 @@ pub(crate) fn created_unreadable(id: &str, container: &str) -> Markup {
     }
 }
 
-/// The new-token form. Data fields start empty, also when the form is shown again.
+/// One data field of the new-token form: what was typed in it shown again only when
+/// [`NewTokenForm::kept`] keeps it (never a number, a CVC or free data).
+fn data_field(form: &NewTokenForm, name: &str, label: &str, problems: &Problems) -> Markup {
+    let field = format!("data.{name}");
+    let hint = match name {
+        "number" => Some("Spaces and dashes are fine: 4111 1111 1111 1111."),
+        _ => None,
+    };
+    let mut input = Input::text(label, &field, form.kept(name));
+    if let Some(hint) = hint {
+        input = input.hint(hint);
+    }
+    input.render(problems)
+}
+
+/// Why some data fields are empty on a refused form.
+fn asked_again(problems: &Problems, sentence: &str) -> Markup {
+    html! {
+        @if !problems.is_empty() {
+            p.hint.asked-again { (sentence) }
+        }
+    }
+}
+
+/// The new-token form. When it is shown again, every field keeps what was typed but the card
+/// number, the CVC, the account number and free data ([`NewTokenForm::kept`]).
 pub(crate) fn new_form(token: &str, form: &NewTokenForm, problems: &Problems) -> Markup {
     let chosen = if form.token_type.is_empty() {
         "card"
@@ -154,18 +179,21 @@ pub(crate) fn new_form(token: &str, form: &NewTokenForm, problems: &Problems) ->
             fieldset.field data-token-type="card" {
                 legend { "Card" }
                 (field_errors(problems, "data"))
+                (asked_again(problems, "The card number and the CVC are never sent back to the browser: enter them again."))
                 @for (name, label) in CARD_FIELDS {
-                    (Input::text(label, &format!("data.{name}"), "").render(problems))
+                    (data_field(form, name, label, problems))
                 }
             }
             fieldset.field data-token-type="bank" {
                 legend { "Bank account" }
+                (asked_again(problems, "The account number is never sent back to the browser: enter it again."))
                 @for (name, label) in BANK_FIELDS {
-                    (Input::text(label, &format!("data.{name}"), "").render(problems))
+                    (data_field(form, name, label, problems))
                 }
             }
             fieldset.field data-token-type="token" {
                 legend { "Other" }
+                (asked_again(problems, "The data is never sent back to the browser: enter it again."))
                 div.field {
                     label for=(field_id("data")) { "Data" }
                     (field_errors(problems, "data"))
