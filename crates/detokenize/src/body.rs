@@ -25,6 +25,37 @@ pub enum BodyKind {
     Opaque,
 }
 
+/// Where a body holds `{{` that was not looked at as an expression: almost always a request
+/// sent with the wrong `Content-Type` (curl's `-d` sends a form), whose expressions would reach
+/// the destination unresolved. The gateway says so in a response header (docs/api.md,
+/// "Substitution").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unscanned {
+    /// In a form field's name (a JSON document sent as a form is one long field name).
+    FormFieldName,
+    /// In a JSON body that is not valid JSON.
+    MalformedJson,
+    /// In a body whose `Content-Type` is never scanned.
+    ContentType,
+}
+
+impl Unscanned {
+    /// The warning, for a response header (visible ASCII).
+    pub fn warning(self) -> &'static str {
+        match self {
+            Unscanned::FormFieldName => {
+                "the form body holds {{ in a field name, where expressions are not substituted; was it JSON sent without Content-Type: application/json?"
+            }
+            Unscanned::MalformedJson => {
+                "the body holds {{ but is not valid JSON, so nothing in it was substituted"
+            }
+            Unscanned::ContentType => {
+                "the body holds {{ but its Content-Type is not scanned for expressions (application/json, application/x-www-form-urlencoded and text/* are)"
+            }
+        }
+    }
+}
+
 impl BodyKind {
     /// Classifies a `Content-Type` header value.
     pub fn from_content_type(content_type: Option<&str>) -> Self {
@@ -72,6 +103,8 @@ enum Shape {
 pub struct Template {
     shape: Shape,
     ids: BTreeSet<TokenId>,
+    /// Where `{{` was seen but not looked at.
+    unscanned: Option<Unscanned>,
 }
 
 impl std::fmt::Debug for Template {
@@ -97,11 +130,15 @@ impl Template {
         let may_hold = match kind {
             BodyKind::Form => contains(body, b"{{") || contains_ci(body, b"%7b"),
             BodyKind::Json | BodyKind::Text => contains(body, b"{{"),
-            BodyKind::Opaque => false,
+            BodyKind::Opaque => {
+                let unscanned = contains(body, b"{{").then_some(Unscanned::ContentType);
+                return Ok(Self::untouched(unscanned));
+            }
         };
         if !may_hold {
-            return Ok(Self::untouched());
+            return Ok(Self::untouched(None));
         }
+        let mut unscanned = None;
         let shape = match kind {
             BodyKind::Json => match serde_json::from_slice::<Value>(body) {
                 Ok(value) => {
@@ -113,12 +150,18 @@ impl Template {
                         Shape::Json(value, found)
                     }
                 }
-                Err(_) => Shape::Untouched,
+                Err(_) => {
+                    unscanned = Some(Unscanned::MalformedJson);
+                    Shape::Untouched
+                }
             },
             BodyKind::Form => {
                 let mut any = false;
                 let mut pairs = Vec::new();
                 for (key, value) in form_urlencoded::parse(body) {
+                    if key.contains("{{") {
+                        unscanned = Some(Unscanned::FormFieldName);
+                    }
                     let exprs = scan(&value, &format!("form field {key}"))?;
                     any |= !exprs.is_empty();
                     pairs.push((key.into_owned(), value.into_owned(), exprs));
@@ -156,14 +199,24 @@ impl Template {
                 .collect(),
             Shape::Text(_, exprs) => exprs.iter().map(|e| e.token_id).collect(),
         };
-        Ok(Self { shape, ids })
+        Ok(Self {
+            shape,
+            ids,
+            unscanned,
+        })
     }
 
-    fn untouched() -> Self {
+    fn untouched(unscanned: Option<Unscanned>) -> Self {
         Self {
             shape: Shape::Untouched,
             ids: BTreeSet::new(),
+            unscanned,
         }
+    }
+
+    /// Where the body holds `{{` that was not looked at, if it does.
+    pub fn unscanned(&self) -> Option<Unscanned> {
+        self.unscanned
     }
 
     /// The distinct token ids the body references.
@@ -356,6 +409,45 @@ mod tests {
                 .unwrap_or_else(|| body.as_bytes().to_vec()),
         )
         .expect("utf8")
+    }
+
+    #[test]
+    fn braces_left_unlooked_at_are_reported_by_where_they_are() {
+        let json = format!(r#"{{"card":"{{{{ {A} | json: '$.number' }}}}"}}"#);
+        let unscanned = |kind, body: &str| {
+            Template::prepare(kind, body.as_bytes())
+                .expect("prepare")
+                .unscanned()
+        };
+        assert_eq!(
+            unscanned(BodyKind::Form, &json),
+            Some(Unscanned::FormFieldName)
+        );
+        assert_eq!(
+            unscanned(BodyKind::Opaque, &json),
+            Some(Unscanned::ContentType)
+        );
+        assert_eq!(
+            unscanned(BodyKind::Json, &json[1..]),
+            Some(Unscanned::MalformedJson)
+        );
+        assert_eq!(unscanned(BodyKind::Json, &json), None);
+        assert_eq!(
+            unscanned(BodyKind::Form, &format!("card={{{{ {A} }}}}")),
+            None
+        );
+        assert_eq!(unscanned(BodyKind::Opaque, "plain bytes"), None);
+        for kind in [
+            Unscanned::FormFieldName,
+            Unscanned::MalformedJson,
+            Unscanned::ContentType,
+        ] {
+            assert!(http_visible(kind.warning()), "{kind:?}");
+        }
+    }
+
+    fn http_visible(text: &str) -> bool {
+        text.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
     }
 
     #[test]

@@ -31,7 +31,7 @@ mod filter;
 mod render;
 mod request;
 
-pub use body::{BodyKind, Template};
+pub use body::{BodyKind, Template, Unscanned};
 pub use error::DetokenizeError;
 pub use expression::{Binding, Expression};
 pub use filter::Filter;

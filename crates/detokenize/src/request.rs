@@ -100,6 +100,11 @@ impl RequestTemplate {
         &self.ids
     }
 
+    /// Where the body holds `{{` that was not looked at as an expression, if it does.
+    pub fn unscanned(&self) -> Option<crate::Unscanned> {
+        self.body.unscanned()
+    }
+
     /// True when the request references no token.
     pub fn is_untouched(&self) -> bool {
         self.ids.is_empty()

@@ -33,6 +33,9 @@ pub(crate) struct RequestContext<'a> {
     /// Where the request goes, once known: what tokens' destination bindings are checked
     /// against.
     pub(crate) target: Option<tessera_domain::binding::Target>,
+    /// Where the request's body held `{{` that was not looked at: said in
+    /// `<PREFIX>-PROXY-WARNING` on the answer.
+    pub(crate) unscanned: Option<tessera_detokenize::Unscanned>,
 }
 
 impl std::fmt::Debug for RequestContext<'_> {
@@ -60,6 +63,7 @@ impl<'a> RequestContext<'a> {
             audit: AuditNotes::default(),
             ephemeral: false,
             target: None,
+            unscanned: None,
         }
     }
 

@@ -86,6 +86,9 @@ pub struct HeaderNames {
     pub trace_id: HeaderName,
     /// `<PREFIX>-PROXY-DESTINATION-STATUS`: the destination's status on a proxy answer.
     pub destination_status: HeaderName,
+    /// `<PREFIX>-PROXY-WARNING`: on a proxy answer whose request held `{{` where expressions
+    /// are not looked for.
+    pub proxy_warning: HeaderName,
     /// The query parameter `<prefix>-proxy-key`.
     pub proxy_key_query: String,
 }
@@ -129,6 +132,7 @@ impl HeaderNames {
             idempotency_key: name("idempotency-key"),
             trace_id: name("trace-id"),
             destination_status: name("proxy-destination-status"),
+            proxy_warning: name("proxy-warning"),
             proxy_key_query: format!("{dashed}proxy-key"),
             dashed,
         }

@@ -45,6 +45,7 @@ pub(crate) async fn detokenize(
         &body,
     )?;
     template.check_token_count(gw.config.max_tokens)?;
+    ctx.unscanned = template.unscanned();
     if template.is_untouched() {
         ctx.processed = true;
         return Ok(Outgoing { headers, body });

@@ -3,7 +3,7 @@
 //! (with the same status header), a transform's own answer, or a `proxy_error` — with
 //! `X-Request-Id`; and the request's metrics and its one log line when the gateway failed.
 
-use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tessera_service::{
@@ -24,10 +24,15 @@ pub(crate) fn respond(
     result: Result<Answer, Halt>,
 ) -> Response<ResponseBody> {
     let mut res = match result {
-        Ok(Answer::Destination(answer)) => relay(answer, ctx.request_id, status_header(gw)),
+        Ok(Answer::Destination(answer)) => {
+            let mut res = relay(answer);
+            let status = res.status();
+            mark_proxied(gw, &ctx, res.headers_mut(), status);
+            res
+        }
         Ok(Answer::Transformed(mut res)) => {
             let status = res.status();
-            mark_proxied(res.headers_mut(), status, ctx.request_id, status_header(gw));
+            mark_proxied(gw, &ctx, res.headers_mut(), status);
             res
         }
         Err(Halt::Answer(res)) => {
@@ -80,22 +85,29 @@ fn log(ctx: &RequestContext<'_>, e: &GatewayError) {
     }
 }
 
-/// `<PREFIX>-PROXY-DESTINATION-STATUS`.
-fn status_header(gw: &Gateway) -> &HeaderName {
-    &gw.config.names.destination_status
-}
-
-/// Headers every proxied answer carries: the destination's status (under `status_header`), and
-/// the request id unless the answer has its own (a destination's or a transform's passes
-/// through).
+/// Headers every proxied answer carries: the destination's status
+/// (`<PREFIX>-PROXY-DESTINATION-STATUS`), `<PREFIX>-PROXY-WARNING` when the request held `{{`
+/// where expressions are not looked for (a destination's own is dropped), and the request id
+/// unless the answer has its own (a destination's or a transform's passes through).
 fn mark_proxied(
+    gw: &Gateway,
+    ctx: &RequestContext<'_>,
     headers: &mut HeaderMap,
     status: StatusCode,
-    request_id: &str,
-    status_header: &HeaderName,
 ) {
-    headers.insert(status_header.clone(), HeaderValue::from(status.as_u16()));
-    add_request_id(headers, request_id);
+    let names = &gw.config.names;
+    headers.insert(
+        names.destination_status.clone(),
+        HeaderValue::from(status.as_u16()),
+    );
+    headers.remove(&names.proxy_warning);
+    if let Some(unscanned) = ctx.unscanned {
+        headers.insert(
+            names.proxy_warning.clone(),
+            HeaderValue::from_static(unscanned.warning()),
+        );
+    }
+    add_request_id(headers, ctx.request_id);
 }
 
 /// Sets `X-Request-Id` to `request_id` unless the answer already carries one.
@@ -107,16 +119,11 @@ pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
     }
 }
 
-/// The destination's response, streamed back with hop-by-hop headers removed and the
-/// destination status added. Its own `X-Request-Id` passes through; ours is added otherwise.
-fn relay(
-    res: Response<Incoming>,
-    request_id: &str,
-    status_header: &HeaderName,
-) -> Response<ResponseBody> {
+/// The destination's response, streamed back with hop-by-hop headers removed
+/// ([`mark_proxied`] adds Tessera's own).
+fn relay(res: Response<Incoming>) -> Response<ResponseBody> {
     let (mut parts, body) = res.into_parts();
     headers::strip_response(&mut parts.headers);
-    mark_proxied(&mut parts.headers, parts.status, request_id, status_header);
     // A fresh response: the destination's HTTP version and extensions stay behind.
     let mut out = Response::new(body.map_err(|e| Box::new(e) as BoxError).boxed());
     *out.status_mut() = parts.status;

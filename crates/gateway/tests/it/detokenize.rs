@@ -30,6 +30,7 @@ backend_tests!(
     form_values_are_percent_encoded_so_they_cannot_add_fields,
     text_bodies_are_substituted,
     opaque_bodies_pass_through_untouched,
+    braces_where_expressions_are_not_looked_for_are_warned_about,
     header_values_are_substituted,
     a_header_value_that_would_break_the_line_is_percent_encoded,
     non_ascii_header_data_is_utf8_percent_encoded,
@@ -322,6 +323,36 @@ async fn opaque_bodies_pass_through_untouched(db: &TestDatabase) {
     })
     .await;
     assert_eq!(r.echoed()["body"], json!(raw));
+}
+
+/// JSON sent as a form (curl's `-d` without a `Content-Type`), or with a type that is never
+/// scanned, reaches the destination with its expressions unresolved: the answer says so in
+/// `SVC-PROXY-WARNING`. A request whose expressions were all looked at carries none.
+async fn braces_where_expressions_are_not_looked_for_are_warned_about(db: &TestDatabase) {
+    let json_body = |card: &str| json!({"number": format!("{{{{ {card} }}}}")}).to_string();
+    for (content_type, warned) in [
+        ("application/x-www-form-urlencoded", Some("in a field name")),
+        (
+            "application/octet-stream",
+            Some("Content-Type is not scanned"),
+        ),
+        ("application/json", None),
+    ] {
+        let (r, _) = send_form_breaking_card(db, content_type, json_body).await;
+        let warning = r.header("svc-proxy-warning");
+        match warned {
+            Some(words) => assert!(
+                warning.is_some_and(|w| w.contains(words)),
+                "{content_type}: {warning:?}"
+            ),
+            None => assert_eq!(warning, None, "{content_type}"),
+        }
+    }
+    let (r, _) = send_form_breaking_card(db, "application/x-www-form-urlencoded", |card| {
+        format!("number={{{{{card}}}}}")
+    })
+    .await;
+    assert_eq!(r.header("svc-proxy-warning"), None, "a substituted form");
 }
 
 async fn header_values_are_substituted(db: &TestDatabase) {
