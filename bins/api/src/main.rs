@@ -142,7 +142,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let elements = plan
         .elements
         .map(|(config, _)| tessera_elements::Elements::new(vault.clone(), config));
-    let state = api_state(&args, plan.frame_origin, plan.public_limit, vault.clone(), metrics)?;
+    let state = api_state(
+        &args,
+        plan.frame_origin,
+        plan.public_limit,
+        vault.clone(),
+        metrics,
+    )?;
     let mut server = actix_web::HttpServer::new(move || tessera_http::app(state.clone()))
         .shutdown_timeout(30)
         // actix treats SIGINT as an immediate stop; both SIGTERM and SIGINT drain here instead.
@@ -183,7 +189,10 @@ struct Plan {
     /// The console's settings, unless `--no-console`.
     console: Option<tessera_console::ConsoleConfig>,
     /// The hosted fields' settings, when they are served (on the console's listener).
-    elements: Option<(tessera_elements::ElementsConfig, tessera_domain::origin::Origin)>,
+    elements: Option<(
+        tessera_elements::ElementsConfig,
+        tessera_domain::origin::Origin,
+    )>,
     /// The hosted fields' origin, which the API lets every public key call from.
     frame_origin: Option<tessera_domain::origin::Origin>,
     /// The public keys' own rate limit.
@@ -197,11 +206,9 @@ impl Plan {
             args.public_rate_limit_burst,
         )
         .context("--public-rate-limit must be a positive number of requests per second")?;
-        let console = args.console.config(
-            args.listen,
-            !args.no_gateway,
-            args.gateway.max_body_bytes,
-        );
+        let console =
+            args.console
+                .config(args.listen, !args.no_gateway, args.gateway.max_body_bytes);
         // The fields live on the console's listener: with `--no-console` it is not opened.
         let elements = console.as_ref().and_then(|_| {
             args.elements.setup(
@@ -210,8 +217,7 @@ impl Plan {
                 args.gateway.header_prefix.api_key.as_str(),
             )
         });
-        if (console.is_some() || elements.is_some()) && args.console.console_listen == args.listen
-        {
+        if (console.is_some() || elements.is_some()) && args.console.console_listen == args.listen {
             anyhow::bail!(
                 "--console-listen must differ from --listen: the console never shares an origin with /proxy"
             );
@@ -257,7 +263,10 @@ impl Sockets {
 
 /// Creates the `default` tenant on an empty database: its admin key is printed on stdout and
 /// written to `<data-dir>/admin-key`.
-async fn bootstrap(vault: &tessera_domain::Vault, data_dir: &std::path::Path) -> anyhow::Result<()> {
+async fn bootstrap(
+    vault: &tessera_domain::Vault,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
     let Some(created) = vault
         .bootstrap()
         .await

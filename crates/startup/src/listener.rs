@@ -28,8 +28,8 @@ pub struct BindError {
 /// A listening TCP socket on `addr`; `hint` tells the operator which flag moves it.
 pub fn bind(addr: SocketAddr, hint: &'static str) -> Result<TcpListener, BindError> {
     let fail = |source| BindError { addr, hint, source };
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(fail)?;
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(fail)?;
     #[cfg(unix)]
     socket.set_reuse_address(true).map_err(fail)?;
     socket.bind(&addr.into()).map_err(fail)?;
@@ -43,8 +43,11 @@ mod tests {
 
     #[test]
     fn a_taken_port_names_the_address_the_flag_and_the_cause() {
-        let first = bind("127.0.0.1:0".parse().unwrap(), "choose another with --listen")
-            .expect("a free port");
+        let first = bind(
+            "127.0.0.1:0".parse().unwrap(),
+            "choose another with --listen",
+        )
+        .expect("a free port");
         let addr = first.local_addr().unwrap();
         let err = bind(addr, "choose another with --listen").expect_err("the port is taken");
         let text = err.to_string();

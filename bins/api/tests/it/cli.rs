@@ -304,13 +304,19 @@ fn a_taken_port_stops_start_up_before_anything_is_created() {
     let free = format!("127.0.0.1:{}", free_port());
     for (args, flag) in [
         (["--listen", &taken, "--console-listen", &free], "--listen"),
-        (["--listen", &free, "--console-listen", &taken], "--console-listen"),
+        (
+            ["--listen", &free, "--console-listen", &taken],
+            "--console-listen",
+        ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = run(dir.path(), &[&["serve"], &args[..]].concat(), &[]);
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(&format!("cannot listen on {taken}")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("cannot listen on {taken}")),
+            "{stderr}"
+        );
         assert!(stderr.contains(flag), "{stderr}");
         assert!(stderr.contains("in use"), "{stderr}");
         assert!(out.stdout.is_empty(), "no admin key printed");

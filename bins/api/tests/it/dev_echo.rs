@@ -88,10 +88,20 @@ fn a_default_server_has_no_unsafe_setting_and_the_echo_is_loopback_only() {
     drop(server);
     let out = crate::cli::run(
         dir.path(),
-        &["serve", "--listen", "127.0.0.1:0", "--no-console", "--dev-echo", "0.0.0.0:8083"],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-console",
+            "--dev-echo",
+            "0.0.0.0:8083",
+        ],
         &[],
     );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--dev-echo must be a loopback address"), "{stderr}");
+    assert!(
+        stderr.contains("--dev-echo must be a loopback address"),
+        "{stderr}"
+    );
 }

@@ -23,8 +23,8 @@ fn rust_words(text: &str) -> Vec<String> {
                 .windows(2)
                 .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
         let primitive = [
-            "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
-            "isize", "f32", "f64", "struct", "enum", "sequence", "Vec", "Option", "String",
+            "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+            "f32", "f64", "struct", "enum", "sequence", "Vec", "Option", "String",
         ]
         .contains(&word);
         if (camel && word != "JavaScript") || primitive {
@@ -57,7 +57,10 @@ fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
 fn declared_type(schema: &Value) -> Option<&str> {
     match &schema["type"] {
         Value::String(t) => Some(t.as_str()),
-        Value::Array(types) => types.iter().filter_map(Value::as_str).find(|t| *t != "null"),
+        Value::Array(types) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
         _ => None,
     }
 }
@@ -110,7 +113,11 @@ fn bodies(doc: &Value, schema: &Value, depth: usize) -> Vec<Value> {
 /// "JSON" (`/tokenize`, `/detokenize`, merge patches) is sent.
 fn every_request_field(doc: &Value) -> Vec<Value> {
     let mut all = Map::new();
-    for schema in doc["components"]["schemas"].as_object().into_iter().flatten() {
+    for schema in doc["components"]["schemas"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
         for (name, property) in schema.1["properties"].as_object().into_iter().flatten() {
             all.entry(name.clone()).or_insert_with(|| property.clone());
         }
@@ -140,7 +147,14 @@ fn cases(doc: &Value, token: &str, proxy: &str) -> Vec<(Method, String, Vec<Valu
             let uri = path
                 .replace("{parent_id}", token)
                 .replace("{child_id}", token)
-                .replace("{id}", if path.starts_with("/proxies") { proxy } else { token });
+                .replace(
+                    "{id}",
+                    if path.starts_with("/proxies") {
+                        proxy
+                    } else {
+                        token
+                    },
+                );
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
             cases.push((method, uri, sent));
         }
@@ -155,7 +169,9 @@ async fn no_decoding_error_names_a_rust_type_or_quotes_the_value_sent() {
     let admin = tenant(&st, "acme").await.admin_key;
     let app = actix_test::init_service(tessera_http::app(st)).await;
     let c = Caller::new(&app, &admin);
-    let token = c.create("/tokens", json!({"type": "token", "data": 1})).await;
+    let token = c
+        .create("/tokens", json!({"type": "token", "data": 1}))
+        .await;
     let proxy = c
         .create(
             "/proxies",
@@ -251,6 +267,11 @@ async fn the_expected_shape_is_stated() {
         ),
     ] {
         let reply = c.post(path, body).await.expect(400);
-        assert_eq!(reply.body["errors"][field], json!([message]), "{}", reply.body);
+        assert_eq!(
+            reply.body["errors"][field],
+            json!([message]),
+            "{}",
+            reply.body
+        );
     }
 }
