@@ -126,3 +126,86 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "TESSERA_WORKERS")]
     pub(crate) workers: Option<usize>,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// The documents whose tables list the flags: the README's quick reference and the
+    /// operator's guide.
+    const DOCUMENTS: [&str; 2] = ["README.md", "docs/operations.md"];
+
+    fn read(document: &str) -> String {
+        std::fs::read_to_string(format!("{}/../../{document}", env!("CARGO_MANIFEST_DIR")))
+            .expect(document)
+    }
+
+    /// Every visible long flag of `command` and its subcommands, with its environment variable.
+    fn flags(command: &clap::Command, out: &mut BTreeMap<String, Option<String>>) {
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if arg.is_hide_set() || long == "help" || long == "version" {
+                continue;
+            }
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            out.insert(long.to_string(), env);
+        }
+        for sub in command.get_subcommands() {
+            flags(sub, out);
+        }
+    }
+
+    /// `api <path>` for every leaf subcommand (`tenants create`, `audit verify`, `migrate`, …).
+    fn subcommands(command: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+        for sub in command.get_subcommands() {
+            let path = format!("{prefix}{}", sub.get_name());
+            if sub.has_subcommands() {
+                subcommands(sub, &format!("{path} "), out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The configuration tables have a row for every flag, naming its environment variable,
+    /// and the subcommand tables a row for every subcommand: they cannot fall behind the code.
+    #[test]
+    fn the_docs_document_every_flag_and_subcommand() {
+        for document in DOCUMENTS {
+            let missing = undocumented(&read(document));
+            assert!(missing.is_empty(), "{document}:\n{}", missing.join("\n"));
+        }
+    }
+
+    fn undocumented(text: &str) -> Vec<String> {
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+        let mut all = BTreeMap::new();
+        flags(&Cli::command(), &mut all);
+        let mut missing = Vec::new();
+        for (long, env) in &all {
+            let flag = format!("`--{long}`");
+            let in_subcommand_row = |r: &&str| r.starts_with("| `api ") && r.contains(&format!("--{long} "));
+            let row = rows.iter().find(|r| r.starts_with(&format!("| {flag} ")));
+            match (row, env) {
+                (Some(row), Some(env)) if !row.contains(&format!("`{env}`")) => {
+                    missing.push(format!("{flag}: its row does not name `{env}`"))
+                }
+                (Some(_), _) => {}
+                (None, _) if rows.iter().any(in_subcommand_row) => {}
+                (None, _) => missing.push(format!("{flag} has no row")),
+            }
+        }
+        let mut commands = Vec::new();
+        subcommands(&Cli::command(), "", &mut commands);
+        for command in commands {
+            if !rows.iter().any(|r| r.starts_with(&format!("| `api {command}"))) {
+                missing.push(format!("`api {command}` has no row"));
+            }
+        }
+        missing
+    }
+}
