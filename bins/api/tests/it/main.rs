@@ -6,3 +6,4 @@ mod cli;
 mod console;
 mod dev_echo;
 mod hsm;
+mod readme;
