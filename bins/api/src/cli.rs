@@ -188,7 +188,8 @@ mod tests {
         let mut missing = Vec::new();
         for (long, env) in &all {
             let flag = format!("`--{long}`");
-            let in_subcommand_row = |r: &&str| r.starts_with("| `api ") && r.contains(&format!("--{long} "));
+            let in_subcommand_row =
+                |r: &&str| r.starts_with("| `api ") && r.contains(&format!("--{long} "));
             let row = rows.iter().find(|r| r.starts_with(&format!("| {flag} ")));
             match (row, env) {
                 (Some(row), Some(env)) if !row.contains(&format!("`{env}`")) => {
@@ -202,7 +203,10 @@ mod tests {
         let mut commands = Vec::new();
         subcommands(&Cli::command(), "", &mut commands);
         for command in commands {
-            if !rows.iter().any(|r| r.starts_with(&format!("| `api {command}"))) {
+            if !rows
+                .iter()
+                .any(|r| r.starts_with(&format!("| `api {command}")))
+            {
                 missing.push(format!("`api {command}` has no row"));
             }
         }

@@ -82,10 +82,10 @@ mod tests {
 
     #[test]
     fn only_loopback_addresses_are_accepted() {
-        assert!(check("127.0.0.1:8083".parse().unwrap()).is_ok());
-        assert!(check("[::1]:8083".parse().unwrap()).is_ok());
-        assert!(check("0.0.0.0:8083".parse().unwrap()).is_err());
-        assert!(check("192.168.1.5:8083".parse().unwrap()).is_err());
+        assert!(check("127.0.0.1:8083".parse().expect("address")).is_ok());
+        assert!(check("[::1]:8083".parse().expect("address")).is_ok());
+        assert!(check("0.0.0.0:8083".parse().expect("address")).is_err());
+        assert!(check("192.168.1.5:8083".parse().expect("address")).is_err());
     }
 
     #[test]

@@ -44,11 +44,11 @@ mod tests {
     #[test]
     fn a_taken_port_names_the_address_the_flag_and_the_cause() {
         let first = bind(
-            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:0".parse().expect("address"),
             "choose another with --listen",
         )
         .expect("a free port");
-        let addr = first.local_addr().unwrap();
+        let addr = first.local_addr().expect("address");
         let err = bind(addr, "choose another with --listen").expect_err("the port is taken");
         let text = err.to_string();
         assert!(text.contains(&addr.to_string()), "{text}");

@@ -1,5 +1,5 @@
 //! The README's commands, run as written: the quick start and the curl walk-through, from a
-//! fresh directory, against the `api` binary this build made. Only the ports differ (free ones
+//! fresh directory, against the `api` binary this build made (`crate::cli::command`). Only the ports differ (free ones
 //! in place of 8080, 8082 and 8083, so that tests can run beside a server) and `cargo run
 //! --release --bin api` stands for the binary; every other character of each command is the
 //! README's. A command that fails, or an answer that no longer shows what the README says it
@@ -12,8 +12,6 @@ use std::{
 };
 
 use tessera_testkit::process::{free_port, Server};
-
-const BIN: &str = env!("CARGO_BIN_EXE_api");
 
 /// What starts the server in the README.
 const RUN: &str = "cargo run --release --bin api";
