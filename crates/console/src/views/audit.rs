@@ -114,7 +114,7 @@ fn events(page: &Page<ChainedEvent>, form: &AuditForm, names: &Names) -> Markup 
                                 td.nowrap { (when(e.occurred_at)) }
                                 td.mono { (e.action.as_str()) }
                                 td { (e.outcome.as_str()) }
-                                td.wrap.actor { (actor(e.actor, names)) }
+                                td.actor { (actor(e.actor, names)) }
                                 td {
                                     @for id in &e.resource_ids { (resource_link(e.action, id)) br; }
                                     @if let Some(p) = e.proxy_id { "via proxy " (resource_link(AuditAction::ProxyUpdated, p.as_uuid())) }

@@ -231,14 +231,16 @@ pub(crate) enum RecentTokens {
 fn recent_token(t: &RecentToken, body_id: &str) -> Markup {
     let expression = t.expression();
     html! {
-        li.recent-token {
-            span.pill { (t.token_type.as_str()) } " "
-            a.mono href={ "/console/tokens/" (t.id) } { (t.id) } " "
-            @if let Some(mask) = &t.mask { span.mono.muted { (mask) } " " }
-            code.expression { (expression) } " "
-            button.secondary.insert type="button" hidden data-insert=(expression)
-                data-insert-into=(body_id) data-placeholder=(PLACEHOLDER)
-                aria-label={ "Insert token " (t.id) " into the body" } { "Insert" }
+        tr.recent-token {
+            td { (t.token_type.as_str()) }
+            td { a.mono href={ "/console/tokens/" (t.id) } { (t.id) } }
+            td.mono.nowrap { (t.mask.as_deref().unwrap_or("")) }
+            td { code.expression { (expression) } }
+            td {
+                button.secondary.insert type="button" hidden data-insert=(expression)
+                    data-insert-into=(body_id) data-placeholder=(PLACEHOLDER)
+                    aria-label={ "Insert token " (t.id) " into the body" } { "Insert" }
+            }
         }
     }
 }
@@ -255,7 +257,13 @@ fn recent_tokens(recent: &RecentTokens) -> Markup {
                 RecentTokens::Listed(tokens) if tokens.is_empty() => p.empty { "No token yet. Create one under Tokens." },
                 RecentTokens::Listed(tokens) => {
                     p.hint { "The newest tokens this application may read (masked). Insert puts the expression at the caret in Body, or in place of " code { (PLACEHOLDER) } "; or copy it." }
-                    ul.plain { @for t in tokens { (recent_token(t, &body_id)) } }
+                    div.table-wrap {
+                        table {
+                            caption.visually-hidden { "Tokens to use, newest first" }
+                            thead { tr { th scope="col" { "Type" } th scope="col" { "Token" } th scope="col" { "Shown" } th scope="col" { "Expression" } th scope="col" { span.visually-hidden { "Insert" } } } }
+                            tbody { @for t in tokens { (recent_token(t, &body_id)) } }
+                        }
+                    }
                 },
             }
         }

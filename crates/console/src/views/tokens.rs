@@ -144,7 +144,7 @@ pub(crate) fn created_unreadable(id: &str, container: &str) -> Markup {
 fn data_field(form: &NewTokenForm, name: &str, label: &str, problems: &Problems) -> Markup {
     let field = format!("data.{name}");
     let hint = match name {
-        "number" => Some("Spaces and dashes are fine: 4111 1111 1111 1111."),
+        "number" => Some("Spaces and dashes between the digits are fine."),
         _ => None,
     };
     let mut input = Input::text(label, &field, form.kept(name));

@@ -5,6 +5,7 @@
 mod actions;
 mod browser;
 mod headers;
+mod newcomer;
 mod sessions;
 mod stored_sessions;
 mod support;

@@ -96,6 +96,7 @@ async fn every_post_needs_this_sessions_csrf_token(db: &TestDatabase) {
         "/console/proxies/new".into(),
         format!("/console/proxies/{proxy}"),
         format!("/console/proxies/{proxy}/try"),
+        format!("/console/proxies/{proxy}/key"),
         format!("/console/proxies/{proxy}/delete"),
         "/console/applications/new".into(),
         format!("/console/applications/{app}"),

@@ -9,6 +9,7 @@
 
 mod elements;
 mod flows;
+mod newcomer;
 mod origins;
 mod proxies;
 

@@ -1,4 +1,4 @@
-//! Browser flows of proxies (compile error shown, fixed, key shown once, Try it against the
+//! Browser flows of proxies (compile error shown, fixed, the key shown, Try it against the
 //! echo upstream) and of applications (container rules added, reordered, saved), and the
 //! console at a phone's width.
 
@@ -58,14 +58,21 @@ async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
     assert_eq!(
         shown,
         json!(proxy.key.expose()),
-        "the key, once, with a copy button"
+        "the key, with a copy button"
     );
-    assert!(tab.text().await.contains("Copy"));
-    tab.screenshot("proxy-key-once").await;
+    let text = tab.text().await;
+    assert!(text.contains("Copy"));
+    assert!(
+        text.contains("SVC-PROXY-KEY")
+            && text.contains("proxy:read")
+            && !text.contains("only once"),
+        "what is true of it: {text}"
+    );
+    tab.screenshot("proxy-key").await;
     tab.click(&format!("a[href='/console/proxies/{id}']")).await;
     assert!(
         !tab.html().await.contains(proxy.key.expose().as_str()),
-        "never shown again"
+        "not on the proxy's page until Show key"
     );
     tab.type_into("#f-path", "/charges").await;
     tab.set(
