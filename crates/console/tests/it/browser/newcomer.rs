@@ -126,8 +126,13 @@ async fn a_spaced_card_number_is_taken_and_a_refused_form_keeps_the_rest(db: &Te
     );
     let html = tab.html().await;
     assert!(
-        !html.contains("4111") && !html.contains("737"),
-        "never sent back"
+        !html.contains("4111-1111") && !html.contains(&CARD[..8]),
+        "the number is never sent back"
+    );
+    // The CVC as a value, not as three digits inside an id.
+    assert!(
+        !html.contains("\"737\"") && !html.contains(">737<"),
+        "nor the CVC"
     );
     assert_eq!(
         tab.eval(SHOWN).await,
