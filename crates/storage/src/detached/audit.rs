@@ -1,0 +1,21 @@
+//! The audit trail: [`AuditStore`] on [`DetachedStore`](super::DetachedStore).
+
+use tessera_domain::audit::{
+    AuditAppender, AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead,
+};
+use tessera_domain::store::{AuditStore, StoreError};
+use tessera_domain::TenantId;
+use time::OffsetDateTime;
+
+detached! {
+    AuditStore {
+        spawned fn append_audit_events(events: &[AuditEvent]) -> Vec<ChainAppend>;
+        // On the caller's runtime: the appender's connection belongs to the writer's thread.
+        caller fn audit_appender() -> Box<dyn AuditAppender>;
+        spawned fn audit_chain_heads() -> Vec<ChainHead>;
+        spawned fn audit_chain_head(chain: Option<TenantId>) -> Option<ChainHead>;
+        scan fn audit_blocks(chain: Option<TenantId>, after_first_seq: i64, limit: u32) -> Vec<AuditBlock>;
+        scan fn audit_blocks_desc(chain: Option<TenantId>, span: &BlockSpan, limit: u32) -> Vec<AuditBlock>;
+        spawned fn prune_audit_events(before: OffsetDateTime) -> u64;
+    }
+}

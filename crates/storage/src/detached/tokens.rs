@@ -1,0 +1,28 @@
+//! Tokens: [`TokenStore`] on [`DetachedStore`](super::DetachedStore).
+
+use tessera_domain::cursor::Position;
+use tessera_domain::store::{
+    ContainerScope, StoreError, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+};
+use tessera_domain::{Container, Page, PageRequest, TenantId, TokenId, TokenType};
+use time::OffsetDateTime;
+
+detached! {
+    TokenStore {
+        spawned fn insert_token(token: &StoredToken) -> ();
+        caller fn get_token(tenant: TenantId, id: TokenId) -> Option<StoredToken>;
+        batched fn get_tokens(tenant: TenantId, ids: &[TokenId]) -> Vec<StoredToken>;
+        scan fn token_containers(tenant: TenantId, filter: &TokenFilter) -> Vec<Container>;
+        scan fn list_tokens(tenant: TenantId, filter: &TokenFilter, scope: &ContainerScope, page: PageRequest) -> Page<StoredToken>;
+        spawned fn delete_token(tenant: TenantId, id: TokenId) -> bool;
+        spawned fn insert_tokens(tokens: &[StoredToken]) -> ();
+        spawned fn update_token(update: &TokenUpdate) -> bool;
+        spawned fn find_duplicate_token(tenant: TenantId, token_type: TokenType, container: &Container, fingerprint: &str, live_at: OffsetDateTime) -> Option<StoredToken>;
+        scan fn search_containers(tenant: TenantId, search: &TokenSearch) -> Vec<Container>;
+        scan fn search_tokens(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope, page: PageRequest) -> Page<StoredToken>;
+        scan fn search_tokens_after(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope, after: Option<Position>, limit: u32) -> Vec<StoredToken>;
+        spawned fn delete_expired_tokens(now: OffsetDateTime, limit: u32) -> u64;
+        spawned fn unfingerprinted_tokens(limit: u32) -> Vec<StoredToken>;
+        spawned fn set_token_fingerprint(tenant: TenantId, id: TokenId, fingerprint: &str) -> ();
+    }
+}
