@@ -1,7 +1,8 @@
 //! What a newcomer meets in the first hour, over HTTP: `/` leads to the console (and nothing
 //! else does), a card number typed with spaces is taken and a refused form keeps what it may,
 //! a proxy's key is said to be and is readable again by `proxy:read`, Try it offers the
-//! tokens the key may read (masked), and applications are named within the tenant.
+//! tokens the key may read (masked), and applications are named within the tenant (ids shown
+//! where a name may not be read or no longer exists).
 
 use std::time::Duration;
 
@@ -16,9 +17,11 @@ use crate::support::{client, other_tenant, Page, Setup, CARD};
 backend_tests!(
     the_root_leads_to_the_console_and_nothing_else_does,
     a_spaced_card_number_is_taken_and_a_refused_form_keeps_the_rest,
+    a_refused_bank_form_keeps_only_the_routing_number,
     a_proxy_key_is_shown_again_to_proxy_readers_only,
     try_it_offers_the_tokens_the_key_may_read_masked,
     applications_are_named_within_the_tenant,
+    an_id_is_shown_without_application_read_or_once_deleted,
 );
 
 fn assert_headers(what: &str, page: &Page) {
@@ -146,7 +149,12 @@ async fn a_spaced_card_number_is_taken_and_a_refused_form_keeps_the_rest(db: &Te
         "nor the CVC"
     );
     assert!(body.contains("enter them again"), "and the page says why");
+}
 
+async fn a_refused_bank_form_keeps_only_the_routing_number(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let mut c = client(&s).await;
+    let csrf = c.signed_in(&s.admin_key).await;
     let bank = c
         .post(
             "/console/tokens/new",
@@ -296,24 +304,9 @@ async fn token_reads(s: &Setup) -> usize {
         .count()
 }
 
-async fn applications_are_named_within_the_tenant(db: &TestDatabase) {
-    let s = Setup::start(db, Duration::from_secs(60)).await;
-    let (_, elsewhere) = other_tenant(s.vault(), "elsewhere").await;
-    let other_admin = s
-        .vault()
-        .authenticate(Some(&elsewhere))
-        .await
-        .expect("admin");
-    s.vault()
-        .create_application(
-            &other_admin,
-            serde_json::from_value(
-                json!({"name": "hidden-name", "type": "private", "permissions": ["token:read"]}),
-            )
-            .expect("input"),
-        )
-        .await
-        .expect("their app");
+/// An application `checkout` of the console's tenant and a token it created: its principal
+/// and the token's id.
+async fn written_by_checkout(s: &Setup) -> (tessera_domain::Principal, TokenId) {
     let writer_key = s
         .key(json!({"name": "checkout", "type": "private", "permissions": ["token:create", "token:read"]}))
         .await;
@@ -327,58 +320,82 @@ async fn applications_are_named_within_the_tenant(db: &TestDatabase) {
         .create_token(&writer, NewToken::new(TokenType::Token, json!("x")))
         .await
         .expect("token");
+    (writer, token.id)
+}
+
+/// Another tenant with an application named `hidden-name`.
+async fn another_tenants_application(s: &Setup) {
+    let (_, elsewhere) = other_tenant(s.vault(), "elsewhere").await;
+    let other_admin = s
+        .vault()
+        .authenticate(Some(&elsewhere))
+        .await
+        .expect("admin");
+    let input = json!({"name": "hidden-name", "type": "private", "permissions": ["token:read"]});
+    s.vault()
+        .create_application(&other_admin, serde_json::from_value(input).expect("input"))
+        .await
+        .expect("their app");
+}
+
+async fn applications_are_named_within_the_tenant(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    another_tenants_application(&s).await;
+    let (writer, token) = written_by_checkout(&s).await;
     let admin_id = s.admin.application_id().to_string();
     let writer_id = writer.application_id().to_string();
-
     let mut c = client(&s).await;
     let csrf = c.signed_in(&s.admin_key).await;
     c.post(
-        &format!("/console/tokens/{}/reveal", token.id),
+        &format!("/console/tokens/{token}/reveal"),
         &[("csrf", &csrf)],
     )
     .await;
-    let page = c.get(&format!("/console/tokens/{}", token.id)).await;
+    let page = c.get(&format!("/console/tokens/{token}")).await;
     let named = format!("title=\"{writer_id}\">checkout<");
     assert!(
         page.body.contains(&named),
         "Created by: the name, the id on hover"
     );
-    assert!(
-        page.body.contains(&format!("title=\"{admin_id}\">admin<")),
-        "the footer"
-    );
+    let admin_named = format!("title=\"{admin_id}\">admin<");
+    assert!(page.body.contains(&admin_named), "the footer");
     let audit = c.get("/console/audit").await;
-    assert!(
-        audit.body.contains(&format!("title=\"{admin_id}\">admin<")),
-        "the actor"
-    );
+    assert!(audit.body.contains(&admin_named), "the actor");
     let app = c.get(&format!("/console/applications/{writer_id}")).await;
-    assert!(
-        app.body.contains(&format!("title=\"{admin_id}\">admin<")),
-        "created by"
-    );
+    assert!(app.body.contains(&admin_named), "created by");
     for path in ["/console/audit", "/console/tokens", "/console/applications"] {
         assert!(!c.get(path).await.body.contains("hidden-name"), "{path}");
     }
+}
 
-    // Without application:read, the ids alone (the footer still names the signed-in one).
+async fn an_id_is_shown_without_application_read_or_once_deleted(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let (writer, token) = written_by_checkout(&s).await;
+    let writer_id = writer.application_id().to_string();
+    // Without application:read, the ids alone (but for the signed-in application's own).
     let narrow_key = s
         .key(json!({"name": "narrow", "type": "private", "permissions": ["token:read"]}))
         .await;
     let mut narrow = client(&s).await;
     narrow.signed_in(&narrow_key).await;
-    let page = narrow.get(&format!("/console/tokens/{}", token.id)).await;
+    let page = narrow.get(&format!("/console/tokens/{token}")).await;
+    assert_eq!(page.status, StatusCode::OK);
     assert!(!page.body.contains(">checkout<"), "not named");
     assert!(page.body.contains(&writer_id), "the id");
     assert!(page.body.contains(">narrow<"), "its own name");
-
     // An application deleted since: the bare id.
-    let writer_uuid = writer.application_id();
+    let mut c = client(&s).await;
+    c.signed_in(&s.admin_key).await;
+    assert!(c
+        .get(&format!("/console/tokens/{token}"))
+        .await
+        .body
+        .contains(">checkout<"));
     s.vault()
-        .delete_application(&s.admin, writer_uuid)
+        .delete_application(&s.admin, writer.application_id())
         .await
         .expect("deleted");
-    let page = c.get(&format!("/console/tokens/{}", token.id)).await;
+    let page = c.get(&format!("/console/tokens/{token}")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(!page.body.contains(">checkout<") && page.body.contains(&writer_id));
 }
