@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::{
     error::{ErrorKind, GatewayError},
+    shared::Shared,
     stages::Halt,
-    Gateway,
 };
 
 /// What the audit trail needs to know of one invocation, filled in by the stages (only the
@@ -123,7 +123,7 @@ fn invocation_event(
 /// Records that the tokens `ids` were substituted into the forwarded request (submitted now,
 /// committed by the time the caller is answered).
 pub(crate) async fn record_detokenized(
-    gw: &Gateway,
+    gw: &Shared,
     notes: &mut AuditNotes,
     proxy: Option<ProxyId>,
     request_id: &str,
@@ -152,7 +152,7 @@ pub(crate) async fn record_detokenized(
 /// the stages collected, and waits for every commit (sync mode). When the trail cannot be
 /// written, the answer becomes a 503.
 pub(crate) async fn audited<T>(
-    gw: &Gateway,
+    gw: &Shared,
     notes: &mut AuditNotes,
     proxy: Option<ProxyId>,
     request_id: &str,

@@ -36,6 +36,11 @@ pub(crate) struct RequestContext<'a> {
     /// Where the request's body held `{{` that was not looked at: said in
     /// `<PREFIX>-PROXY-WARNING` on the answer.
     pub(crate) unscanned: Option<tessera_detokenize::Unscanned>,
+    /// The proxy key the caller presented (the header, else the query), read once.
+    pub(crate) proxy_key: Option<String>,
+    /// The caller's query without any proxy key: what the destination and a request transform
+    /// see.
+    pub(crate) forwarded_query: String,
 }
 
 impl std::fmt::Debug for RequestContext<'_> {
@@ -51,8 +56,20 @@ impl std::fmt::Debug for RequestContext<'_> {
 }
 
 impl<'a> RequestContext<'a> {
-    pub(crate) fn new(parts: http::request::Parts, request_id: &'a str) -> Self {
+    /// The context of a request whose proxy key and query are read with `names`.
+    pub(crate) fn new(
+        parts: http::request::Parts,
+        request_id: &'a str,
+        names: &tessera_service::header_names::HeaderNames,
+    ) -> Self {
+        let query = parts.uri.query();
+        let proxy_key = crate::destination::proxy_key(&parts.headers, query, names);
+        let forwarded_query = query
+            .map(|q| crate::destination::strip_proxy_key(q, names))
+            .unwrap_or_default();
         Self {
+            proxy_key,
+            forwarded_query,
             parts,
             request_id,
             started: Instant::now(),
@@ -90,7 +107,14 @@ mod tests {
             .body(())
             .expect("request")
             .into_parts();
-        let printed = format!("{:?}", super::RequestContext::new(parts, "req-1"));
+        let printed = format!(
+            "{:?}",
+            super::RequestContext::new(
+                parts,
+                "req-1",
+                &tessera_service::header_names::HeaderNames::default(),
+            )
+        );
         assert!(!printed.contains("secret"), "{printed}");
         assert!(
             printed.contains("svc-api-key") && printed.contains("/proxy/x"),

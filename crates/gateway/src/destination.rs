@@ -5,20 +5,18 @@ use http::{HeaderMap, Uri};
 use tessera_service::header_names::HeaderNames;
 
 /// The URI to send to: `destination`, the path `suffix` after `/proxy` (exactly one `/` at the
-/// joint), and the caller's `query` without a proxy key (after the destination's own; see
-/// [`strip_proxy_key`]).
+/// joint), and the caller's query already without a proxy key, `forwarded` (after the
+/// destination's own; see [`strip_proxy_key`]).
 ///
 /// Built by joining the parts of the already parsed destination into one string that the
 /// `http` crate then parses: no per-request re-parse and re-serialisation of a `url::Url`.
 pub fn destination_uri(
     destination: &url::Url,
     suffix: &str,
-    query: Option<&str>,
-    names: &HeaderNames,
+    forwarded: &str,
 ) -> Result<Uri, String> {
     let origin = &destination[..url::Position::BeforePath];
     let base = destination.path();
-    let forwarded = query.map(|q| strip_proxy_key(q, names)).unwrap_or_default();
     let own = destination.query().filter(|q| !q.is_empty());
     let mut out = String::with_capacity(
         origin.len() + base.len() + suffix.len() + forwarded.len() + own.map_or(0, str::len) + 3,
@@ -43,7 +41,7 @@ pub fn destination_uri(
             out.push('?');
             out.push_str(own);
             out.push('&');
-            out.push_str(&forwarded);
+            out.push_str(forwarded);
         }
         (Some(own), true) => {
             out.push('?');
@@ -51,7 +49,7 @@ pub fn destination_uri(
         }
         (None, false) => {
             out.push('?');
-            out.push_str(&forwarded);
+            out.push_str(forwarded);
         }
         (None, true) => {}
     }
@@ -164,9 +162,15 @@ mod tests {
         for (dest, suffix, query, expected) in cases {
             let parsed = url::Url::parse(dest).expect("destination");
             assert_eq!(
-                destination_uri(&parsed, suffix, query, &HeaderNames::default())
-                    .expect("uri")
-                    .to_string(),
+                destination_uri(
+                    &parsed,
+                    suffix,
+                    &query
+                        .map(|q| strip_proxy_key(q, &HeaderNames::default()))
+                        .unwrap_or_default()
+                )
+                .expect("uri")
+                .to_string(),
                 expected,
                 "{dest} {suffix}"
             );

@@ -7,7 +7,7 @@
 //! the map.
 
 use http::{header, HeaderMap, HeaderName, HeaderValue};
-use tessera_service::header_names::HeaderNames;
+use tessera_service::{header_names::HeaderNames, request_id};
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1 and the proxy-specific ones of RFC 9110 §11.7).
 const HOP_BY_HOP: [&str; 9] = [
@@ -135,6 +135,15 @@ fn is_own_cookie(pair: &str) -> bool {
     let name = pair.split('=').next().unwrap_or(pair).trim();
     let name = name.to_ascii_lowercase();
     OWN_COOKIE_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Sets `X-Request-Id` to `request_id` unless the answer already carries one.
+pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
+    if !headers.contains_key(request_id::HEADER) {
+        if let Ok(id) = HeaderValue::from_str(request_id) {
+            headers.insert(request_id::HEADER, id);
+        }
+    }
 }
 
 #[cfg(test)]

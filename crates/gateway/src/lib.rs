@@ -29,7 +29,9 @@
 //!                               error) with SVC-PROXY-DESTINATION-STATUS; metrics; the log line
 //! ```
 //!
-//! Beside the stages: `transform.rs` (running a transform and applying its result, shared by
+//! Below the stages: `shared.rs` (what every request shares: the vault, the outbound client,
+//! the settings, the metrics) and `context.rs` (what one request's stages fill in; the proxy key
+//! and the forwarded query are read into it once). Beside them: `transform.rs` (running a transform and applying its result, shared by
 //! both transform stages), `svc.rs` (the `req.svc` management calls a transform may make),
 //! `audit.rs` (the `token.detokenized` events, written before the answer leaves).
 //!
@@ -47,6 +49,7 @@ pub mod metrics;
 mod quarantine;
 mod send_error;
 pub mod server;
+mod shared;
 mod ssrf;
 mod stages;
 mod svc;
@@ -55,7 +58,7 @@ mod transform;
 use std::sync::Arc;
 
 use http::{Request, Response};
-use tessera_domain::{ProxyId, Vault};
+use tessera_domain::Vault;
 use tessera_service::{
     metrics::{Registry, RequestCounter},
     mount::{Handled, LocalBody, ProxyHandler, ResponseBody},
@@ -70,6 +73,7 @@ pub use metrics::GatewayMetrics;
 
 use audit::audited;
 use context::RequestContext;
+use shared::Shared;
 use stages::{
     authenticate::{authenticate, look_up_key, presented_key},
     destination::destination,
@@ -85,23 +89,17 @@ use stages::{
     Answer, Halt,
 };
 
-/// The gateway: the vault, the outbound client and what every request shares. Cheap to clone;
-/// [`Gateway::fork`] gives a per-core copy with its own connection pool.
+/// The gateway: the state every request shares ([`shared::Shared`]) and the stages over it.
+/// Cheap to clone; [`Gateway::fork`] gives a per-core copy with its own connection pool.
 #[derive(Clone)]
 pub struct Gateway {
-    vault: Vault,
-    client: OutboundClient,
-    config: Arc<GatewayConfig>,
-    metrics: Arc<GatewayMetrics>,
-    transforms: Option<TransformEngine>,
-    rate_limiter: Option<Arc<RateLimiter<ProxyId>>>,
-    quarantine: Arc<quarantine::Quarantine>,
+    shared: Shared,
 }
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
-            .field("config", &self.config)
+            .field("config", &self.shared.config)
             .finish_non_exhaustive()
     }
 }
@@ -116,47 +114,48 @@ impl Gateway {
         requests: Arc<RequestCounter>,
     ) -> Result<Self, ClientBuildError> {
         Ok(Self {
-            vault,
-            client: OutboundClient::new(config.client.clone())?,
-            config: Arc::new(config),
-            metrics: Arc::new(GatewayMetrics::new(registry, requests)),
-            transforms: None,
-            rate_limiter: None,
-            quarantine: Arc::default(),
+            shared: Shared {
+                vault,
+                client: OutboundClient::new(config.client.clone())?,
+                config: Arc::new(config),
+                metrics: Arc::new(GatewayMetrics::new(registry, requests)),
+                transforms: None,
+                rate_limiter: None,
+                quarantine: Arc::default(),
+            },
         })
     }
 
     /// Limits each proxy's invocations (429 `proxy_error` with `Retry-After` above the limit),
     /// shared by every fork of this gateway.
     pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
-        self.rate_limiter = Some(Arc::new(RateLimiter::new(limit)));
+        self.shared.rate_limiter = Some(Arc::new(RateLimiter::new(limit)));
         self
     }
 
     /// Runs proxies' transforms on `engine`. Without one, an invocation of a proxy that has a
     /// transform fails with a 500 proxy error instead of skipping it.
     pub fn with_transforms(mut self, engine: TransformEngine) -> Self {
-        self.transforms = Some(engine);
+        self.shared.transforms = Some(engine);
         self
     }
 
     /// A gateway sharing this one's vault, settings and metrics but with its own outbound
     /// connection pool, for a worker thread with its own runtime.
     pub fn fork(&self) -> Result<Self, ClientBuildError> {
-        Ok(Self {
-            client: OutboundClient::new(self.config.client.clone())?,
-            ..self.clone()
-        })
+        let mut fork = self.clone();
+        fork.shared.client = OutboundClient::new(self.shared.config.client.clone())?;
+        Ok(fork)
     }
 
     /// The vault (for readiness checks).
     pub fn vault(&self) -> &Vault {
-        &self.vault
+        &self.shared.vault
     }
 
     /// The metrics.
     pub fn metrics(&self) -> &Arc<GatewayMetrics> {
-        &self.metrics
+        &self.shared.metrics
     }
 
     /// Handles one invocation; `request_id` is forwarded to the destination.
@@ -166,29 +165,29 @@ impl Gateway {
         request_id: &str,
     ) -> Response<ResponseBody> {
         let (parts, body) = req.into_parts();
-        let mut ctx = RequestContext::new(parts, request_id);
-        let result = self.run(&mut ctx, body).await;
-        let result = audited(self, &mut ctx.audit, ctx.proxy_id, request_id, result).await;
-        respond(self, ctx, result)
+        let mut ctx = RequestContext::new(parts, request_id, &self.shared.config.names);
+        let gw = &self.shared;
+        let result = run(gw, &mut ctx, body).await;
+        let result = audited(gw, &mut ctx.audit, ctx.proxy_id, request_id, result).await;
+        respond(gw, ctx, result)
     }
+}
 
-    /// The stages, in order; the first failure or early answer ends the request.
-    async fn run(&self, ctx: &mut RequestContext<'_>, body: LocalBody) -> Result<Answer, Halt> {
-        // The API key is looked up while the proxy is found, not after (both cached).
-        let key = presented_key(self, ctx);
-        let (selected, looked_up) =
-            tokio::join!(select_proxy(self, ctx), look_up_key(self, key.as_ref()));
-        let (proxy, caller) = authenticate(ctx, selected?, looked_up)?;
-        within_rate_limit(self, &proxy)?;
-        not_quarantined(self, &proxy)?;
-        let uri = destination(self, ctx, &proxy)?;
-        let body = read_body(self, ctx, body).await?;
-        let headers = ctx.take_headers();
-        let outgoing = detokenize(self, ctx, caller.as_ref(), headers, body).await?;
-        let outgoing = transform_request(self, ctx, &proxy, outgoing).await?;
-        let answer = forward(self, ctx, uri, outgoing).await?;
-        transform_response(self, ctx, &proxy, answer).await
-    }
+/// The stages, in order; the first failure or early answer ends the request.
+async fn run(gw: &Shared, ctx: &mut RequestContext<'_>, body: LocalBody) -> Result<Answer, Halt> {
+    // The API key is looked up while the proxy is found, not after (both cached).
+    let key = presented_key(gw, ctx);
+    let (selected, looked_up) = tokio::join!(select_proxy(gw, ctx), look_up_key(gw, key.as_ref()));
+    let (proxy, caller) = authenticate(ctx, selected?, looked_up)?;
+    within_rate_limit(gw, &proxy)?;
+    not_quarantined(gw, &proxy)?;
+    let uri = destination(ctx, &proxy)?;
+    let body = read_body(gw, ctx, body).await?;
+    let headers = ctx.take_headers();
+    let outgoing = detokenize(gw, ctx, caller.as_ref(), headers, body).await?;
+    let outgoing = transform_request(gw, ctx, &proxy, outgoing).await?;
+    let answer = forward(gw, ctx, uri, outgoing).await?;
+    transform_response(gw, ctx, &proxy, answer).await
 }
 
 impl ProxyHandler for Gateway {

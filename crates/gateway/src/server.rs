@@ -24,7 +24,7 @@ use tessera_service::{
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
-use crate::{stages::respond::add_request_id, Gateway};
+use crate::{headers::add_request_id, Gateway};
 
 /// How long shutdown waits for in-flight requests.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -198,7 +198,7 @@ async fn route(
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let id = request_id::choose_either(
         header(request_id::HEADER),
-        header(gateway.config.names.trace_id.as_str()),
+        header(gateway.shared.config.names.trace_id.as_str()),
     );
     let path = req.uri().path();
     if path == "/proxy" || path.starts_with("/proxy/") {

@@ -27,9 +27,9 @@ use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
     headers,
+    shared::Shared,
     stages::Halt,
     svc::{BoundReads, Stage, SvcHost},
-    Gateway,
 };
 
 /// What a transform that read a destination-bound token is answered with instead of its own
@@ -41,7 +41,7 @@ const WITHHELD: &str = "its answer was withheld: it read a destination-bound tok
 /// destination-bound token gets no answer of its own to the caller (see [`withhold`]). A
 /// timeout puts the proxy in quarantine.
 pub(crate) async fn run_transform(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
     (proxy, stage): (&Proxy, Stage),
     code: &str,

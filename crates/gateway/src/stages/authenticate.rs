@@ -14,7 +14,7 @@ use http::HeaderValue;
 use tessera_domain::{audit::Actor, proxy::Proxy, Permission, Principal, Vault};
 
 use super::{select_proxy::Selected, Halt};
-use crate::{context::RequestContext, Gateway};
+use crate::{context::RequestContext, shared::Shared};
 
 /// The request's `<PREFIX>-API-KEY`, looked up by [`look_up_key`] while `select_proxy` finds the
 /// proxy: on a cold request the two lookups overlap instead of following each
@@ -23,13 +23,13 @@ pub(crate) type LookedUp = Result<Principal, tessera_domain::VaultError>;
 
 /// The key the request presents, taken out of the context (a reference-counted handle, not a
 /// copy) so that its lookup can run beside `select_proxy`, which needs the context mutably.
-pub(crate) fn presented_key(gw: &Gateway, ctx: &RequestContext<'_>) -> Option<HeaderValue> {
+pub(crate) fn presented_key(gw: &Shared, ctx: &RequestContext<'_>) -> Option<HeaderValue> {
     ctx.parts.headers.get(&gw.config.names.api_key).cloned()
 }
 
 /// Looks `key` up in whatever tenant (cached by the vault). A header that is not visible
 /// ASCII cannot be a key: it is looked up as a malformed one.
-pub(crate) async fn look_up_key(gw: &Gateway, key: Option<&HeaderValue>) -> LookedUp {
+pub(crate) async fn look_up_key(gw: &Shared, key: Option<&HeaderValue>) -> LookedUp {
     let presented = key.map(|v| v.to_str().unwrap_or("\u{0}"));
     gw.vault.authenticate(presented).await
 }

@@ -12,14 +12,9 @@ use crate::{
     context::RequestContext,
     destination::{check_sub_path, destination_uri},
     error::{ErrorKind, GatewayError},
-    Gateway,
 };
 
-pub(crate) fn destination(
-    gw: &Gateway,
-    ctx: &mut RequestContext<'_>,
-    proxy: &Proxy,
-) -> Result<Uri, Halt> {
+pub(crate) fn destination(ctx: &mut RequestContext<'_>, proxy: &Proxy) -> Result<Uri, Halt> {
     let suffix = ctx.suffix();
     check_sub_path(suffix).map_err(|e| GatewayError::new(ErrorKind::BadRequest, e))?;
     let parsed = proxy.parsed_destination.as_ref().ok_or_else(|| {
@@ -31,11 +26,6 @@ pub(crate) fn destination(
     ctx.target = Target::of(parsed, ctx.ephemeral);
     ctx.audit.destination = ctx.target.as_ref().map(Target::display);
     ctx.audit.ephemeral = ctx.ephemeral;
-    destination_uri(
-        parsed,
-        ctx.suffix(),
-        ctx.parts.uri.query(),
-        &gw.config.names,
-    )
-    .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e).into())
+    destination_uri(parsed, ctx.suffix(), &ctx.forwarded_query)
+        .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e).into())
 }

@@ -19,14 +19,15 @@ use crate::{
     audit::record_detokenized,
     context::RequestContext,
     error::{ErrorKind, GatewayError},
-    headers, Gateway,
+    headers,
+    shared::Shared,
 };
 
 /// The request's `headers` and `body` as they will be forwarded: the headers that may cross,
 /// and every expression in the body and header values replaced. Anonymous proxies (no
 /// `caller`) forward expressions untouched: there is no caller to check.
 pub(crate) async fn detokenize(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
     caller: Option<&Principal>,
     mut headers: HeaderMap,
@@ -74,7 +75,7 @@ pub(crate) async fn detokenize(
 /// and one whose rendering could exceed `--max-rendered-bytes`, both before
 /// anything is decrypted, then decrypts each token once into what rendering needs.
 async fn resolve(
-    gw: &Gateway,
+    gw: &Shared,
     caller: &Principal,
     template: &RequestTemplate,
     body_len: usize,

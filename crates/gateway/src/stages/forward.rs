@@ -13,11 +13,11 @@ use super::{Halt, Outgoing};
 use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
-    Gateway,
+    shared::Shared,
 };
 
 pub(crate) async fn forward(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
     uri: Uri,
     outgoing: Outgoing,

@@ -7,10 +7,10 @@ use tessera_domain::proxy::Proxy;
 use super::Halt;
 use crate::{
     error::{ErrorKind, GatewayError},
-    Gateway,
+    shared::Shared,
 };
 
-pub(crate) fn not_quarantined(gw: &Gateway, proxy: &Proxy) -> Result<(), Halt> {
+pub(crate) fn not_quarantined(gw: &Shared, proxy: &Proxy) -> Result<(), Halt> {
     match gw.quarantine.remaining(proxy.id) {
         None => Ok(()),
         Some(seconds) => Err(GatewayError::new(

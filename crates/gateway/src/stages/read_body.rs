@@ -12,11 +12,11 @@ use super::Halt;
 use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
-    Gateway,
+    shared::Shared,
 };
 
 pub(crate) async fn read_body(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
     body: LocalBody,
 ) -> Result<Bytes, Halt> {

@@ -6,20 +6,18 @@
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use tessera_service::{
-    mount::{BoxError, ResponseBody},
-    request_id,
-};
+use tessera_service::mount::{BoxError, ResponseBody};
 
 use super::{Answer, Halt};
 use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
-    headers, Gateway,
+    headers,
+    shared::Shared,
 };
 
 pub(crate) fn respond(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: RequestContext<'_>,
     result: Result<Answer, Halt>,
 ) -> Response<ResponseBody> {
@@ -53,7 +51,7 @@ pub(crate) fn respond(
         );
     }
     headers::harden_answer(res.headers_mut());
-    add_request_id(res.headers_mut(), ctx.request_id);
+    headers::add_request_id(res.headers_mut(), ctx.request_id);
     gw.metrics.answered(res.status().as_u16());
     res
 }
@@ -90,7 +88,7 @@ fn log(ctx: &RequestContext<'_>, e: &GatewayError) {
 /// where expressions are not looked for (a destination's own is dropped), and the request id
 /// unless the answer has its own (a destination's or a transform's passes through).
 fn mark_proxied(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &RequestContext<'_>,
     headers: &mut HeaderMap,
     status: StatusCode,
@@ -107,16 +105,7 @@ fn mark_proxied(
             HeaderValue::from_static(unscanned.warning()),
         );
     }
-    add_request_id(headers, ctx.request_id);
-}
-
-/// Sets `X-Request-Id` to `request_id` unless the answer already carries one.
-pub(crate) fn add_request_id(headers: &mut HeaderMap, request_id: &str) {
-    if !headers.contains_key(request_id::HEADER) {
-        if let Ok(id) = HeaderValue::from_str(request_id) {
-            headers.insert(request_id::HEADER, id);
-        }
-    }
+    headers::add_request_id(headers, ctx.request_id);
 }
 
 /// The destination's response, streamed back with hop-by-hop headers removed

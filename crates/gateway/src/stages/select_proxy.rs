@@ -13,9 +13,8 @@ use tessera_domain::proxy::{check_destination, DestinationPolicy, Proxy};
 use super::Halt;
 use crate::{
     context::RequestContext,
-    destination,
     error::{ErrorKind, GatewayError},
-    Gateway,
+    shared::Shared,
 };
 
 /// The proxy a request invokes.
@@ -29,7 +28,7 @@ pub(crate) enum Selected {
 }
 
 pub(crate) async fn select_proxy(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
 ) -> Result<Selected, Halt> {
     if let Some(url) = ephemeral_url(gw, ctx)? {
@@ -37,20 +36,18 @@ pub(crate) async fn select_proxy(
         return Ok(Selected::Ephemeral(url));
     }
     let names = &gw.config.names;
-    let key = destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query(), names).ok_or_else(
-        || {
-            GatewayError::new(
-                ErrorKind::Unauthenticated,
-                format!(
-                    "the {}-PROXY-KEY header or the {} query parameter is required",
-                    names.prefix(),
-                    names.proxy_key_query
-                ),
-            )
-        },
-    )?;
+    let key = ctx.proxy_key.as_deref().ok_or_else(|| {
+        GatewayError::new(
+            ErrorKind::Unauthenticated,
+            format!(
+                "the {}-PROXY-KEY header or the {} query parameter is required",
+                names.prefix(),
+                names.proxy_key_query
+            ),
+        )
+    })?;
     let proxy =
-        gw.vault.proxy_by_key(&key).await?.ok_or_else(|| {
+        gw.vault.proxy_by_key(key).await?.ok_or_else(|| {
             GatewayError::new(ErrorKind::Unauthenticated, "the proxy key is unknown")
         })?;
     ctx.proxy_id = Some(proxy.id);
@@ -59,7 +56,7 @@ pub(crate) async fn select_proxy(
 }
 
 /// The URL of an ephemeral invocation, when the request is one (`SVC-PROXY-URL` given).
-fn ephemeral_url(gw: &Gateway, ctx: &RequestContext<'_>) -> Result<Option<url::Url>, Halt> {
+fn ephemeral_url(gw: &Shared, ctx: &RequestContext<'_>) -> Result<Option<url::Url>, Halt> {
     let names = &gw.config.names;
     let Some(raw) = ctx.parts.headers.get(&names.proxy_url) else {
         return Ok(None);
@@ -69,7 +66,7 @@ fn ephemeral_url(gw: &Gateway, ctx: &RequestContext<'_>) -> Result<Option<url::U
     if !gw.config.ephemeral_proxy {
         return Err(bad("ephemeral proxies are disabled".into()));
     }
-    if destination::proxy_key(&ctx.parts.headers, ctx.parts.uri.query(), names).is_some() {
+    if ctx.proxy_key.is_some() {
         return Err(bad(format!(
             "{header} (an ephemeral proxy) and a proxy key cannot be used together"
         )));

@@ -10,14 +10,14 @@ use tessera_transform_runtime::Args;
 use super::{Halt, Outgoing};
 use crate::{
     context::RequestContext,
-    destination, headers,
+    headers,
+    shared::Shared,
     svc::Stage,
     transform::{args_body, failed, header_pairs, replace_headers, run_transform, settle},
-    Gateway,
 };
 
 pub(crate) async fn transform_request(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
     proxy: &Proxy,
     outgoing: Outgoing,
@@ -25,14 +25,10 @@ pub(crate) async fn transform_request(
     let Some(code) = &proxy.request_transform else {
         return Ok(outgoing);
     };
-    let query = ctx
-        .parts
-        .uri
-        .query()
-        .map(|q| destination::strip_proxy_key(q, &gw.config.names))
-        .filter(|q| !q.is_empty())
-        .map(|q| format!("?{q}"))
-        .unwrap_or_default();
+    let query = match ctx.forwarded_query.as_str() {
+        "" => String::new(),
+        q => format!("?{q}"),
+    };
     let args = Args {
         body: args_body(&outgoing.headers, &outgoing.body),
         headers: header_pairs(&outgoing.headers),

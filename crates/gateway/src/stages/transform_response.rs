@@ -15,16 +15,16 @@ use crate::{
     context::RequestContext,
     error::{ErrorKind, GatewayError},
     headers,
+    shared::Shared,
     svc::Stage,
     transform::{args_body, failed, header_pairs, replace_headers, run_transform, settle},
-    Gateway,
 };
 
 /// Largest destination body a response transform may be given.
 const MAX_TRANSFORMED_RESPONSE: usize = 10 * 1024 * 1024;
 
 pub(crate) async fn transform_response(
-    gw: &Gateway,
+    gw: &Shared,
     ctx: &mut RequestContext<'_>,
     proxy: &Proxy,
     answer: Response<Incoming>,

@@ -8,10 +8,10 @@ use tessera_domain::proxy::Proxy;
 use super::Halt;
 use crate::{
     error::{ErrorKind, GatewayError},
-    Gateway,
+    shared::Shared,
 };
 
-pub(crate) fn within_rate_limit(gw: &Gateway, proxy: &Proxy) -> Result<(), Halt> {
+pub(crate) fn within_rate_limit(gw: &Shared, proxy: &Proxy) -> Result<(), Halt> {
     let Some(limiter) = &gw.rate_limiter else {
         return Ok(());
     };
