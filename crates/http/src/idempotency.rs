@@ -97,28 +97,63 @@ pub(crate) async fn idempotent(
         Ok(body) => body,
         Err(e) => return Ok(req.error_response(e)),
     };
+    let ticket = match claim(&state, &caller, &key, &req, &body).await {
+        Ok(ticket) => ticket,
+        Err(Settled::Refused(e)) => return Ok(req.error_response(e)),
+        Err(Settled::Replay(answer)) => {
+            return Ok(req.into_response(replay(answer)).map_into_boxed_body())
+        }
+    };
+    req.set_payload(actix_web::dev::Payload::from(body));
+    // The handler acts as a caller that writes down the checks it passes.
+    let recording = caller.recording();
+    req.extensions_mut().insert(recording.clone());
+    let response = next.call(req).await?;
+    Ok(remember(&state, ticket, &recording, response).await)
+}
+
+/// How a claim ended without the request running.
+enum Settled {
+    /// Refused: the key's first use was another request (422), it still runs (409), the
+    /// replay's checks fail (403), or the store failed.
+    Refused(ApiError),
+    /// The key's first answer, to send again.
+    Replay(ReplayedResponse),
+}
+
+/// Claims `key` for this request, waiting (up to [`WAIT_FOR_FIRST`]) while its first request
+/// runs: the ticket to run it, or how it was settled instead.
+async fn claim(
+    state: &ApiState,
+    caller: &Principal,
+    key: &str,
+    req: &ServiceRequest,
+    body: &[u8],
+) -> Result<tessera_domain::vault::IdempotencyTicket, Settled> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_FIRST;
-    let ticket = loop {
+    loop {
         let request = IdempotentRequest {
             method: req.method().as_str(),
             path: req.path(),
             query: req.query_string(),
-            body: &body,
+            body,
         };
-        let claim = match state.vault.claim_idempotency(&caller, &key, request).await {
-            Ok(claim) => claim,
-            Err(e) => return Ok(req.error_response(ApiError::from(e))),
-        };
+        let claim = state
+            .vault
+            .claim_idempotency(caller, key, request)
+            .await
+            .map_err(|e| Settled::Refused(e.into()))?;
         match claim {
-            IdempotencyClaim::Run(ticket) => break ticket,
+            IdempotencyClaim::Run(ticket) => return Ok(ticket),
             IdempotencyClaim::Replay(answer) => {
-                if let Err(e) = state.vault.authorize_replay(&caller, &answer) {
-                    return Ok(req.error_response(ApiError::from(e)));
-                }
-                return Ok(req.into_response(replay(answer)).map_into_boxed_body());
+                state
+                    .vault
+                    .authorize_replay(caller, &answer)
+                    .map_err(|e| Settled::Refused(e.into()))?;
+                return Err(Settled::Replay(answer));
             }
             IdempotencyClaim::Mismatch => {
-                return Ok(req.error_response(ApiError::new(
+                return Err(Settled::Refused(ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "this Idempotency-Key was already used with a different request (method, path or body); use a new key",
                 )))
@@ -127,25 +162,29 @@ pub(crate) async fn idempotent(
                 tokio::time::sleep(POLL).await;
             }
             IdempotencyClaim::InFlight => {
-                return Ok(req.error_response(ApiError::new(
+                return Err(Settled::Refused(ApiError::new(
                     StatusCode::CONFLICT,
                     "a request with this Idempotency-Key is still being processed; retry later",
                 )))
             }
         }
-    };
+    }
+}
 
-    req.set_payload(actix_web::dev::Payload::from(body));
-    // The handler acts as a caller that writes down the checks it passes.
-    let recording = caller.recording();
-    req.extensions_mut().insert(recording.clone());
-    let response = next.call(req).await?;
+/// Stores a successful `response` under `ticket` with the checks `recording` saw it pass, and
+/// sends it; a failed one releases the key, so that a retry runs.
+async fn remember(
+    state: &ApiState,
+    ticket: tessera_domain::vault::IdempotencyTicket,
+    recording: &Principal,
+    response: ServiceResponse<impl MessageBody + 'static>,
+) -> ServiceResponse<BoxBody> {
     let status = response.status();
     if !status.is_success() {
         if let Err(e) = state.vault.release_idempotency(ticket).await {
             tracing::warn!(error = %e, "releasing an Idempotency-Key after a failed request");
         }
-        return Ok(response.map_into_boxed_body());
+        return response.map_into_boxed_body();
     }
     let (request, response) = response.into_parts();
     let resources: Vec<uuid::Uuid> = response
@@ -158,18 +197,15 @@ pub(crate) async fn idempotent(
         Ok(bytes) => String::from_utf8(bytes.to_vec()).ok(),
         Err(_) => None,
     };
-    let text = match text {
-        Some(text) => text,
-        None => {
-            let _ = state.vault.release_idempotency(ticket).await;
-            return Ok(ServiceResponse::new(
-                request,
-                HttpResponse::from_error(ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "the response could not be read for idempotent replay",
-                )),
-            ));
-        }
+    let Some(text) = text else {
+        let _ = state.vault.release_idempotency(ticket).await;
+        return ServiceResponse::new(
+            request,
+            HttpResponse::from_error(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the response could not be read for idempotent replay",
+            )),
+        );
     };
     let answer = ReplayedResponse {
         status: status.as_u16(),
@@ -183,10 +219,7 @@ pub(crate) async fn idempotent(
     if let Err(e) = state.vault.complete_idempotency(ticket, &answer).await {
         tracing::error!(error = %e, "storing the answer of an idempotent request");
     }
-    Ok(ServiceResponse::new(
-        request,
-        head.set_body(answer.body).map_into_boxed_body(),
-    ))
+    ServiceResponse::new(request, head.set_body(answer.body).map_into_boxed_body())
 }
 
 /// The idempotency key a request presents, in `Idempotency-Key` or in its alias, checked

@@ -120,159 +120,174 @@ fn decode(s: &str, encoding: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// The host functions handed to the prelude.
+/// The host functions handed to the prelude, one constructor each.
 pub(crate) fn natives<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<Object<'js>> {
     let native = Object::new(ctx.clone())?;
-    let log_shared = shared.clone();
-    native.set(
-        "log",
-        Function::new(ctx.clone(), move |line: String| {
-            let used = log_shared.logged.get();
-            if used >= LOG_BUDGET {
-                return;
-            }
-            let room = LOG_BUDGET - used;
-            let mut cut = line.len().min(room);
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            log_shared.logged.set(used + cut);
-            (log_shared.log)(&log_shared.tags.borrow(), &line[..cut]);
-        })?,
-    )?;
-    native.set(
-        "btoa",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String| {
-            // Latin-1 only, as in browsers.
-            let bytes: Option<Vec<u8>> =
-                s.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect();
-            bytes
-                .map(|b| STANDARD.encode(b))
-                .ok_or_else(|| throw(&ctx, "btoa: the string contains characters outside Latin-1"))
-        })?,
-    )?;
-    native.set(
-        "atob",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String| {
-            STANDARD
-                .decode(s.trim())
-                .map(|b| b.into_iter().map(char::from).collect::<String>())
-                .map_err(|_| throw(&ctx, "atob: the string is not valid base64"))
-        })?,
-    )?;
-    native.set(
-        "uuid",
-        Function::new(ctx.clone(), || uuid::Uuid::new_v4().to_string())?,
-    )?;
-    native.set(
-        "hmac",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, alg: String, key: String, data: String, enc: String| {
-                let digest = hmac_digest(&alg, &key, &data).ok_or_else(|| {
-                    throw(
-                        &ctx,
-                        "createHmac: supported algorithms are sha256, sha384 and sha512",
-                    )
-                })?;
-                match enc.as_str() {
-                    "hex" => Ok(hex::encode(&digest)),
-                    "base64" => Ok(STANDARD.encode(&digest)),
-                    _ => Err(throw(
-                        &ctx,
-                        "digest: supported encodings are hex and base64",
-                    )),
-                }
-            },
-        )?,
-    )?;
-    native.set(
-        "tob64",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String, enc: String| {
-            decode(&s, &enc)
-                .map(|b| STANDARD.encode(b))
-                .ok_or_else(|| throw(&ctx, "Buffer.from: supported encodings are utf8, hex and base64 (and the input must be valid)"))
-        })?,
-    )?;
-    native.set(
-        "fromb64",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, b64: String, enc: String| {
-            STANDARD
-                .decode(b64)
-                .ok()
-                .and_then(|b| encode(&b, &enc))
-                .ok_or_else(|| {
-                    throw(
-                        &ctx,
-                        "Buffer.toString: supported encodings are utf8, hex and base64",
-                    )
-                })
-        })?,
-    )?;
-    native.set(
-        "url",
-        Function::new(ctx.clone(), |href: String, base: String| {
-            let parsed = if base.is_empty() {
-                url::Url::parse(&href)
-            } else {
-                url::Url::parse(&base).and_then(|b| b.join(&href))
-            };
-            match parsed {
-                Ok(u) => json!({
-                    "href": u.as_str(),
-                    "protocol": format!("{}:", u.scheme()),
-                    "username": u.username(),
-                    "password": u.password().unwrap_or(""),
-                    "host": match u.port() { Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")), None => u.host_str().unwrap_or("").to_string() },
-                    "hostname": u.host_str().unwrap_or(""),
-                    "port": u.port().map(|p| p.to_string()).unwrap_or_default(),
-                    "pathname": u.path(),
-                    "search": u.query().map(|q| format!("?{q}")).unwrap_or_default(),
-                    "hash": u.fragment().map(|f| format!("#{f}")).unwrap_or_default(),
-                    "origin": u.origin().ascii_serialization(),
-                })
-                .to_string(),
-                Err(_) => String::new(),
-            }
-        })?,
-    )?;
-    let host_shared = shared.clone();
-    native.set(
-        "host",
-        Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>,
-                  op: String,
-                  payload: String|
-                  -> rquickjs::Result<rquickjs::Promise<'js>> {
-                let (promise, resolve, _reject) = ctx.promise()?;
-                let refuse = |status: u16, message: &str| {
-                    json!({ "error": { "status": status, "message": message } }).to_string()
-                };
-                if !host_shared.svc.get() {
-                    resolve.call::<_, ()>((refuse(
-                        403,
-                        "req.svc is not available: the proxy has no application",
-                    ),))?;
-                    return Ok(promise);
-                }
-                let Some(op) = HostOp::parse(&op) else {
-                    resolve.call::<_, ()>((refuse(400, &format!("unknown operation {op}")),))?;
-                    return Ok(promise);
-                };
-                let id = host_shared.next_call.get();
-                host_shared.next_call.set(id + 1);
-                host_shared.waiting.borrow_mut().insert(
-                    id,
-                    (host_shared.current.get(), Persistent::save(&ctx, resolve)),
-                );
-                host_shared
-                    .made
-                    .borrow_mut()
-                    .push(PendingCall { id, op, payload });
-                Ok(promise)
-            },
-        )?,
-    )?;
+    native.set("log", native_log(ctx, shared.clone())?)?;
+    native.set("btoa", native_btoa(ctx)?)?;
+    native.set("atob", native_atob(ctx)?)?;
+    native.set("uuid", native_uuid(ctx)?)?;
+    native.set("hmac", native_hmac(ctx)?)?;
+    native.set("tob64", native_tob64(ctx)?)?;
+    native.set("fromb64", native_fromb64(ctx)?)?;
+    native.set("url", native_url(ctx)?)?;
+    native.set("host", native_host(ctx, shared.clone())?)?;
     Ok(native)
+}
+
+/// `console.log`: the line, cut to what is left of the invocation's log budget.
+fn native_log<'js>(ctx: &Ctx<'js>, log_shared: Rc<Shared>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), move |line: String| {
+        let used = log_shared.logged.get();
+        if used >= LOG_BUDGET {
+            return;
+        }
+        let room = LOG_BUDGET - used;
+        let mut cut = line.len().min(room);
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        log_shared.logged.set(used + cut);
+        (log_shared.log)(&log_shared.tags.borrow(), &line[..cut]);
+    })
+}
+
+/// `btoa`: Latin-1 text to base64, as in browsers.
+fn native_btoa<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String| {
+        // Latin-1 only, as in browsers.
+        let bytes: Option<Vec<u8>> = s.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect();
+        bytes
+            .map(|b| STANDARD.encode(b))
+            .ok_or_else(|| throw(&ctx, "btoa: the string contains characters outside Latin-1"))
+    })
+}
+
+/// `atob`: base64 to Latin-1 text.
+fn native_atob<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String| {
+        STANDARD
+            .decode(s.trim())
+            .map(|b| b.into_iter().map(char::from).collect::<String>())
+            .map_err(|_| throw(&ctx, "atob: the string is not valid base64"))
+    })
+}
+
+/// `crypto.randomUUID`: a version 4 UUID.
+fn native_uuid<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), || uuid::Uuid::new_v4().to_string())
+}
+
+/// `crypto.createHmac(…).update(…).digest(…)`, in one call.
+fn native_hmac<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, alg: String, key: String, data: String, enc: String| {
+            let digest = hmac_digest(&alg, &key, &data).ok_or_else(|| {
+                throw(
+                    &ctx,
+                    "createHmac: supported algorithms are sha256, sha384 and sha512",
+                )
+            })?;
+            match enc.as_str() {
+                "hex" => Ok(hex::encode(&digest)),
+                "base64" => Ok(STANDARD.encode(&digest)),
+                _ => Err(throw(
+                    &ctx,
+                    "digest: supported encodings are hex and base64",
+                )),
+            }
+        },
+    )
+}
+
+/// `Buffer.from(s, encoding)`: the bytes, as base64.
+fn native_tob64<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String, enc: String| {
+        decode(&s, &enc)
+            .map(|b| STANDARD.encode(b))
+            .ok_or_else(|| throw(&ctx, "Buffer.from: supported encodings are utf8, hex and base64 (and the input must be valid)"))
+    })
+}
+
+/// `Buffer.toString(encoding)`: base64 bytes in an encoding.
+fn native_fromb64<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), |ctx: Ctx<'js>, b64: String, enc: String| {
+        STANDARD
+            .decode(b64)
+            .ok()
+            .and_then(|b| encode(&b, &enc))
+            .ok_or_else(|| {
+                throw(
+                    &ctx,
+                    "Buffer.toString: supported encodings are utf8, hex and base64",
+                )
+            })
+    })
+}
+
+/// `new URL(href, base)`: the parts, as JSON text (empty when it does not parse).
+fn native_url<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), |href: String, base: String| {
+        let parsed = if base.is_empty() {
+            url::Url::parse(&href)
+        } else {
+            url::Url::parse(&base).and_then(|b| b.join(&href))
+        };
+        match parsed {
+            Ok(u) => json!({
+                "href": u.as_str(),
+                "protocol": format!("{}:", u.scheme()),
+                "username": u.username(),
+                "password": u.password().unwrap_or(""),
+                "host": match u.port() { Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")), None => u.host_str().unwrap_or("").to_string() },
+                "hostname": u.host_str().unwrap_or(""),
+                "port": u.port().map(|p| p.to_string()).unwrap_or_default(),
+                "pathname": u.path(),
+                "search": u.query().map(|q| format!("?{q}")).unwrap_or_default(),
+                "hash": u.fragment().map(|f| format!("#{f}")).unwrap_or_default(),
+                "origin": u.origin().ascii_serialization(),
+            })
+            .to_string(),
+            Err(_) => String::new(),
+        }
+    })
+}
+
+/// `req.svc`: records the call for the host to make and answers with a promise it settles.
+fn native_host<'js>(ctx: &Ctx<'js>, host_shared: Rc<Shared>) -> rquickjs::Result<Function<'js>> {
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>,
+              op: String,
+              payload: String|
+              -> rquickjs::Result<rquickjs::Promise<'js>> {
+            let (promise, resolve, _reject) = ctx.promise()?;
+            let refuse = |status: u16, message: &str| {
+                json!({ "error": { "status": status, "message": message } }).to_string()
+            };
+            if !host_shared.svc.get() {
+                resolve.call::<_, ()>((refuse(
+                    403,
+                    "req.svc is not available: the proxy has no application",
+                ),))?;
+                return Ok(promise);
+            }
+            let Some(op) = HostOp::parse(&op) else {
+                resolve.call::<_, ()>((refuse(400, &format!("unknown operation {op}")),))?;
+                return Ok(promise);
+            };
+            let id = host_shared.next_call.get();
+            host_shared.next_call.set(id + 1);
+            host_shared.waiting.borrow_mut().insert(
+                id,
+                (host_shared.current.get(), Persistent::save(&ctx, resolve)),
+            );
+            host_shared
+                .made
+                .borrow_mut()
+                .push(PendingCall { id, op, payload });
+            Ok(promise)
+        },
+    )
 }

@@ -28,6 +28,9 @@ enum Called {
     Threw(Persistent<Value<'static>>),
 }
 
+/// What a handler settled with: `Ok(value)` returned, `Err(value)` thrown.
+type Settled<'js> = Result<Value<'js>, Value<'js>>;
+
 /// An invocation in progress. Field order is drop order: its JavaScript values before the
 /// runtime they live in.
 pub(crate) struct Invocation {
@@ -189,70 +192,14 @@ impl Invocation {
         // req.svc.
         rt.enter(self.id, &self.tags, false, deadline);
         let state = self.context.with(|ctx| {
-            // What the handler settled with: `Ok(value)` returned, `Err(value)` thrown.
-            let settled: Result<Value, Value> = match &self.state {
-                Called::Returned(v) => match v.clone().restore(&ctx) {
-                    Ok(v) => Ok(v),
-                    Err(e) => return Err(e.to_string()),
-                },
-                Called::Threw(v) => match v.clone().restore(&ctx) {
-                    Ok(v) => Err(v),
-                    Err(e) => return Err(e.to_string()),
-                },
-                Called::Promise(p) => {
-                    let promise = match p.clone().restore(&ctx) {
-                        Ok(p) => p,
-                        Err(e) => return Err(e.to_string()),
-                    };
-                    match promise.state() {
-                        PromiseState::Pending => return Ok(None),
-                        PromiseState::Resolved => match promise.result::<Value>() {
-                            Some(Ok(v)) => Ok(v),
-                            _ => return Err(exception_message(&ctx)),
-                        },
-                        PromiseState::Rejected => {
-                            let _ = promise.result::<Value>();
-                            Err(ctx.catch())
-                        }
-                    }
-                }
+            let Some(settled) = self.settled(&ctx)? else {
+                return Ok(None);
             };
             // Past the deadline nothing more runs (the interrupt would stop it anyway).
             if Instant::now() >= deadline {
                 return Ok(Some(Err(TransformError::TimedOut)));
             }
-            let read = (|| -> Result<Outcome, Failed> {
-                let restore = |f: &Persistent<Function<'static>>| f.clone().restore(&ctx);
-                let helpers = Helpers {
-                    encode_form: restore(&self.exports.encode_form)?,
-                    stringify: restore(&self.exports.stringify)?,
-                    text: restore(&self.exports.text)?,
-                    protos: Protos {
-                        object: self.exports.object_proto.clone().restore(&ctx)?,
-                        array: self.exports.array_proto.clone().restore(&ctx)?,
-                    },
-                    lazy: match &self.lazy {
-                        Some(lazy) => Some(lazy_view(&ctx, lazy)?),
-                        None => None,
-                    },
-                };
-                match settled {
-                    Ok(value) => {
-                        let encoding = Encoding {
-                            content_type: self.content_type.as_deref(),
-                            limit: self.memory,
-                            deadline,
-                        };
-                        outcome::returned(&ctx, &value, &helpers, &encoding)
-                    }
-                    Err(thrown) => {
-                        let classify = restore(&self.exports.classify)?;
-                        let classified: Object = classify.call((thrown,))?;
-                        outcome::thrown(&classified)
-                    }
-                }
-            })();
-            match read {
+            match self.read(&ctx, settled) {
                 Ok(outcome) => Ok(Some(Ok(outcome))),
                 Err(Failed::Threw { message, discard }) => {
                     if discard {
@@ -271,22 +218,90 @@ impl Invocation {
         match state {
             Ok(Some(done)) => Step::Done(done),
             Ok(None) if !made.is_empty() => Step::Waiting(made),
-            Ok(None) => {
-                let still_waiting = rt
-                    .shared
-                    .waiting
-                    .borrow()
-                    .values()
-                    .any(|(inv, _)| *inv == self.id);
-                if still_waiting {
-                    Step::Waiting(Vec::new())
-                } else {
-                    Step::Done(Err(TransformError::Crashed(
-                        "the transform awaits a promise that can never settle (transforms have no timers)".into(),
-                    )))
+            Ok(None) => self.waiting_or_stuck(),
+            Err(message) => Step::Done(Err(rt.failure(message, deadline))),
+        }
+    }
+
+    /// What the handler settled with: `Ok(value)` returned, `Err(value)` thrown; `None` while
+    /// its promise is pending; `Err(message)` when the engine failed.
+    fn settled<'js>(&self, ctx: &rquickjs::Ctx<'js>) -> Result<Option<Settled<'js>>, String> {
+        let settled = match &self.state {
+            Called::Returned(v) => Ok(v.clone().restore(ctx).map_err(|e| e.to_string())?),
+            Called::Threw(v) => Err(v.clone().restore(ctx).map_err(|e| e.to_string())?),
+            Called::Promise(p) => {
+                let promise = p.clone().restore(ctx).map_err(|e| e.to_string())?;
+                match promise.state() {
+                    PromiseState::Pending => return Ok(None),
+                    PromiseState::Resolved => match promise.result::<Value>() {
+                        Some(Ok(v)) => Ok(v),
+                        _ => return Err(exception_message(ctx)),
+                    },
+                    PromiseState::Rejected => {
+                        let _ = promise.result::<Value>();
+                        Err(ctx.catch())
+                    }
                 }
             }
-            Err(message) => Step::Done(Err(rt.failure(message, deadline))),
+        };
+        Ok(Some(settled))
+    }
+
+    /// Reads what the handler settled with into an [`Outcome`]: a returned value through the
+    /// prelude's encoders, a thrown one through its classifier.
+    fn read<'js>(
+        &self,
+        ctx: &rquickjs::Ctx<'js>,
+        settled: Settled<'js>,
+    ) -> Result<Outcome, Failed> {
+        let restore = |f: &Persistent<Function<'static>>| f.clone().restore(ctx);
+        let helpers = Helpers {
+            encode_form: restore(&self.exports.encode_form)?,
+            stringify: restore(&self.exports.stringify)?,
+            text: restore(&self.exports.text)?,
+            protos: Protos {
+                object: self.exports.object_proto.clone().restore(ctx)?,
+                array: self.exports.array_proto.clone().restore(ctx)?,
+            },
+            lazy: match &self.lazy {
+                Some(lazy) => Some(lazy_view(ctx, lazy)?),
+                None => None,
+            },
+        };
+        match settled {
+            Ok(value) => {
+                let encoding = Encoding {
+                    content_type: self.content_type.as_deref(),
+                    limit: self.memory,
+                    deadline: self.deadline,
+                };
+                outcome::returned(ctx, &value, &helpers, &encoding)
+            }
+            Err(thrown) => {
+                let classify = restore(&self.exports.classify)?;
+                let classified: Object = classify.call((thrown,))?;
+                outcome::thrown(&classified)
+            }
+        }
+    }
+
+    /// A handler pending with no call of its own made: still waiting for an answer to an
+    /// earlier `req.svc` call, or awaiting what can never settle.
+    fn waiting_or_stuck(&self) -> Step {
+        let still_waiting = self
+            .rt
+            .shared
+            .waiting
+            .borrow()
+            .values()
+            .any(|(inv, _)| *inv == self.id);
+        if still_waiting {
+            Step::Waiting(Vec::new())
+        } else {
+            Step::Done(Err(TransformError::Crashed(
+                "the transform awaits a promise that can never settle (transforms have no timers)"
+                    .into(),
+            )))
         }
     }
 }
