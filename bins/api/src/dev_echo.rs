@@ -46,14 +46,20 @@ pub(crate) fn server(listener: TcpListener) -> std::io::Result<actix_web::dev::S
     .run())
 }
 
-/// What arrived, as JSON.
+/// What arrived, as JSON, with the headers that keep a browser from treating it as anything
+/// else (it shares its host, so its site, with the console).
 async fn echo(req: HttpRequest, body: web::Bytes) -> HttpResponse {
-    HttpResponse::Ok().json(describe(&req, &body))
+    HttpResponse::Ok()
+        .insert_header(("x-content-type-options", "nosniff"))
+        .insert_header(("content-security-policy", "sandbox"))
+        .insert_header(("cache-control", "no-store"))
+        .json(describe(&req, &body))
 }
 
 fn describe(req: &HttpRequest, body: &[u8]) -> Value {
     let mut headers = Map::new();
-    for (name, value) in req.headers() {
+    // A browser sends the console's cookies to every port of its host: never echoed.
+    for (name, value) in req.headers().iter().filter(|(n, _)| *n != "cookie") {
         let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
         match headers.get_mut(name.as_str()) {
             Some(Value::String(joined)) => {
@@ -93,12 +99,14 @@ mod tests {
         let req = actix_web::test::TestRequest::post()
             .uri("/v1/charges?x=1")
             .insert_header(("content-type", "application/json"))
+            .insert_header(("cookie", "tessera_console=secret"))
             .to_http_request();
         let described = describe(&req, br#"{"card":"4242424242424242"}"#);
         assert_eq!(described["method"], "POST");
         assert_eq!(described["path"], "/v1/charges");
         assert_eq!(described["query"], "x=1");
         assert_eq!(described["headers"]["content-type"], "application/json");
+        assert_eq!(described["headers"].get("cookie"), None);
         assert_eq!(described["body"]["card"], "4242424242424242");
         assert_eq!(describe(&req, b"a=b")["body"], "a=b");
     }

@@ -129,6 +129,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         bootstrap(&vault, &args.db.data_dir).await?;
     }
     let vault = tessera_startup::audit::start_audit(args.gateway.apply_to(vault), &args.audit)?;
+    let sockets = sockets.listen()?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();
     let mut unsafe_settings = args.gateway.unsafe_settings();
@@ -177,9 +178,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .chain(console_server)
         .chain(echo_server)
         .collect();
-    run_until_stopped(servers).await?;
-    // Async mode: commit what is still queued before the process ends.
+    let served = run_until_stopped(servers).await;
+    // Async mode: commit what is still queued before the process ends, even when a server
+    // failed.
     vault.audit().flush().await;
+    served?;
     tracing::info!("shut down cleanly");
     Ok(())
 }
@@ -234,14 +237,14 @@ impl Plan {
     }
 }
 
-/// The listening sockets of `serve`.
-struct Sockets {
-    api: std::net::TcpListener,
-    console: Option<std::net::TcpListener>,
-    echo: Option<std::net::TcpListener>,
+/// The sockets of `serve`: bound first, listening once the vault is open.
+struct Sockets<S> {
+    api: S,
+    console: Option<S>,
+    echo: Option<S>,
 }
 
-impl Sockets {
+impl Sockets<tessera_startup::listener::Bound> {
     fn bind(args: &ServeArgs, plan: &Plan) -> anyhow::Result<Self> {
         use tessera_startup::listener::bind;
         let api = bind(args.listen, "choose another with --listen")?;
@@ -258,6 +261,15 @@ impl Sockets {
             .map(|addr| bind(addr, "the echo's; choose another with --dev-echo"))
             .transpose()?;
         Ok(Self { api, console, echo })
+    }
+
+    /// Every socket listening.
+    fn listen(self) -> anyhow::Result<Sockets<std::net::TcpListener>> {
+        Ok(Sockets {
+            api: self.api.listen()?,
+            console: self.console.map(|s| s.listen()).transpose()?,
+            echo: self.echo.map(|s| s.listen()).transpose()?,
+        })
     }
 }
 

@@ -45,11 +45,6 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
-    let workers = args
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // Bound before the database is opened: a taken port stops start-up at once.
-    let listeners = server::bind(args.listen, workers)?;
     let vault = tessera_startup::open_vault(&args.db).await?;
     let vault = tessera_startup::audit::start_audit(vault, &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
@@ -64,6 +59,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .gateway
         .build(args.gateway.apply_to(vault), &registry, requests)?;
     tessera_service::unsafe_settings::announce(args.gateway.unsafe_settings(), &registry);
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Bound once the vault is open: the sockets share the port with SO_REUSEPORT, so binding
+    // early would hand part of a running instance's connections to one still starting.
+    let listeners = server::bind(args.listen, workers)?;
     tracing::info!(listen = %args.listen, workers, database = %args.db.database_url_display(), "tessera proxy-gateway listening");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let served = server::Served { registry };

@@ -73,9 +73,7 @@ impl TryFrom<String> for TransformKind {
     fn try_from(kind: String) -> Result<Self, String> {
         match kind.as_str() {
             "code" => Ok(TransformKind::Code),
-            _ => Err(format!(
-                "`{kind}` is not a transform type: the only one is `code`"
-            )),
+            _ => Err("is not a transform type: the only one is `code`".to_string()),
         }
     }
 }

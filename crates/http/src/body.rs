@@ -95,7 +95,10 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         if field.is_empty() {
             field = "body".to_string();
         }
-        if (inner.is_syntax() || inner.is_eof()) && !is_valid_json(bytes) {
+        let message = inner.to_string();
+        if (inner.is_syntax() || inner.is_eof())
+            && !(message.starts_with("expected value") && is_valid_json(bytes))
+        {
             ApiError::field("body", format!("malformed JSON: {inner}"))
         } else if inner.is_syntax() {
             // serde_json reports a number or array where a string of a fixed set belongs as

@@ -26,6 +26,11 @@ pub(crate) fn plain(message: &str) -> String {
             return format!("expected {}, found {length} elements", shape(expected));
         }
     }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        if let Some((_, accepted)) = rest.split_once(", expected ") {
+            return format!("expected {accepted}");
+        }
+    }
     if message.starts_with("data did not match any variant of untagged enum") {
         return "the value has none of the accepted shapes".to_string();
     }
@@ -138,6 +143,10 @@ mod tests {
                 "the value has none of the accepted shapes",
             ),
             (
+                "unknown variant `4111111111111111`, expected one of `card`, `bank`, `token`",
+                "expected one of `card`, `bank`, `token`",
+            ),
+            (
                 "unknown field `typo`, expected one of `name`, `type`",
                 "unknown field `typo`, expected one of `name`, `type`",
             ),
@@ -148,7 +157,12 @@ mod tests {
 
     #[test]
     fn a_string_found_is_never_quoted_back() {
-        let message = plain(r#"invalid type: string "4242424242424242", expected a sequence"#);
-        assert!(!message.contains("4242"), "{message}");
+        for serde in [
+            r#"invalid type: string "4242424242424242", expected a sequence"#,
+            "unknown variant `4242424242424242`, expected `code`",
+        ] {
+            let message = plain(serde);
+            assert!(!message.contains("4242"), "{message}");
+        }
     }
 }

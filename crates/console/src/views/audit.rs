@@ -79,10 +79,11 @@ fn resource_link(action: AuditAction, id: &uuid::Uuid) -> Markup {
     }
 }
 
-/// Who acted: an application by its name (the id on hover), or `anonymous`, `operator`…
+/// Who acted: an application by its current name with its id beside it (names are neither
+/// unique nor fixed, the id is what the event recorded), or `anonymous`, `operator`…
 fn actor(actor: Actor, names: &Names) -> Markup {
     match actor {
-        Actor::Application(id) => application(names, &id, false),
+        Actor::Application(id) => application(names, &id, true),
         other => html! { span.mono { (other.to_wire()) } },
     }
 }

@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use crate::{
     access::Principal,
     container::Container,
+    crypto::DataKey,
     error::VaultError,
     ids::TokenId,
     pagination::{Page, PageRequest},
@@ -15,7 +16,7 @@ use crate::{
     secret::Secret,
     store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenUpdate},
     timestamp,
-    token::{fingerprint_input, NewToken, Token, TokenPatch, TokenType},
+    token::{fingerprint_input, NewToken, Token, TokenChanges, TokenPatch, TokenType},
     validation::ValidationErrors,
 };
 
@@ -84,48 +85,9 @@ impl Vault {
                 current.expires_at,
                 now,
             )?;
-            if schedules_deletion(current.expires_at, changes.expires_at) {
-                caller.require_on(Permission::TokenDelete, &current.container)?;
-            }
-            if changes.destinations.is_some() {
-                // Choosing where the data may go is for those who may read it: otherwise a
-                // `token:update` key with `token:use` could bind a token to its own host and
-                // send it there through an ephemeral proxy.
-                caller.require_on(Permission::TokenRead, &current.container)?;
-            }
+            may_apply(caller, &current, &changes)?;
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-            // The ciphertext is bound to the destinations too: sealed again when either the
-            // data or the binding changes.
-            let binding = crate::binding::sealed_form(
-                changes
-                    .destinations
-                    .as_ref()
-                    .unwrap_or(&current.destinations)
-                    .as_ref(),
-            );
-            let (ciphertext, fingerprint) = match &changes.data {
-                Some(data) => {
-                    let plaintext =
-                        Secret::new(serde_json::to_vec(data.expose()).map_err(|e| {
-                            StoreError::Backend(format!("serialising token data: {e}"))
-                        })?);
-                    (
-                        Some(key.seal_token(tenant, id, &binding, plaintext.expose())?),
-                        Some(
-                            key.fingerprint(&fingerprint_input(current.token_type, data.expose())),
-                        ),
-                    )
-                }
-                None if changes.destinations.is_some() => {
-                    let old = crate::binding::sealed_form(current.destinations.as_ref());
-                    let plaintext = key.open_token(tenant, id, &old, &current.ciphertext)?;
-                    (
-                        Some(key.seal_token(tenant, id, &binding, &plaintext)?),
-                        None,
-                    )
-                }
-                None => (None, None),
-            };
+            let (ciphertext, fingerprint) = sealed_changes(&key, &current, &changes)?;
             // Strictly after the version read, so a concurrent writer's expectation can never
             // match a row this write produced.
             let modified_at = now.max(current.modified_at + time::Duration::microseconds(1));
@@ -162,7 +124,66 @@ impl Vault {
             "the token kept changing while it was being updated; retry".to_string(),
         ))
     }
+}
 
+/// Beyond `token:update`: clearing a token's expiry towards deletion needs `token:delete`, and
+/// choosing where its data may go needs `token:read` (otherwise a `token:update` key with
+/// `token:use` could bind a token to its own host and send it there through an ephemeral
+/// proxy).
+fn may_apply(
+    caller: &Principal,
+    current: &StoredToken,
+    changes: &TokenChanges,
+) -> Result<(), VaultError> {
+    if schedules_deletion(current.expires_at, changes.expires_at) {
+        caller.require_on(Permission::TokenDelete, &current.container)?;
+    }
+    if changes.destinations.is_some() {
+        caller.require_on(Permission::TokenRead, &current.container)?;
+    }
+    Ok(())
+}
+
+/// The new ciphertext and fingerprint `changes` call for (`None`: unchanged). The ciphertext is
+/// bound to the destinations too, so it is sealed again when either the data or the binding
+/// changes.
+fn sealed_changes(
+    key: &DataKey,
+    current: &StoredToken,
+    changes: &TokenChanges,
+) -> Result<(Option<Vec<u8>>, Option<String>), VaultError> {
+    let (tenant, id) = (current.tenant_id, current.id);
+    let binding = crate::binding::sealed_form(
+        changes
+            .destinations
+            .as_ref()
+            .unwrap_or(&current.destinations)
+            .as_ref(),
+    );
+    Ok(match &changes.data {
+        Some(data) => {
+            let plaintext = Secret::new(
+                serde_json::to_vec(data.expose())
+                    .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
+            );
+            (
+                Some(key.seal_token(tenant, id, &binding, plaintext.expose())?),
+                Some(key.fingerprint(&fingerprint_input(current.token_type, data.expose()))),
+            )
+        }
+        None if changes.destinations.is_some() => {
+            let old = crate::binding::sealed_form(current.destinations.as_ref());
+            let plaintext = key.open_token(tenant, id, &old, &current.ciphertext)?;
+            (
+                Some(key.seal_token(tenant, id, &binding, &plaintext)?),
+                None,
+            )
+        }
+        None => (None, None),
+    })
+}
+
+impl Vault {
     /// Creates 1–[`MAX_BULK`] tokens, all or none, returned in request order. Every element is
     /// validated first (problems keyed `[i].field`); `token:create` is needed on every target
     /// container. Elements asking to deduplicate are answered with an existing equal token

@@ -33,8 +33,13 @@ pub(crate) fn respond(
             mark_proxied(gw, &ctx, res.headers_mut(), status);
             res
         }
-        Err(Halt::Answer(res)) => {
+        Err(Halt::Answer(mut res)) => {
             gw.metrics.error(ErrorKind::TransformFailed);
+            // A transform's own answer is not the destination's: it never carries the
+            // destination's status, nor a warning it could forge.
+            let names = &gw.config.names;
+            res.headers_mut().remove(&names.destination_status);
+            res.headers_mut().remove(&names.proxy_warning);
             *res
         }
         Err(Halt::Fail(e)) => {

@@ -422,11 +422,14 @@ async fn thrown_error_classes_map_to_statuses(db: &TestDatabase, mode: Isolation
 async fn a_custom_http_response_error_is_answered_as_given(db: &TestDatabase, mode: Isolation) {
     let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
-    let custom = "module.exports = async () => { throw new CustomHttpResponseError({ status: 418, headers: { 'x-tea': 'pot' }, body: { brewed: false } }); };";
+    let custom = "module.exports = async () => { throw new CustomHttpResponseError({ status: 418, headers: { 'x-tea': 'pot', 'svc-proxy-warning': 'forged', 'svc-proxy-destination-status': '200' }, body: { brewed: false } }); };";
     let pkey = request_transform(&g, "custom", custom).await;
     let r = post(&g, &pkey, &key).await.expect(418);
     assert_eq!(r.body, json!({"brewed": false}));
     assert_eq!(r.header("x-tea"), Some("pot"));
+    // Tessera's own answer headers are not the transform's to set.
+    assert_eq!(r.header("svc-proxy-warning"), None);
+    assert_eq!(r.header("svc-proxy-destination-status"), None);
 }
 
 /// A request transform answering `status` with `CustomHttpResponseError`: its key.

@@ -68,6 +68,10 @@ fn declared_type(schema: &Value) -> Option<&str> {
 /// Values of the wrong type for `schema` (two kinds when its type is not declared).
 fn wrong_values(schema: &Value) -> Vec<Value> {
     match declared_type(schema) {
+        // A string of a fixed set (`type`, `permissions[0]`): an unknown one must not be quoted.
+        Some("string") if schema["enum"].is_array() => {
+            vec![json!(12345), json!({"k": SENT}), json!(SENT)]
+        }
         Some("string") => vec![json!(12345), json!({"k": SENT})],
         Some("integer" | "number") => vec![json!(SENT), json!([1])],
         Some("boolean") => vec![json!(SENT), json!(1)],

@@ -291,6 +291,10 @@ async fn applications_are_shown_by_name(db: &TestDatabase) {
     let actors = tab
         .eval("[...document.querySelectorAll('table.events td.actor')].map(td => [td.innerText, td.querySelector('[title]')?.title])")
         .await;
-    assert_eq!(actors, json!([["admin", admin]]), "the actor, named");
+    assert_eq!(
+        actors,
+        json!([[format!("admin {admin}"), admin]]),
+        "the actor, named, with the id the event recorded beside it"
+    );
     b.close().await;
 }
