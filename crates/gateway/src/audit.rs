@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::{
     error::{ErrorKind, GatewayError},
+    handoff::Halt,
     shared::Shared,
-    stages::Halt,
 };
 
 /// What the audit trail needs to know of one invocation, filled in by the stages (only the

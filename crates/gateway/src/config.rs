@@ -350,26 +350,6 @@ pub enum BuildError {
     Sandbox(#[from] std::io::Error),
 }
 
-impl GatewayArgs {
-    /// The gateway these flags describe, over `vault` (already given [`GatewayArgs::apply_to`]),
-    /// with its transform engine and rate limit; its metrics go into `registry` and `requests`.
-    pub fn build(
-        &self,
-        vault: Vault,
-        registry: &tessera_service::metrics::Registry,
-        requests: std::sync::Arc<tessera_service::metrics::RequestCounter>,
-    ) -> Result<crate::Gateway, BuildError> {
-        self.validate()?;
-        let engine = tessera_transform_runtime::TransformEngine::new(self.engine_config()?)?;
-        let mut gateway =
-            crate::Gateway::new(vault, self.config(), registry, requests)?.with_transforms(engine);
-        if let Some(limit) = self.rate_limit()? {
-            gateway = gateway.with_rate_limit(limit);
-        }
-        Ok(gateway)
-    }
-}
-
 /// Most memory a transform invocation may be given, in MiB.
 const MAX_TRANSFORM_MEMORY_MB: usize = 4096;
 

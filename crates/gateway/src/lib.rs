@@ -44,6 +44,7 @@ pub mod config;
 mod context;
 pub mod destination;
 pub mod error;
+mod handoff;
 pub mod headers;
 pub mod metrics;
 mod quarantine;
@@ -188,6 +189,28 @@ async fn run(gw: &Shared, ctx: &mut RequestContext<'_>, body: LocalBody) -> Resu
     let outgoing = transform_request(gw, ctx, &proxy, outgoing).await?;
     let answer = forward(gw, ctx, uri, outgoing).await?;
     transform_response(gw, ctx, &proxy, answer).await
+}
+
+/// Built here rather than beside the flags, so that `config.rs` stays below the gateway it
+/// configures.
+impl GatewayArgs {
+    /// The gateway these flags describe, over `vault` (already given [`GatewayArgs::apply_to`]),
+    /// with its transform engine and rate limit; its metrics go into `registry` and `requests`.
+    pub fn build(
+        &self,
+        vault: Vault,
+        registry: &tessera_service::metrics::Registry,
+        requests: std::sync::Arc<tessera_service::metrics::RequestCounter>,
+    ) -> Result<Gateway, config::BuildError> {
+        self.validate()?;
+        let engine = tessera_transform_runtime::TransformEngine::new(self.engine_config()?)?;
+        let mut gateway =
+            Gateway::new(vault, self.config(), registry, requests)?.with_transforms(engine);
+        if let Some(limit) = self.rate_limit()? {
+            gateway = gateway.with_rate_limit(limit);
+        }
+        Ok(gateway)
+    }
 }
 
 impl ProxyHandler for Gateway {

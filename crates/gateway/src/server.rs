@@ -63,7 +63,7 @@ pub fn bind(addr: SocketAddr, workers: usize) -> Result<Vec<std::net::TcpListene
         socket.set_reuse_address(true).map_err(|e| fail(at, e))?;
         socket.set_reuse_port(true).map_err(|e| fail(at, e))?;
         socket.set_nonblocking(true).map_err(|e| fail(at, e))?;
-        socket.set_nodelay(true).map_err(|e| fail(at, e))?;
+        socket.set_tcp_nodelay(true).map_err(|e| fail(at, e))?;
         socket.bind(&at.into()).map_err(|e| fail(at, e))?;
         socket.listen(4096).map_err(|e| fail(at, e))?;
         let listener: std::net::TcpListener = socket.into();

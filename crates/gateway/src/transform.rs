@@ -26,9 +26,9 @@ use crate::{
     audit::SvcAudit,
     context::RequestContext,
     error::{ErrorKind, GatewayError},
+    handoff::Halt,
     headers,
     shared::Shared,
-    stages::Halt,
     svc::{BoundReads, Stage, SvcHost},
 };
 
