@@ -96,7 +96,7 @@ impl Ctx {
     /// The names of the applications `ids`, looked up once for the page (the signed-in
     /// application's always known); see [`Names`].
     pub(crate) async fn names(&self, ids: impl IntoIterator<Item = ApplicationId>) -> Names {
-        Names::of(self, ids)
+        Names::of(&self.state.vault, &self.principal, ids)
             .await
             .with(self.principal.application_id(), self.app_name.as_deref())
     }

@@ -32,6 +32,7 @@ mod gateway_client;
 mod inputs;
 mod mask;
 mod names;
+mod recent_tokens;
 mod routes;
 mod security;
 mod session;

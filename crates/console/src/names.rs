@@ -8,9 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tessera_domain::{store::ApplicationFilter, ApplicationId, PageRequest, Permission};
-
-use crate::context::Ctx;
+use tessera_domain::{
+    store::ApplicationFilter, ApplicationId, PageRequest, Permission, Principal, Vault,
+};
 
 /// Names by application id; an id missing here is shown as itself.
 #[derive(Debug, Default)]
@@ -29,9 +29,13 @@ impl Names {
 
     /// The names of `ids`, looked up at once (one query per hundred distinct ids) as the
     /// signed-in application. Without `application:read`, or when the lookup fails, none.
-    pub(crate) async fn of(ctx: &Ctx, ids: impl IntoIterator<Item = ApplicationId>) -> Self {
+    pub(crate) async fn of(
+        vault: &Vault,
+        principal: &Principal,
+        ids: impl IntoIterator<Item = ApplicationId>,
+    ) -> Self {
         let mut names = Self::none();
-        if !ctx.principal.may_somewhere(Permission::ApplicationRead) {
+        if !principal.may_somewhere(Permission::ApplicationRead) {
             return names;
         }
         let wanted: Vec<ApplicationId> = ids
@@ -47,17 +51,12 @@ impl Names {
             let Ok(page) = PageRequest::new(Some(1), i64::try_from(chunk.len()).ok()) else {
                 continue;
             };
-            match ctx
-                .state
-                .vault
-                .find_applications(&ctx.principal, &filter, page)
-                .await
-            {
+            match vault.find_applications(principal, &filter, page).await {
                 Ok(found) => names
                     .by_id
                     .extend(found.items.into_iter().map(|a| (a.id, a.name))),
                 Err(e) => {
-                    tracing::debug!(request_id = %ctx.request_id, error = %e, "application names not looked up");
+                    tracing::debug!(error = %e, "application names not looked up");
                     return names;
                 }
             }

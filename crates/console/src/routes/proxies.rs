@@ -188,7 +188,7 @@ pub(crate) async fn render(
     };
     let available = ctx.state.gateway.is_some();
     let recent = match available {
-        true => super::try_it::recent_tokens(ctx).await,
+        true => crate::recent_tokens::recent_tokens(ctx).await,
         false => RecentTokens::Listed(vec![]),
     };
     let token = ctx.session.csrf.expose();

@@ -180,11 +180,6 @@ impl SealedTokens {
         })
     }
 
-    /// True when no token was found.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// `Ok` when every token may be sent to `target` (see [`crate::binding::check`]): checked
     /// before anything is decrypted, so a refused request carries nothing anywhere.
     pub fn check_target(
