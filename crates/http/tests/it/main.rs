@@ -22,6 +22,7 @@ mod lifecycle;
 mod openapi;
 mod proxies;
 mod proxy_patch;
+mod query_params;
 mod rate_limit;
 mod readiness;
 mod sdk_compat;
