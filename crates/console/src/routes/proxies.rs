@@ -206,29 +206,20 @@ pub(crate) async fn render(
 
 /// `GET /console/proxies/{id}`.
 pub(crate) async fn page(ctx: Ctx, req: HttpRequest, id: web::Path<String>) -> HttpResponse {
-    let Some(id) = path_id::<ProxyId>(&id) else {
-        return ctx.failure(SECTION, &not_found());
-    };
-    let result = ctx.state.vault.get_proxy(&ctx.principal, id).await;
-    match ctx.unaudited(SECTION, result) {
-        Ok(proxy) => {
-            let example = TryRequest::example();
-            let parts = PageParts {
-                saved: query(&req).checked("saved"),
-                ..PageParts::of(&proxy, &example)
-            };
-            render(&ctx, StatusCode::OK, &id, &ProxyForm::of(&proxy), parts).await
-        }
-        Err(refusal) => refusal.into_response(&ctx, SECTION),
-    }
+    shown(&ctx, &id, query(&req).checked("saved"), false).await
 }
 
 /// `POST /console/proxies/{id}/key`: the proxy page with its key shown. It needs what the
 /// API's `GET /proxies/{id}` needs (`proxy:read`), which returns the key too; like that read,
 /// it records no event.
 pub(crate) async fn show_key(posted: Posted, id: web::Path<String>) -> HttpResponse {
-    let ctx = posted.ctx;
-    let Some(id) = path_id::<ProxyId>(&id) else {
+    shown(&posted.ctx, &id, false, true).await
+}
+
+/// The page of proxy `id`, read with `proxy:read` (no event, as the API's read): after a save
+/// it says so, and with `show_key` it shows the key.
+async fn shown(ctx: &Ctx, id: &str, saved: bool, show_key: bool) -> HttpResponse {
+    let Some(id) = path_id::<ProxyId>(id) else {
         return ctx.failure(SECTION, &not_found());
     };
     let result = ctx.state.vault.get_proxy(&ctx.principal, id).await;
@@ -236,12 +227,13 @@ pub(crate) async fn show_key(posted: Posted, id: web::Path<String>) -> HttpRespo
         Ok(proxy) => {
             let example = TryRequest::example();
             let parts = PageParts {
-                key: Some(proxy.key.expose()),
+                saved,
+                key: show_key.then(|| proxy.key.expose().as_str()),
                 ..PageParts::of(&proxy, &example)
             };
-            render(&ctx, StatusCode::OK, &id, &ProxyForm::of(&proxy), parts).await
+            render(ctx, StatusCode::OK, &id, &ProxyForm::of(&proxy), parts).await
         }
-        Err(refusal) => refusal.into_response(&ctx, SECTION),
+        Err(refusal) => refusal.into_response(ctx, SECTION),
     }
 }
 

@@ -304,25 +304,6 @@ async fn token_reads(s: &Setup) -> usize {
         .count()
 }
 
-/// An application `checkout` of the console's tenant and a token it created: its principal
-/// and the token's id.
-async fn written_by_checkout(s: &Setup) -> (tessera_domain::Principal, TokenId) {
-    let writer_key = s
-        .key(json!({"name": "checkout", "type": "private", "permissions": ["token:create", "token:read"]}))
-        .await;
-    let writer = s
-        .vault()
-        .authenticate(Some(&writer_key))
-        .await
-        .expect("writer");
-    let token = s
-        .vault()
-        .create_token(&writer, NewToken::new(TokenType::Token, json!("x")))
-        .await
-        .expect("token");
-    (writer, token.id)
-}
-
 /// Another tenant with an application named `hidden-name`.
 async fn another_tenants_application(s: &Setup) {
     let (_, elsewhere) = other_tenant(s.vault(), "elsewhere").await;
@@ -341,7 +322,7 @@ async fn another_tenants_application(s: &Setup) {
 async fn applications_are_named_within_the_tenant(db: &TestDatabase) {
     let s = Setup::start(db, Duration::from_secs(60)).await;
     another_tenants_application(&s).await;
-    let (writer, token) = written_by_checkout(&s).await;
+    let (writer, token) = crate::support::written_by_checkout(&s).await;
     let admin_id = s.admin.application_id().to_string();
     let writer_id = writer.application_id().to_string();
     let mut c = client(&s).await;
@@ -370,7 +351,7 @@ async fn applications_are_named_within_the_tenant(db: &TestDatabase) {
 
 async fn an_id_is_shown_without_application_read_or_once_deleted(db: &TestDatabase) {
     let s = Setup::start(db, Duration::from_secs(60)).await;
-    let (writer, token) = written_by_checkout(&s).await;
+    let (writer, token) = crate::support::written_by_checkout(&s).await;
     let writer_id = writer.application_id().to_string();
     // Without application:read, the ids alone (but for the signed-in application's own).
     let narrow_key = s

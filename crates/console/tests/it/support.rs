@@ -293,3 +293,22 @@ where
         page.csrf()
     }
 }
+
+/// An application `checkout` of the console's tenant and a token it created: its principal
+/// and the token's id.
+pub(crate) async fn written_by_checkout(s: &Setup) -> (Principal, tessera_domain::TokenId) {
+    let writer_key = s
+        .key(json!({"name": "checkout", "type": "private", "permissions": ["token:create", "token:read"]}))
+        .await;
+    let writer = s
+        .vault()
+        .authenticate(Some(&writer_key))
+        .await
+        .expect("writer");
+    let token = s
+        .vault()
+        .create_token(&writer, NewToken::new(TokenType::Token, json!("x")))
+        .await
+        .expect("token");
+    (writer, token.id)
+}

@@ -249,20 +249,7 @@ async fn try_it_inserts_a_recent_token_at_the_placeholder_and_the_caret(db: &Tes
 
 async fn applications_are_shown_by_name(db: &TestDatabase) {
     let s = Setup::start(db, Duration::from_secs(60)).await;
-    let writer_key = s
-        .key(json!({"name": "checkout", "type": "private", "permissions": ["token:create", "token:read"]}))
-        .await;
-    let writer = s
-        .vault()
-        .authenticate(Some(&writer_key))
-        .await
-        .expect("writer");
-    let token = s
-        .vault()
-        .create_token(&writer, NewToken::new(TokenType::Token, json!("x")))
-        .await
-        .expect("token")
-        .id;
+    let (writer, token) = crate::support::written_by_checkout(&s).await;
     let Some(b) = browse_setup(s).await else {
         return;
     };
