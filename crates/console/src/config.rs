@@ -105,10 +105,12 @@ impl ConsoleArgs {
         if self.no_console {
             return None;
         }
-        let gateway_url = self
-            .console_gateway_url
-            .clone()
-            .or_else(|| gateway_mounted.then(|| loopback_url(listen)));
+        let gateway_url = self.console_gateway_url.clone().or_else(|| {
+            gateway_mounted
+                .then(|| tessera_domain::origin::Origin::loopback_for(listen))
+                .flatten()
+                .map(|o| o.as_str().to_string())
+        });
         Some(ConsoleConfig {
             session_idle: Duration::from_secs_f64(self.console_session_ttl),
             session_max_age: MAX_SESSION_AGE,
@@ -117,17 +119,6 @@ impl ConsoleArgs {
             trusted_proxies: self.console_trusted_proxies.clone(),
         })
     }
-}
-
-/// `http://` + the address a process listening on `listen` is reached at from itself: the
-/// loopback address of the same family when it listens on every interface.
-fn loopback_url(listen: SocketAddr) -> String {
-    let ip = match listen.ip() {
-        std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
-        std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
-        ip => ip,
-    };
-    format!("http://{}", SocketAddr::new(ip, listen.port()))
 }
 
 #[cfg(test)]

@@ -58,10 +58,28 @@ impl Origin {
         Ok(Self(url.origin().ascii_serialization()))
     }
 
+    /// The `http` origin through which a browser on this machine reaches a listener bound to
+    /// `listen` ([`reachable_address`]), when it is one an origin may be (a loopback host).
+    pub fn loopback_for(listen: std::net::SocketAddr) -> Option<Self> {
+        Self::parse(&format!("http://{}", reachable_address(listen))).ok()
+    }
+
     /// The origin as browsers send it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// Where a client on this machine reaches a listener bound to `listen`: the address itself, or
+/// loopback in place of an unspecified one (`0.0.0.0`, `::`).
+pub fn reachable_address(listen: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let ip = match listen.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(v6) if v6.is_unspecified() => Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    std::net::SocketAddr::new(ip, listen.port())
 }
 
 impl fmt::Display for Origin {
@@ -72,6 +90,24 @@ impl fmt::Display for Origin {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unspecified_listener_is_reached_on_loopback() {
+        let reach = |a: &str| super::reachable_address(a.parse().expect("address")).to_string();
+        assert_eq!(reach("0.0.0.0:8080"), "127.0.0.1:8080");
+        assert_eq!(reach("[::]:8080"), "[::1]:8080");
+        assert_eq!(reach("192.168.1.5:8080"), "192.168.1.5:8080");
+        assert_eq!(
+            super::Origin::loopback_for("0.0.0.0:8082".parse().expect("address"))
+                .map(|o| o.as_str().to_string()),
+            Some("http://127.0.0.1:8082".to_string())
+        );
+        assert_eq!(
+            super::Origin::loopback_for("192.168.1.5:8082".parse().expect("address")),
+            None,
+            "plain http is an origin for loopback hosts only"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -54,11 +54,11 @@ impl ElementsArgs {
         let api_origin = self
             .elements_api_origin
             .clone()
-            .or_else(|| loopback_origin(api_listen));
+            .or_else(|| Origin::loopback_for(api_listen));
         let frame_origin = self
             .elements_origin
             .clone()
-            .or_else(|| loopback_origin(console_listen));
+            .or_else(|| Origin::loopback_for(console_listen));
         let (Some(api_origin), Some(frame_origin)) = (api_origin, frame_origin) else {
             tracing::warn!(
                 "the hosted card fields are off: set --elements-api-origin and --elements-origin to the https origins browsers reach the API and the console at"
@@ -71,17 +71,6 @@ impl ElementsArgs {
         };
         Some((config, frame_origin))
     }
-}
-
-/// `http://` and the address a browser on this machine reaches `listen` at, when that is a
-/// loopback address (or every interface, reached over loopback).
-fn loopback_origin(listen: SocketAddr) -> Option<Origin> {
-    let ip = match listen.ip() {
-        std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
-        std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
-        ip => ip,
-    };
-    Origin::parse(&format!("http://{}", SocketAddr::new(ip, listen.port()))).ok()
 }
 
 #[cfg(test)]
