@@ -35,8 +35,8 @@ pub struct Principal {
 }
 
 /// A permission check a call passed. An idempotent request's checks are kept with its answer,
-/// so that a replay is answered only to a caller that would pass them again today (attack
-/// finding 14: a replay returned a minted key after the permission to mint it was revoked).
+/// so that a replay is answered only to a caller that would pass them again today (otherwise a
+/// replay would return a minted key after the permission to mint it was revoked).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "check", rename_all = "snake_case")]
 pub enum GrantCheck {

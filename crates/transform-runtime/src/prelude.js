@@ -1,5 +1,6 @@
 // Tessera transform prelude: evaluated once per context, before the tenant's code. It defines
-// the globals of SUPPLEMENT §7 and returns the runner the host calls. Host functions arrive in
+// the globals of docs/api.md, "Transforms" (`console`, `atob`/`btoa`, `crypto`, `Buffer`, `URL`,
+// the error classes) and returns the runner the host calls. Host functions arrive in
 // `native` and are kept in this closure only (never reachable from tenant code).
 export default function install(native) {
   'use strict';

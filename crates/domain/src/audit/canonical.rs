@@ -1,8 +1,8 @@
 //! The canonical encoding of an event: its fields (with its position `seq`) as JSON with keys
 //! in byte order and no whitespace, timestamps as RFC 3339 with six fractional digits. It is
 //! what is hashed *and* what is stored: a block keeps each event as exactly these bytes, and
-//! listing decodes them, so what a reader is shown is what the chain vouches for (attack
-//! finding 3: rows stored as separate columns could be recased without changing their hash).
+//! listing decodes them, so what a reader is shown is what the chain vouches for (rows stored
+//! as separate columns could be recased without changing their hash).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

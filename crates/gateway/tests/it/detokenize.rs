@@ -87,7 +87,7 @@ async fn a_regular_expression_search_is_refused_whatever_the_token(db: &TestData
     assert_eq!(matching.body, other.body);
 }
 
-/// Issue 11 (high), as above: `match` is a regular expression too.
+/// As above: `match` is a regular expression too.
 async fn a_regular_expression_match_is_refused_as_not_allowed(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let keys = keys(&g).await;
@@ -98,7 +98,7 @@ async fn a_regular_expression_match_is_refused_as_not_allowed(db: &TestDatabase)
     assert!(m.detail().contains("not allowed"), "{}", m.body);
 }
 
-/// Issue 11 (high), as above: a comparison selects or not; the caller sees the same answer
+/// As above: a comparison selects or not; the caller sees the same answer
 /// either way, and only the destination sees the difference.
 async fn a_comparison_answers_the_same_whether_it_selects_or_not(db: &TestDatabase) {
     let g = Harness::start(db).await;
@@ -125,7 +125,7 @@ async fn a_comparison_answers_the_same_whether_it_selects_or_not(db: &TestDataba
     assert_eq!(sent_unselected, json!({"probe": null}).to_string());
 }
 
-/// Issue 11 (high), as above: filters that do not apply to the value render null instead of
+/// As above: filters that do not apply to the value render null instead of
 /// failing.
 async fn filters_that_do_not_apply_render_null(db: &TestDatabase) {
     let g = Harness::start(db).await;
@@ -445,7 +445,7 @@ async fn another_tenants_token_is_answered_like_an_unknown_one(db: &TestDatabase
     assert_eq!(g.upstream.hits(), before, "nothing reached the destination");
 }
 
-/// Issue 15: once past `expires_at`, a token is unknown to the gateway too — also when its
+/// Once past `expires_at`, a token is unknown to the gateway too — also when its
 /// row was cached (the cache keeps rows up to its TTL; expiry is checked on every use).
 async fn an_expired_token_is_answered_like_an_unknown_one_even_when_cached(db: &TestDatabase) {
     let g = Harness::start(db).await;

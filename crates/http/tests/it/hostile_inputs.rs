@@ -14,7 +14,7 @@ backend_tests!(
     metadata_filters_are_bounded_at_ten_pairs,
 );
 
-/// Finding 15: `["x","private",["token:read"]]` used to create an application.
+/// `["x","private",["token:read"]]` used to create an application.
 async fn json_bodies_must_be_objects_where_objects_belong(db: &TestDatabase) {
     let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
@@ -39,7 +39,7 @@ async fn json_bodies_must_be_objects_where_objects_belong(db: &TestDatabase) {
     assert_eq!(tokens.body["pagination"]["total_items"], 0);
 }
 
-/// Finding 10: `9999-12-31T23:59:59-23:59` is in year 10000 in UTC and used to panic.
+/// `9999-12-31T23:59:59-23:59` is in year 10000 in UTC and used to panic.
 async fn times_past_year_9999_in_utc_are_refused_everywhere(db: &TestDatabase) {
     let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
@@ -78,7 +78,7 @@ async fn times_past_year_9999_in_utc_are_refused_everywhere(db: &TestDatabase) {
     }
 }
 
-/// Finding 13: a NUL in the fingerprint answered 500 on PostgreSQL.
+/// a NUL in the fingerprint answered 500 on PostgreSQL.
 async fn search_fingerprints_are_64_hex_digits(db: &TestDatabase) {
     let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);
@@ -105,7 +105,7 @@ async fn search_fingerprints_are_64_hex_digits(db: &TestDatabase) {
     );
 }
 
-/// Finding 7: at most ten metadata pairs per search or list filter.
+/// at most ten metadata pairs per search or list filter.
 async fn metadata_filters_are_bounded_at_ten_pairs(db: &TestDatabase) {
     let (app, t) = app_with_tenant(db, "acme").await;
     let c = Caller::new(&app, &t.admin_key);

@@ -233,7 +233,7 @@ async fn fingerprint_search_is_narrowed_to_readable_containers(db: &TestDatabase
     assert_eq!(page.body["data"][0]["containers"], json!(["/pci/low/"]));
 }
 
-/// Finding 9: an expiry is a scheduled delete. Setting one, or bringing one forward, needs
+/// An expiry is a scheduled delete. Setting one, or bringing one forward, needs
 /// `token:delete` too; postponing or clearing it does not.
 async fn setting_or_shortening_an_expiry_needs_delete(db: &TestDatabase) {
     let (app, t, updater) = acme_with_key(

@@ -350,7 +350,7 @@ async fn verification_names_a_deleted_event_and_a_cut_end(t: &TestDatabase) {
     assert_eq!(b.event_id, Some(ids[5]), "the head names the last event");
 }
 
-/// Issue 24: an edit inside a block names the event; a block moved, or one whose link to the
+/// an edit inside a block names the event; a block moved, or one whose link to the
 /// previous block was rewritten, is named at the boundary.
 async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     let tenant = TenantId::new();

@@ -1,4 +1,4 @@
-//! Issue 24: the per-event rows of the first audit release move into blocks on both backends.
+//! The per-event rows of the first audit release move into blocks on both backends.
 //! An untouched trail verifies and lists as before; a row edited before the move is still
 //! named by verification after it.
 

@@ -334,7 +334,7 @@ async fn a_sandbox_serves_one_tenant() {
     );
 }
 
-/// Issue 25: a sandbox that dies mid-job, writes a malformed frame into its ring, scribbles
+/// a sandbox that dies mid-job, writes a malformed frame into its ring, scribbles
 /// over the ring's counters, or never answers fails only the job it was running — an engine
 /// error (the gateway's 500 `proxy_error`) or, for the one that never answers, the time limit
 /// (500, and the proxy is quarantined) — is replaced, and another tenant's jobs on the same

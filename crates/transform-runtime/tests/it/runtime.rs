@@ -17,7 +17,7 @@ both_modes!(
     error_classes_custom_responses_and_crashes,
     sandbox_refuses_eval_require_and_contains_runaway_code,
     nothing_is_shared_between_proxies,
-    globals_of_the_supplement,
+    the_documented_globals,
     hex_buffers_take_only_hex_digits,
     svc_calls_are_answered_by_the_host,
     many_parallel_invocations,
@@ -314,7 +314,7 @@ async fn nothing_is_shared_between_proxies(config: EngineConfig) {
     }
 }
 
-async fn globals_of_the_supplement(config: EngineConfig) {
+async fn the_documented_globals(config: EngineConfig) {
     let e = engine(config);
     let code = r#"module.exports = async () => {
       const u = new URL('https://api.example.com:8443/v1/charges?limit=2&x=a+b#frag');
@@ -597,7 +597,7 @@ async fn huge_array_likes_are_refused(config: EngineConfig) {
     );
 }
 
-/// Issue 25: an object body's nested members are parsed only when the transform touches them
+/// an object body's nested members are parsed only when the transform touches them
 /// (until then they are accessors), and the returned body is what JSON.stringify writes: an
 /// untouched member copied from the text when that is canonical, re-encoded when it is not.
 async fn json_bodies_are_given_member_by_member(config: EngineConfig) {
@@ -641,7 +641,7 @@ async fn json_bodies_are_given_member_by_member(config: EngineConfig) {
     }
 }
 
-/// Issue 25: the bundled QuickJS-NG polls the interrupt handler inside regular-expression
+/// the bundled QuickJS-NG polls the interrupt handler inside regular-expression
 /// execution (`lre_poll_timeout` in libregexp.c, every 10,000 backtracking steps and loop
 /// iterations), so catastrophic backtracking — which would run for ages — ends at the time
 /// limit, inline too. (A pattern with a very long literal is another matter: see
