@@ -18,6 +18,7 @@ pub mod api;
 pub mod db;
 pub mod fuzz;
 pub mod gateway;
+pub mod http_client;
 pub mod process;
 pub mod softhsm;
 pub mod tamper;

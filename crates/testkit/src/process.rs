@@ -60,7 +60,7 @@ impl Server {
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let base = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + START_TIMEOUT;
-        while ureq::get(&format!("{base}/healthz")).call().is_err() {
+        while crate::http_client::send("GET", &format!("{base}/healthz"), &[], None).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "{:?} did not start",
@@ -141,17 +141,12 @@ pub fn call(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut req = ureq::request(method, url);
-    for (name, value) in headers {
-        req = req.set(name, value);
-    }
-    let result = match body {
-        Some(body) => req.send_json(body),
-        None => req.call(),
-    };
-    match result {
-        Ok(r) => (r.status(), r.into_json().unwrap_or(Value::Null)),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
-        Err(e) => panic!("{url}: {e}"),
-    }
+    let mut headers = headers.to_vec();
+    let body = body.map(|b| {
+        headers.push(("content-type", "application/json"));
+        b.to_string().into_bytes()
+    });
+    let answer = crate::http_client::send(method, url, &headers, body)
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    (answer.status, answer.json())
 }

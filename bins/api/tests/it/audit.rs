@@ -8,15 +8,8 @@ use crate::cli::{bootstrap, command, get, post, serve};
 
 /// `GET url` with headers: the status and the body.
 fn get_with(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut req = ureq::get(url);
-    for (k, v) in headers {
-        req = req.set(k, v);
-    }
-    match req.call() {
-        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
-        Err(e) => panic!("{url}: {e}"),
-    }
+    let answer = tessera_testkit::http_client::get(url, headers);
+    (answer.status, answer.text())
 }
 
 /// A destination that outlives the restarts: answers every request `200 {}` and closes.

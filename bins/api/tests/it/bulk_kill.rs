@@ -64,14 +64,16 @@ fn acknowledged_tokens_survive(dir: &std::path::Path, database: Option<&str>) {
                         .iter()
                         .map(|d| json!({"type": "token", "data": d, "metadata": {"caller": caller.to_string()}}))
                         .collect();
-                    let Ok(answer) = ureq::post(&format!("{base}/tokenize"))
-                        .set("SVC-API-KEY", &admin)
-                        .send_json(json!(body))
-                    else {
+                    let Ok(answer) = tessera_testkit::http_client::send(
+                        "POST",
+                        &format!("{base}/tokenize"),
+                        &[("SVC-API-KEY", &admin), ("Content-Type", "application/json")],
+                        Some(json!(body).to_string().into_bytes()),
+                    ) else {
                         return; // killed: the call was not acknowledged
                     };
-                    assert_eq!(answer.status(), 201);
-                    let tokens: Value = answer.into_json().expect("json");
+                    assert_eq!(answer.status, 201);
+                    let tokens: Value = answer.json();
                     let mut done = acknowledged.lock().expect("lock");
                     for (token, d) in tokens.as_array().expect("array").iter().zip(data) {
                         done.push((token["id"].as_str().expect("id").to_string(), d));

@@ -49,31 +49,31 @@ impl Answer {
 
 /// One request with `cookie`, never following redirects.
 fn send(method: &str, url: &str, cookie: &str, form: Option<&[(&str, &str)]>) -> Answer {
-    let agent = ureq::AgentBuilder::new().redirects(0).build();
-    let mut req = agent.request(method, url);
+    let mut headers = Vec::new();
     if !cookie.is_empty() {
-        req = req.set("Cookie", cookie);
+        headers.push(("Cookie", cookie));
     }
-    let result = match form {
-        Some(pairs) => req.send_form(pairs),
-        None => req.call(),
-    };
-    let res = match result {
-        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{url}: {e}"),
-    };
-    let status = res.status();
+    let body = form.map(|pairs| {
+        headers.push(("Content-Type", "application/x-www-form-urlencoded"));
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish()
+            .into_bytes()
+    });
+    let res = tessera_testkit::http_client::send(method, url, &headers, body)
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let status = res.status;
     let headers = res
-        .headers_names()
-        .into_iter()
-        .flat_map(|name| {
-            res.all(&name)
-                .into_iter()
-                .map(|v| (name.clone(), v.to_string()))
-                .collect::<Vec<_>>()
+        .headers
+        .iter()
+        .map(|(name, v)| {
+            (
+                name.as_str().to_string(),
+                v.to_str().unwrap_or_default().to_string(),
+            )
         })
         .collect();
-    let body = res.into_string().unwrap_or_default();
+    let body = res.text();
     Answer {
         status,
         headers,

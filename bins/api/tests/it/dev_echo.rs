@@ -7,11 +7,7 @@ use tessera_testkit::process::{call, free_port, Server};
 use crate::cli::{bootstrap, command, post};
 
 fn metrics(base: &str) -> String {
-    ureq::get(&format!("{base}/metrics"))
-        .call()
-        .expect("metrics")
-        .into_string()
-        .expect("text")
+    tessera_testkit::http_client::get(&format!("{base}/metrics"), &[]).text()
 }
 
 #[test]

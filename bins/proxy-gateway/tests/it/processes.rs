@@ -222,11 +222,7 @@ fn both_processes_serve_metrics_and_readiness() {
     let (_, key) = pair.health_proxy(false);
     for base in pair.bases() {
         assert_eq!(invoke(base, &key, None).0, 200, "{base}");
-        let text = ureq::get(&format!("{base}/metrics"))
-            .call()
-            .expect("metrics")
-            .into_string()
-            .expect("text");
+        let text = tessera_testkit::http_client::get(&format!("{base}/metrics"), &[]).text();
         assert!(text.contains("tessera_http_requests_total"), "{base}");
         assert_eq!(call("GET", &format!("{base}/readyz"), &[], None).0, 200);
     }
