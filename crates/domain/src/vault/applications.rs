@@ -1,23 +1,21 @@
-//! Application use-cases: CRUD, and the application's keys (docs/api.md, "Applications" and
-//! "Application keys").
-
-use time::OffsetDateTime;
+//! Application use-cases (docs/api.md, "Applications"): create, read, list, update,
+//! regenerate and delete; an application's further keys are in `application_keys.rs`.
 
 use crate::{
     access::{Grants, Principal},
     api_key::ApiKey,
     application::{
-        Application, ApplicationInput, ApplicationKey, ApplicationType, ApplicationUpdate, MAX_KEYS,
+        Application, ApplicationInput, ApplicationKey, ApplicationType, ApplicationUpdate,
     },
     error::{Resource, VaultError},
-    ids::{ApplicationId, ApplicationKeyId},
+    ids::ApplicationId,
     pagination::{Page, PageRequest},
     permission::Permission,
-    store::{ApplicationFilter, StoreError, StoredApplication, StoredApplicationKey},
+    store::{ApplicationFilter, StoreError, StoredApplication},
     timestamp,
 };
 
-use super::Vault;
+use super::{application_keys::new_key, Vault};
 
 /// An application together with a key just issued for it; the only time the key is visible.
 #[derive(Debug)]
@@ -35,35 +33,6 @@ pub struct CreatedApplication {
     pub application: Application,
     /// Its API key; `None` when created with `create_key: false`.
     pub api_key: Option<ApiKey>,
-}
-
-/// A key just added to an application; the only time the key is visible.
-#[derive(Debug)]
-pub struct NewApplicationKey {
-    /// Its metadata.
-    pub key: ApplicationKey,
-    /// The key.
-    pub api_key: ApiKey,
-}
-
-/// A fresh key for `app`, issued by `created_by` at `now`: the key, and what is stored of it.
-pub(super) fn new_key(
-    app: &Application,
-    created_by: ApplicationId,
-    now: OffsetDateTime,
-) -> (ApiKey, StoredApplicationKey) {
-    let api_key = ApiKey::generate();
-    let stored = StoredApplicationKey {
-        tenant_id: app.tenant_id,
-        key: ApplicationKey {
-            id: ApplicationKeyId::new(),
-            application_id: app.id,
-            created_by,
-            created_at: now,
-        },
-        key_hash: api_key.hash(),
-    };
-    (api_key, stored)
 }
 
 impl Vault {
@@ -300,89 +269,11 @@ impl Vault {
 }
 
 impl Vault {
-    /// Adds a key to an application (`application:update`); the only time it is shown. Like
-    /// [`Vault::regenerate_application_key`], the caller must hold every grant of the
-    /// application. At most [`MAX_KEYS`] keys live at once (409 beyond).
-    pub async fn create_application_key(
-        &self,
-        caller: &Principal,
-        id: ApplicationId,
-    ) -> Result<NewApplicationKey, VaultError> {
-        caller.require(Permission::ApplicationUpdate)?;
-        let application = self.managed_application(caller, id).await?;
-        let tenant = caller.tenant_id();
-        let held = self.store.list_application_keys(tenant, &[id]).await?;
-        if held.len() >= MAX_KEYS {
-            return Err(VaultError::Conflict(format!(
-                "the application holds {MAX_KEYS} keys, the most it may; revoke one first"
-            )));
-        }
-        let (api_key, stored) = new_key(&application, caller.application_id(), timestamp::now());
-        match self.store.insert_application_key(&stored).await {
-            Ok(()) => Ok(NewApplicationKey {
-                key: stored.key,
-                api_key,
-            }),
-            // Deleted since it was read: the foreign key refused the key.
-            Err(StoreError::Conflict(_)) => Err(VaultError::NotFound(Resource::Application)),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// The keys of an application (`application:read`), oldest first, never the keys
-    /// themselves.
-    pub async fn application_keys(
-        &self,
-        caller: &Principal,
-        id: ApplicationId,
-    ) -> Result<Vec<ApplicationKey>, VaultError> {
-        caller.require(Permission::ApplicationRead)?;
-        Ok(self.application_with_keys(caller, id).await?.keys)
-    }
-
-    /// One key of an application (`application:read`), never the key itself.
-    pub async fn application_key(
-        &self,
-        caller: &Principal,
-        id: ApplicationId,
-        key_id: ApplicationKeyId,
-    ) -> Result<ApplicationKey, VaultError> {
-        self.application_keys(caller, id)
-            .await?
-            .into_iter()
-            .find(|k| k.id == key_id)
-            .ok_or(VaultError::NotFound(Resource::ApplicationKey))
-    }
-
-    /// Revokes one key of an application (`application:update`, and every grant of the
-    /// application, as for issuing one); it stops working at once in this process, and
-    /// within the cache TTL in others.
-    pub async fn revoke_application_key(
-        &self,
-        caller: &Principal,
-        id: ApplicationId,
-        key_id: ApplicationKeyId,
-    ) -> Result<(), VaultError> {
-        caller.require(Permission::ApplicationUpdate)?;
-        self.managed_application(caller, id).await?;
-        if !self
-            .store
-            .delete_application_key(caller.tenant_id(), id, key_id)
-            .await?
-        {
-            return Err(VaultError::NotFound(Resource::ApplicationKey));
-        }
-        self.forget_application(id);
-        Ok(())
-    }
-}
-
-impl Vault {
     /// The application `id` of the caller's tenant, if the caller may manage it: change it,
     /// re-key it or delete it. That takes holding every grant it has, so that no caller can
     /// obtain a key for, or take over or take away, more than it holds itself (docs/api.md, "No
     /// escalation": a key with only `application:update` re-keyed the bootstrap admin).
-    async fn managed_application(
+    pub(super) async fn managed_application(
         &self,
         caller: &Principal,
         id: ApplicationId,
@@ -397,7 +288,7 @@ impl Vault {
     }
 
     /// Application `id` of the caller's tenant with its keys (no permission checked here).
-    async fn application_with_keys(
+    pub(super) async fn application_with_keys(
         &self,
         caller: &Principal,
         id: ApplicationId,

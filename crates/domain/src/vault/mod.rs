@@ -1,6 +1,7 @@
 //! The use-cases: everything a caller can do, with permission checks, validation and
 //! encryption applied. HTTP handlers and embedding programs both go through [`Vault`].
 
+mod application_keys;
 mod applications;
 mod associations;
 mod audit;
@@ -11,13 +12,15 @@ mod idempotency;
 mod keyring;
 mod lifecycle;
 mod proxies;
+mod proxy_secrets;
 mod tenants;
 mod token_walk;
 mod tokens;
 
 use std::{sync::Arc, time::Duration};
 
-pub use applications::{CreatedApplication, IssuedKey, NewApplicationKey};
+pub use application_keys::NewApplicationKey;
+pub use applications::{CreatedApplication, IssuedKey};
 pub use associations::MAX_PARENTS;
 pub use caches::CachesUsage;
 pub use console_sessions::{

@@ -58,7 +58,7 @@ impl Vault {
             allowed_origins: vec![],
             keys: vec![],
         };
-        let (api_key, key) = super::applications::new_key(&admin, admin_id, now);
+        let (api_key, key) = super::application_keys::new_key(&admin, admin_id, now);
         let issued = key.key.clone();
         self.store
             .insert_tenant_with_admin(
