@@ -13,8 +13,8 @@ use time::OffsetDateTime;
 
 use super::*;
 use crate::audit::{
-    self, seal_encoded, Actor, AuditAction, AuditError, AuditEvent, AuditLog, BlockSpan, ChainHead,
-    ChainedEvent, Durability,
+    self, seal_encoded, store::ChainAppend, Actor, AuditAction, AuditBlock, AuditError, AuditEvent,
+    AuditLog, BlockSpan, ChainHead, ChainedEvent, Durability,
 };
 
 /// A store that keeps chains in memory, counts transactions, fails the first `failures`
