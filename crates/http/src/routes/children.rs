@@ -44,6 +44,14 @@ fn token_id(raw: &str, field: &str) -> Result<TokenId, ApiError> {
         .map_err(|_| ApiError::field(field, format!("`{raw}` is not a valid token id")))
 }
 
+/// The parent and child ids of a link's path, each checked (a 400 naming the bad one).
+fn link(path: &(String, String)) -> Result<(TokenId, TokenId), ApiError> {
+    Ok((
+        token_id(&path.0, "parent_id")?,
+        token_id(&path.1, "child_id")?,
+    ))
+}
+
 /// Links two existing tokens as parent and child (idempotent). Needs `token:read` on both.
 #[utoipa::path(post, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
     params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), ("child_id" = uuid::Uuid, Path, description = "The child token id.")),
@@ -53,10 +61,7 @@ async fn associate(
     Caller(caller): Caller,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let (parent, child) = (
-        token_id(&path.0, "parent_id")?,
-        token_id(&path.1, "child_id")?,
-    );
+    let (parent, child) = link(&path)?;
     state.vault.associate(&caller, parent, child).await?;
     recorded::no_content(
         AuditAction::AssociationCreated,
@@ -73,10 +78,7 @@ async fn dissociate(
     Caller(caller): Caller,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let (parent, child) = (
-        token_id(&path.0, "parent_id")?,
-        token_id(&path.1, "child_id")?,
-    );
+    let (parent, child) = link(&path)?;
     state.vault.dissociate(&caller, parent, child).await?;
     recorded::no_content(
         AuditAction::AssociationDeleted,
