@@ -32,25 +32,7 @@ const NONCE_LEN: usize = 12;
 const KEY_LEN: usize = 32;
 const TAG_LEN: usize = 16;
 
-/// Why encryption or decryption failed. Never carries key material or plaintext.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CryptoError {
-    /// A key was not 32 bytes of base64.
-    #[error("the master key must be base64 of exactly 32 bytes")]
-    InvalidKey,
-    /// Authentication failed: wrong key, tampered data, or a ciphertext moved to another row.
-    #[error("ciphertext failed authentication (wrong master key, or data moved or tampered with)")]
-    Authentication,
-    /// The ciphertext is shorter than its header or names an unknown version.
-    #[error("ciphertext is malformed")]
-    Malformed,
-    /// The AEAD refused to encrypt (message too long).
-    #[error("encryption failed")]
-    Encrypt,
-    /// The HSM or KMS holding the key-encrypting key could not be reached (503: retry).
-    #[error("the key custody is unavailable: {0}")]
-    CustodyUnavailable(String),
-}
+pub use crate::crypto_error::CryptoError;
 
 /// The key-encryption key. Supplied by configuration; only ever held in memory.
 pub struct MasterKey(Zeroizing<[u8; KEY_LEN]>);

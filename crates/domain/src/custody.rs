@@ -16,7 +16,7 @@
 use async_trait::async_trait;
 use zeroize::Zeroizing;
 
-use crate::{crypto::CryptoError, ids::TenantId};
+use crate::{crypto_error::CryptoError, ids::TenantId};
 
 /// What a wrapped key is for: bound into its wrapping, so it opens only for that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

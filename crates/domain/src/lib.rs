@@ -20,6 +20,7 @@ pub mod cache;
 pub mod checksum;
 pub mod container;
 pub mod crypto;
+mod crypto_error;
 pub mod cursor;
 pub mod custody;
 pub mod error;

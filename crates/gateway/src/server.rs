@@ -201,7 +201,7 @@ async fn route(
         header(gateway.shared.config.names.trace_id.as_str()),
     );
     let path = req.uri().path();
-    if path == "/proxy" || path.starts_with("/proxy/") {
+    if tessera_service::mount::is_proxy_path(path) {
         let req = req.map(|body| Box::pin(body.map_err(|e| Box::new(e) as BoxError)) as LocalBody);
         // Per-request spans cost measurable time on the hot path: only with debug logging on
         // (failures are logged by the gateway regardless).

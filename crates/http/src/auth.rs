@@ -53,7 +53,7 @@ pub(crate) async fn require_api_key(
             return Ok(audited(&state, None, res).await);
         }
     };
-    if let Err(refused) = browser::admit(&state, &req, &principal) {
+    if let Err(refused) = browser::admit(&state.browsers, &req, &principal) {
         let res = req.error_response(refused);
         return Ok(audited(&state, Some(&principal), res).await);
     }

@@ -33,7 +33,7 @@ use tessera_service::{
     rate_limit::{retry_after_secs, RateLimiter},
 };
 
-use crate::{problem::ApiError, state::ApiState};
+use crate::problem::ApiError;
 
 /// How long a browser may keep a preflight's answer, in seconds.
 const PREFLIGHT_MAX_AGE: usize = 600;
@@ -132,7 +132,7 @@ pub(crate) fn cors(names: &HeaderNames) -> Cors {
 /// when its answer may be shared with the page. Only `public` keys are affected: other keys
 /// are never shared with a page, whatever they do.
 pub(crate) fn admit(
-    state: &ApiState,
+    browsers: &Browsers,
     req: &ServiceRequest,
     principal: &Principal,
 ) -> Result<(), ApiError> {
@@ -142,7 +142,7 @@ pub(crate) fn admit(
     // The origin first: a page that may not use the key spends none of its limit.
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        let elements = state.browsers.elements_origin.as_ref();
+        let elements = browsers.elements_origin.as_ref();
         if !(principal.allows_browser_origin(origin)
             || elements.is_some_and(|o| o.as_str() == origin))
         {
@@ -156,9 +156,8 @@ pub(crate) fn admit(
             req.extensions_mut().insert(Admitted);
         }
     }
-    if let Some(client) = state.browsers.client(req) {
-        if let Err(wait) = state
-            .browsers
+    if let Some(client) = browsers.client(req) {
+        if let Err(wait) = browsers
             .limiter
             .check(&(principal.application_id(), client))
         {

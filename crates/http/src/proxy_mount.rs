@@ -23,12 +23,6 @@ pub struct ProxyErrorBody {
     pub proxy_error: Problem,
 }
 
-/// Whether `path` is proxy invocation (`/proxy` or under `/proxy/`): the destination's business,
-/// left exactly as sent.
-pub(crate) fn is_proxy_path(path: &str) -> bool {
-    path == "/proxy" || path.starts_with("/proxy/")
-}
-
 /// Registers the proxy routes for every method.
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/proxy", web::to(invoke_root))

@@ -48,7 +48,7 @@ pub(crate) async fn middleware(
     let method = req.method().clone();
     let path = req.path().to_string();
     // Proxied responses belong to the destination: never rewritten, counted by the gateway.
-    let proxied = crate::proxy_mount::is_proxy_path(&path);
+    let proxied = tessera_service::mount::is_proxy_path(&path);
     let metrics = req
         .app_data::<actix_web::web::Data<ApiState>>()
         .map(|s| s.metrics.requests.clone());

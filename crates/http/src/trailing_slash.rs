@@ -15,7 +15,7 @@ use actix_web::{
     Error,
 };
 
-use crate::proxy_mount::is_proxy_path;
+use tessera_service::mount::is_proxy_path;
 
 /// The middleware; see the module docs.
 pub(crate) async fn trim(

@@ -25,3 +25,9 @@ pub trait ProxyHandler: Send + Sync {
     /// Handles one invocation; `request_id` is the request's `X-Request-Id`.
     fn handle<'a>(&'a self, req: Request<LocalBody>, request_id: &'a str) -> Handled<'a>;
 }
+
+/// Whether `path` is proxy invocation (`/proxy` or under `/proxy/`): the destination's business,
+/// left exactly as sent, whichever server mounts the gateway.
+pub fn is_proxy_path(path: &str) -> bool {
+    path == "/proxy" || path.starts_with("/proxy/")
+}

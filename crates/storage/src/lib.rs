@@ -12,6 +12,7 @@ mod applications;
 mod associations;
 mod audit;
 mod console_sessions;
+mod create_queue;
 mod database;
 mod detached;
 mod health;

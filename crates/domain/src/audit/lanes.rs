@@ -27,7 +27,6 @@ use tokio::sync::Notify;
 use super::{
     encoded::{EncodedEvent, EncodedEvents},
     event::{AuditEvent, Outcome},
-    log::Counters,
 };
 
 /// Events a lane may hold before its recorders wait for the writer (backpressure when the
@@ -337,4 +336,18 @@ impl Lane {
             shared.wake.notify_one();
         }
     }
+}
+/// The writer's running totals, shared with every [`super::AuditLog`] clone (they live with the lanes both sides share).
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub(super) events: AtomicU64,
+    pub(super) batches: AtomicU64,
+    pub(super) failures: AtomicU64,
+    pub(super) commit_micros: AtomicU64,
+    pub(super) conflicts: AtomicU64,
+    pub(super) held: AtomicU64,
+    pub(super) dropped: AtomicU64,
+    pub(super) folded: AtomicU64,
+    pub(super) windows: AtomicU64,
+    pub(super) window_micros: AtomicU64,
 }

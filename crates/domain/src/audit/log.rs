@@ -71,21 +71,6 @@ impl Drop for Open {
     }
 }
 
-/// The writer's running totals, shared with every [`AuditLog`] clone.
-#[derive(Debug, Default)]
-pub(super) struct Counters {
-    pub(super) events: AtomicU64,
-    pub(super) batches: AtomicU64,
-    pub(super) failures: AtomicU64,
-    pub(super) commit_micros: AtomicU64,
-    pub(super) conflicts: AtomicU64,
-    pub(super) held: AtomicU64,
-    pub(super) dropped: AtomicU64,
-    pub(super) folded: AtomicU64,
-    pub(super) windows: AtomicU64,
-    pub(super) window_micros: AtomicU64,
-}
-
 /// What the writer has done so far, for metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AuditStats {

@@ -59,7 +59,7 @@ pub(crate) enum Pools {
         /// The turn to write, taken by every write of this process ([`with_write_conn!`]).
         writes: WriteTurn,
         /// Token creates waiting for the turn, written together by whoever gets it.
-        creates: Arc<crate::tokens::CreateQueue>,
+        creates: Arc<crate::create_queue::CreateQueue>,
     },
     Postgres {
         /// Writes and scans.

@@ -10,67 +10,20 @@
 //! thread: diesel writes a multi-row INSERT as one statement only through SQLite's synchronous
 //! connection.
 
-use std::sync::Mutex;
-
 use diesel::SqliteConnection;
 use diesel_async::AsyncConnection;
 use tessera_domain::store::{NewAssociation, StoreError, StoredToken};
 use tokio::sync::oneshot;
 
 use crate::{
+    create_queue::{NewRows, Waiting},
     database::{checkout, Database, DbResultExt, Pools, SqliteConn},
-    rows::{AssociationRow, TokenMetadataRow, TokenRow},
     schema::{token_associations, token_metadata, tokens},
 };
 
 /// Most rows one INSERT carries: 13 columns × 500 stays far below either backend's bound on a
 /// statement's parameters (SQLite 32,766; PostgreSQL 65,535).
 const ROWS_PER_INSERT: usize = 500;
-
-/// SQLite creates waiting to be written, each with where its outcome goes.
-#[derive(Default)]
-pub(crate) struct CreateQueue(Mutex<Vec<Waiting>>);
-
-/// One queued create.
-struct Waiting {
-    rows: NewRows,
-    done: oneshot::Sender<Result<(), StoreError>>,
-}
-
-impl CreateQueue {
-    fn push(&self, waiting: Waiting) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(waiting);
-    }
-
-    fn take_all(&self) -> Vec<Waiting> {
-        std::mem::take(
-            &mut *self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
-}
-
-/// The rows one create writes.
-struct NewRows {
-    tokens: Vec<TokenRow>,
-    metadata: Vec<TokenMetadataRow>,
-    link: Option<AssociationRow>,
-}
-
-impl NewRows {
-    fn of(batch: &[StoredToken], link: Option<&NewAssociation>) -> Self {
-        Self {
-            tokens: batch.iter().map(TokenRow::from).collect(),
-            metadata: batch.iter().flat_map(TokenMetadataRow::for_token).collect(),
-            link: link.map(AssociationRow::from),
-        }
-    }
-}
 
 /// The statements of [`NewRows`] on `$conn`, for either backend: `$run!(conn, statement)`
 /// executes one, `?`-propagating a database error (which rolls the transaction back).

@@ -32,7 +32,6 @@ use tessera_domain::{
 };
 use time::OffsetDateTime;
 
-pub(crate) use self::insert::CreateQueue;
 use self::{
     crud::DuplicateKey,
     queries::{empty_page, FilterParams, SearchParams},
