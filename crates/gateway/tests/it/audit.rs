@@ -21,7 +21,7 @@ backend_tests!(
 );
 
 /// The tenant's events, oldest first.
-async fn events(g: &Harness) -> Vec<ChainedEvent> {
+pub(crate) async fn events(g: &Harness) -> Vec<ChainedEvent> {
     let page = PageRequest::new(Some(1), Some(100)).expect("page");
     let mut items = g
         .vault

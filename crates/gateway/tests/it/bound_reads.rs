@@ -6,15 +6,14 @@
 //! isolation modes, on both backends.
 
 use serde_json::{json, Value};
-use tessera_domain::{
-    audit::{AuditAction, AuditFilter, ChainedEvent, Outcome},
-    PageRequest,
-};
+use tessera_domain::audit::{AuditAction, ChainedEvent, Outcome};
 use tessera_testkit::{
     db::TestDatabase,
     gateway::{Harness, Isolation, Reply},
     isolation_backend_tests,
 };
+
+use crate::audit::events;
 
 isolation_backend_tests!(
     a_response_transform_cannot_read_a_bound_token,
@@ -90,15 +89,31 @@ fn withheld(r: Reply, s: &Setup) {
     assert!(r.body["proxy_error"].get("errors").is_none(), "{}", r.body);
 }
 
-async fn a_response_transform_cannot_read_a_bound_token(db: &TestDatabase, mode: Isolation) {
+/// Asserts that each of `bodies` sent through the proxy is [`withheld`], and that nothing
+/// reached the destination.
+async fn all_withheld(g: &Harness, s: &Setup, bodies: impl IntoIterator<Item = Value>) {
+    let hits = g.upstream.hits();
+    for body in bodies {
+        withheld(call(g, s, body).await, s);
+    }
+    assert_eq!(g.upstream.hits(), hits, "nothing was forwarded");
+}
+
+/// The gateway in `mode` over `db`, with the [`Setup`] of `code` as its `stage` transform.
+async fn started(db: &TestDatabase, mode: Isolation, stage: &str, code: &str) -> (Harness, Setup) {
     let g = Harness::start_in(db, mode).await;
+    let s = setup(&g, stage, code).await;
+    (g, s)
+}
+
+async fn a_response_transform_cannot_read_a_bound_token(db: &TestDatabase, mode: Isolation) {
     let code = "module.exports = async (req) => {
       let got;
       try { got = (await req.svc.tokens.retrieve(req.configuration.TOKEN)).data; }
       catch (e) { return { body: { refused: e.status, why: e.message } }; }
       return { body: 'LEAK ' + got };
     };";
-    let s = setup(&g, "response", code).await;
+    let (g, s) = started(db, mode, "response", code).await;
     let r = call(&g, &s, json!({})).await.expect(200);
     absent(&r, &s);
     assert_eq!(r.body["refused"], 403, "{}", r.body);
@@ -122,23 +137,19 @@ async fn a_request_transform_that_read_a_bound_token_cannot_answer_with_a_custom
     db: &TestDatabase,
     mode: Isolation,
 ) {
-    let g = Harness::start_in(db, mode).await;
     let code = "module.exports = async (req) => {
       const t = await req.svc.tokens.retrieve(req.configuration.TOKEN);
       throw new CustomHttpResponseError({ status: 200, headers: { 'x-leak': t.data },
                                           body: 'LEAK ' + t.data });
     };";
-    let s = setup(&g, "request", code).await;
-    let hits = g.upstream.hits();
-    withheld(call(&g, &s, json!({})).await, &s);
-    assert_eq!(g.upstream.hits(), hits, "nothing was forwarded");
+    let (g, s) = started(db, mode, "request", code).await;
+    all_withheld(&g, &s, [json!({})]).await;
 }
 
 async fn a_request_transform_that_read_a_bound_token_cannot_throw_its_value(
     db: &TestDatabase,
     mode: Isolation,
 ) {
-    let g = Harness::start_in(db, mode).await;
     let code = "module.exports = async (req) => {
       const v = (await req.svc.tokens.retrieve(req.configuration.TOKEN)).data;
       class Mine extends Error {}
@@ -153,9 +164,8 @@ async fn a_request_transform_that_read_a_bound_token_cannot_throw_its_value(
         default: return 'not an object: ' + v;
       }
     };";
-    let s = setup(&g, "request", code).await;
-    let hits = g.upstream.hits();
-    for how in [
+    let (g, s) = started(db, mode, "request", code).await;
+    let hows = [
         "error",
         "bad_request",
         "forbidden",
@@ -164,23 +174,20 @@ async fn a_request_transform_that_read_a_bound_token_cannot_throw_its_value(
         "header_name",
         "header_value",
         "not_an_object",
-    ] {
-        withheld(call(&g, &s, json!({ "how": how })).await, &s);
-    }
-    assert_eq!(g.upstream.hits(), hits, "nothing was forwarded");
+    ];
+    all_withheld(&g, &s, hows.map(|how| json!({ "how": how }))).await;
 }
 
 async fn a_request_transform_still_forwards_a_bound_token_to_its_destination(
     db: &TestDatabase,
     mode: Isolation,
 ) {
-    let g = Harness::start_in(db, mode).await;
     let code = "module.exports = async (req) => {
       const t = await req.svc.tokens.retrieve(req.configuration.TOKEN);
       const headers = Object.assign({}, req.args.headers, { authorization: 'Bearer ' + t.data });
       return { body: req.args.body, headers };
     };";
-    let s = setup(&g, "request", code).await;
+    let (g, s) = started(db, mode, "request", code).await;
     // Twice: the second call runs in a fresh context and is allowed alike.
     for _ in 0..2 {
         let r = call(&g, &s, json!({"amount": 1})).await.expect(200);
@@ -194,7 +201,6 @@ async fn a_request_transform_still_forwards_a_bound_token_to_its_destination(
 }
 
 async fn a_warm_context_does_not_keep_a_bound_value(db: &TestDatabase, mode: Isolation) {
-    let g = Harness::start_in(db, mode).await;
     let code = "module.exports = async (req) => {
       if (req.args.body.step === 'read') {
         globalThis.kept = (await req.svc.tokens.retrieve(req.configuration.TOKEN)).data;
@@ -205,7 +211,7 @@ async fn a_warm_context_does_not_keep_a_bound_value(db: &TestDatabase, mode: Iso
       throw new CustomHttpResponseError({ status: 200,
         body: { kept: globalThis.kept === undefined ? null : globalThis.kept, calls: globalThis.calls } });
     };";
-    let s = setup(&g, "request", code).await;
+    let (g, s) = started(db, mode, "request", code).await;
     let r = call(&g, &s, json!({"step": "read"})).await.expect(200);
     absent(&r, &s);
     let r = call(&g, &s, json!({"step": "tell"})).await.expect(200);
@@ -217,7 +223,6 @@ async fn a_warm_context_does_not_keep_a_bound_value(db: &TestDatabase, mode: Iso
 }
 
 async fn no_token_is_created_after_a_bound_read(db: &TestDatabase, mode: Isolation) {
-    let g = Harness::start_in(db, mode).await;
     let code = "module.exports = async (req) => {
       const before = await req.svc.tokenize({ type: 'token', data: 'before' });
       const t = await req.svc.tokens.retrieve(req.configuration.TOKEN);
@@ -230,7 +235,7 @@ async fn no_token_is_created_after_a_bound_read(db: &TestDatabase, mode: Isolati
       const create = await attempt(() => req.svc.tokens.create({ type: 'token', data: t.data }));
       return { body: { before: before.id, tokenize, many, create } };
     };";
-    let s = setup(&g, "request", code).await;
+    let (g, s) = started(db, mode, "request", code).await;
     let r = call(&g, &s, json!({})).await.expect(200);
     let sent = r.sent_json();
     assert!(
@@ -247,14 +252,7 @@ async fn no_token_is_created_after_a_bound_read(db: &TestDatabase, mode: Isolati
 
 /// The events of the proxy `proxy`, oldest first.
 async fn events_of(g: &Harness, proxy: &str) -> Vec<ChainedEvent> {
-    let page = PageRequest::new(Some(1), Some(100)).expect("page");
-    let mut items = g
-        .vault
-        .list_audit_events(&g.admin, &AuditFilter::default(), page)
-        .await
-        .expect("list")
-        .items;
-    items.reverse();
+    let mut items = events(g).await;
     items.retain(|e| e.event.proxy_id.map(|p| p.to_string()).as_deref() == Some(proxy));
     items
 }

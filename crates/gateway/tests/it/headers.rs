@@ -46,6 +46,13 @@ async fn forwarded(g: &Harness) -> Reply {
     .expect(200)
 }
 
+/// `GET /proxy` through the proxy `pkey` with the API key `key` and `headers`: the 200 answer.
+async fn get_through(g: &Harness, (pkey, key): (&str, &str), headers: &[(&str, &str)]) -> Reply {
+    g.call_keyed(Method::GET, "/proxy", (pkey, key), headers, "")
+        .await
+        .expect(200)
+}
+
 async fn destination_auth_and_custom_headers_are_forwarded(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let r = forwarded(&g).await;
@@ -101,16 +108,7 @@ async fn the_callers_request_id_reaches_the_destination_and_is_echoed(db: &TestD
 async fn the_destinations_request_id_passes_through(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
-    let r = g
-        .call_keyed(
-            Method::GET,
-            "/proxy",
-            (&pkey, &key),
-            &[("x-echo-request-id", "1")],
-            "",
-        )
-        .await
-        .expect(200);
+    let r = get_through(&g, (&pkey, &key), &[("x-echo-request-id", "1")]).await;
     assert_eq!(
         r.header("x-request-id"),
         Some("upstream-id"),
@@ -130,28 +128,11 @@ async fn the_destination_status_is_in_a_header(db: &TestDatabase) {
 async fn an_svc_trace_id_is_the_request_id_when_there_is_no_x_request_id(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let (key, pkey) = (g.use_key().await, g.plain_proxy().await);
-    let r = g
-        .call_keyed(
-            Method::GET,
-            "/proxy",
-            (&pkey, &key),
-            &[("svc-trace-id", "trace-7")],
-            "",
-        )
-        .await
-        .expect(200);
+    let r = get_through(&g, (&pkey, &key), &[("svc-trace-id", "trace-7")]).await;
     assert_eq!(r.echoed()["headers"]["x-request-id"], json!("trace-7"));
     assert!(r.echoed()["headers"].get("svc-trace-id").is_none());
     assert_eq!(r.header("x-request-id"), Some("trace-7"));
-    let r = g
-        .call_keyed(
-            Method::GET,
-            "/proxy",
-            (&pkey, &key),
-            &[("svc-trace-id", "trace-7"), ("x-request-id", "req-7")],
-            "",
-        )
-        .await
-        .expect(200);
+    let both = [("svc-trace-id", "trace-7"), ("x-request-id", "req-7")];
+    let r = get_through(&g, (&pkey, &key), &both).await;
     assert_eq!(r.header("x-request-id"), Some("req-7"));
 }

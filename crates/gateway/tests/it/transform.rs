@@ -101,9 +101,14 @@ async fn echo_args(g: &Harness) -> Reply {
     .expect(200)
 }
 
-async fn the_request_transform_sees_the_detokenized_body(db: &TestDatabase, mode: Isolation) {
+/// [`echo_args`] through a new gateway in `mode` over `db`.
+async fn echo_args_in(db: &TestDatabase, mode: Isolation) -> Reply {
     let g = Harness::start_in(db, mode).await;
-    let sent = echo_args(&g).await.sent_json();
+    echo_args(&g).await
+}
+
+async fn the_request_transform_sees_the_detokenized_body(db: &TestDatabase, mode: Isolation) {
+    let sent = echo_args_in(db, mode).await.sent_json();
     assert_eq!(
         sent["seen"]["body"],
         json!({"card": "4242424242424242"}),
@@ -115,8 +120,7 @@ async fn the_request_transform_sees_the_method_path_and_query_without_the_proxy_
     db: &TestDatabase,
     mode: Isolation,
 ) {
-    let g = Harness::start_in(db, mode).await;
-    let sent = echo_args(&g).await.sent_json();
+    let sent = echo_args_in(db, mode).await.sent_json();
     assert_eq!(sent["seen"]["method"], json!("PATCH"));
     assert_eq!(sent["seen"]["path"], json!("/a/b"));
     assert_eq!(sent["seen"]["query"], json!("?x=1"), "never svc-proxy-key");
@@ -126,8 +130,7 @@ async fn the_request_transform_sees_lowercased_headers_without_svc_keys(
     db: &TestDatabase,
     mode: Isolation,
 ) {
-    let g = Harness::start_in(db, mode).await;
-    let sent = echo_args(&g).await.sent_json();
+    let sent = echo_args_in(db, mode).await.sent_json();
     assert_eq!(
         sent["seen"]["ua"],
         json!("UA/1"),
@@ -142,14 +145,12 @@ async fn the_request_transform_sees_lowercased_headers_without_svc_keys(
 }
 
 async fn the_request_transform_sees_the_proxy_configuration(db: &TestDatabase, mode: Isolation) {
-    let g = Harness::start_in(db, mode).await;
-    let sent = echo_args(&g).await.sent_json();
+    let sent = echo_args_in(db, mode).await.sent_json();
     assert_eq!(sent["seen"]["cfg"], json!({"MERCHANT": "m_1"}));
 }
 
 async fn without_an_application_there_is_no_req_svc(db: &TestDatabase, mode: Isolation) {
-    let g = Harness::start_in(db, mode).await;
-    let sent = echo_args(&g).await.sent_json();
+    let sent = echo_args_in(db, mode).await.sent_json();
     assert_eq!(
         sent["seen"]["svc"],
         json!("undefined"),
@@ -158,8 +159,7 @@ async fn without_an_application_there_is_no_req_svc(db: &TestDatabase, mode: Iso
 }
 
 async fn returned_headers_replace_the_request_headers(db: &TestDatabase, mode: Isolation) {
-    let g = Harness::start_in(db, mode).await;
-    let r = echo_args(&g).await;
+    let r = echo_args_in(db, mode).await;
     let h = &r.echoed()["headers"];
     assert_eq!(h["x-added"], json!("yes"));
     assert!(
@@ -169,8 +169,7 @@ async fn returned_headers_replace_the_request_headers(db: &TestDatabase, mode: I
 }
 
 async fn content_length_follows_the_transformed_body(db: &TestDatabase, mode: Isolation) {
-    let g = Harness::start_in(db, mode).await;
-    let r = echo_args(&g).await;
+    let r = echo_args_in(db, mode).await;
     assert_eq!(
         r.echoed()["headers"]["content-length"],
         json!(r.echoed()["body"].as_str().expect("body").len().to_string())
@@ -193,14 +192,9 @@ async fn a_form_body_arrives_as_an_object_and_is_re_encoded(db: &TestDatabase, m
     let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let fkey = request_transform(&g, "f", "module.exports = async (req) => { const b = req.args.body; b.extra = 'a b'; return { body: b, headers: req.args.headers }; };").await;
+    let form = [("content-type", "application/x-www-form-urlencoded")];
     let r = g
-        .call_keyed(
-            Method::POST,
-            "/proxy",
-            (&fkey, &key),
-            &[("content-type", "application/x-www-form-urlencoded")],
-            "x=1",
-        )
+        .call_keyed(Method::POST, "/proxy", (&fkey, &key), &form, "x=1")
         .await
         .expect(200);
     assert_eq!(r.echoed()["body"], json!("x=1&extra=a+b"));
@@ -233,14 +227,9 @@ async fn non_2xx_answers_skip_the_response_transform(db: &TestDatabase, mode: Is
     let g = Harness::start_in(db, mode).await;
     let key = g.use_key().await;
     let pkey = shaping_response_transform(&g).await;
+    let not_found = [("x-echo-status", "404")];
     let r = g
-        .call_keyed(
-            Method::PUT,
-            "/proxy",
-            (&pkey, &key),
-            &[("x-echo-status", "404")],
-            "",
-        )
+        .call_keyed(Method::PUT, "/proxy", (&pkey, &key), &not_found, "")
         .await
         .expect(404);
     assert_eq!(
@@ -292,6 +281,18 @@ async fn tokenizing_proxy(g: &Harness, app: &IssuedKey) -> String {
         .1
 }
 
+/// An anonymous `POST /proxy` through a [`tokenizing_proxy`] acting as a new application
+/// holding `token:create` and `token:read`: the application, the proxy's key and the 200 answer.
+async fn tokenizing_call(g: &Harness) -> (IssuedKey, String, Reply) {
+    let issued = application(g, json!(["token:create", "token:read"])).await;
+    let pkey = tokenizing_proxy(g, &issued).await;
+    let r = g
+        .call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey)], "")
+        .await
+        .expect(200);
+    (issued, pkey, r)
+}
+
 async fn a_refused_svc_call_rethrown_is_a_500(db: &TestDatabase, mode: Isolation) {
     let g = Harness::start_in(db, mode).await;
     let issued = application(&g, json!(["token:create", "token:read"])).await;
@@ -314,12 +315,7 @@ async fn a_refused_svc_call_rethrown_is_a_500(db: &TestDatabase, mode: Isolation
 
 async fn req_svc_tokenizes_and_reads_as_the_proxy_application(db: &TestDatabase, mode: Isolation) {
     let g = Harness::start_in(db, mode).await;
-    let issued = application(&g, json!(["token:create", "token:read"])).await;
-    let pkey = tokenizing_proxy(&g, &issued).await;
-    let r = g
-        .call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey)], "")
-        .await
-        .expect(200);
+    let (issued, _, r) = tokenizing_call(&g).await;
     let b = &r.body;
     assert!(
         b.get("card_number").is_none(),
@@ -349,12 +345,7 @@ async fn req_svc_tokenizes_and_reads_as_the_proxy_application(db: &TestDatabase,
 
 async fn req_svc_is_refused_what_the_application_may_not_do(db: &TestDatabase, mode: Isolation) {
     let g = Harness::start_in(db, mode).await;
-    let issued = application(&g, json!(["token:create", "token:read"])).await;
-    let pkey = tokenizing_proxy(&g, &issued).await;
-    let r = g
-        .call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey)], "")
-        .await
-        .expect(200);
+    let (_, _, r) = tokenizing_call(&g).await;
     assert_eq!(
         r.body["refused"],
         json!(403),
@@ -376,11 +367,7 @@ async fn req_svc_acts_with_the_applications_current_permissions(
         },
     )
     .await;
-    let issued = application(&g, json!(["token:create", "token:read"])).await;
-    let pkey = tokenizing_proxy(&g, &issued).await;
-    g.call(Method::POST, "/proxy", &[("svc-proxy-key", &pkey)], "")
-        .await
-        .expect(200);
+    let (issued, pkey, _) = tokenizing_call(&g).await;
     let narrowed: ApplicationInput = serde_json::from_value(
         json!({"name": "inbound", "type": "private", "permissions": ["token:read"]}),
     )
