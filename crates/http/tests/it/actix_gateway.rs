@@ -2,21 +2,14 @@
 //! `proxy-gateway` binary, including `Content-Length` on buffered answers (docs/api.md, "Transforms":
 //! "`Content-Length` is always recomputed") and `X-Request-Id`.
 
-use std::sync::Arc;
-
 use actix_web::{
     body::{BodySize, MessageBody},
     test,
 };
 use serde_json::json;
-use tessera_domain::ProxyInput;
-use tessera_testkit::{
-    api::private_state,
-    backend_tests,
-    db::TestDatabase,
-    gateway::{self, Options},
-    upstream::Upstream,
-};
+use tessera_testkit::{api::private_state, backend_tests, db::TestDatabase, upstream::Upstream};
+
+use crate::caller::{proxy_post, proxy_to, with_gateway};
 
 backend_tests!(
     buffered_answers_carry_their_length,
@@ -26,14 +19,9 @@ backend_tests!(
 async fn buffered_answers_carry_their_length(db: &TestDatabase) {
     let (st, _, admin) = private_state(db).await;
     let upstream = Upstream::start(None).await;
-    let input: ProxyInput = serde_json::from_value(json!({"name": "p",
-        "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
-        "require_auth": false,
-        "response_transform": {"code": "module.exports = async (req) => ({ body: { reshaped: true }, headers: { 'content-type': 'application/json' } });"}}))
-    .expect("input");
-    let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
-    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
-    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
+    let reshape = json!({"response_transform": {"code": "module.exports = async (req) => ({ body: { reshaped: true }, headers: { 'content-type': 'application/json' } });"}});
+    let key = proxy_to(&st, &admin, &upstream, reshape).await;
+    let app = with_gateway(st).await;
 
     // A proxy error: its body has a known size (sent with Content-Length, not chunked).
     let res = test::call_service(&app, test::TestRequest::post().uri("/proxy").to_request()).await;
@@ -44,15 +32,7 @@ async fn buffered_answers_carry_their_length(db: &TestDatabase) {
     assert!(body.starts_with(br#"{"proxy_error""#));
     assert_eq!(size, BodySize::Sized(body.len() as u64));
     // A transformed answer.
-    let res = test::call_service(
-        &app,
-        test::TestRequest::post()
-            .uri("/proxy/x")
-            .insert_header(("svc-proxy-key", proxy.key.expose().as_str()))
-            .set_json(json!({"a": 1}))
-            .to_request(),
-    )
-    .await;
+    let res = test::call_service(&app, proxy_post(&key).to_request()).await;
     assert_eq!(res.status(), 200);
     assert_eq!(
         res.headers()
@@ -70,19 +50,14 @@ async fn buffered_answers_carry_their_length(db: &TestDatabase) {
 async fn a_destinations_101_is_a_502_in_api_too(db: &TestDatabase) {
     let (st, _, admin) = private_state(db).await;
     let upstream = Upstream::start(None).await;
-    let input: ProxyInput = serde_json::from_value(json!({"name": "p",
-        "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
-        "require_auth": false}))
-    .expect("input");
-    let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
-    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
-    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
+    let key = proxy_to(&st, &admin, &upstream, json!({})).await;
+    let app = with_gateway(st).await;
     for status in ["101", "600"] {
         let res = test::call_service(
             &app,
             test::TestRequest::get()
                 .uri("/proxy")
-                .insert_header(("svc-proxy-key", proxy.key.expose().as_str()))
+                .insert_header(("svc-proxy-key", key.as_str()))
                 .insert_header(("x-echo-status", status))
                 .to_request(),
         )

@@ -2,7 +2,7 @@
 //! added, listed without their secrets, read and revoked; who may do each; regenerate revoking
 //! them all; `expires_at`; `create_key: false`; the list filters; `GET /applications/key`.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use actix_web::{body::MessageBody, http::Method, test};
 use serde_json::{json, Value};
@@ -10,11 +10,12 @@ use tessera_testkit::{
     api::{app_key, application_id, state, tenant, Caller},
     backend_tests,
     db::TestDatabase,
-    gateway::{self, Options},
     upstream::Upstream,
 };
 
-use crate::caller::{id_of, ids, one_tenant, serve, two_tenants, ManagementApi, MIB};
+use crate::caller::{
+    id_of, ids, new_application, one_tenant, serve, two_tenants, with_gateway, ManagementApi, MIB,
+};
 
 backend_tests!(
     keys_are_added_listed_read_and_revoked,
@@ -50,6 +51,34 @@ where
 {
     let r = caller.get(&format!("/applications/{id}/keys")).await;
     r.expect(200).body.as_array().expect("a bare array").clone()
+}
+
+/// The id of the application `key` acts as, as `GET /applications/key` answers it.
+async fn acting_as<S, B>(caller: Caller<'_, S>, key: &str) -> String
+where
+    S: ManagementApi<B>,
+    B: MessageBody,
+{
+    id_of(
+        &caller
+            .with_key(key)
+            .get("/applications/key")
+            .await
+            .expect(200)
+            .body,
+    )
+}
+
+/// A key of a new "updater" management application (`application:update`, `proxy:read`),
+/// created with `admin_key`.
+async fn updater_key<S, B>(app: &S, admin_key: &str) -> String
+where
+    S: ManagementApi<B>,
+    B: MessageBody,
+{
+    let spec = json!({"name": "updater", "type": "management",
+        "permissions": ["application:update", "proxy:read"]});
+    app_key(app, admin_key, spec).await
 }
 
 /// Asserts that `key` is refused exactly as an unknown key is.
@@ -110,20 +139,11 @@ async fn keys_are_added_listed_read_and_revoked(db: &TestDatabase) {
 
     // Both keys act as the application.
     for key in [&first, &second] {
-        let me = admin
-            .with_key(key)
-            .get("/applications/key")
-            .await
-            .expect(200);
-        assert_eq!(id_of(&me.body), id);
+        assert_eq!(acting_as(admin, key).await, id);
     }
     admin.delete(&format!("{uri}/{key_id}")).await.expect(204);
     refused(admin, &second).await;
-    admin
-        .with_key(&first)
-        .get("/applications/key")
-        .await
-        .expect(200);
+    assert_eq!(acting_as(admin, &first).await, id);
     admin.get(&format!("{uri}/{key_id}")).await.expect(404);
     admin.delete(&format!("{uri}/{key_id}")).await.expect(404);
     admin.get(&format!("{uri}/nope")).await.expect(400);
@@ -151,11 +171,7 @@ async fn keys_are_added_listed_read_and_revoked(db: &TestDatabase) {
 async fn the_keys_permission_matrix(db: &TestDatabase) {
     let (app, a, b) = two_tenants(db).await;
     let admin = Caller::new(&app, &a.admin_key);
-    let target = created(
-        admin,
-        json!({"name": "ops", "type": "management", "permissions": ["proxy:read"]}),
-    )
-    .await;
+    let target = new_application(admin, "ops", "management", &["proxy:read"]).await;
     let target_id = id_of(&target);
     let reader = app_key(
         &app,
@@ -163,13 +179,7 @@ async fn the_keys_permission_matrix(db: &TestDatabase) {
         json!({"name": "reader", "type": "management", "permissions": ["application:read"]}),
     )
     .await;
-    let updater = app_key(
-        &app,
-        &a.admin_key,
-        json!({"name": "updater", "type": "management",
-               "permissions": ["application:update", "proxy:read"]}),
-    )
-    .await;
+    let updater = updater_key(&app, &a.admin_key).await;
     let private = app_key(
         &app,
         &a.admin_key,
@@ -193,24 +203,20 @@ async fn the_keys_permission_matrix(db: &TestDatabase) {
     let minted_one = format!("{list}/{}", id_of(&minted));
     as_updater.delete(&minted_one).await.expect(204);
 
-    let as_private = admin.with_key(&private);
-    for (method, uri) in [
+    let routes = [
         (Method::GET, &list),
         (Method::POST, &list),
         (Method::GET, &one),
         (Method::DELETE, &one),
-    ] {
+    ];
+    let as_private = admin.with_key(&private);
+    for (method, uri) in routes.clone() {
         as_private.send(method, uri, None).await.expect(403);
     }
 
     // Another tenant's admin holds every permission, and finds nothing.
     let other = Caller::new(&app, &b.admin_key);
-    for (method, uri) in [
-        (Method::GET, &list),
-        (Method::POST, &list),
-        (Method::GET, &one),
-        (Method::DELETE, &one),
-    ] {
+    for (method, uri) in routes {
         other.send(method, uri, None).await.expect(404);
     }
     let missing = format!("/applications/{}/keys", uuid::Uuid::new_v4());
@@ -229,13 +235,7 @@ async fn the_keys_permission_matrix(db: &TestDatabase) {
 async fn a_key_holding_application_update_mints_nothing_beyond_it(db: &TestDatabase) {
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
-    let updater = app_key(
-        &app,
-        &t.admin_key,
-        json!({"name": "updater", "type": "management",
-               "permissions": ["application:update", "proxy:read"]}),
-    )
-    .await;
+    let updater = updater_key(&app, &t.admin_key).await;
     let wider = created(
         admin,
         json!({"name": "wider", "type": "management", "permissions": ["proxy:read", "proxy:create"]}),
@@ -269,11 +269,7 @@ async fn a_revoked_key_is_refused_elsewhere_within_the_cache_ttl(db: &TestDataba
     let here = serve(first).await;
     let there = serve(state(db, MIB)).await;
     let admin = Caller::new(&here, &t.admin_key);
-    let b = created(
-        admin,
-        json!({"name": "b", "type": "private", "permissions": ["token:read"]}),
-    )
-    .await;
+    let b = new_application(admin, "b", "private", &["token:read"]).await;
     let key = b["key"].as_str().expect("key").to_string();
     let elsewhere = Caller::new(&there, &key);
     elsewhere.get("/applications/key").await.expect(200);
@@ -291,11 +287,7 @@ async fn a_revoked_key_is_refused_elsewhere_within_the_cache_ttl(db: &TestDataba
 async fn regenerate_revokes_every_key(db: &TestDatabase) {
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
-    let b = created(
-        admin,
-        json!({"name": "b", "type": "private", "permissions": ["token:read"]}),
-    )
-    .await;
+    let b = new_application(admin, "b", "private", &["token:read"]).await;
     let id = id_of(&b);
     let uri = format!("/applications/{id}/keys");
     let mut old = vec![b["key"].as_str().expect("key").to_string()];
@@ -402,8 +394,7 @@ async fn an_expired_applications_req_svc_is_refused(db: &TestDatabase) {
         "response_transform": {"code": code}}))
     .expect("proxy");
     let proxy = st.vault.create_proxy(&admin, proxy).await.expect("proxy");
-    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
-    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
+    let app = with_gateway(st).await;
     let call = || {
         test::TestRequest::post()
             .uri("/proxy")
@@ -436,12 +427,7 @@ async fn create_key_false_creates_an_application_without_a_key(db: &TestDatabase
         .await
         .expect(201);
     let key = added.body["key"].as_str().expect("key");
-    let me = admin
-        .with_key(key)
-        .get("/applications/key")
-        .await
-        .expect(200);
-    assert_eq!(id_of(&me.body), id);
+    assert_eq!(acting_as(admin, key).await, id);
     // `create_key: true` and `null` both issue a key.
     for create_key in [json!(true), Value::Null] {
         let b = created(
@@ -501,11 +487,7 @@ async fn applications_are_filtered_by_id_and_type(db: &TestDatabase) {
 async fn the_key_route_answers_the_calling_application(db: &TestDatabase) {
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
-    let b = created(
-        admin,
-        json!({"name": "narrow", "type": "public", "permissions": ["token:create"]}),
-    )
-    .await;
+    let b = new_application(admin, "narrow", "public", &["token:create"]).await;
     let key = b["key"].as_str().expect("key");
     for uri in ["/applications/key", "/applications/key/"] {
         let me = admin.with_key(key).get(uri).await.expect(200).body;
@@ -528,11 +510,7 @@ async fn a_database_copy_holds_only_the_hashes_of_keys(db: &TestDatabase) {
     use sha2::{Digest, Sha256};
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
-    let b = created(
-        admin,
-        json!({"name": "b", "type": "private", "permissions": ["token:read"]}),
-    )
-    .await;
+    let b = new_application(admin, "b", "private", &["token:read"]).await;
     let uri = format!("/applications/{}/keys", id_of(&b));
     let added = admin.post_empty(&uri).await.expect(201).body;
     let revoked = admin.post_empty(&uri).await.expect(201).body;

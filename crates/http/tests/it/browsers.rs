@@ -4,8 +4,8 @@
 //! hosted fields' origin); public keys have a rate limit of their own. The Chromium side is in
 //! the console's browser tests.
 
-use crate::caller::MIB;
 use actix_web::{
+    body::MessageBody,
     http::{header::HeaderMap, Method},
     test,
 };
@@ -18,10 +18,12 @@ use tessera_domain::{
 };
 use tessera_http::browser::{Browsers, RateLimit, DEFAULT_PUBLIC_RATE_LIMIT};
 use tessera_testkit::{
-    api::{app_key, send, send_raw, state_with, tenant, Reply},
+    api::{app_key, send_raw, state_with, Caller, Reply},
     backend_tests,
     db::TestDatabase,
 };
+
+use crate::caller::{with_tenant, ManagementApi, MIB};
 
 backend_tests!(
     clients_are_counted_behind_trusted_proxies_and_by_ipv6_network,
@@ -46,12 +48,8 @@ fn browser_state(db: &TestDatabase, limit: RateLimit) -> tessera_http::ApiState 
 /// A public application of the admin's tenant that lists [`SHOP`]: its key.
 async fn shop_key<S, B>(app: &S, admin: &str) -> String
 where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
-    B: actix_web::body::MessageBody,
+    S: ManagementApi<B>,
+    B: MessageBody,
 {
     app_key(
         app,
@@ -84,6 +82,15 @@ fn from_page(method: Method, path: &str, origin: &str, key: &str, peer: &str) ->
     req
 }
 
+/// `POST /tokens` from a page on `origin` with `key`, from client `peer`.
+async fn token_from_page<S, B>(app: &S, origin: &str, key: &str, peer: &str) -> Reply
+where
+    S: ManagementApi<B>,
+    B: MessageBody,
+{
+    send_raw(app, from_page(Method::POST, "/tokens", origin, key, peer)).await
+}
+
 fn allowed_origin(r: &Reply) -> Option<&str> {
     r.headers
         .get("access-control-allow-origin")
@@ -91,20 +98,13 @@ fn allowed_origin(r: &Reply) -> Option<&str> {
 }
 
 async fn allowed_origins_are_validated_returned_and_kept(db: &TestDatabase) {
-    let st = state_with(db, MIB, DestinationPolicy::default());
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
-    let admin = t.admin_key.as_str();
-    let bad = send(
-        &app,
-        Method::POST,
-        "/applications",
-        Some(admin),
-        Some(json!({"name": "p", "type": "public", "permissions": ["token:create"],
-            "allowed_origins": ["*", "https://shop.example/pay", "shop.example", "http://shop.example"]})),
-    )
-    .await
-    .expect(400);
+    let (app, t) = with_tenant(state_with(db, MIB, DestinationPolicy::default())).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let bad = admin
+        .post("/applications", json!({"name": "p", "type": "public", "permissions": ["token:create"],
+            "allowed_origins": ["*", "https://shop.example/pay", "shop.example", "http://shop.example"]}))
+        .await
+        .expect(400);
     for i in 0..4 {
         assert!(
             bad.body["errors"][format!("allowed_origins[{i}]")].is_array(),
@@ -112,70 +112,42 @@ async fn allowed_origins_are_validated_returned_and_kept(db: &TestDatabase) {
             bad.body
         );
     }
-    send(
-        &app,
-        Method::POST,
-        "/applications",
-        Some(admin),
-        Some(
-            json!({"name": "p", "type": "private", "permissions": ["token:read"],
-            "allowed_origins": [SHOP]}),
-        ),
-    )
-    .await
-    .expect(400);
-    let created = send(
-        &app,
-        Method::POST,
-        "/applications",
-        Some(admin),
-        Some(
-            json!({"name": "p", "type": "public", "permissions": ["token:create"],
-            "allowed_origins": ["https://SHOP.example:443", "http://localhost:3000"]}),
-        ),
-    )
-    .await
-    .expect(201);
+    let private_with_origins = json!({"name": "p", "type": "private",
+        "permissions": ["token:read"], "allowed_origins": [SHOP]});
+    admin
+        .post("/applications", private_with_origins)
+        .await
+        .expect(400);
+    let public = json!({"name": "p", "type": "public", "permissions": ["token:create"],
+        "allowed_origins": ["https://SHOP.example:443", "http://localhost:3000"]});
+    let created = admin.post("/applications", public).await.expect(201);
     let id = created.body["id"].as_str().expect("id").to_string();
     let path = format!("/applications/{id}");
-    let read = send(&app, Method::GET, &path, Some(admin), None)
-        .await
-        .expect(200);
+    let read = admin.get(&path).await.expect(200);
     assert_eq!(
         read.body["allowed_origins"],
         json!([SHOP, "http://localhost:3000"])
     );
     // An update that leaves them out keeps them (clients that do not know the field);
     // one that names them replaces them; another type holds none.
-    let kept = send(
-        &app,
-        Method::PUT,
-        &path,
-        Some(admin),
-        Some(json!({"name": "renamed", "permissions": ["token:create"]})),
-    )
-    .await
-    .expect(200);
+    let kept = admin
+        .put(
+            &path,
+            json!({"name": "renamed", "permissions": ["token:create"]}),
+        )
+        .await
+        .expect(200);
     assert_eq!(kept.body["allowed_origins"], read.body["allowed_origins"]);
-    let replaced = send(
-        &app,
-        Method::PUT,
-        &path,
-        Some(admin),
-        Some(json!({"name": "p", "permissions": ["token:create"], "allowed_origins": [SHOP]})),
-    )
-    .await
-    .expect(200);
+    let replaced = admin
+        .put(
+            &path,
+            json!({"name": "p", "permissions": ["token:create"], "allowed_origins": [SHOP]}),
+        )
+        .await
+        .expect(200);
     assert_eq!(replaced.body["allowed_origins"], json!([SHOP]));
-    let private = send(
-        &app,
-        Method::PUT,
-        &path,
-        Some(admin),
-        Some(json!({"name": "p", "type": "private", "permissions": ["token:read"]})),
-    )
-    .await
-    .expect(200);
+    let private = json!({"name": "p", "type": "private", "permissions": ["token:read"]});
+    let private = admin.put(&path, private).await.expect(200);
     assert!(
         private.body.get("allowed_origins").is_none(),
         "{}",
@@ -184,9 +156,7 @@ async fn allowed_origins_are_validated_returned_and_kept(db: &TestDatabase) {
 }
 
 async fn preflights_answer_alike_for_every_origin(db: &TestDatabase) {
-    let st = browser_state(db, DEFAULT_PUBLIC_RATE_LIMIT);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = with_tenant(browser_state(db, DEFAULT_PUBLIC_RATE_LIMIT)).await;
     shop_key(&app, &t.admin_key).await;
     let preflight = |path: &str, origin: &str, method: &str| {
         test::TestRequest::default()
@@ -243,16 +213,11 @@ async fn preflights_answer_alike_for_every_origin(db: &TestDatabase) {
 async fn answers_are_shared_only_with_a_public_keys_listed_origins(db: &TestDatabase) {
     let st = browser_state(db, DEFAULT_PUBLIC_RATE_LIMIT);
     let vault = st.vault.clone();
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = with_tenant(st).await;
     let admin = t.admin_key.as_str();
     let public = shop_key(&app, admin).await;
     let peer = "198.51.100.7:5000";
-    let listed = send_raw(
-        &app,
-        from_page(Method::POST, "/tokens", SHOP, &public, peer),
-    )
-    .await;
+    let listed = token_from_page(&app, SHOP, &public, peer).await;
     assert_eq!(listed.status, 201);
     assert_eq!(allowed_origin(&listed), Some(SHOP));
     assert!(listed
@@ -274,21 +239,11 @@ async fn answers_are_shared_only_with_a_public_keys_listed_origins(db: &TestData
     assert!(fields.status.is_success(), "{}", fields.status);
     assert_eq!(allowed_origin(&fields), Some(FIELDS), "the hosted fields");
     // Another origin with the public key: refused, and nothing is shared.
-    let unlisted = send_raw(
-        &app,
-        from_page(
-            Method::POST,
-            "/tokens",
-            "https://evil.example",
-            &public,
-            peer,
-        ),
-    )
-    .await;
+    let unlisted = token_from_page(&app, "https://evil.example", &public, peer).await;
     assert_eq!(unlisted.status, 403);
     assert!(cors_headers(&unlisted.headers).is_empty());
     // A private key is never shared with a page, whatever its origin.
-    let private = send_raw(&app, from_page(Method::POST, "/tokens", SHOP, admin, peer)).await;
+    let private = token_from_page(&app, SHOP, admin, peer).await;
     assert_eq!(private.status, 201);
     assert!(
         cors_headers(&private.headers).is_empty(),
@@ -330,25 +285,15 @@ async fn answers_are_shared_only_with_a_public_keys_listed_origins(db: &TestData
 async fn public_keys_have_a_rate_limit_of_their_own(db: &TestDatabase) {
     // Two at once, then one every 100 s: the test never sees a refill.
     let limit = RateLimit::new(0.01, 2.0).expect("limit");
-    let st = browser_state(db, limit);
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = with_tenant(browser_state(db, limit)).await;
     let admin = t.admin_key.as_str();
     let public = shop_key(&app, admin).await;
     let card_tester = "203.0.113.9:4000";
     for _ in 0..2 {
-        let r = send_raw(
-            &app,
-            from_page(Method::POST, "/tokens", SHOP, &public, card_tester),
-        )
-        .await;
+        let r = token_from_page(&app, SHOP, &public, card_tester).await;
         assert_eq!(r.status, 201);
     }
-    let limited = send_raw(
-        &app,
-        from_page(Method::POST, "/tokens", SHOP, &public, card_tester),
-    )
-    .await;
+    let limited = token_from_page(&app, SHOP, &public, card_tester).await;
     assert_eq!(limited.status, 429);
     assert!(limited.headers.get("retry-after").is_some());
     assert_eq!(
@@ -357,31 +302,13 @@ async fn public_keys_have_a_rate_limit_of_their_own(db: &TestDatabase) {
         "the page may read its 429"
     );
     // A page that may not use the key spends none of the limit: its 403 comes first.
-    let elsewhere = send_raw(
-        &app,
-        from_page(
-            Method::POST,
-            "/tokens",
-            "https://evil.example",
-            &public,
-            "192.0.2.9:1",
-        ),
-    )
-    .await;
+    let elsewhere = token_from_page(&app, "https://evil.example", &public, "192.0.2.9:1").await;
     assert_eq!(elsewhere.status, 403);
     // Another client of the same page, and a private key, are not affected.
-    let shopper = send_raw(
-        &app,
-        from_page(Method::POST, "/tokens", SHOP, &public, "192.0.2.1:4000"),
-    )
-    .await;
+    let shopper = token_from_page(&app, SHOP, &public, "192.0.2.1:4000").await;
     assert_eq!(shopper.status, 201);
     for _ in 0..3 {
-        let r = send_raw(
-            &app,
-            from_page(Method::POST, "/tokens", SHOP, admin, card_tester),
-        )
-        .await;
+        let r = token_from_page(&app, SHOP, admin, card_tester).await;
         assert_eq!(r.status, 201);
     }
 }
@@ -391,8 +318,7 @@ async fn clients_are_counted_behind_trusted_proxies_and_by_ipv6_network(db: &Tes
     let balancer: std::net::IpAddr = "10.0.0.2".parse().expect("ip");
     let st = state_with(db, MIB, DestinationPolicy::default())
         .with_browsers(browsers(limit).with_trusted_proxies(vec![balancer]));
-    let t = tenant(&st, "acme").await;
-    let app = test::init_service(tessera_http::app(st)).await;
+    let (app, t) = with_tenant(st).await;
     let public = shop_key(&app, &t.admin_key).await;
     let through = |peer: &str, forwarded: &str| {
         from_page(Method::POST, "/tokens", SHOP, &public, peer)

@@ -2,19 +2,13 @@
 //! fields replace, `null` removes an optional field, absent fields stay), checked as `PUT` is,
 //! with `PUT`'s permission, audit event and answer; the key never changes.
 
-use std::sync::Arc;
-
-use actix_web::{http::Method, test};
+use actix_web::{body::MessageBody, test};
 use serde_json::{json, Value};
-use tessera_testkit::{
-    api::private_state,
-    backend_tests,
-    db::TestDatabase,
-    gateway::{self, Options},
-    upstream::Upstream,
-};
+use tessera_testkit::{api::private_state, backend_tests, db::TestDatabase, upstream::Upstream};
 
-use crate::caller::{id_of, one_tenant, two_tenants, Caller};
+use crate::caller::{
+    id_of, one_tenant, proxy_post, two_tenants, with_gateway, Caller, ManagementApi,
+};
 
 backend_tests!(
     a_patch_changes_only_what_it_names,
@@ -34,6 +28,17 @@ fn full(destination_url: &str) -> Value {
         "response_transform": {"code": RESPONSE_CODE},
         "configuration": {"API_KEY": "sk_test_123", "REGION": "eu"}, "require_auth": false,
     })
+}
+
+/// Creates the [`full`] proxy to `https://api.example.com/v1` as `admin`: its id.
+async fn payments_proxy<S, B>(admin: Caller<'_, S>) -> String
+where
+    S: ManagementApi<B>,
+    B: MessageBody,
+{
+    admin
+        .create("/proxies", full("https://api.example.com/v1"))
+        .await
 }
 
 async fn a_patch_changes_only_what_it_names(db: &TestDatabase) {
@@ -91,9 +96,7 @@ async fn a_patch_changes_only_what_it_names(db: &TestDatabase) {
 async fn refused_patches_name_the_field_and_change_nothing(db: &TestDatabase) {
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
-    let id = admin
-        .create("/proxies", full("https://api.example.com/v1"))
-        .await;
+    let id = payments_proxy(admin).await;
     let uri = format!("/proxies/{id}");
     let before = admin.page(&uri).await;
     let broken = "module.exports = async (req) => {\n  const x = ;\n};";
@@ -131,9 +134,7 @@ async fn refused_patches_name_the_field_and_change_nothing(db: &TestDatabase) {
 async fn patches_need_proxy_update_on_the_tenants_proxy(db: &TestDatabase) {
     let (app, a, b) = two_tenants(db).await;
     let admin = Caller::new(&app, &a.admin_key);
-    let id = admin
-        .create("/proxies", full("https://api.example.com/v1"))
-        .await;
+    let id = payments_proxy(admin).await;
     let uri = format!("/proxies/{id}");
     let patch = json!({"name": "changed"});
     let all = ["proxy:create", "proxy:read", "proxy:delete"];
@@ -162,9 +163,7 @@ async fn patches_need_proxy_update_on_the_tenants_proxy(db: &TestDatabase) {
 async fn patches_are_audited_as_updates(db: &TestDatabase) {
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
-    let id = admin
-        .create("/proxies", full("https://api.example.com/v1"))
-        .await;
+    let id = payments_proxy(admin).await;
     let uri = format!("/proxies/{id}");
     admin
         .merge_patch(&uri, &json!({"name": "audited"}))
@@ -179,8 +178,7 @@ async fn patches_are_audited_as_updates(db: &TestDatabase) {
 async fn the_gateway_follows_a_patched_destination(db: &TestDatabase) {
     let (st, t, _) = private_state(db).await;
     let (old, new) = (Upstream::start(None).await, Upstream::start(None).await);
-    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
-    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
+    let app = with_gateway(st).await;
     let admin = Caller::new(&app, &t.admin_key);
     let at = |u: &Upstream| format!("http://127.0.0.1:{}/base", u.addr.port());
     let c = admin.post("/proxies", full(&at(&old))).await.expect(201);
@@ -190,16 +188,7 @@ async fn the_gateway_follows_a_patched_destination(db: &TestDatabase) {
         .merge_patch(&uri, &json!({"destination_url": at(&new)}))
         .await
         .expect(200);
-    let res = test::call_service(
-        &app,
-        test::TestRequest::default()
-            .method(Method::POST)
-            .uri("/proxy/x")
-            .insert_header(("svc-proxy-key", key.as_str()))
-            .set_json(json!({"a": 1}))
-            .to_request(),
-    )
-    .await;
+    let res = test::call_service(&app, proxy_post(&key).to_request()).await;
     assert_eq!(res.status(), 200);
     assert_eq!((old.hits(), new.hits()), (0, 1), "the patched destination");
     assert_eq!(

@@ -10,13 +10,11 @@ use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
 use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
 use tessera_testkit::db::{postgres_admin, postgres_required, PG_URL_VAR};
 
+use crate::caller::ManagementApi;
+
 async fn readyz<S, B>(app: &S) -> (StatusCode, String, serde_json::Value)
 where
-    S: actix_web::dev::Service<
-        actix_http::Request,
-        Response = actix_web::dev::ServiceResponse<B>,
-        Error = actix_web::Error,
-    >,
+    S: ManagementApi<B>,
     B: actix_web::body::MessageBody,
 {
     let res = test::call_service(app, test::TestRequest::get().uri("/readyz").to_request()).await;

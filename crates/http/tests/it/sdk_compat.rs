@@ -3,8 +3,6 @@
 //! paths, the correlation id as `SVC-TRACE-ID`, `PUT /applications/{id}` without `type`,
 //! transforms with `"type": "code"` and `metadata[key]=value` list filters.
 
-use std::sync::Arc;
-
 use actix_web::{
     body::MessageBody,
     dev::{Service, ServiceResponse},
@@ -12,16 +10,16 @@ use actix_web::{
     test, Error,
 };
 use serde_json::{json, Value};
-use tessera_domain::ProxyInput;
 use tessera_testkit::{
     api::{private_state, send_raw, Reply},
     backend_tests,
     db::TestDatabase,
-    gateway::{self, Options},
     upstream::Upstream,
 };
 
-use crate::caller::{id_of, ids, one_tenant, total, Caller};
+use crate::caller::{
+    id_of, ids, new_application, one_tenant, proxy_to, total, with_gateway, Caller, ManagementApi,
+};
 
 backend_tests!(
     the_sdk_idempotency_header_replays_like_idempotency_key,
@@ -78,6 +76,21 @@ fn replayed(r: &Reply) -> bool {
         .is_some_and(|v| v.as_bytes() == b"true")
 }
 
+/// `method uri` with `key`, the idempotency key `idem` in [`SDK_KEY`] and `body`.
+async fn sdk_keyed<S, B>(
+    app: &S,
+    key: Option<&str>,
+    request: (Method, &str),
+    idem: &str,
+    body: &Value,
+) -> Reply
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    call(app, key, request, &[(SDK_KEY, idem)], Some(body)).await
+}
+
 /// `POST /tokens` with `key`, `headers` and [`TOKEN`]: the 201 answer.
 async fn created_token<S, B>(app: &S, key: Option<&str>, headers: &[(&str, &str)]) -> Reply
 where
@@ -118,23 +131,21 @@ async fn the_sdk_idempotency_header_replays_like_idempotency_key(db: &TestDataba
     assert_eq!(id_of(&third_again.body), id_of(&third.body));
     // The same checks: another request under the key is a 422, a malformed key a 400.
     let other = json!({"type": "token", "data": "other"});
-    call(&app, key, post.clone(), &[(SDK_KEY, "sdk-1")], Some(&other))
+    sdk_keyed(&app, key, post.clone(), "sdk-1", &other)
         .await
         .expect(422);
     let long = "x".repeat(256);
-    let r = call(&app, key, post.clone(), &[(SDK_KEY, &long)], Some(&body))
+    let r = sdk_keyed(&app, key, post.clone(), &long, &body)
         .await
         .expect(400);
     assert_eq!(r.error_fields(), vec![SDK_KEY]);
     // The other creating POSTs honour it too.
     let apps = (Method::POST, "/applications");
     let spec = json!({"name": "a", "type": "private", "permissions": ["token:read"]});
-    let app_first = call(&app, key, apps.clone(), &[(SDK_KEY, "app-1")], Some(&spec))
+    let app_first = sdk_keyed(&app, key, apps.clone(), "app-1", &spec)
         .await
         .expect(201);
-    let app_again = call(&app, key, apps, &[(SDK_KEY, "app-1")], Some(&spec))
-        .await
-        .expect(201);
+    let app_again = sdk_keyed(&app, key, apps, "app-1", &spec).await.expect(201);
     assert_eq!(app_again.body["key"], app_first.body["key"]);
     let admin = Caller::new(&app, &t.admin_key);
     assert_eq!(admin.total("/tokens").await, json!(3));
@@ -186,24 +197,13 @@ async fn an_sdk_keyed_replay_is_authorised_again(db: &TestDatabase) {
         .await;
     let body = json!({"name": "child", "type": "management", "permissions": ["application:read"]});
     let post = (Method::POST, "/applications");
-    let first = call(
-        &app,
-        Some(&minter),
-        post.clone(),
-        &[(SDK_KEY, "m-1")],
-        Some(&body),
-    )
-    .await
-    .expect(201);
-    let replay = call(
-        &app,
-        Some(&minter),
-        post.clone(),
-        &[(SDK_KEY, "m-1")],
-        Some(&body),
-    )
-    .await
-    .expect(201);
+    let minter = Some(minter.as_str());
+    let first = sdk_keyed(&app, minter, post.clone(), "m-1", &body)
+        .await
+        .expect(201);
+    let replay = sdk_keyed(&app, minter, post.clone(), "m-1", &body)
+        .await
+        .expect(201);
     assert!(replayed(&replay));
     assert_eq!(replay.body["key"], first.body["key"]);
     let minter_id = admin.page("/applications").await["data"]
@@ -213,14 +213,15 @@ async fn an_sdk_keyed_replay_is_authorised_again(db: &TestDatabase) {
         .find(|a| a["name"] == "minter")
         .map(id_of)
         .expect("minter");
+    let minter_path = format!("/applications/{minter_id}");
     admin
         .put(
-            &format!("/applications/{minter_id}"),
+            &minter_path,
             json!({"name": "minter", "type": "management", "permissions": ["application:read"]}),
         )
         .await
         .expect(200);
-    let refused = call(&app, Some(&minter), post, &[(SDK_KEY, "m-1")], Some(&body))
+    let refused = sdk_keyed(&app, minter, post, "m-1", &body)
         .await
         .expect(403);
     let minted = first.body["key"].as_str().expect("key");
@@ -300,10 +301,8 @@ async fn management_routes_answer_with_one_trailing_slash(db: &TestDatabase) {
         )
         .await
         .expect(200);
-    admin
-        .post_empty(&format!("/applications/{application}/regenerate/"))
-        .await
-        .expect(200);
+    let regenerate = format!("/applications/{application}/regenerate/");
+    admin.post_empty(&regenerate).await.expect(200);
     assert_eq!(admin.total("/proxies/").await, json!(1));
     admin.get(&format!("/proxies/{proxy}/")).await.expect(200);
     admin
@@ -397,42 +396,38 @@ async fn a_path_and_its_trailing_slash_share_idempotency_keys(db: &TestDatabase)
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
     let body = token_body();
-    let first = admin
-        .post_once("/tokens", &body, "shared")
-        .await
-        .expect(201);
-    let again = admin
-        .post_once("/tokens/", &body, "shared")
-        .await
-        .expect(201);
+    let (first, again) = posted_twice(admin, ("/tokens", "/tokens/"), &body, "shared").await;
     assert!(replayed(&again));
     assert_eq!(id_of(&again.body), id_of(&first.body));
     let batch = json!([token_body()]);
-    let first = admin
-        .post_once("/tokenize/", &batch, "batch")
-        .await
-        .expect(201);
-    let again = admin
-        .post_once("/tokenize", &batch, "batch")
-        .await
-        .expect(201);
+    let (first, again) = posted_twice(admin, ("/tokenize/", "/tokenize"), &batch, "batch").await;
     assert!(replayed(&again));
     assert_eq!(again.body, first.body);
     assert_eq!(admin.total("/tokens").await, json!(2));
+}
+
+/// Posts `body` as `admin` to `first` then to `again` under the idempotency key `key`: the two
+/// 201 answers.
+async fn posted_twice<S, B>(
+    admin: Caller<'_, S>,
+    (first, again): (&str, &str),
+    body: &Value,
+    key: &str,
+) -> (Reply, Reply)
+where
+    S: ManagementApi<B>,
+    B: MessageBody,
+{
+    let one = admin.post_once(first, body, key).await.expect(201);
+    (one, admin.post_once(again, body, key).await.expect(201))
 }
 
 /// Proxy invocation is the destination's business: `/proxy/a/` forwards `/a/`.
 async fn proxy_paths_keep_their_trailing_slash(db: &TestDatabase) {
     let (st, _, admin) = private_state(db).await;
     let upstream = Upstream::start(None).await;
-    let input: ProxyInput = serde_json::from_value(json!({"name": "p",
-        "destination_url": format!("http://127.0.0.1:{}/base", upstream.addr.port()),
-        "require_auth": false}))
-    .expect("input");
-    let proxy = st.vault.create_proxy(&admin, input).await.expect("proxy");
-    let gateway = gateway::build(&st.vault, &Options::default(), &st.metrics.registry);
-    let app = test::init_service(tessera_http::app(st.with_proxy(Arc::new(gateway)))).await;
-    let proxy_key = proxy.key.expose().clone();
+    let proxy_key = proxy_to(&st, &admin, &upstream, json!({})).await;
+    let app = with_gateway(st).await;
     for (path, forwarded) in [
         ("/proxy/a/", "/base/a/"),
         ("/proxy/a", "/base/a"),
@@ -530,14 +525,9 @@ async fn putting_an_application_without_type_keeps_its_type(db: &TestDatabase) {
     assert_eq!(updated.body["name"], "svc2");
     assert_eq!(updated.body["permissions"], json!(["token:create"]));
     assert_eq!(admin.page(&path).await["type"], "private");
-    let null_type = admin
-        .put(
-            &path,
-            json!({"name": "svc3", "type": null, "permissions": ["token:read"]}),
-        )
-        .await
-        .expect(200);
-    assert_eq!(null_type.body["type"], "private");
+    let null_type = json!({"name": "svc3", "type": null, "permissions": ["token:read"]});
+    let r = admin.put(&path, null_type).await.expect(200);
+    assert_eq!(r.body["type"], "private");
     // Checked against the type it keeps: a private application holds no `proxy:read`.
     let r = admin
         .put(&path, json!({"name": "svc", "permissions": ["proxy:read"]}))
@@ -586,43 +576,29 @@ async fn an_untyped_put_still_cannot_escalate(db: &TestDatabase) {
         .app_key(json!({"name": "mgr", "type": "management",
             "permissions": ["application:update", "application:read", "proxy:read"]}))
         .await;
-    let wide = admin
-        .create(
-            "/applications",
-            json!({"name": "wide", "type": "private", "permissions": ["token:read"]}),
-        )
-        .await;
-    let narrow = admin
-        .create(
-            "/applications",
-            json!({"name": "narrow", "type": "management", "permissions": ["proxy:read"]}),
-        )
-        .await;
+    let wide = id_of(&new_application(admin, "wide", "private", &["token:read"]).await);
+    let narrow = id_of(&new_application(admin, "narrow", "management", &["proxy:read"]).await);
     let as_manager = admin.with_key(&manager);
-    // Taking over (or stripping) an application holding more than the caller.
-    let r = as_manager
-        .put(
-            &format!("/applications/{wide}"),
+    for (id, body, missing) in [
+        // Taking over (or stripping) an application holding more than the caller.
+        (
+            &wide,
             json!({"name": "wide", "permissions": ["token:read"]}),
-        )
-        .await
-        .expect(403);
-    assert!(r.body["detail"]
-        .as_str()
-        .expect("detail")
-        .contains("token:read"));
-    // Widening one it may manage beyond its own grants.
-    let r = as_manager
-        .put(
-            &format!("/applications/{narrow}"),
+            "token:read",
+        ),
+        // Widening one it may manage beyond its own grants.
+        (
+            &narrow,
             json!({"name": "narrow", "permissions": ["proxy:read", "proxy:delete"]}),
-        )
-        .await
-        .expect(403);
-    assert!(r.body["detail"]
-        .as_str()
-        .expect("detail")
-        .contains("proxy:delete"));
+            "proxy:delete",
+        ),
+    ] {
+        let r = as_manager
+            .put(&format!("/applications/{id}"), body)
+            .await
+            .expect(403);
+        assert!(r.body["detail"].as_str().expect("detail").contains(missing));
+    }
     // Within its grants it succeeds, keeping the type.
     let ok = as_manager
         .put(
@@ -717,10 +693,8 @@ async fn metadata_filters_may_be_written_as_deep_objects(db: &TestDatabase) {
         assert_eq!(r.error_fields(), vec![field], "{query}");
     }
     let eleven: Vec<String> = (0..11).map(|i| format!("metadata[k{i}]=v")).collect();
-    let r = admin
-        .get(&format!("/tokens?{}", eleven.join("&")))
-        .await
-        .expect(400);
+    let query = format!("/tokens?{}", eleven.join("&"));
+    let r = admin.get(&query).await.expect(400);
     assert_eq!(r.error_fields(), vec!["metadata"]);
 }
 
