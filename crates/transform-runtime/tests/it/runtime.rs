@@ -7,9 +7,10 @@ use std::{sync::Arc, time::Duration};
 use serde_json::{json, Value};
 use tessera_testkit::TRANSFORM_ERROR_CLASSES;
 use tessera_transform_runtime::{
-    Args, Body, EngineConfig, HostError, HostOp, Input, Isolation, Outcome, SandboxCommand,
-    TransformEngine, TransformError,
+    Body, EngineConfig, HostError, HostOp, Isolation, Outcome, TransformEngine, TransformError,
 };
+
+use crate::{json_input, sandboxed};
 
 both_modes!(
     req_fields_reach_the_transform_and_results_come_back,
@@ -32,14 +33,9 @@ both_modes!(
 
 fn config(isolation: Isolation) -> EngineConfig {
     EngineConfig {
-        isolation,
-        sandbox: Some(SandboxCommand {
-            program: env!("CARGO_BIN_EXE_tessera-transform-sandbox").into(),
-            args: Vec::new(),
-        }),
         time_limit: Duration::from_millis(500),
         memory_limit: 16 * 1024 * 1024,
-        ..EngineConfig::default()
+        ..sandboxed(isolation)
     }
 }
 
@@ -59,24 +55,6 @@ fn one_process(config: EngineConfig) -> EngineConfig {
 
 type NoHost = fn(HostOp, Value) -> std::future::Ready<Result<Value, HostError>>;
 
-/// An input whose JSON body is `body` and whose configuration is `configuration`.
-fn input(body: Value, configuration: &[(&str, &str)]) -> Input {
-    Input {
-        args: Args {
-            body: Body::Json(body.to_string()),
-            headers: vec![("content-type".into(), "application/json".into())],
-            method: None,
-            path: None,
-            query: None,
-            status: None,
-        },
-        configuration: configuration
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    }
-}
-
 async fn run(
     engine: &TransformEngine,
     scope: &str,
@@ -85,8 +63,24 @@ async fn run(
 ) -> Result<Outcome, TransformError> {
     let program = engine.compile(code).expect("compiles");
     engine
-        .run::<NoHost, _>(program, scope, ("tenant", scope), input(body, &[]), None)
+        .run::<NoHost, _>(
+            program,
+            scope,
+            ("tenant", scope),
+            json_input(body, &[]),
+            None,
+        )
         .await
+}
+
+/// The crash of the transform `module.exports = async () => ({ body: <expr> })` in `scope`: its
+/// message; any other outcome panics.
+async fn crash_of(engine: &TransformEngine, scope: &str, expr: &str) -> String {
+    let code = format!("module.exports = async () => ({{ body: {expr} }});");
+    match run(engine, scope, &code, json!({})).await {
+        Err(TransformError::Crashed(m)) => m,
+        other => panic!("{expr}: {other:?}"),
+    }
 }
 
 /// The returned body as the text that would be sent.
@@ -107,7 +101,7 @@ async fn req_fields_reach_the_transform_and_results_come_back(config: EngineConf
     let e = engine(config);
     let code = "module.exports = async function (req) { return { body: { args: { body: req.args.body, method: req.args.method }, cfg: req.configuration, svc: typeof req.svc }, headers: { 'x-a': '1' } }; };";
     let program = e.compile(code).expect("compiles");
-    let mut given = input(json!({"n": 1}), &[("K", "v")]);
+    let mut given = json_input(json!({"n": 1}), &[("K", "v")]);
     given.args.method = Some("POST".into());
     let out = e
         .run::<NoHost, _>(program, "p1", ("tenant", "p1"), given, None)
@@ -145,7 +139,7 @@ async fn bodies_arrive_parsed_and_leave_encoded(config: EngineConfig) {
         json!({"a": [1, {"b": null}]})
     );
     let program = e.compile(echo).expect("compiles");
-    let mut not_json = input(json!(null), &[]);
+    let mut not_json = json_input(json!(null), &[]);
     not_json.args.body = Body::Json("{not json".into());
     assert_eq!(
         text(
@@ -154,7 +148,7 @@ async fn bodies_arrive_parsed_and_leave_encoded(config: EngineConfig) {
         ),
         "{not json"
     );
-    let mut form = input(json!(null), &[]);
+    let mut form = json_input(json!(null), &[]);
     form.args.body = Body::Form(vec![
         ("a".into(), "1".into()),
         ("b".into(), "x y".into()),
@@ -270,13 +264,14 @@ async fn error_classes_custom_responses_and_crashes(config: EngineConfig) {
 
 async fn sandbox_refuses_eval_require_and_contains_runaway_code(config: EngineConfig) {
     let e = engine(config);
-    for code in [
-        "module.exports = async () => ({ body: eval('1 + 1') });",
-        "module.exports = async () => ({ body: new Function('return 1')() });",
-        "module.exports = async () => ({ body: require('fs') });",
-        "module.exports = async () => ({ body: typeof process === 'undefined' ? (() => { throw new Error('no process'); })() : 1 });",
-    ] {
-        assert!(matches!(run(&e, "sandbox", code, json!({})).await, Err(TransformError::Crashed(_))), "{code}");
+    let forbidden = [
+        "eval('1 + 1')",
+        "new Function('return 1')()",
+        "require('fs')",
+        "typeof process === 'undefined' ? (() => { throw new Error('no process'); })() : 1",
+    ];
+    for expr in forbidden {
+        crash_of(&e, "sandbox", expr).await;
     }
     let abusive = [
         ("while", "module.exports = async () => { while (true) {} };"),
@@ -305,12 +300,10 @@ async fn nothing_is_shared_between_proxies(config: EngineConfig) {
     let e = engine(config);
     let writer = "module.exports = async () => { globalThis.leak = 'secret'; Object.prototype.polluted = 'yes'; return { body: 'written' }; };";
     let reader = "module.exports = async () => ({ body: { leak: typeof globalThis.leak, polluted: ({}).polluted === undefined ? 'clean' : 'polluted' } });";
+    let clean = json!({"leak": "undefined", "polluted": "clean"});
     for _ in 0..4 {
         assert_eq!(text(run(&e, "proxy-a", writer, json!({})).await), "written");
-        assert_eq!(
-            body(run(&e, "proxy-b", reader, json!({})).await),
-            json!({"leak": "undefined", "polluted": "clean"})
-        );
+        assert_eq!(body(run(&e, "proxy-b", reader, json!({})).await), clean);
     }
 }
 
@@ -443,7 +436,7 @@ async fn svc_calls_are_answered_by_the_host(config: EngineConfig) {
             program,
             "svc",
             ("t", "svc"),
-            input(json!({"pan": "4242"}), &[]),
+            json_input(json!({"pan": "4242"}), &[]),
             Some(host),
         )
         .await;
@@ -477,7 +470,7 @@ async fn many_parallel_invocations(config: EngineConfig) {
                         program,
                         "parallel",
                         ("t", "p"),
-                        input(json!({"n": n}), &[]),
+                        json_input(json!({"n": n}), &[]),
                         Some(host),
                     )
                     .await
@@ -585,11 +578,8 @@ async fn huge_array_likes_are_refused(config: EngineConfig) {
         "Array.prototype.fill.call({ length: 2 ** 40 }, 0)",
         "new Array(2 ** 32 - 1).join('')",
     ] {
-        let code = format!("module.exports = async () => ({{ body: {call} }});");
-        match run(&e, "arrays", &code, json!({})).await {
-            Err(TransformError::Crashed(m)) => assert!(m.contains("RangeError"), "{call}: {m}"),
-            other => panic!("{call}: {other:?}"),
-        }
+        let m = crash_of(&e, "arrays", call).await;
+        assert!(m.contains("RangeError"), "{call}: {m}");
     }
     assert_eq!(
         body(run(&e, "arrays", "module.exports = async () => ({ body: [new Array(3).join('-'), [1, 2, 3].reverse()] });", json!({})).await),
@@ -616,7 +606,7 @@ async fn json_bodies_are_given_member_by_member(config: EngineConfig) {
             r#"{"card":{"number":"42","x":1},"items":[1,2],"merchant":"m"}"#,
         ),
     ] {
-        let mut i = input(json!(null), &[]);
+        let mut i = json_input(json!(null), &[]);
         i.args.body = Body::Json(text.into());
         let out = e
             .run::<NoHost, _>(program.clone(), "lazy", ("t", "lazy"), i, None)

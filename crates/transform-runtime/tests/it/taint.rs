@@ -6,9 +6,10 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use tessera_transform_runtime::{
-    Args, Body, EngineConfig, HostError, HostOp, Input, Isolation, Outcome, SandboxCommand, Taint,
-    TransformEngine, TransformError,
+    EngineConfig, HostError, HostOp, Isolation, Outcome, Taint, TransformEngine, TransformError,
 };
+
+use crate::{json_input, sandboxed};
 
 both_modes!(
     a_tainted_context_is_not_kept_warm,
@@ -18,28 +19,9 @@ both_modes!(
 /// One process per thread, so that successive calls meet the same warm runtime.
 fn config(isolation: Isolation) -> EngineConfig {
     EngineConfig {
-        isolation,
-        sandbox: Some(SandboxCommand {
-            program: env!("CARGO_BIN_EXE_tessera-transform-sandbox").into(),
-            args: Vec::new(),
-        }),
         time_limit: Duration::from_secs(2),
         processes_per_thread: 1,
-        ..EngineConfig::default()
-    }
-}
-
-fn input(body: Value) -> Input {
-    Input {
-        args: Args {
-            body: Body::Json(body.to_string()),
-            headers: vec![("content-type".into(), "application/json".into())],
-            method: None,
-            path: None,
-            query: None,
-            status: None,
-        },
-        configuration: Vec::new(),
+        ..sandboxed(isolation)
     }
 }
 
@@ -82,7 +64,7 @@ async fn keeper(
             program,
             scope,
             ("t", scope),
-            input(body),
+            json_input(body, &[]),
             Some(host),
             &taint,
         )
@@ -141,7 +123,7 @@ async fn an_invocation_sharing_a_tainted_context_is_tainted(config: EngineConfig
         program.clone(),
         "shared",
         ("t", "shared"),
-        input(json!({"id": "public"})),
+        json_input(json!({"id": "public"}), &[]),
         Some(waiter_host),
         &waiter_taint,
     );
@@ -153,7 +135,7 @@ async fn an_invocation_sharing_a_tainted_context_is_tainted(config: EngineConfig
                 program.clone(),
                 "shared",
                 ("t", "shared"),
-                input(json!({"id": "bound"})),
+                json_input(json!({"id": "bound"}), &[]),
                 Some(reader_host),
                 &reader_taint,
             )
