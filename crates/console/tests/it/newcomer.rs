@@ -258,7 +258,7 @@ async fn try_it_offers_the_tokens_the_key_may_read_masked(db: &TestDatabase) {
         .await;
     let mut c = client(&s).await;
     c.signed_in(&s.admin_key).await;
-    let reads = token_reads(&s).await;
+    let reads = s.token_reads().await;
     let page = c.get(&format!("/console/proxies/{proxy}")).await;
     assert_eq!(page.status, StatusCode::OK);
     let body = &page.body;
@@ -284,7 +284,7 @@ async fn try_it_offers_the_tokens_the_key_may_read_masked(db: &TestDatabase) {
     ] {
         assert!(!body.contains(data), "no data: {data}");
     }
-    assert_eq!(token_reads(&s).await, reads, "listing reads no data");
+    assert_eq!(s.token_reads().await, reads, "listing reads no data");
 
     let mut blind = client(&s).await;
     blind.signed_in(&no_reader).await;
@@ -294,14 +294,6 @@ async fn try_it_offers_the_tokens_the_key_may_read_masked(db: &TestDatabase) {
     for id in [&card, &bank, &generic] {
         assert!(!page.body.contains(id.as_str()), "no token listed");
     }
-}
-
-async fn token_reads(s: &Setup) -> usize {
-    s.events()
-        .await
-        .iter()
-        .filter(|e| e.event.action == AuditAction::TokenRead)
-        .count()
 }
 
 /// Another tenant with an application named `hidden-name`.

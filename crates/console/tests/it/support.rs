@@ -15,7 +15,7 @@ use actix_web::{
 use serde_json::{json, Value};
 use tessera_console::{Console, ConsoleConfig, MAX_SESSION_AGE, SESSION_COOKIE, SIGN_IN_COOKIE};
 use tessera_domain::{
-    audit::{AuditFilter, ChainedEvent},
+    audit::{AuditAction, AuditFilter, ChainedEvent},
     NewToken, PageRequest, Principal, ProxyInput, TokenType, Vault,
 };
 use tessera_testkit::{
@@ -127,6 +127,15 @@ impl Setup {
             .await
             .expect("events")
             .items
+    }
+
+    /// How many `token.read` events the tenant's audit trail holds.
+    pub(crate) async fn token_reads(&self) -> usize {
+        self.events()
+            .await
+            .iter()
+            .filter(|e| e.event.action == AuditAction::TokenRead)
+            .count()
     }
 }
 

@@ -34,7 +34,7 @@ async fn no_card_number_in_any_page_before_reveal(db: &TestDatabase) {
         .expect("link");
     let mut c = client(&s).await;
     let csrf = c.signed_in(&s.admin_key).await;
-    let reads_before = token_reads(&s).await;
+    let reads_before = s.token_reads().await;
     // Eight digits: random hex (ids, hashes) holds six of them now and then.
     let leading = &CARD[..8];
     for path in [
@@ -63,7 +63,7 @@ async fn no_card_number_in_any_page_before_reveal(db: &TestDatabase) {
     );
     assert!(masked.body.contains("customer") && masked.body.contains("c_1"));
     assert_eq!(
-        token_reads(&s).await,
+        s.token_reads().await,
         reads_before,
         "viewing masked data is no read"
     );
@@ -92,21 +92,13 @@ async fn no_card_number_in_any_page_before_reveal(db: &TestDatabase) {
     );
     assert!(read.event.request_id.is_some());
     assert_eq!(
-        token_reads(&s).await,
+        s.token_reads().await,
         reads_before + 1,
         "one read per Reveal"
     );
     // The parent lists its child without data.
     let parent_page = c.get(&format!("/console/tokens/{}", parent.id)).await;
     assert!(parent_page.body.contains(&card) && !parent_page.body.contains(leading));
-}
-
-async fn token_reads(s: &Setup) -> usize {
-    s.events()
-        .await
-        .iter()
-        .filter(|e| e.event.action == AuditAction::TokenRead)
-        .count()
 }
 
 async fn search_finds_by_metadata_type_fingerprint_and_container(db: &TestDatabase) {
