@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tessera_domain::{
     audit::{
-        self, Actor, AuditAction, AuditEvent, AuditFilter, AuditStore, BrokenLink, ChainedEvent,
-        Outcome,
+        self, Actor, AuditAction, AuditEvent, AuditFilter, AuditStore, BrokenLink, ChainHead,
+        ChainedEvent, Outcome,
     },
     store::StoreError,
     ApplicationId, Page, PageRequest, TenantId,
@@ -82,6 +82,14 @@ async fn broken(t: &TestDatabase, tenant: TenantId) -> BrokenLink {
 
 /// Replaces `from` with `to` in the stored text of `tenant`'s blocks, as someone with write
 /// access to the database would.
+/// The head of `tenant`'s chain, which must exist.
+async fn chain_head(t: &TestDatabase, tenant: TenantId) -> ChainHead {
+    t.db.audit_chain_head(Some(tenant))
+        .await
+        .expect("head")
+        .expect("chain")
+}
+
 async fn edit_events(t: &TestDatabase, tenant: TenantId, from: &str, to: &str) {
     t.edit_audit_text(Some(tenant), from, to).await;
 }
@@ -588,11 +596,7 @@ async fn retention_is_recorded_in_the_chain_and_keeps_it_verifiable(t: &TestData
     // Retention removes whole blocks: the old events are one block, the recent one another.
     append(t, &[older, old]).await;
     append(t, std::slice::from_ref(&recent)).await;
-    let head_before =
-        t.db.audit_chain_head(Some(tenant))
-            .await
-            .expect("head")
-            .expect("chain");
+    let head_before = chain_head(t, tenant).await;
     let cutoff = tessera_domain::timestamp::now() - Duration::days(365);
     assert_eq!(t.db.prune_audit_events(cutoff).await.expect("prune"), 2);
     let left = list(t, tenant, &AuditFilter::default(), page(1, 10)).await;
@@ -604,11 +608,7 @@ async fn retention_is_recorded_in_the_chain_and_keeps_it_verifiable(t: &TestData
     assert_eq!(left.items[1].event.id, recent.id);
     let pruned = left.items[0].event.pruned.expect("what was removed");
     assert_eq!(pruned.through_seq, 2);
-    let head =
-        t.db.audit_chain_head(Some(tenant))
-            .await
-            .expect("head")
-            .expect("chain");
+    let head = chain_head(t, tenant).await;
     assert_ne!(
         head.last_hash, head_before.last_hash,
         "the removal changes the head"

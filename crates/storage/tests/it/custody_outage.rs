@@ -4,7 +4,7 @@
 //! start.
 
 use std::sync::{
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc,
 };
 
@@ -25,14 +25,25 @@ backend_tests!(
     start_up_unwraps_each_key_once
 );
 
-/// A custody that can be made unreachable, as a network HSM or a KMS can be.
+/// A file key as a custody that can be made unreachable, as a network HSM or a KMS can be,
+/// and that counts its unwraps.
 #[derive(Debug)]
 struct Flaky {
     key: MasterKey,
     down: AtomicBool,
+    unwraps: AtomicUsize,
 }
 
 impl Flaky {
+    /// The custody of `key`, reachable, with no unwrap yet.
+    fn new(key: MasterKey) -> Arc<Self> {
+        Arc::new(Self {
+            key,
+            down: AtomicBool::new(false),
+            unwraps: AtomicUsize::new(0),
+        })
+    }
+
     fn check(&self) -> Result<(), CryptoError> {
         if self.down.load(Ordering::SeqCst) {
             return Err(CryptoError::CustodyUnavailable("connection refused".into()));
@@ -58,16 +69,14 @@ impl KeyCustody for Flaky {
         wrapped: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         self.check()?;
+        self.unwraps.fetch_add(1, Ordering::SeqCst);
         self.key.unwrap(purpose, wrapped).await
     }
 }
 
 async fn a_custody_outage_keeps_held_keys_and_refuses_new_unwraps(t: &TestDatabase) {
     let key = MasterKey::generate();
-    let custody = Arc::new(Flaky {
-        key: MasterKey::from_base64(key.to_base64().expose()).expect("copy"),
-        down: AtomicBool::new(false),
-    });
+    let custody = Flaky::new(MasterKey::from_base64(key.to_base64().expose()).expect("copy"));
     let store = || Arc::new(DetachedStore::new(t.db.clone()));
     let vault = Vault::with_custody(store(), custody.clone(), vec![]);
     let admin = tessera_testkit::vault::tenant_admin(&vault, "held").await;
@@ -124,10 +133,7 @@ async fn start_up_unwraps_each_key_once(t: &TestDatabase) {
             .expect("token");
         admins.push((admin, token.id));
     }
-    let counting = Arc::new(Counting {
-        key,
-        unwraps: std::sync::atomic::AtomicUsize::new(0),
-    });
+    let counting = Flaky::new(key);
     let vault = Vault::with_custody(
         Arc::new(DetachedStore::new(t.db.clone())),
         counting.clone(),
@@ -145,31 +151,4 @@ async fn start_up_unwraps_each_key_once(t: &TestDatabase) {
     );
     // Start-up itself unwrapped each tenant's key once, and the vault keys.
     assert!(at_start >= admins.len(), "{at_start}");
-}
-
-/// A file key that counts its unwraps.
-#[derive(Debug)]
-struct Counting {
-    key: MasterKey,
-    unwraps: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait]
-impl KeyCustody for Counting {
-    fn describe(&self) -> String {
-        "counting".into()
-    }
-
-    async fn wrap(&self, purpose: WrapPurpose<'_>, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        self.key.wrap(purpose, plain).await
-    }
-
-    async fn unwrap(
-        &self,
-        purpose: WrapPurpose<'_>,
-        wrapped: &[u8],
-    ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        self.unwraps.fetch_add(1, Ordering::SeqCst);
-        self.key.unwrap(purpose, wrapped).await
-    }
 }
