@@ -43,19 +43,15 @@ fn permissions(c: &mut Criterion) {
         })
         .collect();
     let principal = Principal::new(&Application {
-        id,
-        tenant_id: TenantId::new(),
-        name: "bench".into(),
-        app_type: ApplicationType::Private,
         permissions: vec![Permission::TokenCreate],
         rules,
-        created_by: id,
-        created_at: now,
-        modified_by: id,
-        modified_at: now,
-        expires_at: None,
-        allowed_origins: vec![],
-        keys: vec![],
+        ..Application::new(
+            id,
+            TenantId::new(),
+            "bench",
+            ApplicationType::Private,
+            (id, now),
+        )
     });
     let last = Container::parse("/team10/pci/high/").expect("container");
     let miss = Container::parse("/general/high/").expect("container");

@@ -366,10 +366,6 @@ mod tests {
         let id = ApplicationId::new();
         let now = timestamp::now();
         Principal::new(&Application {
-            id,
-            tenant_id: TenantId::new(),
-            name: "t".into(),
-            app_type: ApplicationType::Private,
             permissions,
             rules: rules
                 .into_iter()
@@ -380,13 +376,13 @@ mod tests {
                     permissions,
                 })
                 .collect(),
-            created_by: id,
-            created_at: now,
-            modified_by: id,
-            modified_at: now,
-            expires_at: None,
-            allowed_origins: vec![],
-            keys: vec![],
+            ..Application::new(
+                id,
+                TenantId::new(),
+                "t",
+                ApplicationType::Private,
+                (id, now),
+            )
         })
     }
 

@@ -350,6 +350,33 @@ pub struct Application {
 }
 
 impl Application {
+    /// Application `id` of `tenant_id`, created and last modified by `by` at `at`: no
+    /// permissions or rules yet, no expiry, no allowed origins and no keys (set what differs with
+    /// struct update syntax).
+    pub fn new(
+        id: ApplicationId,
+        tenant_id: TenantId,
+        name: impl Into<String>,
+        app_type: ApplicationType,
+        (by, at): (ApplicationId, OffsetDateTime),
+    ) -> Self {
+        Self {
+            id,
+            tenant_id,
+            name: name.into(),
+            app_type,
+            permissions: vec![],
+            rules: vec![],
+            created_by: by,
+            created_at: at,
+            modified_by: by,
+            modified_at: at,
+            expires_at: None,
+            allowed_origins: vec![],
+            keys: vec![],
+        }
+    }
+
     /// Whether its keys are refused at `now`.
     pub fn is_expired(&self, now: OffsetDateTime) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
@@ -583,21 +610,13 @@ mod tests {
     #[test]
     fn an_application_expires_at_its_instant() {
         let now = crate::timestamp::now();
-        let mut app = Application {
-            id: ApplicationId::new(),
-            tenant_id: TenantId::new(),
-            name: "a".into(),
-            app_type: ApplicationType::Private,
-            permissions: vec![],
-            rules: vec![],
-            created_by: ApplicationId::new(),
-            created_at: now,
-            modified_by: ApplicationId::new(),
-            modified_at: now,
-            expires_at: None,
-            allowed_origins: vec![],
-            keys: vec![],
-        };
+        let mut app = Application::new(
+            ApplicationId::new(),
+            TenantId::new(),
+            "a",
+            ApplicationType::Private,
+            (ApplicationId::new(), now),
+        );
         assert!(!app.is_expired(now));
         app.expires_at = Some(now + time::Duration::seconds(1));
         assert!(!app.is_expired(now));

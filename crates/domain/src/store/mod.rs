@@ -31,29 +31,25 @@ pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, Unse
 pub use tenants::{StoredTenant, TenantStore};
 pub use tokens::{ContainerScope, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate};
 
-/// Everything the vault needs from storage.
-pub trait Store:
-    TenantStore
-    + ApplicationStore
-    + TokenStore
-    + AssociationStore
-    + ProxyStore
-    + IdempotencyStore
-    + ConsoleSessionStore
-    + AuditStore
-    + HealthStore
-{
+/// Declares [`Store`], everything the vault needs from storage, and implements it for every
+/// type with all of `$part`: the list of store traits is written once.
+macro_rules! store_of {
+    ($($part:ident),+) => {
+        /// Everything the vault needs from storage.
+        pub trait Store: $($part +)+ {}
+
+        impl<T> Store for T where T: $($part +)+ {}
+    };
 }
 
-impl<T> Store for T where
-    T: TenantStore
-        + ApplicationStore
-        + TokenStore
-        + AssociationStore
-        + ProxyStore
-        + IdempotencyStore
-        + ConsoleSessionStore
-        + AuditStore
-        + HealthStore
-{
-}
+store_of!(
+    TenantStore,
+    ApplicationStore,
+    TokenStore,
+    AssociationStore,
+    ProxyStore,
+    IdempotencyStore,
+    ConsoleSessionStore,
+    AuditStore,
+    HealthStore
+);

@@ -69,19 +69,17 @@ impl Vault {
         })?;
         let now = timestamp::now();
         let mut application = Application {
-            id: ApplicationId::new(),
-            tenant_id: caller.tenant_id(),
-            name: valid.name,
-            app_type: valid.app_type,
             permissions: valid.permissions,
             rules: valid.rules,
-            created_by: caller.application_id(),
-            created_at: now,
-            modified_by: caller.application_id(),
-            modified_at: now,
             expires_at: valid.expires_at,
             allowed_origins: valid.allowed_origins.unwrap_or_default(),
-            keys: vec![],
+            ..Application::new(
+                ApplicationId::new(),
+                caller.tenant_id(),
+                valid.name,
+                valid.app_type,
+                (caller.application_id(), now),
+            )
         };
         let issued = valid
             .create_key

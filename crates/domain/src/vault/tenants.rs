@@ -44,19 +44,14 @@ impl Vault {
         let wrapped_data_key = self.keys.new_wrapped_data_key(tenant.id).await?;
         let admin_id = ApplicationId::new();
         let admin = Application {
-            id: admin_id,
-            tenant_id: tenant.id,
-            name: ADMIN_APPLICATION_NAME.to_string(),
-            app_type: ApplicationType::Management,
             permissions: Permission::ALL.to_vec(),
-            rules: vec![],
-            created_by: admin_id,
-            created_at: now,
-            modified_by: admin_id,
-            modified_at: now,
-            expires_at: None,
-            allowed_origins: vec![],
-            keys: vec![],
+            ..Application::new(
+                admin_id,
+                tenant.id,
+                ADMIN_APPLICATION_NAME,
+                ApplicationType::Management,
+                (admin_id, now),
+            )
         };
         let (api_key, key) = super::application_keys::new_key(&admin, admin_id, now);
         let issued = key.key.clone();

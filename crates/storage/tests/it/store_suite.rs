@@ -80,19 +80,8 @@ fn application(
     let now = timestamp::now();
     StoredApplication {
         application: Application {
-            id,
-            tenant_id,
-            name: "app".into(),
-            app_type,
             permissions,
-            rules: vec![],
-            created_by: id,
-            created_at: now,
-            modified_by: id,
-            modified_at: now,
-            expires_at: None,
-            allowed_origins: vec![],
-            keys: vec![],
+            ..Application::new(id, tenant_id, "app", app_type, (id, now))
         },
         key: Some(new_key(tenant_id, id)),
     }
