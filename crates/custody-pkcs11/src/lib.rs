@@ -24,7 +24,7 @@ use cryptoki::{
     slot::Slot,
     types::AuthPin,
 };
-use rand::RngCore;
+use rand::{rand_core::UnwrapErr, rngs::SysRng, Rng};
 use tessera_domain::{
     crypto::CryptoError,
     custody::{KeyCustody, WrapPurpose},
@@ -313,7 +313,7 @@ impl KeyCustody for Pkcs11Custody {
         let aad = purpose.aad();
         let plain = Zeroizing::new(plain.to_vec());
         let mut iv = [0u8; IV_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut iv);
+        UnwrapErr(SysRng).fill_bytes(&mut iv);
         let sealed = self
             .call(
                 move |session, key| {

@@ -1,7 +1,7 @@
 //! API keys: generated from the OS CSPRNG, stored only as a SHA-256 hash, compared in constant
 //! time. A key has ~190 bits of entropy, so a fast hash is sufficient (no password-style KDF).
 
-use rand::{distributions::Alphanumeric, rngs::OsRng, Rng};
+use rand::{distr::Alphanumeric, rand_core::UnwrapErr, rngs::SysRng, RngExt};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -19,7 +19,7 @@ pub struct ApiKey(Secret<String>);
 impl ApiKey {
     /// A fresh key: `key_` + 32 base62 characters from the OS CSPRNG.
     pub fn generate() -> Self {
-        let random: String = OsRng
+        let random: String = UnwrapErr(SysRng)
             .sample_iter(&Alphanumeric)
             .take(RANDOM_CHARS)
             .map(char::from)

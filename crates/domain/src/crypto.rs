@@ -10,6 +10,7 @@
 //! tenant for a wrapped data key, the tenant *and* token id for token data — so a ciphertext copied
 //! into another row (or another tenant) fails authentication instead of decrypting.
 
+use aes_gcm::aead::rand_core::RngCore;
 use aes_gcm::{
     aead::{Aead, AeadCore, KeyInit, OsRng, Payload},
     Aes256Gcm, Key, Nonce,
@@ -17,7 +18,6 @@ use aes_gcm::{
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
-use rand::RngCore;
 use sha2::Sha256;
 use zeroize::Zeroizing;
 

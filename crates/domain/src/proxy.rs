@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rand::{distributions::Alphanumeric, rngs::OsRng, Rng};
+use rand::{distr::Alphanumeric, rand_core::UnwrapErr, rngs::SysRng, RngExt};
 use serde::{Deserialize, Deserializer};
 use time::OffsetDateTime;
 
@@ -255,7 +255,7 @@ pub fn check_destination(raw: &str, policy: DestinationPolicy) -> Result<url::Ur
 
 /// A fresh invocation key: 32 base62 characters from the OS CSPRNG.
 pub fn generate_key() -> String {
-    OsRng
+    UnwrapErr(SysRng)
         .sample_iter(&Alphanumeric)
         .take(KEY_CHARS)
         .map(char::from)

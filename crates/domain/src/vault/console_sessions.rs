@@ -15,8 +15,8 @@
 
 use std::time::Duration;
 
+use aes_gcm::aead::{rand_core::RngCore, OsRng};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
@@ -86,7 +86,7 @@ pub fn session_csrf(id: &str) -> Secret<String> {
 /// A fresh random token: 32 bytes from the OS CSPRNG, base64url without padding.
 pub fn random_token() -> String {
     let mut bytes = [0u8; ID_BYTES];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    OsRng.fill_bytes(&mut bytes);
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
