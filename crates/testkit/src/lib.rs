@@ -15,6 +15,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 pub mod api;
+pub mod audit_store;
 pub mod db;
 pub mod fuzz;
 pub mod gateway;

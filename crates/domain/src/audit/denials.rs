@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// How long identical refusals are folded into one event.
-pub(crate) const WINDOW: Duration = Duration::from_secs(10);
+pub const WINDOW: Duration = Duration::from_secs(10);
 /// Most resource ids an aggregate event names.
 const KEPT_RESOURCES: usize = 10;
 /// Most kinds folded at once; beyond, refusals are recorded one by one.

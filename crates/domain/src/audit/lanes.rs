@@ -31,7 +31,7 @@ use super::{
 
 /// Events a lane may hold before its recorders wait for the writer (backpressure when the
 /// database is slow).
-pub(super) const LANE_LIMIT: usize = 16 * 1024;
+pub const LANE_LIMIT: usize = 16 * 1024;
 
 /// What the recorders and the writer of one log share.
 #[derive(Debug, Default)]

@@ -40,11 +40,13 @@ fn test_events(n: usize, tenant: crate::TenantId) -> Vec<AuditEvent> {
 pub use block::{seal, seal_blocks, seal_encoded, AuditBlock, MAX_BLOCK_BYTES, MAX_BLOCK_EVENTS};
 pub use canonical::{decode, encode, encode_legacy, link_hash, DecodeError, LegacyColumns};
 pub use chain::{BrokenLink, ChainCheck};
+pub use denials::WINDOW as DENIAL_WINDOW;
 pub use encoded::{EncodedEvent, EncodedEvents};
 pub use event::{
     Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, Pruned, UnknownAction, MAX_TEXT_CHARS,
 };
 pub use head::{head_json, ChainHead, GENESIS};
+pub use lanes::LANE_LIMIT;
 pub use list::list;
 pub use log::{AuditError, AuditLog, AuditStats, Durability, Pending};
 pub use store::{AuditAppender, AuditStore, BlockSpan, ChainAppend, ChainEvents};

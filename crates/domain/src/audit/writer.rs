@@ -334,7 +334,3 @@ fn by_chain<'a>(held: &'a EncodedEvents, batch: &'a Batch) -> Vec<ChainEvents<'a
 
 #[path = "writer_outcome.rs"]
 mod outcome;
-
-#[cfg(test)]
-#[path = "writer_tests.rs"]
-mod tests;

@@ -1,170 +1,20 @@
-//! The writer's behaviour over an in-memory store: grouping, failures, folding, windows.
+//! The audit writer's behaviour over an in-memory store ([`MemoryAuditStore`]): grouping,
+//! failures, folding, windows.
 
 use std::{
-    collections::{BTreeMap, HashSet},
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Mutex,
+    io::Write,
+    sync::{atomic::Ordering, Arc, Mutex},
+    time::Duration,
+};
+
+use tessera_domain::{
+    audit::{
+        self, Actor, AuditAction, AuditError, AuditEvent, AuditLog, Durability, DENIAL_WINDOW,
+        LANE_LIMIT,
     },
+    TenantId,
 };
-
-use async_trait::async_trait;
-use time::OffsetDateTime;
-
-use super::*;
-use crate::audit::{
-    self, seal_encoded, store::ChainAppend, Actor, AuditAction, AuditBlock, AuditError, AuditEvent,
-    AuditLog, BlockSpan, ChainHead, ChainedEvent, Durability,
-};
-
-/// A store that keeps chains in memory, counts transactions, fails the first `failures`
-/// appends, and refuses to extend the chains in `planted` (as a record at their next
-/// position would).
-#[derive(Default)]
-struct Memory(Arc<State>);
-
-impl std::ops::Deref for Memory {
-    type Target = State;
-
-    fn deref(&self) -> &State {
-        &self.0
-    }
-}
-
-/// The appender of a [`Memory`].
-struct MemoryAppender(Arc<State>);
-
-#[async_trait]
-impl AuditAppender for MemoryAppender {
-    async fn append(&mut self, chains: &[ChainEvents<'_>]) -> Result<Vec<ChainAppend>, StoreError> {
-        self.0.append(chains).await
-    }
-}
-
-#[derive(Default)]
-struct State {
-    heads: Mutex<BTreeMap<Option<TenantId>, ChainHead>>,
-    blocks: Mutex<Vec<AuditBlock>>,
-    appends: AtomicUsize,
-    failures: AtomicUsize,
-    planted: Mutex<HashSet<Option<TenantId>>>,
-    /// Appends take no time (the default is 5 ms, so that submissions pile up).
-    quick: std::sync::atomic::AtomicBool,
-}
-
-impl State {
-    async fn append(&self, chains: &[ChainEvents<'_>]) -> Result<Vec<ChainAppend>, StoreError> {
-        if self
-            .failures
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            return Err(StoreError::Unavailable("down".into()));
-        }
-        self.appends.fetch_add(1, Ordering::SeqCst);
-        // Let submissions pile up behind a slow transaction.
-        if !self.quick.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let planted = self.planted.lock().expect("planted").clone();
-        let mut heads = self.heads.lock().expect("heads");
-        Ok(chains
-            .iter()
-            .map(|c| {
-                let result = if planted.contains(&c.chain) {
-                    Err(StoreError::Conflict("duplicate key".into()))
-                } else {
-                    let head = heads
-                        .entry(c.chain)
-                        .or_insert_with(|| ChainHead::empty(c.chain));
-                    let block = seal_encoded(head, &c.events);
-                    self.blocks.lock().expect("blocks").push(block.clone());
-                    Ok(vec![block])
-                };
-                ChainAppend {
-                    tenant_id: c.chain,
-                    result,
-                }
-            })
-            .collect())
-    }
-
-    fn events(&self, chain: Option<TenantId>) -> Vec<ChainedEvent> {
-        self.blocks
-            .lock()
-            .expect("blocks")
-            .iter()
-            .filter(|b| b.tenant_id == chain)
-            .flat_map(|b| b.events().expect("decode"))
-            .collect()
-    }
-}
-
-#[async_trait]
-impl AuditStore for Memory {
-    async fn append_audit_events(
-        &self,
-        events: &[AuditEvent],
-    ) -> Result<Vec<ChainAppend>, StoreError> {
-        let encoded = EncodedEvents::of(events);
-        let mut chains: BTreeMap<Option<TenantId>, Vec<EncodedEvent<'_>>> = BTreeMap::new();
-        for e in encoded.iter() {
-            chains.entry(e.chain).or_default().push(e);
-        }
-        let chains: Vec<ChainEvents<'_>> = chains
-            .into_iter()
-            .map(|(chain, events)| ChainEvents { chain, events })
-            .collect();
-        self.append(&chains).await
-    }
-    async fn audit_appender(&self) -> Result<Box<dyn AuditAppender>, StoreError> {
-        Ok(Box::new(MemoryAppender(self.0.clone())))
-    }
-    async fn audit_chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {
-        Ok(self
-            .heads
-            .lock()
-            .expect("heads")
-            .values()
-            .cloned()
-            .collect())
-    }
-    async fn audit_chain_head(
-        &self,
-        chain: Option<TenantId>,
-    ) -> Result<Option<ChainHead>, StoreError> {
-        Ok(self.heads.lock().expect("heads").get(&chain).cloned())
-    }
-    async fn audit_blocks(
-        &self,
-        chain: Option<TenantId>,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<AuditBlock>, StoreError> {
-        let mut blocks: Vec<AuditBlock> = self
-            .blocks
-            .lock()
-            .expect("blocks")
-            .iter()
-            .filter(|b| b.tenant_id == chain && b.first_seq > after)
-            .cloned()
-            .collect();
-        blocks.sort_by_key(|b| b.first_seq);
-        blocks.truncate(limit as usize);
-        Ok(blocks)
-    }
-    async fn audit_blocks_desc(
-        &self,
-        _: Option<TenantId>,
-        _: &BlockSpan,
-        _: u32,
-    ) -> Result<Vec<AuditBlock>, StoreError> {
-        unimplemented!("not used by the writer")
-    }
-    async fn prune_audit_events(&self, _: OffsetDateTime) -> Result<u64, StoreError> {
-        Ok(0)
-    }
-}
+use tessera_testkit::audit_store::MemoryAuditStore;
 
 fn event(tenant: TenantId) -> AuditEvent {
     AuditEvent::success(
@@ -177,7 +27,7 @@ fn event(tenant: TenantId) -> AuditEvent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_share_commits_and_form_one_chain() {
-    let store = Arc::new(Memory::default());
+    let store = Arc::new(MemoryAuditStore::default());
     let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
@@ -211,7 +61,7 @@ async fn concurrent_requests_share_commits_and_form_one_chain() {
 
 #[tokio::test]
 async fn a_failed_commit_answers_the_waiter_and_is_retried() {
-    let store = Arc::new(Memory::default());
+    let store = Arc::new(MemoryAuditStore::default());
     store.failures.store(1, Ordering::SeqCst);
     let stream = Arc::new(Mutex::new(Vec::new()));
     struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -246,7 +96,7 @@ async fn a_failed_commit_answers_the_waiter_and_is_retried() {
 
 #[tokio::test]
 async fn async_mode_returns_at_once_and_flush_commits() {
-    let store = Arc::new(Memory::default());
+    let store = Arc::new(MemoryAuditStore::default());
     let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
     let tenant = TenantId::new();
     // The writer is not running yet: async submissions still return.
@@ -270,7 +120,7 @@ async fn async_mode_returns_at_once_and_flush_commits() {
 /// tenants' events commit meanwhile.
 #[tokio::test]
 async fn a_chain_that_cannot_be_extended_fails_alone_and_loses_nothing() {
-    let store = Arc::new(Memory::default());
+    let store = Arc::new(MemoryAuditStore::default());
     let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let (victim, other) = (TenantId::new(), TenantId::new());
@@ -301,7 +151,7 @@ async fn a_chain_that_cannot_be_extended_fails_alone_and_loses_nothing() {
 /// aggregate when its window closes.
 #[tokio::test(start_paused = true)]
 async fn a_flood_of_refusals_is_folded() {
-    let store = Arc::new(Memory::default());
+    let store = Arc::new(MemoryAuditStore::default());
     let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let refusal = || {
@@ -319,7 +169,7 @@ async fn a_flood_of_refusals_is_folded() {
             .expect("recorded or folded");
     }
     assert_eq!(store.events(None).len(), 1, "the first at once");
-    tokio::time::sleep(crate::audit::denials::WINDOW + Duration::from_secs(1)).await;
+    tokio::time::sleep(DENIAL_WINDOW + Duration::from_secs(1)).await;
     log.flush().await;
     let events = store.events(None);
     assert_eq!(events.len(), 2);
@@ -327,8 +177,8 @@ async fn a_flood_of_refusals_is_folded() {
     assert_eq!(log.stats().expect("on").denials_folded, 499);
 }
 
-fn quick_store() -> Arc<Memory> {
-    let store = Arc::new(Memory::default());
+fn quick_store() -> Arc<MemoryAuditStore> {
+    let store = Arc::new(MemoryAuditStore::default());
     store.quick.store(true, Ordering::SeqCst);
     store
 }
@@ -457,7 +307,7 @@ async fn a_full_lane_waits_for_the_writer_and_loses_nothing() {
     let store = quick_store();
     let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
     let tenant = TenantId::new();
-    let total = super::super::lanes::LANE_LIMIT + 500;
+    let total = LANE_LIMIT + 500;
     let writer = tokio::spawn(async move {
         // The writer starts late: the lane fills up first.
         tokio::time::sleep(Duration::from_millis(50)).await;
