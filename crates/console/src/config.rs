@@ -105,11 +105,15 @@ impl ConsoleArgs {
         if self.no_console {
             return None;
         }
+        // The console's server calls this process's own `/proxy`: by the address it listens on
+        // (loopback for an unspecified one), whatever interface that is.
         let gateway_url = self.console_gateway_url.clone().or_else(|| {
-            gateway_mounted
-                .then(|| tessera_domain::origin::Origin::loopback_for(listen))
-                .flatten()
-                .map(|o| o.as_str().to_string())
+            gateway_mounted.then(|| {
+                format!(
+                    "http://{}",
+                    tessera_domain::origin::reachable_address(listen)
+                )
+            })
         });
         Some(ConsoleConfig {
             session_idle: Duration::from_secs_f64(self.console_session_ttl),
@@ -167,6 +171,14 @@ mod tests {
             .config("[::]:9000".parse().expect("addr"), true, 10)
             .expect("on");
         assert_eq!(c.gateway_url.as_deref(), Some("http://[::1]:9000"));
+        let c = args
+            .config("10.1.2.3:80".parse().expect("addr"), true, 10)
+            .expect("on");
+        assert_eq!(
+            c.gateway_url.as_deref(),
+            Some("http://10.1.2.3:80"),
+            "a process listening on one interface is called on it"
+        );
         let c = args
             .config("10.1.2.3:80".parse().expect("addr"), false, 10)
             .expect("on");
