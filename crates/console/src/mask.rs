@@ -34,12 +34,18 @@ fn last4(value: &Value) -> String {
 /// bank account's number (dots when it is short); `None` for other tokens, whose data is
 /// never summarised.
 pub(crate) fn summary(token_type: TokenType, data: &Value) -> Option<String> {
-    let field = match token_type {
-        TokenType::Card => "number",
-        TokenType::Bank => "account_number",
-        TokenType::Token => return None,
-    };
+    let field = number_field(token_type)?;
     Some(last4(data.get(field).unwrap_or(&Value::Null)))
+}
+
+/// The one field of a token type whose last four digits may be shown: a card's number, a bank
+/// account's number; none for other tokens.
+fn number_field(token_type: TokenType) -> Option<&'static str> {
+    match token_type {
+        TokenType::Card => Some("number"),
+        TokenType::Bank => Some("account_number"),
+        TokenType::Token => None,
+    }
 }
 
 /// The masked view of `data`, a token of `token_type`.
@@ -56,11 +62,12 @@ pub(crate) fn mask(token_type: TokenType, data: &Value) -> Vec<MaskedField> {
     };
     object
         .iter()
-        .map(|(name, value)| match (token_type, name.as_str()) {
-            (TokenType::Card, "number") | (TokenType::Bank, "account_number") => {
+        .map(|(name, value)| {
+            if number_field(token_type) == Some(name.as_str()) {
                 field(name, last4(value))
+            } else {
+                field(name, DOTS.to_string())
             }
-            _ => field(name, DOTS.to_string()),
         })
         .collect()
 }
