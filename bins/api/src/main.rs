@@ -140,12 +140,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let console = plan
         .console
         .map(|config| tessera_console::Console::new(vault.clone(), config));
+    // The API lets every public key call from the fields' own origin.
+    let frame_origin = plan.elements.as_ref().map(|(_, origin)| origin.clone());
     let elements = plan
         .elements
         .map(|(config, _)| tessera_elements::Elements::new(vault.clone(), config));
     let state = api_state(
         &args,
-        plan.frame_origin,
+        frame_origin,
         plan.public_limit,
         vault.clone(),
         metrics,
@@ -191,13 +193,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 struct Plan {
     /// The console's settings, unless `--no-console`.
     console: Option<tessera_console::ConsoleConfig>,
-    /// The hosted fields' settings, when they are served (on the console's listener).
+    /// The hosted fields' settings and their origin, when they are served (on the console's
+    /// listener).
     elements: Option<(
         tessera_elements::ElementsConfig,
         tessera_domain::origin::Origin,
     )>,
-    /// The hosted fields' origin, which the API lets every public key call from.
-    frame_origin: Option<tessera_domain::origin::Origin>,
     /// The public keys' own rate limit.
     public_limit: tessera_http::browser::RateLimit,
 }
@@ -229,7 +230,6 @@ impl Plan {
             dev_echo::check(addr)?;
         }
         Ok(Self {
-            frame_origin: elements.as_ref().map(|(_, origin)| origin.clone()),
             console,
             elements,
             public_limit,
