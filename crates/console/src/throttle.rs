@@ -10,7 +10,10 @@
 use std::{net::IpAddr, time::Duration};
 
 use actix_web::HttpRequest;
-use tessera_service::rate_limit::{RateLimit, RateLimiter};
+use tessera_service::{
+    client_address::counted_client,
+    rate_limit::{RateLimit, RateLimiter},
+};
 
 /// Failures allowed in a row.
 pub(crate) const BURST: f64 = 10.0;
@@ -43,13 +46,14 @@ impl SignInThrottle {
         }
     }
 
-    /// The address sign-in failures of `req` count against.
+    /// The address sign-in failures of `req` count against: its client, an IPv4 client
+    /// alone (also when it arrives IPv4-mapped), a native IPv6 client by its /64.
     pub(crate) fn client(&self, req: &HttpRequest) -> Option<IpAddr> {
         let forwarded = req
             .headers()
             .get_all("x-forwarded-for")
             .filter_map(|v| v.to_str().ok());
-        Some(tessera_service::client_address::client_behind(
+        Some(counted_client(
             req.peer_addr()?.ip(),
             forwarded,
             &self.trusted,
@@ -58,29 +62,14 @@ impl SignInThrottle {
 
     /// `Err(wait)` when `client` has failed too often to try now.
     pub(crate) fn allowed(&self, client: Option<IpAddr>) -> Result<(), Duration> {
-        client.map_or(Ok(()), |ip| self.failures.peek(&counted_as(ip)))
+        client.map_or(Ok(()), |ip| self.failures.peek(&ip))
     }
 
     /// Counts a failure of `client`.
     pub(crate) fn failed(&self, client: Option<IpAddr>) {
         if let Some(ip) = client {
-            let _ = self.failures.check(&counted_as(ip));
+            let _ = self.failures.check(&ip);
         }
-    }
-}
-
-/// What an address is counted as: itself for IPv4, its /64 for IPv6 (one host usually holds a
-/// whole /64, and could otherwise start afresh from each of its addresses).
-fn counted_as(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
     }
 }
 
@@ -131,14 +120,24 @@ mod tests {
         }
         assert!(t.allowed(a).is_err(), "throttled after the burst");
         assert!(t.allowed(b).is_ok(), "another client is not");
-        let v6 = |s: &str| Some(s.parse::<IpAddr>().expect("ip"));
+        // Through the request, as sign-in counts them: a native IPv6 client by its /64, an
+        // IPv4 client arriving IPv4-mapped as itself.
+        let client = |peer: &str| t.client(&from(&format!("[{peer}]"), None));
         for _ in 0..BURST as usize {
-            t.failed(v6("2001:db8:1:2::1"));
+            t.failed(client("2001:db8:1:2::1"));
         }
         assert!(
-            t.allowed(v6("2001:db8:1:2:ffff::9")).is_err(),
+            t.allowed(client("2001:db8:1:2:ffff::9")).is_err(),
             "the same /64 is one client"
         );
-        assert!(t.allowed(v6("2001:db8:1:3::1")).is_ok());
+        assert!(t.allowed(client("2001:db8:1:3::1")).is_ok());
+        for _ in 0..BURST as usize {
+            t.failed(client("::ffff:203.0.113.70"));
+        }
+        assert!(t.allowed(client("::ffff:203.0.113.70")).is_err());
+        assert!(
+            t.allowed(client("::ffff:203.0.113.71")).is_ok(),
+            "mapped IPv4 clients are not one /64"
+        );
     }
 }

@@ -24,11 +24,12 @@ use actix_web::{
     dev::{ServiceRequest, ServiceResponse},
     http::{header, Method, StatusCode},
     middleware::Next,
-    Error, HttpMessage,
+    Error, HttpMessage, HttpRequest,
 };
 use tessera_domain::{origin::Origin, ApplicationId, ApplicationType, Principal};
 pub use tessera_service::rate_limit::RateLimit;
 use tessera_service::{
+    client_address::counted_client,
     header_names::HeaderNames,
     rate_limit::{retry_after_secs, RateLimiter},
 };
@@ -76,26 +77,19 @@ impl Browsers {
     }
 
     /// The client a request comes from, as the limit counts it: the peer, or behind trusted
-    /// proxies the last address of `X-Forwarded-For` that is not one of them; an IPv6 client
-    /// by its /64 (one subscriber's network), so that rotating addresses within it gains
-    /// nothing.
+    /// proxies the last address of `X-Forwarded-For` that is not one of them, counted by
+    /// `counted_as` (an IPv4 client alone, also when it arrives IPv4-mapped; a native IPv6
+    /// client by its /64).
     fn client(&self, req: &ServiceRequest) -> Option<IpAddr> {
         let forwarded = req
             .headers()
             .get_all("x-forwarded-for")
             .filter_map(|v| v.to_str().ok());
-        let client = tessera_service::client_address::client_behind(
+        Some(counted_client(
             req.peer_addr()?.ip(),
             forwarded,
             &self.trusted_proxies,
-        );
-        Some(match client {
-            IpAddr::V6(v6) => {
-                let network = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(network.into())
-            }
-            v4 => v4,
-        })
+        ))
     }
 }
 
@@ -108,6 +102,11 @@ impl Default for Browsers {
 /// Marks a request whose answer a browser on its `Origin` may read.
 #[derive(Debug, Clone, Copy)]
 struct Admitted;
+
+/// Marks a request made with a `public` key: the bucket of its limit, which a create spends
+/// one unit of per token ([`spend_for_tokens`]).
+#[derive(Debug, Clone, Copy)]
+struct PublicCaller(ApplicationId, IpAddr);
 
 /// The CORS middleware of the two browser endpoints: preflights for `POST` from any origin,
 /// with the headers a create sends. Whether a real answer is shared is decided later (see the
@@ -157,14 +156,44 @@ pub(crate) fn admit(
         }
     }
     if let Some(client) = browsers.client(req) {
-        if let Err(wait) = browsers
-            .limiter
-            .check(&(principal.application_id(), client))
-        {
+        // Every request spends one unit; a create spends one more per further token.
+        let bucket = (principal.application_id(), client);
+        if let Err(wait) = browsers.limiter.check(&bucket) {
             return Err(ApiError::rate_limited(retry_after_secs(wait)));
         }
+        req.extensions_mut()
+            .insert(PublicCaller(bucket.0, bucket.1));
     }
     Ok(())
+}
+
+/// Spends the public keys' limit on a create of `count` tokens: one unit per token, the
+/// first of which the request spent when it was admitted. A call with another key spends
+/// nothing. Above the burst the request can never pass: a 400 naming the limit, not a 429
+/// (docs/api.md, "Browsers and CORS").
+pub(crate) fn spend_for_tokens(
+    browsers: &Browsers,
+    req: &HttpRequest,
+    count: usize,
+) -> Result<(), ApiError> {
+    let Some(PublicCaller(app, client)) = req.extensions().get::<PublicCaller>().copied() else {
+        return Ok(());
+    };
+    let burst = browsers.limiter.limit().burst;
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    if f64::from(count) > burst {
+        return Err(ApiError::field(
+            "body",
+            format!(
+                "holds {count} tokens; a public key creates at most {burst} in one request \
+                 (the public keys' burst, --public-rate-limit-burst)"
+            ),
+        ));
+    }
+    browsers
+        .limiter
+        .check_units(&(app, client), count.saturating_sub(1))
+        .map_err(|wait| ApiError::rate_limited(retry_after_secs(wait)))
 }
 
 /// Outermost on the browser endpoints: a real answer keeps its `Access-Control-*` headers

@@ -75,7 +75,22 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
 
     /// Takes one request from `key`'s bucket, or says how long until one is available.
     pub fn check(&self, key: &K) -> Result<(), Duration> {
-        self.check_at(key, Instant::now())
+        self.check_at(key, Instant::now(), 1.0)
+    }
+
+    /// Takes `units` from `key`'s bucket at once, or none of them and says how long until
+    /// they are all available (a wait that never ends when `units` is above the burst). For
+    /// limits that count what a request does (tokens created) rather than requests.
+    pub fn check_units(&self, key: &K, units: u32) -> Result<(), Duration> {
+        if units == 0 {
+            return Ok(());
+        }
+        self.check_at(key, Instant::now(), f64::from(units))
+    }
+
+    /// The limit the buckets hold.
+    pub fn limit(&self) -> RateLimit {
+        self.limit
     }
 
     /// Whether `key`'s bucket holds a request now, without taking it: for limits counted only
@@ -100,7 +115,7 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
         }
     }
 
-    fn check_at(&self, key: &K, now: Instant) -> Result<(), Duration> {
+    fn check_at(&self, key: &K, now: Instant, units: f64) -> Result<(), Duration> {
         let RateLimit { per_second, burst } = self.limit;
         // A poisoned lock only means another thread panicked mid-update of a counter.
         let mut buckets = self
@@ -122,13 +137,15 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
         let refill = now.saturating_duration_since(bucket.at).as_secs_f64() * per_second;
         bucket.tokens = (bucket.tokens + refill).min(burst);
         bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        if bucket.tokens >= units {
+            bucket.tokens -= units;
             Ok(())
+        } else if units > burst {
+            Err(Duration::MAX)
         } else {
             // A tiny rate can make the wait overflow a Duration: cap it.
             Err(
-                Duration::try_from_secs_f64((1.0 - bucket.tokens) / per_second)
+                Duration::try_from_secs_f64((units - bucket.tokens) / per_second)
                     .unwrap_or(Duration::MAX),
             )
         }
@@ -161,25 +178,28 @@ mod tests {
         let limiter = RateLimiter::new(RateLimit::new(2.0, 3.0).expect("limit"));
         let t0 = Instant::now();
         for _ in 0..3 {
-            assert!(limiter.check_at(&"a", t0).is_ok());
+            assert!(limiter.check_at(&"a", t0, 1.0).is_ok());
         }
-        let wait = limiter.check_at(&"a", t0).expect_err("burst spent");
+        let wait = limiter.check_at(&"a", t0, 1.0).expect_err("burst spent");
         assert!((wait.as_secs_f64() - 0.5).abs() < 1e-9, "{wait:?}");
-        assert!(limiter.check_at(&"b", t0).is_ok(), "keys are independent");
+        assert!(
+            limiter.check_at(&"b", t0, 1.0).is_ok(),
+            "keys are independent"
+        );
         let later = t0 + Duration::from_millis(500);
         assert!(
-            limiter.check_at(&"a", later).is_ok(),
+            limiter.check_at(&"a", later, 1.0).is_ok(),
             "one token after 0.5 s"
         );
-        assert!(limiter.check_at(&"a", later).is_err());
+        assert!(limiter.check_at(&"a", later, 1.0).is_err());
         let much_later = t0 + Duration::from_secs(60);
         for _ in 0..3 {
             assert!(
-                limiter.check_at(&"a", much_later).is_ok(),
+                limiter.check_at(&"a", much_later, 1.0).is_ok(),
                 "refills to the burst only"
             );
         }
-        assert!(limiter.check_at(&"a", much_later).is_err());
+        assert!(limiter.check_at(&"a", much_later, 1.0).is_err());
     }
 
     #[test]
@@ -187,11 +207,11 @@ mod tests {
         let limiter = RateLimiter::new(RateLimit::new(1000.0, 1.0).expect("limit"));
         let t0 = Instant::now();
         for i in 0..PRUNE_ABOVE {
-            assert!(limiter.check_at(&i, t0).is_ok());
+            assert!(limiter.check_at(&i, t0, 1.0).is_ok());
         }
         // A second later every bucket is full again: the next check prunes them all.
         assert!(limiter
-            .check_at(&usize::MAX, t0 + Duration::from_secs(1))
+            .check_at(&usize::MAX, t0 + Duration::from_secs(1), 1.0)
             .is_ok());
         assert_eq!(limiter.buckets.lock().map(|b| b.map.len()).unwrap_or(0), 1);
     }
@@ -200,10 +220,26 @@ mod tests {
     fn a_tiny_rate_does_not_overflow() {
         let limiter = RateLimiter::new(RateLimit::new(1e-300, 1.0).expect("limit"));
         let t0 = Instant::now();
-        assert!(limiter.check_at(&"a", t0).is_ok());
-        let wait = limiter.check_at(&"a", t0).expect_err("spent");
+        assert!(limiter.check_at(&"a", t0, 1.0).is_ok());
+        let wait = limiter.check_at(&"a", t0, 1.0).expect_err("spent");
         assert_eq!(wait, Duration::MAX);
         assert_eq!(retry_after_secs(wait), u64::MAX);
+    }
+
+    #[test]
+    fn units_are_taken_all_or_none() {
+        let limiter = RateLimiter::new(RateLimit::new(1.0, 10.0).expect("limit"));
+        assert!(limiter.check_units(&"a", 7).is_ok());
+        let wait = limiter.check_units(&"a", 4).expect_err("only 3 left");
+        assert!((wait.as_secs_f64() - 1.0).abs() < 0.01, "{wait:?}");
+        assert!(limiter.check_units(&"a", 3).is_ok(), "nothing was taken");
+        assert!(limiter.check_units(&"a", 0).is_ok());
+        assert_eq!(
+            limiter.check_units(&"b", 11),
+            Err(Duration::MAX),
+            "above the burst"
+        );
+        assert!(limiter.check_units(&"b", 10).is_ok(), "and it took nothing");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! requests, or one token request. The answer has the request's shape, each token request
 //! replaced by its token.
 
-use actix_web::{middleware::from_fn, web};
+use actix_web::{middleware::from_fn, web, HttpRequest};
 use serde::{
     de::{MapAccess, Visitor},
     Deserialize, Deserializer,
@@ -54,9 +54,11 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
 async fn tokenize(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
+    req: HttpRequest,
     JsonBytes(body): JsonBytes,
 ) -> Answer {
     let (inputs, shape) = Shape::read(&body)?;
+    browser::spend_for_tokens(&state.browsers, &req, inputs.len())?;
     let chosen: Vec<uuid::Uuid> = inputs.iter().filter_map(chosen_id).collect();
     let labelled = shape.labels(inputs.len()).into_iter().zip(inputs).collect();
     let tokens = state

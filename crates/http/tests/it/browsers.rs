@@ -27,6 +27,8 @@ use crate::caller::{with_tenant, ManagementApi, MIB};
 
 backend_tests!(
     clients_are_counted_behind_trusted_proxies_and_by_ipv6_network,
+    ipv4_clients_on_a_dual_stack_listener_are_counted_apart,
+    a_public_create_spends_the_limit_per_token,
     allowed_origins_are_validated_returned_and_kept,
     preflights_answer_alike_for_every_origin,
     answers_are_shared_only_with_a_public_keys_listed_origins,
@@ -353,4 +355,121 @@ async fn clients_are_counted_behind_trusted_proxies_and_by_ipv6_network(db: &Tes
         429
     );
     assert_eq!(send_raw(&app, v6("[2001:db8:1:3::1]:1")).await.status, 201);
+}
+
+/// A dual-stack listener (or balancer) reports IPv4 clients as IPv4-mapped IPv6 addresses
+/// (`::ffff:a.b.c.d`): each is the IPv4 client it carries, not one shared `::/64`.
+async fn ipv4_clients_on_a_dual_stack_listener_are_counted_apart(db: &TestDatabase) {
+    let limit = RateLimit::new(0.01, 5.0).expect("limit");
+    let balancer: std::net::IpAddr = "10.0.0.2".parse().expect("ip");
+    let st = state_with(db, MIB, DestinationPolicy::default())
+        .with_browsers(browsers(limit).with_trusted_proxies(vec![balancer]));
+    let (app, t) = with_tenant(st).await;
+    let public = shop_key(&app, &t.admin_key).await;
+    let tester = "[::ffff:203.0.113.70]:4000";
+    for _ in 0..5 {
+        assert_eq!(
+            token_from_page(&app, SHOP, &public, tester).await.status,
+            201
+        );
+    }
+    assert_eq!(
+        token_from_page(&app, SHOP, &public, tester).await.status,
+        429
+    );
+    for shopper in ["203.0.113.71", "198.51.100.5", "192.0.2.44"] {
+        let peer = format!("[::ffff:{shopper}]:4000");
+        let r = token_from_page(&app, SHOP, &public, &peer).await;
+        assert_eq!(r.status, 201, "{shopper}'s first checkout");
+    }
+    // The same client arriving plain or mapped is one client.
+    let plain = token_from_page(&app, SHOP, &public, "203.0.113.70:4000").await;
+    assert_eq!(plain.status, 429);
+    // A balancer reported mapped is still the trusted balancer, and mapped hops count alone.
+    let through = |forwarded: &str| {
+        from_page(
+            Method::POST,
+            "/tokens",
+            SHOP,
+            &public,
+            "[::ffff:10.0.0.2]:1",
+        )
+        .insert_header(("x-forwarded-for", forwarded.to_string()))
+    };
+    for client in ["::ffff:198.51.100.61", "::ffff:198.51.100.62"] {
+        assert_eq!(
+            send_raw(&app, through(client)).await.status,
+            201,
+            "{client}"
+        );
+    }
+}
+
+/// `POST /tokenize` of `count` cards from a page on [`SHOP`] with `key`, from `peer`.
+async fn cards_from_page<S, B>(app: &S, key: &str, peer: &str, count: usize) -> Reply
+where
+    S: ManagementApi<B>,
+    B: MessageBody,
+{
+    let cards: Vec<_> = (0..count)
+        .map(|_| json!({"type": "card", "data": {"number": "4242424242424242"}}))
+        .collect();
+    let req = from_page(Method::POST, "/tokenize", SHOP, key, peer).set_json(cards);
+    send_raw(app, req).await
+}
+
+/// Card testing by bulk creates: a public key's limit counts the tokens a create makes, not
+/// the requests. 20 calls of 100 cards from a listed page used to create 2,000 tokens.
+async fn a_public_create_spends_the_limit_per_token(db: &TestDatabase) {
+    // The default limit (50 at once): a call of 100 can never pass, and says why.
+    let (app, t) = with_tenant(browser_state(db, DEFAULT_PUBLIC_RATE_LIMIT)).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let public = shop_key(&app, &t.admin_key).await;
+    let tester = "203.0.113.9:4000";
+    for _ in 0..20 {
+        let r = cards_from_page(&app, &public, tester, 100).await;
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(
+            r.body["detail"].as_str().is_some_and(|d| d.contains("50")),
+            "{}",
+            r.body
+        );
+    }
+    let total = |body: &serde_json::Value| body["pagination"]["total_items"].clone();
+    assert_eq!(total(&admin.get("/tokens").await.expect(200).body), 0);
+    // A burst that holds two such calls: 20 × 100 from one client creates 200 tokens.
+    let limit = RateLimit::new(0.01, 200.0).expect("limit");
+    let (app, t) = with_tenant(browser_state(db, limit)).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let public = shop_key(&app, &t.admin_key).await;
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        statuses.push(
+            cards_from_page(&app, &public, tester, 100)
+                .await
+                .status
+                .as_u16(),
+        );
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert!(statuses[2..].iter().all(|s| *s == 429), "{statuses:?}");
+    let before = total(&admin.get("/tokens").await.expect(200).body);
+    assert_eq!(before, 200);
+    // Single creates spend one each, and another client has its own bucket.
+    let single = token_from_page(&app, SHOP, &public, tester).await;
+    assert_eq!(single.status, 429);
+    let other = cards_from_page(&app, &public, "192.0.2.1:4000", 100).await;
+    assert_eq!(other.status, 201);
+    // A private key is not limited by the public keys' limit.
+    let r = admin
+        .post(
+            "/tokenize",
+            json!([{"type": "token", "data": "a"}, {"type": "token", "data": "b"}]),
+        )
+        .await;
+    assert_eq!(r.status, 201);
 }
