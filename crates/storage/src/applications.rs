@@ -6,8 +6,8 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
     application::{Application, ApplicationKey},
     store::{
-        ApplicationFilter, ApplicationStore, KeyedApplication, StoreError, StoredApplication,
-        StoredApplicationKey,
+        ApplicationFilter, ApplicationStore, KeyAdded, KeyedApplication, StoreError,
+        StoredApplication, StoredApplicationKey,
     },
     ApiKeyHash, ApplicationId, ApplicationKeyId, Page, PageRequest, TenantId,
 };
@@ -224,15 +224,46 @@ impl ApplicationStore for Database {
         Ok(deleted == 1)
     }
 
-    async fn insert_application_key(&self, key: &StoredApplicationKey) -> Result<(), StoreError> {
+    async fn insert_application_key(
+        &self,
+        key: &StoredApplicationKey,
+        max: usize,
+    ) -> Result<KeyAdded, StoreError> {
         let row = ApplicationKeyRow::from(key);
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
         with_write_conn!(self, |conn| {
-            diesel::insert_into(application_keys::table)
-                .values(&row)
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                // A write to the application's row first: it holds the row's lock until the
+                // commit (PostgreSQL) or takes the database's write lock (SQLite), so no other
+                // addition counts the keys between this count and this insert.
+                let locked = diesel::update(
+                    applications::table
+                        .filter(dsl::tenant_id.eq(&row.tenant_id))
+                        .filter(dsl::id.eq(&row.application_id)),
+                )
+                .set(dsl::id.eq(dsl::id))
                 .execute(conn)
-                .await
-                .db()
-                .map(|_| ())
+                .await?;
+                if locked != 1 {
+                    return Ok(KeyAdded::NoApplication);
+                }
+                let held: i64 = application_keys::table
+                    .filter(keys::tenant_id.eq(&row.tenant_id))
+                    .filter(keys::application_id.eq(&row.application_id))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if held >= max {
+                    return Ok(KeyAdded::Full);
+                }
+                diesel::insert_into(application_keys::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                Ok(KeyAdded::Added)
+            })
+            .await
+            .db()
         })
     }
 

@@ -22,6 +22,17 @@ pub struct StoredApplicationKey {
     pub key_hash: ApiKeyHash,
 }
 
+/// How adding a key to an application went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAdded {
+    /// The key is stored.
+    Added,
+    /// The application already holds the most keys it may: nothing was stored.
+    Full,
+    /// There is no such application (deleted since it was read): nothing was stored.
+    NoApplication,
+}
+
 /// An application to insert, with the key issued with it, if any.
 #[derive(Debug, Clone)]
 pub struct StoredApplication {
@@ -90,8 +101,14 @@ pub trait ApplicationStore: Send + Sync {
         tenant: TenantId,
         id: ApplicationId,
     ) -> Result<bool, StoreError>;
-    /// Adds a key to an existing application (a conflict when the application is absent).
-    async fn insert_application_key(&self, key: &StoredApplicationKey) -> Result<(), StoreError>;
+    /// Adds a key to an existing application that holds fewer than `max` keys. The count
+    /// and the insert are one atomic step on every backend: concurrent additions never take
+    /// an application past `max`.
+    async fn insert_application_key(
+        &self,
+        key: &StoredApplicationKey,
+        max: usize,
+    ) -> Result<KeyAdded, StoreError>;
     /// The keys of `apps` in `tenant`, oldest first.
     async fn list_application_keys(
         &self,

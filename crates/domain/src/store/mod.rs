@@ -21,7 +21,8 @@ mod tokens;
 pub use crate::audit::{AuditStore, BlockSpan, ChainAppend};
 pub use crate::error::StoreError;
 pub use applications::{
-    ApplicationFilter, ApplicationStore, KeyedApplication, StoredApplication, StoredApplicationKey,
+    ApplicationFilter, ApplicationStore, KeyAdded, KeyedApplication, StoredApplication,
+    StoredApplicationKey,
 };
 pub use associations::{AssociationStore, NewAssociation};
 pub use console_sessions::{ConsoleSessionRecord, ConsoleSessionStore};

@@ -10,7 +10,7 @@ use crate::{
     error::{Resource, VaultError},
     ids::{ApplicationId, ApplicationKeyId},
     permission::Permission,
-    store::{StoreError, StoredApplicationKey},
+    store::{KeyAdded, StoredApplicationKey},
     timestamp,
 };
 
@@ -56,22 +56,17 @@ impl Vault {
     ) -> Result<NewApplicationKey, VaultError> {
         caller.require(Permission::ApplicationUpdate)?;
         let application = self.managed_application(caller, id).await?;
-        let tenant = caller.tenant_id();
-        let held = self.store.list_application_keys(tenant, &[id]).await?;
-        if held.len() >= MAX_KEYS {
-            return Err(VaultError::Conflict(format!(
-                "the application holds {MAX_KEYS} keys, the most it may; revoke one first"
-            )));
-        }
         let (api_key, stored) = new_key(&application, caller.application_id(), timestamp::now());
-        match self.store.insert_application_key(&stored).await {
-            Ok(()) => Ok(NewApplicationKey {
+        match self.store.insert_application_key(&stored, MAX_KEYS).await? {
+            KeyAdded::Added => Ok(NewApplicationKey {
                 key: stored.key,
                 api_key,
             }),
-            // Deleted since it was read: the foreign key refused the key.
-            Err(StoreError::Conflict(_)) => Err(VaultError::NotFound(Resource::Application)),
-            Err(e) => Err(e.into()),
+            KeyAdded::Full => Err(VaultError::Conflict(format!(
+                "the application holds {MAX_KEYS} keys, the most it may; revoke one first"
+            ))),
+            // Deleted since it was read.
+            KeyAdded::NoApplication => Err(VaultError::NotFound(Resource::Application)),
         }
     }
 

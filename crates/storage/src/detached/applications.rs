@@ -2,7 +2,7 @@
 
 use tessera_domain::application::{Application, ApplicationKey};
 use tessera_domain::store::{
-    ApplicationFilter, ApplicationStore, KeyedApplication, StoreError, StoredApplication,
+    ApplicationFilter, ApplicationStore, KeyAdded, KeyedApplication, StoreError, StoredApplication,
     StoredApplicationKey,
 };
 use tessera_domain::{ApiKeyHash, ApplicationId, ApplicationKeyId, Page, PageRequest, TenantId};
@@ -17,7 +17,7 @@ detached! {
         spawned fn update_application(app: &Application) -> bool;
         spawned fn replace_application_keys(key: &StoredApplicationKey, modified_by: ApplicationId, modified_at: OffsetDateTime) -> bool;
         spawned fn delete_application(tenant: TenantId, id: ApplicationId) -> bool;
-        spawned fn insert_application_key(key: &StoredApplicationKey) -> ();
+        spawned fn insert_application_key(key: &StoredApplicationKey, max: usize) -> KeyAdded;
         spawned fn list_application_keys(tenant: TenantId, apps: &[ApplicationId]) -> Vec<ApplicationKey>;
         spawned fn delete_application_key(tenant: TenantId, app: ApplicationId, id: ApplicationKeyId) -> bool;
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use tessera_domain::{
     application::{Application, ApplicationKey, ApplicationType},
     store::{
-        ApplicationFilter, ApplicationStore, ContainerScope, HealthStore, StoreError,
+        ApplicationFilter, ApplicationStore, ContainerScope, HealthStore, KeyAdded, StoreError,
         StoredApplication, StoredApplicationKey, StoredTenant, StoredToken, TenantStore,
         TokenFilter, TokenStore,
     },
@@ -23,6 +23,7 @@ backend_tests!(
     applications_update_rekey_and_delete,
     applications_are_confined_to_their_tenant,
     application_keys_are_added_listed_revoked_and_filtered,
+    concurrent_key_additions_stop_at_the_cap,
     tokens_round_trip_exactly,
     token_lists_page_by_creation_then_id,
     token_lists_filter_by_type_metadata_and_id,
@@ -258,9 +259,12 @@ async fn applications_update_rekey_and_delete(t: &TestDatabase) {
     );
 
     let second = new_key(tenant_id, changed.id);
-    t.db.insert_application_key(&second)
-        .await
-        .expect("second key");
+    assert_eq!(
+        t.db.insert_application_key(&second, 100)
+            .await
+            .expect("second key"),
+        KeyAdded::Added
+    );
     let replacement = new_key(tenant_id, changed.id);
     let new_hash = replacement.key_hash.clone();
     assert!(t
@@ -296,11 +300,11 @@ async fn applications_are_confined_to_their_tenant(t: &TestDatabase) {
         .replace_application_keys(&new_key(b, id), id, timestamp::now())
         .await
         .expect("key"));
-    assert!(
-        matches!(
-            t.db.insert_application_key(&new_key(b, id)).await,
-            Err(StoreError::Conflict(_))
-        ),
+    assert_eq!(
+        t.db.insert_application_key(&new_key(b, id), 100)
+            .await
+            .expect("insert"),
+        KeyAdded::NoApplication,
         "no key for an application of another tenant"
     );
     let own = app.key.as_ref().expect("key").key.id;
@@ -655,8 +659,12 @@ async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase
 
     let (first, second) = (new_key(tenant_id, id), new_key(tenant_id, id));
     for k in [&first, &second] {
-        t.db.insert_application_key(k).await.expect("add");
+        let added = t.db.insert_application_key(k, 2).await.expect("add");
+        assert_eq!(added, KeyAdded::Added);
     }
+    let third = new_key(tenant_id, id);
+    let full = t.db.insert_application_key(&third, 2).await.expect("add");
+    assert_eq!(full, KeyAdded::Full, "two is the most this call allows");
     let listed = keys(vec![id, admin_id]).await;
     assert_eq!(listed.len(), 3, "both keys, and the admin's");
     assert_eq!(
@@ -725,4 +733,43 @@ async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase
         .await
         .expect("gone")
         .is_none());
+}
+
+/// Twelve additions at once to an application holding 96 keys (cap 100): four are added,
+/// eight find it full, and 100 keys are left: the count and the insert are one step.
+async fn concurrent_key_additions_stop_at_the_cap(t: &TestDatabase) {
+    let (tenant_id, _) = tenant(t).await;
+    let app = application(
+        tenant_id,
+        ApplicationType::Private,
+        vec![Permission::TokenRead],
+    );
+    t.db.insert_application(&app).await.expect("insert");
+    let id = app.application.id;
+    for _ in 0..95 {
+        let added =
+            t.db.insert_application_key(&new_key(tenant_id, id), 100)
+                .await;
+        assert_eq!(added.expect("add"), KeyAdded::Added);
+    }
+    // Every pooled connection open first, so that the additions really run side by side.
+    let ids = [id];
+    let warm = (0..8).map(|_| t.db.list_application_keys(tenant_id, &ids));
+    for listed in futures_util::future::join_all(warm).await {
+        assert_eq!(listed.expect("keys").len(), 96);
+    }
+    let keys: Vec<_> = (0..12).map(|_| new_key(tenant_id, id)).collect();
+    let racing = keys.iter().map(|k| t.db.insert_application_key(k, 100));
+    let outcomes: Vec<KeyAdded> = futures_util::future::join_all(racing)
+        .await
+        .into_iter()
+        .map(|r| r.expect("insert"))
+        .collect();
+    let added = outcomes.iter().filter(|o| **o == KeyAdded::Added).count();
+    assert_eq!(added, 4, "{outcomes:?}");
+    let held =
+        t.db.list_application_keys(tenant_id, &[id])
+            .await
+            .expect("keys");
+    assert_eq!(held.len(), 100);
 }
