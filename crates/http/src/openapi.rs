@@ -427,4 +427,37 @@ mod tests {
         assert_eq!(schemes["proxy_key"]["name"], "SVC-PROXY-KEY");
         assert_eq!(schemes["proxy_key_query"]["in"], "query");
     }
+
+    /// Every POST of the management API either honours `Idempotency-Key` or creates nothing:
+    /// a creating route added later without the middleware fails here.
+    #[test]
+    fn every_post_is_idempotent_or_creates_nothing() {
+        use crate::idempotency::{IDEMPOTENT_POSTS, POSTS_THAT_CREATE_NOTHING};
+        let doc = document();
+        let mut posts: Vec<&str> = doc
+            .paths
+            .paths
+            .iter()
+            .filter(|(path, item)| item.post.is_some() && !path.starts_with("/proxy"))
+            .map(|(path, _)| path.as_str())
+            .collect();
+        posts.sort_unstable();
+        let mut listed: Vec<&str> = IDEMPOTENT_POSTS
+            .iter()
+            .chain(POSTS_THAT_CREATE_NOTHING)
+            .copied()
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(posts, listed);
+        let json: serde_json::Value = serde_json::from_str(json()).expect("valid JSON");
+        for path in IDEMPOTENT_POSTS {
+            let params = &json["paths"][path]["post"]["parameters"];
+            assert!(
+                params
+                    .as_array()
+                    .is_some_and(|p| p.iter().any(|p| p["name"] == IDEMPOTENCY_KEY)),
+                "{path} documents Idempotency-Key"
+            );
+        }
+    }
 }

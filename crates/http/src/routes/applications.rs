@@ -49,6 +49,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     )
     .service(
         web::resource("/applications/{id}/regenerate")
+            .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(regenerate)),
     )

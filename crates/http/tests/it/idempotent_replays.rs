@@ -2,15 +2,17 @@
 //! is answered only to a caller that passes the first request's permission checks again. On
 //! both backends.
 
+use actix_web::test::TestRequest;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use tessera_testkit::api::{app_key, app_with_tenant, application_id as app_id, Caller};
+use tessera_testkit::api::{app_key, app_with_tenant, application_id as app_id, send_raw, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
     a_replay_after_the_permission_was_revoked_is_refused,
     a_replay_needs_the_container_grants_of_the_first_request,
     the_stored_request_hash_is_keyed,
+    a_bodiless_retry_of_a_key_creation_answers_the_first_key,
 );
 
 /// The finding as reported: after `application:create` was revoked, a replay still returned
@@ -122,4 +124,60 @@ async fn the_stored_request_hash_is_keyed(db: &TestDatabase) {
         "the plain SHA-256 of the request is on disk"
     );
     assert!(!stored.windows(16).any(|w| w == b"4242424242424242"));
+}
+
+/// `POST /applications/{id}/keys` and `/regenerate` as the SDKs send them: no body, no
+/// `Content-Type`, with `Idempotency-Key` or its prefixed alias. A retry after a lost answer
+/// answers the first key; it never mints a second one that nobody holds.
+async fn a_bodiless_retry_of_a_key_creation_answers_the_first_key(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let admin = t.admin_key.as_str();
+    let spec = json!({"name": "svc", "type": "private", "permissions": ["token:read"]});
+    app_key(&app, admin, spec).await;
+    let id = app_id(&app, admin, "svc").await;
+    let bodiless = |path: &str, header: &'static str, key: &'static str| {
+        TestRequest::post()
+            .uri(path)
+            .insert_header(("SVC-API-KEY", admin.to_string()))
+            .insert_header((header, key))
+    };
+    let keys_path = format!("/applications/{id}/keys");
+    for (header, key) in [("Idempotency-Key", "k-1"), ("SVC-IDEMPOTENCY-KEY", "k-2")] {
+        let first = send_raw(&app, bodiless(&keys_path, header, key)).await;
+        assert_eq!(first.status, 201, "{}", first.body);
+        let retry = send_raw(&app, bodiless(&keys_path, header, key)).await;
+        assert_eq!(retry.status, 201, "{}", retry.body);
+        assert_eq!(retry.body["key"], first.body["key"], "{header}");
+        assert_eq!(retry.body["id"], first.body["id"]);
+        assert_eq!(
+            retry
+                .headers
+                .get("idempotent-replayed")
+                .map(|v| v.as_bytes()),
+            Some(&b"true"[..])
+        );
+    }
+    let held = Caller::new(&app, admin).get(&keys_path).await.expect(200);
+    assert_eq!(
+        held.body.as_array().map(Vec::len),
+        Some(3),
+        "the key made at create and one per idempotency key: {}",
+        held.body
+    );
+    let regenerate = format!("/applications/{id}/regenerate");
+    let first = send_raw(&app, bodiless(&regenerate, "Idempotency-Key", "r-1")).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let retry = send_raw(&app, bodiless(&regenerate, "Idempotency-Key", "r-1")).await;
+    assert_eq!(retry.status, 200);
+    assert_eq!(retry.body["key"], first.body["key"]);
+    let fresh = first.body["key"].as_str().expect("key");
+    Caller::new(&app, fresh)
+        .get("/applications/key")
+        .await
+        .expect(200);
+    // The same key with a body is another request: 422, never a second run.
+    let other = bodiless(&regenerate, "Idempotency-Key", "r-1")
+        .insert_header(("content-type", "text/plain"))
+        .set_payload("x");
+    assert_eq!(send_raw(&app, other).await.status, 422);
 }
