@@ -13,7 +13,11 @@ use actix_web::{
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
-use crate::{problem::ApiError, state::ApiState, strict_json::Strict};
+use crate::{
+    problem::ApiError,
+    state::ApiState,
+    strict_json::{repeated_member, Strict},
+};
 
 /// A deserialised JSON body.
 pub(crate) struct JsonBody<T>(pub T);
@@ -84,6 +88,22 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         } else {
             path
         };
+        let message = inner.to_string();
+        if let Some(name) = repeated_member(crate::json_shapes::without_position(&message)) {
+            // The path is the object's (ending in `?`, the name not yet read); the problem
+            // names the member in it.
+            let object = field.strip_suffix('?').unwrap_or(&field);
+            let object = object.strip_suffix('.').unwrap_or(object);
+            let at = if object.is_empty() {
+                name.to_string()
+            } else {
+                format!("{object}.{name}")
+            };
+            return ApiError::field(
+                &at,
+                "is repeated: a member name may appear only once in an object",
+            );
+        }
         // serde reports a missing field at its parent's path; key the error by the field itself.
         if let Some(missing) = missing_field(&inner.to_string()) {
             field = if field.is_empty() {
@@ -95,7 +115,6 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         if field.is_empty() {
             field = "body".to_string();
         }
-        let message = inner.to_string();
         if (inner.is_syntax() || inner.is_eof())
             && !(message.starts_with("expected value") && is_valid_json(bytes))
         {
@@ -200,6 +219,11 @@ mod tests {
         assert_eq!(field_of(r#"{"name": "a", "inner": {}}"#), "inner.n");
         assert_eq!(field_of(r#"{"name": "#), "body");
         assert_eq!(field_of(r#"{"name": "a"} trailing"#), "body");
+        assert_eq!(field_of(r#"{"name": "a", "name": "b"}"#), "name");
+        assert_eq!(
+            field_of(r#"{"name": "a", "inner": {"n": 1, "n": 2}}"#),
+            "inner.n"
+        );
         assert!(parse_json::<T>(br#"{"name": "a"}"#).is_ok());
     }
 }

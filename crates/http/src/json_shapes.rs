@@ -38,7 +38,7 @@ pub(crate) fn plain(message: &str) -> String {
 }
 
 /// serde_json's message without its trailing ` at line L column C`.
-fn without_position(message: &str) -> &str {
+pub(crate) fn without_position(message: &str) -> &str {
     match message.rsplit_once(" at line ") {
         Some((head, tail))
             if tail

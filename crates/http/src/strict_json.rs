@@ -5,7 +5,13 @@
 //! that sequence when the input is an array: `["x","private",["token:read"]]` was read as an
 //! application. The wrapper turns every struct request into a map request,
 //! at every depth, so an array or scalar where an object belongs is a type error naming its
-//! path like any other (docs/api.md, "Conventions"). Everything else passes through unchanged.
+//! path like any other (docs/api.md, "Conventions").
+//!
+//! It also refuses a member name repeated in one object, at every depth (`data`, `metadata`,
+//! each `/tokenize` member): JSON leaves such a document's meaning open, and a WAF or a
+//! merchant's check that reads the first value would see other data than the vault stores.
+//! The error is [`repeated_member`]'s message, which [`crate::body`] turns into a problem
+//! naming the path. Everything else passes through unchanged.
 
 use std::fmt;
 
@@ -13,8 +19,16 @@ use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
 };
 
-/// `D`, with structs read only from maps, at every depth.
+/// `D`, with structs read only from maps and no member name repeated, at every depth.
 pub(crate) struct Strict<D>(pub(crate) D);
+
+/// How a repeated member's error message starts; the member's name follows it verbatim.
+pub(crate) const REPEATED_MEMBER: &str = "repeated member name: ";
+
+/// The repeated member name in an error message of this module, if it is one.
+pub(crate) fn repeated_member(message: &str) -> Option<&str> {
+    message.strip_prefix(REPEATED_MEMBER)
+}
 
 /// `S` (a seed, a visitor or an access), whose deserializers are wrapped in [`Strict`].
 struct Wrap<S>(S);
@@ -189,7 +203,10 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.0.visit_map(Wrap(map))
+        self.0.visit_map(Members {
+            map,
+            seen: Seen::default(),
+        })
     }
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
@@ -212,22 +229,136 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Wrap<A> {
     }
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Wrap<A> {
+/// The members of one object: each value wrapped, each name checked against the names seen
+/// so far in this object.
+struct Members<A> {
+    map: A,
+    seen: Seen,
+}
+
+/// Above this many members an object's names are kept in a hash set: a body of a megabyte can
+/// hold a hundred thousand names, which a list would compare pairwise.
+const FEW_MEMBERS: usize = 16;
+
+/// The member names seen so far in one object.
+#[derive(Default)]
+struct Seen {
+    few: Vec<Box<str>>,
+    many: Option<std::collections::HashSet<Box<str>>>,
+}
+
+impl Seen {
+    /// Records `name`, or refuses it as repeated.
+    fn record<E: de::Error>(&mut self, name: &str) -> Result<(), E> {
+        let repeated = match &mut self.many {
+            Some(many) => !many.insert(name.into()),
+            None if self.few.iter().any(|s| &**s == name) => true,
+            None if self.few.len() < FEW_MEMBERS => {
+                self.few.push(name.into());
+                false
+            }
+            None => {
+                let mut many: std::collections::HashSet<Box<str>> =
+                    self.few.drain(..).collect();
+                many.insert(name.into());
+                self.many = Some(many);
+                false
+            }
+        };
+        if repeated {
+            return Err(E::custom(format_args!("{REPEATED_MEMBER}{name}")));
+        }
+        Ok(())
+    }
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Members<A> {
     type Error = A::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
-        self.0.next_key_seed(Wrap(seed))
+        self.map.next_key_seed(Name {
+            seed,
+            seen: &mut self.seen,
+        })
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        self.0.next_value_seed(Wrap(seed))
+        self.map.next_value_seed(Wrap(seed))
     }
 
     fn size_hint(&self) -> Option<usize> {
-        self.0.size_hint()
+        self.map.size_hint()
+    }
+}
+
+/// A member name's seed (and, as a deserializer and a visitor, the layers under it): reads
+/// the name as `seed` would, refusing one already in `seen`. Object member names in JSON are
+/// always strings, so every name reaches one of the three string visits.
+struct Name<'s, S> {
+    seed: S,
+    seen: &'s mut Seen,
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Name<'_, S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
+        self.seed.deserialize(Name {
+            seed: deserializer,
+            seen: self.seen,
+        })
+    }
+}
+
+macro_rules! forward_name {
+    ($($method:ident),* $(,)?) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+                self.seed.$method(Name { seed: visitor, seen: self.seen })
+            }
+        )*
+    };
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Name<'_, D> {
+    type Error = D::Error;
+
+    forward_name!(
+        deserialize_any,
+        deserialize_str,
+        deserialize_string,
+        deserialize_identifier,
+    );
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum ignored_any
+    }
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Name<'_, V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.seed.expecting(f)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.seen.record(v)?;
+        self.seed.visit_str(v)
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.seen.record(v)?;
+        self.seed.visit_borrowed_str(v)
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.seen.record(&v)?;
+        self.seed.visit_string(v)
     }
 }
 
@@ -309,6 +440,37 @@ mod tests {
         assert_eq!(parsed.any, Some(serde_json::json!([1, {"x": [2]}])));
         let unknown = parse::<Outer>(r#"{"name":"n","extra":1}"#).expect_err("unknown");
         assert!(unknown.contains("unknown field"), "{unknown}");
+    }
+
+    #[test]
+    fn repeated_member_names_are_refused_at_every_depth() {
+        for (json, name) in [
+            (r#"{"name":"n","name":"m"}"#, "name"),
+            (r#"{"name":"n","inner":{"id":"a","id":"b"}}"#, "id"),
+            (r#"{"name":"n","any":{"a":1,"b":{"c":1,"c":2}}}"#, "c"),
+            (r#"{"name":"n","any":[{"x":1},{"x":2,"x":3}]}"#, "x"),
+            (r#"{"name":"n","any":{"a\"b":1,"a\u0022b":2}}"#, "a\"b"),
+        ] {
+            let e = parse::<Outer>(json).expect_err(json);
+            let message = crate::json_shapes::without_position(&e);
+            assert_eq!(super::repeated_member(message), Some(name), "{json}: {e}");
+        }
+        // Many members: still found, in a set.
+        let many: String = (0..40).map(|i| format!(r#""k{i}":1,"#)).collect();
+        let json = format!(r#"{{"name":"n","any":{{{many}"k3":2}}}}"#);
+        let e = parse::<Outer>(&json).expect_err("repeated among many");
+        let message = crate::json_shapes::without_position(&e);
+        assert_eq!(super::repeated_member(message), Some("k3"));
+        // The same name in two objects is no repetition.
+        let ok: Outer = parse(r#"{"name":"n","any":{"a":{"a":1},"b":{"a":2}}}"#).expect("ok");
+        assert_eq!(
+            ok.any,
+            Some(serde_json::json!({"a": {"a": 1}, "b": {"a": 2}}))
+        );
+        let map: std::collections::HashMap<String, Value> =
+            parse(r#"{"k":1,"l":2}"#).expect("a map");
+        assert_eq!(map.len(), 2);
+        assert!(parse::<std::collections::HashMap<String, Value>>(r#"{"k":1,"k":2}"#).is_err());
     }
 
     #[test]

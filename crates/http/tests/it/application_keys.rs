@@ -29,6 +29,7 @@ backend_tests!(
     applications_are_filtered_by_id_and_type,
     the_key_route_answers_the_calling_application,
     a_database_copy_holds_only_the_hashes_of_keys,
+    concurrent_key_creations_stop_at_the_cap,
 );
 
 /// The detail of the 401 for a key that is unknown, revoked or expired.
@@ -529,4 +530,35 @@ async fn a_database_copy_holds_only_the_hashes_of_keys(db: &TestDatabase) {
     let key = revoked["key"].as_str().expect("key");
     assert!(!holds(key.as_bytes()), "nor a revoked one");
     assert!(!holds(t.admin_key.as_bytes()));
+}
+
+/// At 96 keys, twelve concurrent additions leave exactly 100 live: the count and the insert
+/// are one step (103 to 107 were left live when they were two).
+async fn concurrent_key_creations_stop_at_the_cap(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let spec = json!({"name": "backend", "type": "private", "permissions": ["token:read"]});
+    let id = id_of(&created(admin, spec).await);
+    let uri = format!("/applications/{id}/keys");
+    for _ in 0..95 {
+        admin.post_empty(&uri).await.expect(201);
+    }
+    assert_eq!(keys(admin, &id).await.len(), 96);
+    let racing = (0..12).map(|_| admin.post_empty(&uri));
+    let statuses: Vec<u16> = futures_util::future::join_all(racing)
+        .await
+        .iter()
+        .map(|r| r.status.as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        4,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        8,
+        "{statuses:?}"
+    );
+    assert_eq!(keys(admin, &id).await.len(), 100);
 }

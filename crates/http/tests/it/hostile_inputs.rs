@@ -3,8 +3,9 @@
 //! backends.
 
 use actix_web::http::Method;
+use actix_web::test::TestRequest;
 use serde_json::{json, Value};
-use tessera_testkit::api::{app_with_tenant, Caller};
+use tessera_testkit::api::{app_with_tenant, send_raw, Caller};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 backend_tests!(
@@ -12,6 +13,7 @@ backend_tests!(
     times_past_year_9999_in_utc_are_refused_everywhere,
     search_fingerprints_are_64_hex_digits,
     metadata_filters_are_bounded_at_ten_pairs,
+    repeated_member_names_are_refused_at_every_depth,
 );
 
 /// `["x","private",["token:read"]]` used to create an application.
@@ -127,4 +129,96 @@ async fn metadata_filters_are_bounded_at_ten_pairs(db: &TestDatabase) {
             assert_eq!(listed.error_fields(), vec!["metadata"]);
         }
     }
+}
+
+/// A member name repeated in one object, at any depth of a management or `/detokenize` body,
+/// is a 400 naming its path, and nothing is stored: `{"card": {…}, "card": {…}}` used to store
+/// two tokens and answer one, and a repeated `number` or `metadata.customer` kept the last.
+async fn repeated_member_names_are_refused_at_every_depth(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
+    let id = c
+        .create("/tokens", json!({"type": "token", "data": "kept"}))
+        .await;
+    let card = r#"{"type": "card", "data": {"number": "4242424242424242"}}"#;
+    let cases: Vec<(Method, String, String, &str)> = vec![
+        (Method::POST, "/tokenize".into(), format!(r#"{{"card": {card}, "card": {card}}}"#), "card"),
+        (
+            Method::POST,
+            "/tokenize".into(),
+            r#"[{"type": "token", "data": "a"}, {"type": "token", "data": {"x": 1, "x": 2}}]"#.into(),
+            "[1].data.x",
+        ),
+        (
+            Method::POST,
+            "/tokens".into(),
+            r#"{"type": "card", "data": {"number": "4242424242424242", "number": "4000056655665556"}}"#.into(),
+            "data.number",
+        ),
+        (
+            Method::POST,
+            "/tokens".into(),
+            r#"{"type": "token", "data": "d", "metadata": {"customer": "a", "customer": "b"}}"#.into(),
+            "metadata.customer",
+        ),
+        (
+            Method::POST,
+            "/tokens".into(),
+            r#"{"type": "token", "data": {"a": {"b": {"c": 1, "c": 2}}}}"#.into(),
+            "data.a.b.c",
+        ),
+        (
+            Method::POST,
+            "/tokens".into(),
+            r#"{"type": "token", "type": "token", "data": "d"}"#.into(),
+            "type",
+        ),
+        (
+            Method::POST,
+            "/applications".into(),
+            r#"{"name": "a", "name": "b", "type": "private", "permissions": ["token:read"]}"#.into(),
+            "name",
+        ),
+        (
+            Method::POST,
+            "/detokenize".into(),
+            format!(r#"{{"a": "{{{{ {id} }}}}", "a": "x"}}"#),
+            "a",
+        ),
+        (
+            Method::PATCH,
+            format!("/tokens/{id}"),
+            r#"{"metadata": {"k": "1", "k": "2"}}"#.into(),
+            "metadata.k",
+        ),
+    ];
+    for (method, path, body, field) in cases {
+        let content_type = if method == Method::PATCH {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
+        let req = TestRequest::default()
+            .method(method.clone())
+            .uri(&path)
+            .insert_header(("SVC-API-KEY", t.admin_key.clone()))
+            .insert_header(("content-type", content_type))
+            .set_payload(body.clone());
+        let r = send_raw(&app, req).await;
+        assert_eq!(r.status, 400, "{method} {path} {body}: {}", r.body);
+        assert_eq!(r.error_fields(), vec![field.to_string()], "{body}");
+        assert!(!String::from_utf8_lossy(&r.raw).contains("4242424242424242"));
+    }
+    let tokens = c.get("/tokens").await.expect(200);
+    assert_eq!(
+        tokens.body["pagination"]["total_items"], 1,
+        "only the first"
+    );
+    let kept = c.get(&format!("/tokens/{id}")).await.expect(200);
+    assert_eq!(kept.body["data"], "kept");
+    assert!(kept.body["metadata"]
+        .as_object()
+        .is_none_or(|m| m.is_empty()));
+    let apps = c.get("/applications").await.expect(200);
+    assert_eq!(apps.body["pagination"]["total_items"], 1, "only the admin");
 }
