@@ -10,11 +10,10 @@
 
 use actix_web::{http::StatusCode, HttpResponse};
 use tessera_domain::{
-    audit::{Actor, AuditAction, AuditEvent},
+    audit::{Actor, AuditAction, AuditEvent, ResourceId},
     error::ErrorClass,
     VaultError,
 };
-use uuid::Uuid;
 
 use crate::{
     context::Ctx,
@@ -25,23 +24,29 @@ use crate::{
 #[derive(Debug, Clone)]
 pub(crate) struct Audit {
     action: AuditAction,
-    ids: Vec<Uuid>,
+    ids: Vec<ResourceId>,
     record_success: bool,
 }
 
 impl Audit {
     /// An operation that records `action` on `ids` when done, and its refusal.
-    pub(crate) fn done(action: AuditAction, ids: impl IntoIterator<Item = Uuid>) -> Self {
+    pub(crate) fn done(
+        action: AuditAction,
+        ids: impl IntoIterator<Item = impl Into<ResourceId>>,
+    ) -> Self {
         Self {
             action,
-            ids: ids.into_iter().collect(),
+            ids: ids.into_iter().map(Into::into).collect(),
             record_success: true,
         }
     }
 
     /// An attempt at `action` that returns nothing the trail records (a page without token
     /// data): only its refusal is recorded.
-    pub(crate) fn attempt(action: AuditAction, ids: impl IntoIterator<Item = Uuid>) -> Self {
+    pub(crate) fn attempt(
+        action: AuditAction,
+        ids: impl IntoIterator<Item = impl Into<ResourceId>>,
+    ) -> Self {
         Self {
             record_success: false,
             ..Self::done(action, ids)

@@ -30,6 +30,7 @@ mod error;
 mod form;
 mod gateway_client;
 mod inputs;
+mod links;
 mod mask;
 mod names;
 mod recent_tokens;

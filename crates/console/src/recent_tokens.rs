@@ -34,7 +34,7 @@ pub(crate) async fn recent_tokens(ctx: &Ctx) -> RecentTokens {
                 .items
                 .iter()
                 .map(|t| RecentToken {
-                    id: t.id,
+                    id: t.id.clone(),
                     token_type: t.token_type,
                     mask: mask::summary(t.token_type, t.data.expose()),
                 })

@@ -190,14 +190,14 @@ impl Template {
             Shape::Json(_, found) => found
                 .iter()
                 .flat_map(|(_, _, e)| e)
-                .map(|e| e.token_id)
+                .map(|e| e.token_id.clone())
                 .collect(),
             Shape::Form(pairs) => pairs
                 .iter()
                 .flat_map(|(_, _, e)| e)
-                .map(|e| e.token_id)
+                .map(|e| e.token_id.clone())
                 .collect(),
-            Shape::Text(_, exprs) => exprs.iter().map(|e| e.token_id).collect(),
+            Shape::Text(_, exprs) => exprs.iter().map(|e| e.token_id.clone()).collect(),
         };
         Ok(Self {
             shape,
@@ -233,10 +233,10 @@ impl Template {
     /// expression can expand to, from the sizes `size_of` gives (see [`SourceSize`]). Computed
     /// before any token is decrypted; it depends on the request and on token sizes, never on
     /// token content.
-    pub fn bound(&self, original_len: usize, size_of: &impl Fn(TokenId) -> SourceSize) -> u64 {
+    pub fn bound(&self, original_len: usize, size_of: &impl Fn(&TokenId) -> SourceSize) -> u64 {
         let add = |exprs: &[Expression], context: Context| {
             exprs.iter().fold(0u64, |n, e| {
-                n.saturating_add(e.bound(size_of(e.token_id), context))
+                n.saturating_add(e.bound(size_of(&e.token_id), context))
             })
         };
         let expanded = match &self.shape {
@@ -257,7 +257,7 @@ impl Template {
     }
 
     /// The tokens that `token:` expressions name (they need the whole token object).
-    pub(crate) fn object_ids(&self) -> impl Iterator<Item = TokenId> + '_ {
+    pub(crate) fn object_ids(&self) -> impl Iterator<Item = &TokenId> + '_ {
         let exprs: Box<dyn Iterator<Item = &Expression>> = match &self.shape {
             Shape::Untouched => Box::new(std::iter::empty()),
             Shape::Json(_, found) => Box::new(found.iter().flat_map(|(_, _, e)| e)),
@@ -266,7 +266,7 @@ impl Template {
         };
         exprs
             .filter(|e| e.binding == crate::Binding::Token)
-            .map(|e| e.token_id)
+            .map(|e| &e.token_id)
     }
 
     /// The body with every expression replaced, or `None` when the original bytes stand.
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_name_the_json_location() {
-        let e = Template::prepare(BodyKind::Json, br#"{"card": {"number": "{{ nope }}"}}"#)
+        let e = Template::prepare(BodyKind::Json, br#"{"card": {"number": "{{ no }}"}}"#)
             .expect_err("bad");
         assert!(e.to_string().contains("body/card/number"), "{e}");
     }

@@ -6,8 +6,9 @@
 //! ```text
 //! {{ <token_id> [| filter]* }}          the token's data
 //! {{ token: <token_id> [| filter]* }}   the whole token object (so `json: '$.data.x'`)
-//! filters: json: '<JSONPath>' | last4 | to_string | to_number | to_boolean | stringify | to_base64
 //! ```
+//!
+//! The filters are the expression language's (`tessera-expressions`), applied leniently.
 //!
 //! Work happens in steps so that every token a request needs is fetched in one storage call and
 //! nothing is decrypted for a request that will be refused:
@@ -27,14 +28,12 @@
 mod body;
 mod error;
 mod expression;
-mod filter;
 mod render;
 mod request;
 
 pub use body::{BodyKind, Template, Unscanned};
 pub use error::DetokenizeError;
 pub use expression::{Binding, Expression};
-pub use filter::Filter;
 pub use render::{ResolvedToken, SourceSize, Values};
 pub use request::{Rendered, RequestTemplate};
 

@@ -9,7 +9,6 @@ use tessera_domain::{Secret, TokenId};
 use crate::{
     error::DetokenizeError,
     expression::{Binding, Expression},
-    filter::text_of,
 };
 
 /// A fetched token, decoded once into what rendering needs. Both parts are [`Secret`]s: never
@@ -90,25 +89,28 @@ impl Expression {
             Binding::Data => size.data,
             Binding::Token => size.object,
         };
-        self.filters
-            .iter()
-            .fold(source, |n, f| f.bound(n))
-            .saturating_mul(context.factor())
+        self.chain.bound(source).saturating_mul(context.factor())
     }
 }
 
-/// The value of one expression. Only an unknown token fails; filters never do.
+/// The value of one expression. Only an unknown token fails; filters never do: one that does
+/// not apply yields `null` (no answer may depend on a token's value).
 pub(crate) fn evaluate(expr: &Expression, values: &Values) -> Result<Value, DetokenizeError> {
     let unknown = || DetokenizeError::UnknownToken(expr.token_id.to_string());
     let token = values.get(&expr.token_id).ok_or_else(unknown)?;
-    let mut value = match expr.binding {
+    let value = match expr.binding {
         Binding::Data => token.data.expose().clone(),
         Binding::Token => token.object.as_ref().ok_or_else(unknown)?.expose().clone(),
     };
-    for filter in &expr.filters {
-        value = filter.apply(value);
+    Ok(expr.chain.render_lenient(value))
+}
+
+/// Strings as they are; anything else as compact JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
-    Ok(value)
 }
 
 /// `text` with every expression replaced by its value as text (strings raw, anything else as

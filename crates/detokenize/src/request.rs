@@ -81,7 +81,7 @@ impl RequestTemplate {
             if exprs.is_empty() {
                 continue;
             }
-            ids.extend(exprs.iter().map(|e| e.token_id));
+            ids.extend(exprs.iter().map(|e| e.token_id.clone()));
             templates.push(HeaderTemplate {
                 index,
                 text: text.to_string(),
@@ -111,13 +111,13 @@ impl RequestTemplate {
     }
 
     /// True when a `token:` expression names `id`, so its whole token object is needed.
-    pub fn needs_object(&self, id: TokenId) -> bool {
+    pub fn needs_object(&self, id: &TokenId) -> bool {
         self.body.object_ids().any(|o| o == id)
             || self
                 .headers
                 .iter()
                 .flat_map(|h| &h.exprs)
-                .any(|e| e.binding == Binding::Token && e.token_id == id)
+                .any(|e| e.binding == Binding::Token && e.token_id == *id)
     }
 
     /// Refuses more than `max_tokens` distinct tokens.
@@ -139,14 +139,14 @@ impl RequestTemplate {
     pub fn check_bound(
         &self,
         body_len: usize,
-        size_of: impl Fn(TokenId) -> SourceSize,
+        size_of: impl Fn(&TokenId) -> SourceSize,
         max: u64,
     ) -> Result<(), DetokenizeError> {
         let headers = self.headers.iter().fold(0u64, |n, h| {
             h.exprs
                 .iter()
                 .fold(n.saturating_add(h.text.len() as u64), |n, e| {
-                    n.saturating_add(e.bound(size_of(e.token_id), Context::Header))
+                    n.saturating_add(e.bound(size_of(&e.token_id), Context::Header))
                 })
         });
         let bound = self.body.bound(body_len, &size_of).saturating_add(headers);
@@ -175,7 +175,7 @@ impl RequestTemplate {
         }
         self.check_bound(
             body_len,
-            |id| sizes.get(&id).copied().unwrap_or(SourceSize::rounded(0, 0)),
+            |id| sizes.get(id).copied().unwrap_or(SourceSize::rounded(0, 0)),
             max,
         )
     }
@@ -187,7 +187,7 @@ impl RequestTemplate {
             .into_iter()
             .map(|t| {
                 let object = self
-                    .needs_object(t.id)
+                    .needs_object(&t.id)
                     .then(|| TokenView::with_data(t.clone()).to_json());
                 let resolved = ResolvedToken {
                     data: t.data,
@@ -265,7 +265,7 @@ mod tests {
         let t = RequestTemplate::prepare(Some("application/json"), headers, body.as_bytes())
             .expect("prepare");
         assert_eq!(t.token_ids().len(), 1);
-        assert!(!t.needs_object(id()));
+        assert!(!t.needs_object(&id()));
         let out = t
             .render(&values(json!("4242424242424242")))
             .expect("render");
@@ -291,7 +291,7 @@ mod tests {
         let body = format!(r#"["{{{{{A}}}}}", "x{{{{{A}}}}}"]"#);
         let t = RequestTemplate::prepare(Some("application/json"), [], body.as_bytes())
             .expect("prepare");
-        let small = |_| SourceSize::rounded(10, 100);
+        let small = |_: &TokenId| SourceSize::rounded(10, 100);
         // 1 KiB as a value, 2 KiB as escaped text, plus the body.
         assert!(t
             .check_bound(body.len(), small, 3 * 1024 + body.len() as u64)
@@ -316,7 +316,7 @@ mod tests {
         let body = format!(r#"{{"t": "{{{{ token: {A} | json: '$.id' }}}}"}}"#);
         let t = RequestTemplate::prepare(Some("application/json"), [], body.as_bytes())
             .expect("prepare");
-        assert!(t.needs_object(id()));
+        assert!(t.needs_object(&id()));
         assert!(t.check_token_count(1).is_ok() && t.check_token_count(0).is_err());
     }
 }

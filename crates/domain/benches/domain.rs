@@ -23,9 +23,9 @@ fn crypto(c: &mut Criterion) {
     c.bench_function("token seal+open (card, 85 B)", |b| {
         b.iter(|| {
             let ct = key
-                .seal_token(tenant, token, b"", black_box(plaintext))
+                .seal_token(tenant, &token, b"", black_box(plaintext))
                 .expect("seal");
-            key.open_token(tenant, token, b"", black_box(&ct))
+            key.open_token(tenant, &token, b"", black_box(&ct))
                 .expect("open")
         })
     });

@@ -260,7 +260,7 @@ impl Target {
 /// through an ephemeral proxy only when `allow_unbound` (the operator's
 /// `--ephemeral-unbound-tokens`). Else a 403 naming the token.
 pub fn check(
-    id: crate::ids::TokenId,
+    id: &crate::ids::TokenId,
     destinations: Option<&Destinations>,
     target: &Target,
     allow_unbound: bool,

@@ -204,7 +204,7 @@ impl DataKey {
     pub fn seal_token(
         &self,
         tenant: TenantId,
-        token: TokenId,
+        token: &TokenId,
         binding: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
@@ -216,7 +216,7 @@ impl DataKey {
     pub fn open_token(
         &self,
         tenant: TenantId,
-        token: TokenId,
+        token: &TokenId,
         binding: &[u8],
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
@@ -268,11 +268,19 @@ impl std::fmt::Debug for DataKey {
 }
 
 /// The additional data of a token's ciphertext. An unbound token's is what it was before
-/// bindings existed, so its ciphertext still opens.
-fn token_aad(tenant: TenantId, token: TokenId, binding: &[u8]) -> Vec<u8> {
-    let mut aad = b"tessera/token/v1\0".to_vec();
+/// bindings existed, so its ciphertext still opens. A token whose id is a UUID binds its 16
+/// bytes, as every token did before ids could be chosen freely; a chosen id binds its length
+/// and text under a label of its own, so neither form can pass for the other.
+fn token_aad(tenant: TenantId, token: &TokenId, binding: &[u8]) -> Vec<u8> {
+    let mut aad = match token.as_uuid() {
+        Some(_) => b"tessera/token/v1\0".to_vec(),
+        None => b"tessera/token/id\0".to_vec(),
+    };
     aad.extend_from_slice(tenant.as_uuid().as_bytes());
-    aad.extend_from_slice(token.as_uuid().as_bytes());
+    if token.as_uuid().is_none() {
+        aad.extend_from_slice(&(token.as_bytes().len() as u32).to_be_bytes());
+    }
+    aad.extend_from_slice(token.as_bytes());
     if !binding.is_empty() {
         aad.extend_from_slice(b"\0bound\0");
         aad.extend_from_slice(binding);
@@ -339,10 +347,12 @@ mod tests {
         let wrapped = master.new_wrapped_data_key(tenant).expect("wrap");
         let key = master.unwrap_data_key(tenant, &wrapped).expect("unwrap");
         let plaintext = br#"{"number":"4242424242424242"}"#;
-        let ct = key.seal_token(tenant, token, b"", plaintext).expect("seal");
+        let ct = key
+            .seal_token(tenant, &token, b"", plaintext)
+            .expect("seal");
         assert!(!ct.windows(16).any(|w| w == b"4242424242424242"));
         assert_eq!(
-            key.open_token(tenant, token, b"", &ct)
+            key.open_token(tenant, &token, b"", &ct)
                 .expect("open")
                 .as_slice(),
             plaintext
@@ -351,7 +361,8 @@ mod tests {
         // Fresh nonce each time: same plaintext, different ciphertext.
         assert_ne!(
             ct,
-            key.seal_token(tenant, token, b"", plaintext).expect("seal")
+            key.seal_token(tenant, &token, b"", plaintext)
+                .expect("seal")
         );
     }
 
@@ -363,18 +374,20 @@ mod tests {
             .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
             .expect("unwrap");
         let token = TokenId::new();
-        let ct = key.seal_token(tenant, token, b"", b"secret").expect("seal");
+        let ct = key
+            .seal_token(tenant, &token, b"", b"secret")
+            .expect("seal");
         assert_eq!(
-            key.open_token(tenant, TokenId::new(), b"", &ct),
+            key.open_token(tenant, &TokenId::new(), b"", &ct),
             Err(CryptoError::Authentication)
         );
         assert_eq!(
-            key.open_token(tenant, token, b"evil.example", &ct),
+            key.open_token(tenant, &token, b"evil.example", &ct),
             Err(CryptoError::Authentication),
             "bound to its destinations: a widened binding does not open it"
         );
         assert_eq!(
-            key.open_token(TenantId::new(), token, b"", &ct),
+            key.open_token(TenantId::new(), &token, b"", &ct),
             Err(CryptoError::Authentication)
         );
         let mut tampered = ct.clone();
@@ -382,13 +395,37 @@ mod tests {
             *last ^= 1;
         }
         assert_eq!(
-            key.open_token(tenant, token, b"", &tampered),
+            key.open_token(tenant, &token, b"", &tampered),
             Err(CryptoError::Authentication)
         );
         assert_eq!(
-            key.open_token(tenant, token, b"", &ct[..5]),
+            key.open_token(tenant, &token, b"", &ct[..5]),
             Err(CryptoError::Malformed)
         );
+    }
+
+    #[test]
+    fn a_chosen_id_binds_its_text_and_never_passes_for_a_uuid() {
+        let master = MasterKey::generate();
+        let tenant = TenantId::new();
+        let key = master
+            .unwrap_data_key(tenant, &master.new_wrapped_data_key(tenant).expect("wrap"))
+            .expect("unwrap");
+        let phone: TokenId = "1234_phone".parse().expect("id");
+        let ct = key
+            .seal_token(tenant, &phone, b"", b"secret")
+            .expect("seal");
+        assert_eq!(
+            &key.open_token(tenant, &phone, b"", &ct).expect("open")[..],
+            b"secret"
+        );
+        let other: TokenId = "1234_phonf".parse().expect("id");
+        assert!(key.open_token(tenant, &other, b"", &ct).is_err());
+        // Sixteen characters of text are not the UUID of the same bytes.
+        let text: TokenId = "abcdefghijklmnop".parse().expect("id");
+        let uuid = TokenId::from_uuid(uuid::Uuid::from_bytes(*b"abcdefghijklmnop"));
+        let sealed = key.seal_token(tenant, &text, b"", b"x").expect("seal");
+        assert!(key.open_token(tenant, &uuid, b"", &sealed).is_err());
     }
 
     #[test]
@@ -400,7 +437,7 @@ mod tests {
         let sealed = old
             .unwrap_data_key(tenant, &wrapped)
             .expect("unwrap")
-            .seal_token(tenant, token, b"", b"4242")
+            .seal_token(tenant, &token, b"", b"4242")
             .expect("seal");
         let rewrapped = old.rewrap_data_key(tenant, &wrapped, &new).expect("rewrap");
         assert!(old.unwrap_data_key(tenant, &rewrapped).is_err());
@@ -408,7 +445,7 @@ mod tests {
             .unwrap_data_key(tenant, &rewrapped)
             .expect("new master opens it");
         assert_eq!(
-            &key.open_token(tenant, token, b"", &sealed).expect("open")[..],
+            &key.open_token(tenant, &token, b"", &sealed).expect("open")[..],
             b"4242"
         );
         assert!(

@@ -10,7 +10,11 @@
 //!
 //! ```text
 //!   base64url( version 1 ‖ created_at, Unix ns, i128 BE ‖ token id (16) ‖ HMAC tag (32) )
+//!   base64url( version 2 ‖ created_at, Unix ns, i128 BE ‖ chosen token id (UTF-8) ‖ HMAC tag (32) )
 //! ```
+//!
+//! Version 1 holds a UUID id; version 2 an id a caller chose (docs/api.md, "Token ids"),
+//! and its tag covers the version byte too, so neither form passes for the other.
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use hmac::{Hmac, Mac};
@@ -27,11 +31,16 @@ use crate::{
 pub const CURSOR_KEY: &str = "token-cursor";
 /// Bytes of a cursor key.
 pub const CURSOR_KEY_LEN: usize = 32;
-/// Longest `start` accepted, in bytes (a cursor this code writes is 87).
-pub const MAX_CURSOR_LEN: usize = 128;
+/// Longest `start` accepted, in bytes: a cursor of a UUID id is 87, one of the longest chosen
+/// id (400 characters of up to 4 bytes each) 2,199.
+pub const MAX_CURSOR_LEN: usize = 2200;
 
-const VERSION: u8 = 1;
-const POSITION_LEN: usize = 16 + 16;
+/// A position whose id is a UUID.
+const VERSION_UUID: u8 = 1;
+/// A position whose id a caller chose.
+const VERSION_CHOSEN: u8 = 2;
+const TIME_LEN: usize = 16;
+const POSITION_LEN: usize = TIME_LEN + 16;
 const TAG_LEN: usize = 32;
 /// Domain separation of the tag: no other MAC of this key's holder can be replayed as one.
 const TAG_LABEL: &[u8] = b"tessera token cursor v1\0";
@@ -77,7 +86,7 @@ pub struct CursorPage<T> {
 
 /// Where a page ended: the last token's creation time and id. The next page holds the tokens
 /// strictly before it in the walk's order (`created_at`, then id, both descending).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Position {
     /// The token's creation time, as stored.
     pub created_at: OffsetDateTime,
@@ -108,11 +117,7 @@ impl Binding {
             part(&(items.len() as u64).to_be_bytes());
             items.iter().for_each(|item| part(item));
         };
-        let mut ids: Vec<&[u8]> = search
-            .ids
-            .iter()
-            .map(|id| &id.as_uuid().as_bytes()[..])
-            .collect();
+        let mut ids: Vec<&[u8]> = search.ids.iter().map(TokenId::as_bytes).collect();
         ids.sort_unstable();
         list(&mut part, b"ids", &ids);
         let mut types: Vec<&[u8]> = search.types.iter().map(|t| t.as_str().as_bytes()).collect();
@@ -170,11 +175,16 @@ impl CursorKey {
 
     /// The cursor of `position` in the walk `binding` names.
     pub fn seal(&self, binding: &Binding, position: Position) -> String {
-        let mut raw = Vec::with_capacity(1 + POSITION_LEN + TAG_LEN);
-        raw.push(VERSION);
+        let id = position.id.as_bytes();
+        let mut raw = Vec::with_capacity(1 + TIME_LEN + id.len() + TAG_LEN);
+        let version = match position.id.as_uuid() {
+            Some(_) => VERSION_UUID,
+            None => VERSION_CHOSEN,
+        };
+        raw.push(version);
         raw.extend_from_slice(&position.created_at.unix_timestamp_nanos().to_be_bytes());
-        raw.extend_from_slice(position.id.as_uuid().as_bytes());
-        let tag = self.tag(binding, &raw[1..]).finalize().into_bytes();
+        raw.extend_from_slice(id);
+        let tag = self.tag(binding, tagged(&raw)).finalize().into_bytes();
         raw.extend_from_slice(&tag);
         URL_SAFE_NO_PAD.encode(raw)
     }
@@ -188,25 +198,46 @@ impl CursorKey {
         let raw = URL_SAFE_NO_PAD
             .decode(cursor)
             .map_err(|_| CursorError::Malformed)?;
-        if raw.len() != 1 + POSITION_LEN + TAG_LEN {
+        let fits = match raw.first() {
+            Some(&VERSION_UUID) => raw.len() == 1 + POSITION_LEN + TAG_LEN,
+            Some(&VERSION_CHOSEN) => raw.len() > 1 + TIME_LEN + TAG_LEN,
+            Some(_) => return Err(CursorError::Version),
+            None => false,
+        };
+        if !fits {
             return Err(CursorError::Malformed);
         }
-        if raw[0] != VERSION {
-            return Err(CursorError::Version);
-        }
-        let (position, tag) = raw[1..].split_at(POSITION_LEN);
-        self.tag(binding, position)
+        let (signed, tag) = raw.split_at(raw.len() - TAG_LEN);
+        self.tag(binding, tagged(signed))
             .verify_slice(tag)
             .map_err(|_| CursorError::Foreign)?;
-        let (nanos, id) = position.split_at(16);
+        let (nanos, id) = signed[1..].split_at(TIME_LEN);
         let nanos = i128::from_be_bytes(nanos.try_into().map_err(|_| CursorError::Malformed)?);
-        let id = uuid::Uuid::from_slice(id).map_err(|_| CursorError::Malformed)?;
+        let id = match signed[0] {
+            VERSION_UUID => {
+                TokenId::from_uuid(uuid::Uuid::from_slice(id).map_err(|_| CursorError::Malformed)?)
+            }
+            _ => std::str::from_utf8(id)
+                .ok()
+                .and_then(|text| text.parse::<TokenId>().ok())
+                .filter(|id| id.as_uuid().is_none())
+                .ok_or(CursorError::Malformed)?,
+        };
         Ok(Position {
             // Only this key writes a valid tag, and only over a stored token's time.
             created_at: OffsetDateTime::from_unix_timestamp_nanos(nanos)
                 .map_err(|_| CursorError::Malformed)?,
-            id: TokenId::from_uuid(id),
+            id,
         })
+    }
+}
+
+/// The part of a cursor's bytes its tag covers: the position for version 1 (as cursors were
+/// first written), the version byte and the position for version 2.
+fn tagged(signed: &[u8]) -> &[u8] {
+    match signed.first() {
+        Some(&VERSION_UUID) => &signed[1..],
+        _ => signed,
     }
 }
 
@@ -246,8 +277,8 @@ mod tests {
         };
         let (tenant, app, walk) = binding(&search);
         let at = position();
-        let cursor = key(1).seal(&walk, at);
-        assert!(cursor.len() <= MAX_CURSOR_LEN, "{}", cursor.len());
+        let cursor = key(1).seal(&walk, at.clone());
+        assert_eq!(cursor.len(), 87);
         assert_eq!(key(1).open(&walk, &cursor), Ok(at));
         assert_eq!(key(2).open(&walk, &cursor), Err(CursorError::Foreign));
         let other_tenant = Binding::new(TenantId::new(), app, &search);
@@ -278,11 +309,41 @@ mod tests {
             assert!(key(1).open(&walk, bad).is_err(), "{bad}");
         }
         let mut versioned = raw.clone();
-        versioned[0] = 2;
+        versioned[0] = 3;
         assert_eq!(
-            key(1).open(&walk, &URL_SAFE_NO_PAD.encode(versioned)),
+            key(1).open(&walk, &URL_SAFE_NO_PAD.encode(&versioned)),
             Err(CursorError::Version)
         );
+        // A UUID position relabelled as a chosen id's is refused: the tags differ.
+        versioned[0] = 2;
+        assert_eq!(
+            key(1).open(&walk, &URL_SAFE_NO_PAD.encode(&versioned)),
+            Err(CursorError::Foreign)
+        );
+    }
+
+    #[test]
+    fn chosen_ids_ride_in_cursors_of_their_own_version() {
+        let (_, _, walk) = binding(&TokenSearch::default());
+        for id in ["1234_phone", &"\u{e9}".repeat(400)] {
+            let at = Position {
+                id: id.parse().expect("id"),
+                ..position()
+            };
+            let cursor = key(1).seal(&walk, at.clone());
+            assert!(cursor.len() <= MAX_CURSOR_LEN, "{}", cursor.len());
+            assert_eq!(key(1).open(&walk, &cursor), Ok(at));
+            let raw = URL_SAFE_NO_PAD.decode(&cursor).expect("base64url");
+            assert_eq!(raw[0], 2);
+            for i in [0, 1, 17, raw.len() - 1] {
+                let mut bad = raw.clone();
+                bad[i] ^= 0x01;
+                assert!(
+                    key(1).open(&walk, &URL_SAFE_NO_PAD.encode(bad)).is_err(),
+                    "{i}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Typed identifiers. Each wraps a UUID v4 and prints in lowercase hyphenated form.
+//! Typed identifiers. Each wraps a UUID v4 and prints in lowercase hyphenated form, but for
+//! [`TokenId`], which may also be an id a caller chose (docs/api.md, "Token ids").
 
-use std::{fmt, str::FromStr};
+use std::{fmt, str::FromStr, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -72,13 +73,170 @@ id_type!(
     ApplicationKeyId
 );
 id_type!(
-    /// Identifies a token within a tenant.
-    TokenId
-);
-id_type!(
     /// Identifies a pre-configured proxy within a tenant.
     ProxyId
 );
+
+/// Most characters a token id may hold.
+pub const MAX_TOKEN_ID_CHARS: usize = 400;
+/// Fewest characters a token id may hold.
+pub const MIN_TOKEN_ID_CHARS: usize = 3;
+/// Characters a token id may never hold: they are reserved in URLs and in expressions.
+pub const FORBIDDEN_ID_CHARS: &[char] = &[
+    '#', '/', '\\', '+', '?', '[', ']', '|', '&', '=', '%', '<', '>', '{', '}', '^',
+];
+/// Prefixes a token id may not start with: they start the expression forms.
+pub const RESERVED_ID_PREFIXES: &[&str] = &["token:", "config:", "token_intent:"];
+
+/// Identifies a token within a tenant: a UUID (generated, or chosen by the caller), or any
+/// other id a caller chose, as another vault let it (3–400 characters, no whitespace, none of
+/// [`FORBIDDEN_ID_CHARS`], not starting with one of [`RESERVED_ID_PREFIXES`]).
+///
+/// A UUID in its hyphenated form is one id in any letter case, printed in lower case, as
+/// generated ids always were; every other id is exactly the text chosen (`1234_phone`).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TokenId(TokenIdRepr);
+
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum TokenIdRepr {
+    Uuid(Uuid),
+    Chosen(Arc<str>),
+}
+
+/// Why a text is not a token id. The message names the rule, never the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TokenIdError {
+    /// Fewer than [`MIN_TOKEN_ID_CHARS`] or more than [`MAX_TOKEN_ID_CHARS`] characters.
+    #[error("must be 3 to 400 characters")]
+    Length,
+    /// Whitespace or a control character.
+    #[error("must not hold whitespace or control characters")]
+    Whitespace,
+    /// One of [`FORBIDDEN_ID_CHARS`].
+    #[error("must not hold any of # / \\ + ? [ ] | & = % < > {{ }} ^")]
+    Forbidden,
+    /// One of [`RESERVED_ID_PREFIXES`].
+    #[error("must not start with `token:`, `config:` or `token_intent:`")]
+    Reserved,
+    /// The nil UUID.
+    #[error("must not be the nil UUID")]
+    Nil,
+}
+
+impl TokenId {
+    /// A fresh random (v4) identifier.
+    pub fn new() -> Self {
+        Self(TokenIdRepr::Uuid(Uuid::new_v4()))
+    }
+
+    /// Wraps an existing UUID.
+    pub fn from_uuid(uuid: Uuid) -> Self {
+        Self(TokenIdRepr::Uuid(uuid))
+    }
+
+    /// The UUID, when the id is one.
+    pub fn as_uuid(&self) -> Option<&Uuid> {
+        match &self.0 {
+            TokenIdRepr::Uuid(uuid) => Some(uuid),
+            TokenIdRepr::Chosen(_) => None,
+        }
+    }
+
+    /// The bytes that identify the id where it is bound into something (a cursor, a
+    /// request's binding): the UUID's 16 bytes, or the chosen text's UTF-8.
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            TokenIdRepr::Uuid(uuid) => uuid.as_bytes(),
+            TokenIdRepr::Chosen(text) => text.as_bytes(),
+        }
+    }
+}
+
+impl Default for TokenId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            TokenIdRepr::Uuid(uuid) => fmt::Display::fmt(&uuid.as_hyphenated(), f),
+            TokenIdRepr::Chosen(text) => f.write_str(text),
+        }
+    }
+}
+
+impl fmt::Debug for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TokenId({self})")
+    }
+}
+
+impl FromStr for TokenId {
+    type Err = TokenIdError;
+
+    /// A hyphenated UUID (any letter case), or any other text that follows the id rules.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() == 36 {
+            if let Ok(uuid) = Uuid::try_parse(s) {
+                return if uuid.is_nil() {
+                    Err(TokenIdError::Nil)
+                } else {
+                    Ok(Self(TokenIdRepr::Uuid(uuid)))
+                };
+            }
+        }
+        let count = s.chars().count();
+        if !(MIN_TOKEN_ID_CHARS..=MAX_TOKEN_ID_CHARS).contains(&count) {
+            return Err(TokenIdError::Length);
+        }
+        if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(TokenIdError::Whitespace);
+        }
+        if s.contains(FORBIDDEN_ID_CHARS) {
+            return Err(TokenIdError::Forbidden);
+        }
+        if RESERVED_ID_PREFIXES.iter().any(|p| s.starts_with(p)) {
+            return Err(TokenIdError::Reserved);
+        }
+        Ok(Self(TokenIdRepr::Chosen(Arc::from(s))))
+    }
+}
+
+impl Serialize for TokenId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            TokenIdRepr::Uuid(uuid) => uuid.serialize(serializer),
+            TokenIdRepr::Chosen(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TokenId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for TokenId {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .min_length(Some(MIN_TOKEN_ID_CHARS))
+            .max_length(Some(MAX_TOKEN_ID_CHARS))
+            .description(Some(
+                "A token id: a UUID, or the id a caller chose (3–400 characters, no \
+                 whitespace, none of # / \\ + ? [ ] | & = % < > { } ^).",
+            ))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for TokenId {}
 
 #[cfg(test)]
 mod tests {
@@ -91,7 +249,59 @@ mod tests {
             .expect("parse");
         assert_eq!(id.to_string(), "6f9619ff-8b86-4011-b42d-00c04fc964ff");
         assert_eq!(id.to_string().parse::<TokenId>().expect("round trip"), id);
-        assert!("not-a-uuid".parse::<TokenId>().is_err());
+        assert!("not a uuid".parse::<TokenId>().is_err());
+    }
+
+    #[test]
+    fn chosen_token_ids_follow_the_rules() {
+        for ok in [
+            "1234_phone",
+            "abc",
+            "9273610263384242",
+            "k7dn59wb@gmail.com",
+            "caf\u{e9}-1",
+        ] {
+            let id: TokenId = ok.parse().expect(ok);
+            assert_eq!(id.to_string(), ok);
+            assert!(id.as_uuid().is_none());
+        }
+        let long = "x".repeat(400);
+        assert!(long.parse::<TokenId>().is_ok());
+        for (bad, why) in [
+            ("ab", TokenIdError::Length),
+            (&*"x".repeat(401), TokenIdError::Length),
+            ("a b c", TokenIdError::Whitespace),
+            ("abc\tdef", TokenIdError::Whitespace),
+            ("a/bc", TokenIdError::Forbidden),
+            ("a%2Fb", TokenIdError::Forbidden),
+            ("{{data}}", TokenIdError::Forbidden),
+            ("token:abc", TokenIdError::Reserved),
+            ("config:abc", TokenIdError::Reserved),
+            ("token_intent:abc", TokenIdError::Reserved),
+            ("00000000-0000-0000-0000-000000000000", TokenIdError::Nil),
+        ] {
+            assert_eq!(bad.parse::<TokenId>(), Err(why), "{bad}");
+        }
+        for c in FORBIDDEN_ID_CHARS {
+            assert!(format!("ab{c}").parse::<TokenId>().is_err(), "{c}");
+        }
+        // A UUID-shaped id is the UUID whatever its case; other spellings are ids of their own.
+        let upper: TokenId = "6F9619FF-8B86-4011-B42D-00C04FC964FF"
+            .parse()
+            .expect("uuid");
+        assert!(upper.as_uuid().is_some());
+        let simple: TokenId = "6f9619ff8b864011b42d00c04fc964ff".parse().expect("text");
+        assert!(simple.as_uuid().is_none());
+        assert_ne!(simple, upper);
+        // As JSON: a string, both ways.
+        let json = serde_json::to_string(&upper).expect("json");
+        assert_eq!(json, "\"6f9619ff-8b86-4011-b42d-00c04fc964ff\"");
+        let back: TokenId = serde_json::from_str("\"1234_phone\"").expect("text");
+        assert_eq!(back.to_string(), "1234_phone");
+        assert!(
+            serde_json::from_str::<TokenId>("1234").is_err(),
+            "a number is no id"
+        );
     }
 
     #[test]

@@ -10,10 +10,9 @@
 use std::sync::Mutex;
 
 use tessera_domain::{
-    audit::{Actor, AuditAction, AuditEvent, Pending},
+    audit::{Actor, AuditAction, AuditEvent, Pending, ResourceId},
     ProxyId, TenantId,
 };
-use uuid::Uuid;
 
 use crate::{
     error::{ErrorKind, GatewayError},
@@ -30,7 +29,7 @@ pub(crate) struct AuditNotes {
     /// The authenticated caller, if any.
     pub(crate) actor: Option<Actor>,
     /// The tokens the request references, once parsed (named by a refusal).
-    pub(crate) requested: Vec<Uuid>,
+    pub(crate) requested: Vec<ResourceId>,
     /// Events made by the stages, not yet submitted.
     pub(crate) events: Vec<AuditEvent>,
     /// Events submitted whose commit is still to be awaited.
@@ -78,7 +77,7 @@ impl SvcAudit {
     }
 
     /// A `req.svc` call did `action` on `ids`.
-    pub(crate) fn success(&self, action: AuditAction, ids: Vec<Uuid>) {
+    pub(crate) fn success(&self, action: AuditAction, ids: Vec<ResourceId>) {
         if !ids.is_empty() {
             self.push(AuditEvent::success(self.tenant, action, self.actor, ids));
         }
@@ -86,7 +85,13 @@ impl SvcAudit {
 
     /// A `req.svc` call attempting `action` on `ids` was refused with `status` (only 401
     /// and 403 are refusals; other failures are not recorded).
-    pub(crate) fn refused(&self, action: AuditAction, ids: Vec<Uuid>, status: u16, reason: &str) {
+    pub(crate) fn refused(
+        &self,
+        action: AuditAction,
+        ids: Vec<ResourceId>,
+        status: u16,
+        reason: &str,
+    ) {
         if matches!(status, 401 | 403) {
             self.push(AuditEvent::denied(
                 Some(self.tenant),
@@ -127,7 +132,7 @@ pub(crate) async fn record_detokenized(
     notes: &mut AuditNotes,
     proxy: Option<ProxyId>,
     request_id: &str,
-    ids: Vec<Uuid>,
+    ids: Vec<ResourceId>,
 ) -> Result<(), Halt> {
     let (Some(tenant), false) = (notes.tenant, ids.is_empty()) else {
         return Ok(());

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 use tessera_domain::{
-    audit::AuditAction,
+    audit::{AuditAction, ResourceId},
     binding::{self, Destinations, Target},
     token::TokenView,
     NewToken, Principal, TokenId, Vault, VaultError,
@@ -45,7 +45,7 @@ pub(crate) enum Stage {
 #[derive(Debug, Default)]
 pub(crate) struct BoundReads {
     taint: Taint,
-    ids: Mutex<Vec<uuid::Uuid>>,
+    ids: Mutex<Vec<ResourceId>>,
 }
 
 impl BoundReads {
@@ -55,11 +55,11 @@ impl BoundReads {
     }
 
     /// The bound tokens handed out, in order.
-    pub(crate) fn ids(&self) -> Vec<uuid::Uuid> {
+    pub(crate) fn ids(&self) -> Vec<ResourceId> {
         self.ids.lock().map(|ids| ids.clone()).unwrap_or_default()
     }
 
-    fn handed_out(&self, id: uuid::Uuid) {
+    fn handed_out(&self, id: ResourceId) {
         self.taint.mark();
         if let Ok(mut ids) = self.ids.lock() {
             if !ids.contains(&id) {
@@ -100,7 +100,7 @@ impl SvcHost<'_> {
     }
 }
 
-fn payload_id(payload: &Value) -> Vec<uuid::Uuid> {
+fn payload_id(payload: &Value) -> Vec<ResourceId> {
     payload
         .as_str()
         .and_then(|s| s.parse().ok())
@@ -140,21 +140,21 @@ async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value
                 .await
                 .map_err(host_error)?;
             if let Some(destinations) = &token.destinations {
-                hand_out_bound(host, token.id, destinations)?;
+                hand_out_bound(host, &token.id, destinations)?;
             }
             if let Some(audit) = host.audit {
-                audit.success(AuditAction::TokenReadByTransform, vec![*token.id.as_uuid()]);
+                audit.success(AuditAction::TokenReadByTransform, vec![(&token.id).into()]);
             }
             serde_json::to_value(TokenView::with_data(token)).map_err(|e| bad(e.to_string()))
         }
         HostOp::Delete => {
             let token = id(&payload)?;
             host.vault
-                .delete_token(host.principal, token)
+                .delete_token(host.principal, token.clone())
                 .await
                 .map_err(host_error)?;
             if let Some(audit) = host.audit {
-                audit.success(AuditAction::TokenDeleted, vec![*token.as_uuid()]);
+                audit.success(AuditAction::TokenDeleted, vec![token.into()]);
             }
             Ok(json!({}))
         }
@@ -166,7 +166,7 @@ async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value
 /// destination the binding allows. Handing it out taints the invocation.
 fn hand_out_bound(
     host: SvcHost<'_>,
-    id: TokenId,
+    id: &TokenId,
     destinations: &Destinations,
 ) -> Result<(), HostError> {
     let refused = |message: String| host_error(VaultError::DestinationRefused(message));
@@ -181,7 +181,7 @@ fn hand_out_bound(
         )));
     };
     binding::check(id, Some(destinations), target, false).map_err(host_error)?;
-    host.bound.handed_out(*id.as_uuid());
+    host.bound.handed_out(ResourceId::from(id));
     Ok(())
 }
 
@@ -203,7 +203,7 @@ async fn create(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, 
             .create_token(host.principal, input)
             .await
             .map_err(host_error)?;
-        let id = *token.id.as_uuid();
+        let id = ResourceId::from(&token.id);
         serde_json::to_value(TokenView::without_data(token, host.principal))
             .map(|view| (view, id))
             .map_err(|e| bad(e.to_string()))

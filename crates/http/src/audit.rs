@@ -10,14 +10,13 @@
 
 use actix_web::{http::Method, HttpResponse};
 use tessera_domain::{
-    audit::{Actor, AuditAction, AuditEvent},
+    audit::{Actor, AuditAction, AuditEvent, ResourceId},
     Principal,
 };
-use uuid::Uuid;
 
 /// What a handler did, for the audit trail: one entry per event.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Audited(pub(crate) Vec<(AuditAction, Vec<Uuid>)>);
+pub(crate) struct Audited(pub(crate) Vec<(AuditAction, Vec<ResourceId>)>);
 
 /// The public reason of a refusal, set on 401/403 problem responses.
 #[derive(Debug, Clone)]
@@ -27,9 +26,9 @@ pub(crate) struct DenialReason(pub(crate) String);
 pub(crate) fn mark(
     mut response: HttpResponse,
     action: AuditAction,
-    ids: impl IntoIterator<Item = Uuid>,
+    ids: impl IntoIterator<Item = impl Into<ResourceId>>,
 ) -> HttpResponse {
-    let ids = ids.into_iter().collect();
+    let ids = ids.into_iter().map(Into::into).collect();
     let mut extensions = response.extensions_mut();
     match extensions.get_mut::<Audited>() {
         Some(audited) => audited.0.push((action, ids)),
@@ -114,7 +113,7 @@ impl CallContext<'_> {
     pub(crate) fn denial(
         &self,
         action: AuditAction,
-        path_ids: Vec<Uuid>,
+        path_ids: Vec<ResourceId>,
         reason: &str,
     ) -> AuditEvent {
         self.finish(AuditEvent::denied(
@@ -133,7 +132,7 @@ mod tests {
 
     #[test]
     fn marks_accumulate_in_order() {
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
         let res = mark(
             HttpResponse::Created().finish(),
             AuditAction::TokenCreated,
@@ -144,8 +143,8 @@ mod tests {
         assert_eq!(
             audited.0,
             vec![
-                (AuditAction::TokenCreated, vec![a]),
-                (AuditAction::AssociationCreated, vec![b, a])
+                (AuditAction::TokenCreated, vec![a.into()]),
+                (AuditAction::AssociationCreated, vec![b.into(), a.into()])
             ]
         );
     }

@@ -16,7 +16,6 @@ use actix_web::{
     web, Error, FromRequest, HttpMessage, HttpRequest,
 };
 use tessera_domain::{audit::AuditEvent, Principal};
-use uuid::Uuid;
 
 use crate::{
     audit::{self, Audited, CallContext, DenialReason},
@@ -101,8 +100,8 @@ fn call_events(principal: Option<&Principal>, res: &ServiceResponse<BoxBody>) ->
     }
 }
 
-/// The UUIDs among the path's parameters (what a refused call was aiming at).
-fn path_ids(req: &HttpRequest) -> Vec<Uuid> {
+/// The ids among the path's parameters (what a refused call was aiming at).
+fn path_ids(req: &HttpRequest) -> Vec<tessera_domain::audit::ResourceId> {
     req.match_info()
         .iter()
         .filter_map(|(_, value)| value.parse().ok())

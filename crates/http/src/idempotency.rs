@@ -205,7 +205,7 @@ async fn remember(
         return response.map_into_boxed_body();
     }
     let (request, response) = response.into_parts();
-    let resources: Vec<uuid::Uuid> = response
+    let resources: Vec<tessera_domain::audit::ResourceId> = response
         .extensions()
         .get::<Audited>()
         .map(|audited| audited.0.iter().flat_map(|(_, ids)| ids.clone()).collect())

@@ -258,8 +258,7 @@ impl Seen {
                 false
             }
             None => {
-                let mut many: std::collections::HashSet<Box<str>> =
-                    self.few.drain(..).collect();
+                let mut many: std::collections::HashSet<Box<str>> = self.few.drain(..).collect();
                 many.insert(name.into());
                 self.many = Some(many);
                 false

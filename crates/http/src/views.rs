@@ -289,7 +289,7 @@ pub(crate) struct AuditEventView {
     outcome: &'static str,
     /// The application id, `anonymous` or `operator`.
     actor: String,
-    resource_ids: Vec<uuid::Uuid>,
+    resource_ids: Vec<tessera_domain::audit::ResourceId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     proxy_id: Option<ProxyId>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -60,7 +60,7 @@ fn gateway_events(tenant: TenantId) -> Vec<AuditEvent> {
                 tenant,
                 AuditAction::TokenDetokenized,
                 actor,
-                vec![Uuid::new_v4(), Uuid::new_v4()],
+                vec![Uuid::new_v4().into(), Uuid::new_v4().into()],
             )
             .with_proxy(proxy)
             .with_request_id(&format!("bench-{i:08}"))

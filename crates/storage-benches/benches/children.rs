@@ -43,7 +43,7 @@ async fn fixture(db: TestDatabase) -> Fixture {
             token(TokenType::Token, json!(i))
         };
         vault
-            .create_child_token(&admin, parent, child)
+            .create_child_token(&admin, parent.clone(), child)
             .await
             .expect("child");
     }
@@ -58,7 +58,7 @@ async fn fixture(db: TestDatabase) -> Fixture {
 
 fn bench_backend(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, f: &Fixture) {
     let filter = TokenFilter {
-        parent: Some(f.parent),
+        parent: Some(f.parent.clone()),
         types: vec![TokenType::Card],
         ..Default::default()
     };
@@ -95,10 +95,12 @@ fn bench_backend(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, f:
         &format!("{name}: Vault::list_children (incl. decrypt) p1 size 50 type=card of 10k"),
         |b| {
             b.iter(|| {
-                rt.block_on(
-                    f.vault
-                        .list_children(&f.admin, f.parent, black_box(&only_type), page),
-                )
+                rt.block_on(f.vault.list_children(
+                    &f.admin,
+                    f.parent.clone(),
+                    black_box(&only_type),
+                    page,
+                ))
                 .expect("list")
             })
         },

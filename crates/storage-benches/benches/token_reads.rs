@@ -73,7 +73,7 @@ fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
         b.iter(|| {
             // Two ids that differ from call to call, as cold traffic's do.
             next = (next + 7) % (POOL - 1);
-            let ids = [f.ids[next], f.ids[next + 1]];
+            let ids = [f.ids[next].clone(), f.ids[next + 1].clone()];
             let rows = serving
                 .block_on(f.store.get_tokens(f.tenant, black_box(&ids)))
                 .expect("read");
@@ -88,7 +88,7 @@ fn bench_backend(c: &mut Criterion, name: &str, f: &Fixture) {
         (0..16)
             .map(|i| {
                 let at = (start + i * 13) % (POOL - 1);
-                [f.ids[at], f.ids[at + 1]]
+                [f.ids[at].clone(), f.ids[at + 1].clone()]
             })
             .collect()
     };

@@ -113,7 +113,9 @@ impl Batch {
             return None;
         }
         let (tx, rx) = oneshot::channel();
-        state.wanted.extend(ids.iter().map(|id| (tenant, *id)));
+        state
+            .wanted
+            .extend(ids.iter().map(|id| (tenant, id.clone())));
         state.waiters.push(tx);
         Some(rx)
     }
@@ -180,7 +182,7 @@ impl ReadBatcher {
         let batch = Arc::new(Batch {
             state: Mutex::new(BatchState {
                 closed: false,
-                wanted: ids.iter().map(|id| (tenant, *id)).collect(),
+                wanted: ids.iter().map(|id| (tenant, id.clone())).collect(),
                 waiters: vec![tx],
             }),
         });
@@ -221,7 +223,7 @@ async fn read(
 ) -> Result<Found, StoreError> {
     let keys: HashMap<(String, String), (TenantId, TokenId)> = wanted
         .iter()
-        .map(|&(tenant, id)| ((tenant.to_string(), id.to_string()), (tenant, id)))
+        .map(|(tenant, id)| ((tenant.to_string(), id.to_string()), (*tenant, id.clone())))
         .collect();
     let (tenants, ids): (Vec<String>, Vec<String>) = keys.keys().cloned().unzip();
     let mut conn = checkout(reads.local()?).await?;
@@ -238,7 +240,7 @@ async fn read(
     Ok(rows
         .into_iter()
         .filter_map(|row| {
-            let key = *keys.get(&(row.tenant_id.clone(), row.id.clone()))?;
+            let key = keys.get(&(row.tenant_id.clone(), row.id.clone()))?.clone();
             Some((key, StoredToken::try_from(row)))
         })
         .collect())

@@ -36,11 +36,11 @@ async fn read(ctx: &Ctx, raw: &str, audit_success: bool) -> Result<Token, HttpRe
             &tessera_domain::VaultError::NotFound(tessera_domain::error::Resource::Token),
         ));
     };
-    let result = ctx.state.vault.get_token(&ctx.principal, id).await;
+    let result = ctx.state.vault.get_token(&ctx.principal, id.clone()).await;
     let audit = if audit_success {
-        Audit::done(AuditAction::TokenRead, [*id.as_uuid()])
+        Audit::done(AuditAction::TokenRead, [id])
     } else {
-        Audit::attempt(AuditAction::TokenRead, [*id.as_uuid()])
+        Audit::attempt(AuditAction::TokenRead, [id])
     };
     ctx.audited(SECTION, audit, result)
         .await
@@ -48,15 +48,15 @@ async fn read(ctx: &Ctx, raw: &str, audit_success: bool) -> Result<Token, HttpRe
 }
 
 /// Parents and children, listed without their data (so recording no `token.read`).
-async fn links(ctx: &Ctx, req: &HttpRequest, id: TokenId) -> Links {
+async fn links(ctx: &Ctx, req: &HttpRequest, id: &TokenId) -> Links {
     let vault = &ctx.state.vault;
     let parents = vault
-        .list_parents(&ctx.principal, id, links_page(req, "parents_page"))
+        .list_parents(&ctx.principal, id.clone(), links_page(req, "parents_page"))
         .await;
     let children = vault
         .list_children(
             &ctx.principal,
-            id,
+            id.clone(),
             &TokenFilter::default(),
             links_page(req, "children_page"),
         )
@@ -68,7 +68,7 @@ async fn links(ctx: &Ctx, req: &HttpRequest, id: TokenId) -> Links {
 }
 
 async fn token_page(ctx: &Ctx, req: &HttpRequest, t: Token, shown: Shown) -> HttpResponse {
-    let links = links(ctx, req, t.id).await;
+    let links = links(ctx, req, &t.id).await;
     let created = query(req).checked("created");
     let title = format!("Token {}", t.id);
     let names = ctx.names([t.created_by, t.modified_by]).await;
@@ -133,11 +133,11 @@ pub(crate) async fn update(posted: Posted, id: web::Path<String>) -> HttpRespons
     let result = ctx
         .state
         .vault
-        .update_token(&ctx.principal, token_id, patch)
+        .update_token(&ctx.principal, token_id.clone(), patch)
         .await;
-    let audit = Audit::done(AuditAction::TokenUpdated, [*token_id.as_uuid()]);
+    let audit = Audit::done(AuditAction::TokenUpdated, [token_id.clone()]);
     match ctx.audited(SECTION, audit, result).await {
-        Ok(_) => see_other(&format!("/console/tokens/{token_id}")),
+        Ok(_) => see_other(&crate::links::token(&token_id)),
         Err(Refusal::Invalid(problems)) => shown_again(&problems),
         Err(Refusal::Page(page)) => *page,
     }
@@ -154,9 +154,9 @@ pub(crate) async fn confirm_delete(ctx: Ctx, id: web::Path<String>) -> HttpRespo
     };
     let body = confirm(
         &format!("Delete token {token_id}? Its data cannot be recovered. Its links to parents and children go with it; the linked tokens remain."),
-        &format!("/console/tokens/{token_id}/delete"),
+        &crate::links::token_action(&token_id, "delete"),
         "Delete token",
-        &format!("/console/tokens/{token_id}"),
+        &crate::links::token(&token_id),
         ctx.session.csrf.expose(),
     );
     ctx.ok(SECTION, "Delete token", body)
@@ -168,8 +168,12 @@ pub(crate) async fn delete(posted: Posted, id: web::Path<String>) -> HttpRespons
     let Some(token_id) = path_id::<TokenId>(&id) else {
         return ctx.failure(SECTION, &not_found());
     };
-    let result = ctx.state.vault.delete_token(&ctx.principal, token_id).await;
-    let audit = Audit::done(AuditAction::TokenDeleted, [*token_id.as_uuid()]);
+    let result = ctx
+        .state
+        .vault
+        .delete_token(&ctx.principal, token_id.clone())
+        .await;
+    let audit = Audit::done(AuditAction::TokenDeleted, [token_id.clone()]);
     match ctx.audited(SECTION, audit, result).await {
         Ok(()) => see_other(&format!("/console/tokens?deleted={token_id}")),
         Err(refusal) => refusal.into_response(&ctx, SECTION),

@@ -69,7 +69,7 @@ pub(crate) async fn search(ctx: Ctx, req: HttpRequest) -> HttpResponse {
     let notice = query(&req).opt("deleted").map(str::to_string);
     if !form.id.is_empty() {
         return match form.id.parse::<TokenId>() {
-            Ok(id) => see_other(&format!("/console/tokens/{id}")),
+            Ok(id) => see_other(&crate::links::token(&id)),
             Err(_) => {
                 let problems = Problems::from_fields(&ValidationErrors::single(
                     "id",
@@ -97,7 +97,7 @@ pub(crate) async fn search(ctx: Ctx, req: HttpRequest) -> HttpResponse {
         .await;
     let forbidden = matches!(&result, Err(e) if e.class() == ErrorClass::Forbidden);
     // Results show no data: only a refusal is recorded (as the API's `token.read` denial).
-    let audit = Audit::attempt(AuditAction::TokenRead, []);
+    let audit = Audit::attempt(AuditAction::TokenRead, [] as [TokenId; 0]);
     match ctx.audited(Section::Tokens, audit, result).await {
         Ok(found) => {
             let body = tokens::search_page(&form, Some(&found), &Problems::none(), notice);
@@ -140,7 +140,7 @@ pub(crate) async fn create(posted: Posted) -> HttpResponse {
         Err(e) => return shown_again(&Problems::from_fields(&e)),
     };
     let result = ctx.state.vault.create_token(&ctx.principal, input).await;
-    let ids: Vec<_> = result.iter().map(|t| *t.id.as_uuid()).collect();
+    let ids: Vec<_> = result.iter().map(|t| t.id.clone()).collect();
     match ctx
         .audited(
             Section::Tokens,
@@ -162,7 +162,7 @@ pub(crate) async fn create(posted: Posted) -> HttpResponse {
                 tokens::created_unreadable(&token.id.to_string(), token.container.as_str()),
             )
         }
-        Ok(token) => see_other(&format!("/console/tokens/{}?created=1", token.id)),
+        Ok(token) => see_other(&format!("{}?created=1", crate::links::token(&token.id))),
         Err(Refusal::Invalid(problems)) => shown_again(&problems),
         Err(Refusal::Page(page)) => *page,
     }

@@ -64,7 +64,7 @@ fn filters(form: &AuditForm, problems: &Problems) -> Markup {
 }
 
 /// Where a resource of an event of `action` is shown in the console.
-fn resource_link(action: AuditAction, id: &uuid::Uuid) -> Markup {
+fn resource_link(action: AuditAction, id: &tessera_domain::audit::ResourceId) -> Markup {
     let section = match action.as_str().split('.').next() {
         Some("token" | "association") => Some("tokens"),
         Some("proxy") => Some("proxies"),
@@ -73,7 +73,7 @@ fn resource_link(action: AuditAction, id: &uuid::Uuid) -> Markup {
     };
     html! {
         @match section {
-            Some(s) => a.mono href={ "/console/" (s) "/" (id) } { (id) },
+            Some(s) => a.mono href=(crate::links::resource(s, id)) { (id) },
             None => span.mono { (id) },
         }
     }
@@ -118,7 +118,7 @@ fn events(page: &Page<ChainedEvent>, form: &AuditForm, names: &Names) -> Markup 
                                 td.actor { (actor(e.actor, names)) }
                                 td {
                                     @for id in &e.resource_ids { (resource_link(e.action, id)) br; }
-                                    @if let Some(p) = e.proxy_id { "via proxy " (resource_link(AuditAction::ProxyUpdated, p.as_uuid())) }
+                                    @if let Some(p) = e.proxy_id { "via proxy " (resource_link(AuditAction::ProxyUpdated, &p.into())) }
                                 }
                                 td.mono.wrap { (e.request_id.as_deref().unwrap_or("")) }
                                 td { (e.reason.as_deref().unwrap_or("")) }

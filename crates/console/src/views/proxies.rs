@@ -233,7 +233,7 @@ fn recent_token(t: &RecentToken, body_id: &str) -> Markup {
     html! {
         tr.recent-token {
             td { (t.token_type.as_str()) }
-            td { a.mono href={ "/console/tokens/" (t.id) } { (t.id) } }
+            td { a.mono href=(crate::links::token(&t.id)) { (t.id) } }
             td.mono.nowrap { (t.mask.as_deref().unwrap_or("")) }
             td { code.expression { (expression) } }
             td {

@@ -36,11 +36,11 @@ fn link_list(
                 Ok(page) => {
                     ul.plain {
                         @for t in &page.items {
-                            li { a.mono href={ "/console/tokens/" (t.id) } { (t.id) } " " span.pill { (t.token_type.as_str()) } " " span.mono.muted { (t.container.as_str()) } }
+                            li { a.mono href=(crate::links::token(&t.id)) { (t.id) } " " span.pill { (t.token_type.as_str()) } " " span.mono.muted { (t.container.as_str()) } }
                         }
                     }
                     @if page.total_pages() > 1 {
-                        (super::components::pager(page, &format!("/console/tokens/{token}?{param}_")))
+                        (super::components::pager(page, &format!("{}?{param}_", crate::links::token(token))))
                     }
                 }
             }
@@ -59,7 +59,7 @@ fn data(csrf_token: &str, t: &Token, shown: Shown) -> Markup {
                             dt { (f.name) } dd.mono { (f.shown) }
                         }
                     }
-                    form method="post" action={ "/console/tokens/" (t.id) "/reveal" } {
+                    form method="post" action=(crate::links::token_action(&t.id, "reveal")) {
                         (csrf(csrf_token))
                         button type="submit" { "Reveal" }
                         span.hint { " Revealing is recorded in the audit trail as a read (token.read)." }
@@ -70,7 +70,7 @@ fn data(csrf_token: &str, t: &Token, shown: Shown) -> Markup {
                     pre.revealed tabindex="0" aria-label="Token data" {
                         (serde_json::to_string_pretty(t.data.expose()).unwrap_or_default())
                     }
-                    p { a href={ "/console/tokens/" (t.id) } { "Hide" } }
+                    p { a href=(crate::links::token(&t.id)) { "Hide" } }
                 },
             }
         }
@@ -108,8 +108,8 @@ pub(crate) fn page(
                     }
                 }
                 p.actions {
-                    a.button.secondary href={ "/console/tokens/" (t.id) "/edit" } { "Edit metadata and expiry" }
-                    a.button.danger href={ "/console/tokens/" (t.id) "/delete" } { "Delete" }
+                    a.button.secondary href=(crate::links::token_action(&t.id, "edit")) { "Edit metadata and expiry" }
+                    a.button.danger href=(crate::links::token_action(&t.id, "delete")) { "Delete" }
                 }
             }
             (data(csrf_token, t, shown))
@@ -129,9 +129,9 @@ pub(crate) fn edit_form(
     problems: &Problems,
 ) -> Markup {
     html! {
-        p { "Token " a.mono href={ "/console/tokens/" (id) } { (id) } }
+        p { "Token " a.mono href=(crate::links::token(id)) { (id) } }
         (problem_summary(problems))
-        form.stack method="post" action={ "/console/tokens/" (id) "/edit" } {
+        form.stack method="post" action=(crate::links::token_action(id, "edit")) {
             (csrf(csrf_token))
             @for (name, value) in form.hidden() {
                 input type="hidden" name=(name) value=(value);
@@ -140,7 +140,7 @@ pub(crate) fn edit_form(
             (Input::text("Expires at", "expires_at", &form.expires_at).hint("RFC 3339, e.g. 2030-01-31T12:00:00Z; empty: never. Setting or shortening it needs token:delete too.").render(problems))
             div.actions {
                 button type="submit" { "Save" }
-                a.button.secondary href={ "/console/tokens/" (id) } { "Cancel" }
+                a.button.secondary href=(crate::links::token(id)) { "Cancel" }
             }
         }
     }

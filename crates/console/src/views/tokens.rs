@@ -81,7 +81,7 @@ fn results(page: &Page<Token>, form: &SearchForm) -> Markup {
                     tbody {
                         @for t in &page.items {
                             tr {
-                                td { a.mono href={ "/console/tokens/" (t.id) } { (t.id) } }
+                                td { a.mono href=(crate::links::token(&t.id)) { (t.id) } }
                                 td { (t.token_type.as_str()) }
                                 td.mono { (t.container.as_str()) }
                                 td {

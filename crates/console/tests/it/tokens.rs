@@ -29,7 +29,7 @@ async fn no_card_number_in_any_page_before_reveal(db: &TestDatabase) {
         .await
         .expect("parent");
     s.vault()
-        .associate(&s.admin, parent.id, card.parse().expect("id"))
+        .associate(&s.admin, parent.id.clone(), card.parse().expect("id"))
         .await
         .expect("link");
     let mut c = client(&s).await;

@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::event::{Actor, AuditAction, AuditEvent, Outcome, Pruned};
+use super::{
+    event::{Actor, AuditAction, AuditEvent, Outcome, Pruned},
+    ResourceId,
+};
 use crate::{
     hex,
     ids::{ProxyId, TenantId},
@@ -41,7 +44,7 @@ struct Fields<'a> {
     pruned: Option<PrunedFields>,
     reason: Option<&'a str>,
     request_id: Option<&'a str>,
-    resource_ids: &'a [Uuid],
+    resource_ids: &'a [ResourceId],
     seq: i64,
     tenant_id: Option<Uuid>,
 }
@@ -220,6 +223,15 @@ fn uuid(what: &str, raw: &str) -> Result<Uuid, DecodeError> {
         .ok_or_else(|| bad(what, raw))
 }
 
+/// A resource id as [`encode`] writes them: a lowercase hyphenated UUID, or a chosen token id
+/// as it was chosen.
+fn resource_id(raw: &str) -> Result<ResourceId, DecodeError> {
+    raw.parse::<ResourceId>()
+        .ok()
+        .filter(|id| id.to_string() == raw)
+        .ok_or_else(|| bad("resource id", raw))
+}
+
 /// A hash as [`encode`] writes them: 64 lowercase hex digits (an uppercase digit would be a
 /// second spelling of the same hash).
 fn hash(what: &str, raw: &str) -> Result<[u8; 32], DecodeError> {
@@ -265,7 +277,7 @@ pub fn decode(line: &[u8]) -> Result<(i64, AuditEvent), DecodeError> {
         resource_ids: s
             .resource_ids
             .iter()
-            .map(|id| uuid("resource id", id))
+            .map(|id| resource_id(id))
             .collect::<Result<_, _>>()?,
         proxy_id: s
             .proxy_id
@@ -303,7 +315,7 @@ mod tests {
             Some(TenantId::new()),
             AuditAction::TokenDetokenized,
             Actor::Anonymous,
-            vec![Uuid::new_v4(), Uuid::new_v4()],
+            vec![Uuid::new_v4().into(), Uuid::new_v4().into()],
             "a \"quoted\" reason \u{e9}\n",
         )
         .with_request_id("req-1");
@@ -323,7 +335,7 @@ mod tests {
             "action": event.action.as_str(),
             "outcome": event.outcome.as_str(),
             "actor": event.actor.to_wire(),
-            "resource_ids": event.resource_ids.iter().map(Uuid::to_string).collect::<Vec<_>>(),
+            "resource_ids": event.resource_ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "proxy_id": event.proxy_id.map(|p| p.to_string()),
             "request_id": event.request_id,
             "reason": event.reason,

@@ -298,7 +298,7 @@ mod tests {
                     tenant,
                     AuditAction::TokenRead,
                     Actor::Application(*app),
-                    vec![Uuid::new_v4()],
+                    vec![Uuid::new_v4().into()],
                 )
             })
             .collect();

@@ -54,7 +54,7 @@ impl Kind {
 struct Window {
     closes: Instant,
     folded: u32,
-    resources: Vec<Uuid>,
+    resources: Vec<super::ResourceId>,
 }
 
 /// The open windows.
@@ -85,7 +85,7 @@ impl Denials {
                 window.folded = window.folded.saturating_add(1);
                 for id in &event.resource_ids {
                     if window.resources.len() < KEPT_RESOURCES && !window.resources.contains(id) {
-                        window.resources.push(*id);
+                        window.resources.push(id.clone());
                     }
                 }
                 true
@@ -166,7 +166,7 @@ mod tests {
             None,
             AuditAction::TokenDetokenized,
             Actor::Anonymous,
-            vec![Uuid::new_v4()],
+            vec![Uuid::new_v4().into()],
             "the proxy key is unknown",
         )
     }

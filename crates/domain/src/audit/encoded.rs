@@ -166,7 +166,7 @@ mod tests {
                 tenant,
                 AuditAction::TokenDetokenized,
                 Actor::Anonymous,
-                vec![Uuid::new_v4(), Uuid::new_v4()],
+                vec![Uuid::new_v4().into(), Uuid::new_v4().into()],
             )
             .with_proxy(ProxyId::new())
             .with_request_id(tricky)

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::{
     access::Principal,
+    audit::ResourceId,
     ids::{ApplicationId, ProxyId, TenantId},
     timestamp,
 };
@@ -220,7 +221,7 @@ pub struct AuditEvent {
     /// Who.
     pub actor: Actor,
     /// The tokens, applications, proxies or tenant concerned, in the operation's order.
-    pub resource_ids: Vec<Uuid>,
+    pub resource_ids: Vec<ResourceId>,
     /// The proxy through which it happened, for gateway and `req.svc` events.
     pub proxy_id: Option<ProxyId>,
     /// The request's `X-Request-Id`.
@@ -263,7 +264,7 @@ impl AuditEvent {
         tenant_id: TenantId,
         action: AuditAction,
         actor: Actor,
-        resource_ids: Vec<Uuid>,
+        resource_ids: Vec<ResourceId>,
     ) -> Self {
         Self {
             id: Uuid::new_v4(),
@@ -289,7 +290,7 @@ impl AuditEvent {
         tenant_id: Option<TenantId>,
         action: AuditAction,
         actor: Actor,
-        resource_ids: Vec<Uuid>,
+        resource_ids: Vec<ResourceId>,
         reason: &str,
     ) -> Self {
         Self {

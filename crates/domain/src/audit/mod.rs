@@ -18,6 +18,7 @@ mod head;
 mod lanes;
 mod list;
 mod log;
+mod resource_id;
 mod store;
 mod window;
 mod writer;
@@ -31,7 +32,7 @@ fn test_events(n: usize, tenant: crate::TenantId) -> Vec<AuditEvent> {
                 tenant,
                 AuditAction::TokenRead,
                 Actor::Anonymous,
-                vec![uuid::Uuid::new_v4()],
+                vec![uuid::Uuid::new_v4().into()],
             )
         })
         .collect()
@@ -49,11 +50,11 @@ pub use head::{head_json, ChainHead, GENESIS};
 pub use lanes::LANE_LIMIT;
 pub use list::list;
 pub use log::{AuditError, AuditLog, AuditStats, Durability, Pending};
+pub use resource_id::ResourceId;
 pub use store::{AuditAppender, AuditStore, BlockSpan, ChainAppend, ChainEvents};
 pub use writer::AuditWriter;
 
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::{error::StoreError, ids::TenantId};
 
@@ -63,7 +64,7 @@ pub struct AuditFilter {
     /// Any of these actions (empty: all).
     pub actions: Vec<AuditAction>,
     /// Events naming this resource.
-    pub resource_id: Option<Uuid>,
+    pub resource_id: Option<ResourceId>,
     /// Events by this actor.
     pub actor: Option<Actor>,
     /// Events with this outcome.
@@ -85,7 +86,8 @@ impl AuditFilter {
         (self.actions.is_empty() || self.actions.contains(&event.action))
             && self
                 .resource_id
-                .is_none_or(|id| event.resource_ids.contains(&id))
+                .as_ref()
+                .is_none_or(|id| event.resource_ids.contains(id))
             && self.actor.is_none_or(|a| a == event.actor)
             && self.outcome.is_none_or(|o| o == event.outcome)
             && self.from.is_none_or(|from| event.occurred_at >= from)

@@ -370,7 +370,7 @@ mod tests {
                 "type:gold",
                 |e| matches!(e, QueryError::Value { term, .. } if term == "type:gold"),
             ),
-            ("id:nope", |e| matches!(e, QueryError::Value { .. })),
+            ("id:no", |e| matches!(e, QueryError::Value { .. })),
             ("fingerprint:abc", |e| matches!(e, QueryError::Value { .. })),
             ("container:pci", |e| matches!(e, QueryError::Value { .. })),
             ("metadata.k:\"a\u{0}b\"", |e| {

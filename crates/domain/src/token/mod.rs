@@ -8,6 +8,7 @@
 mod card_summary;
 mod data;
 mod fingerprint;
+mod id_choice;
 mod new;
 mod patch;
 mod token_type;
@@ -18,6 +19,7 @@ pub use card_summary::{brand as card_brand, CardSummary};
 #[cfg(test)]
 pub(crate) use fingerprint::canonical_json;
 pub use fingerprint::fingerprint_input;
+pub use id_choice::{IdChoice, ALIAS_DRAWS};
 pub use new::{NewToken, ValidToken};
 pub use patch::{TokenChanges, TokenPatch};
 pub use token_type::TokenType;

@@ -11,6 +11,7 @@ use crate::{
     ids::TokenId,
     metadata::{self, Metadata},
     secret::Secret,
+    token::IdChoice,
     validation::ValidationErrors,
 };
 
@@ -25,12 +26,15 @@ use crate::{
 })))]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
-    /// The token's id, chosen by the caller: a UUID (any standard spelling; stored in lower
-    /// case), unique in the tenant (409 when taken). For importing tokens with the ids another
-    /// vault gave them; only `private` and `management` keys may choose ids. Generated when
-    /// absent.
+    /// The token's id, chosen by the caller and unique in the tenant (409 when taken): 3–400
+    /// characters without whitespace or any of `# / \ + ? [ ] | & = % < > { } ^`, not
+    /// starting with `token:`, `config:` or `token_intent:` (a hyphenated UUID is stored in
+    /// lower case). An id holding `{{` is an alias template over `data`
+    /// (`{{ data | alias_preserve_format: 0, 4 }}`), drawn again when taken. For importing
+    /// tokens with the ids another vault gave them; only `private` and `management` keys may
+    /// choose ids or templates. Generated when absent.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<uuid::Uuid>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub id: Option<String>,
     /// Token type.
     #[serde(rename = "type")]
@@ -73,8 +77,8 @@ pub struct NewToken {
 /// A [`NewToken`] that passed validation.
 #[derive(Debug, Clone)]
 pub struct ValidToken {
-    /// The id the caller chose, if any.
-    pub id: Option<TokenId>,
+    /// How its id is chosen.
+    pub id: IdChoice,
     /// Token type.
     pub token_type: TokenType,
     /// The sensitive value.
@@ -106,6 +110,20 @@ impl NewToken {
         }
     }
 
+    /// The id the caller chose itself (not an alias template), when it is a valid one.
+    pub fn chosen_id(&self) -> Option<TokenId> {
+        let raw = self.id.as_deref()?;
+        if tessera_expressions::Template::is_template(raw) {
+            return None;
+        }
+        raw.parse().ok()
+    }
+
+    /// Whether the caller chose the token's id itself (not an alias template).
+    pub fn chooses_id(&self) -> bool {
+        self.chosen_id().is_some()
+    }
+
     /// Applies docs/api.md, "Tokens" (required data, per-type data shape, metadata and container
     /// limits) and the expiry rule, against the current time.
     pub fn validate(self) -> Result<ValidToken, ValidationErrors> {
@@ -115,10 +133,11 @@ impl NewToken {
     /// [`NewToken::validate`] as of `now`.
     pub fn validate_at(self, now: OffsetDateTime) -> Result<ValidToken, ValidationErrors> {
         let mut errors = ValidationErrors::new();
-        let id = self
-            .id
-            .as_deref()
-            .and_then(|raw| chosen_id(raw, &mut errors));
+        let id = IdChoice::read(
+            self.id.as_deref(),
+            self.data.as_ref().map(Secret::expose),
+            &mut errors,
+        );
         let expires_at = self
             .expires_at
             .as_deref()
@@ -170,24 +189,6 @@ impl NewToken {
     }
 }
 
-/// A caller-chosen id: a UUID other than the nil one, or a problem recorded under `id`.
-fn chosen_id(raw: &str, errors: &mut ValidationErrors) -> Option<TokenId> {
-    match raw.parse::<uuid::Uuid>() {
-        Ok(id) if !id.is_nil() => Some(TokenId::from_uuid(id)),
-        Ok(_) => {
-            errors.add("id", "must not be the nil UUID");
-            None
-        }
-        Err(_) => {
-            errors.add(
-                "id",
-                "must be a UUID, e.g. 0b6c3bd4-5c0e-4e5c-8f41-7f5a7d4e2a10 (ids are not made from templates)",
-            );
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,31 +221,45 @@ mod tests {
     }
 
     #[test]
-    fn a_chosen_id_is_a_uuid_in_any_spelling_and_never_nil() {
+    fn a_chosen_id_is_any_id_and_a_uuid_in_lower_case() {
         let with = |id: &str| NewToken {
             id: Some(id.to_string()),
-            ..new(TokenType::Token, json!(1))
+            ..new(TokenType::Token, json!("abcdef"))
         };
-        let upper = with("0B6C3BD4-5C0E-4E5C-8F41-7F5A7D4E2A10").validate();
+        let chosen = |id: &str| match with(id).validate().expect("valid").id {
+            IdChoice::Chosen(id) => id.to_string(),
+            other => panic!("{other:?}"),
+        };
         assert_eq!(
-            upper.expect("valid").id.map(|id| id.to_string()).as_deref(),
-            Some("0b6c3bd4-5c0e-4e5c-8f41-7f5a7d4e2a10"),
+            chosen("0B6C3BD4-5C0E-4E5C-8F41-7F5A7D4E2A10"),
+            "0b6c3bd4-5c0e-4e5c-8f41-7f5a7d4e2a10",
             "stored in lower case"
         );
-        let simple = with("0b6c3bd45c0e4e5c8f417f5a7d4e2a10").validate();
-        assert!(simple.expect("valid").id.is_some());
+        assert_eq!(chosen("tok_123"), "tok_123");
+        assert_eq!(
+            chosen("0b6c3bd45c0e4e5c8f417f5a7d4e2a10"),
+            "0b6c3bd45c0e4e5c8f417f5a7d4e2a10"
+        );
+        assert!(matches!(
+            with("{{ data | alias_preserve_format }}")
+                .validate()
+                .expect("alias")
+                .id,
+            IdChoice::Alias { .. }
+        ));
         for bad in [
-            "{{ data | alias_preserve_format }}",
-            "tok_123",
             "",
+            "ab",
+            "a/b",
             "00000000-0000-0000-0000-000000000000",
+            "{{ data | nope }}",
         ] {
             assert_eq!(fields(with(bad).validate()), vec!["id"], "{bad}");
         }
-        assert_eq!(
+        assert!(matches!(
             new(TokenType::Token, json!(1)).validate().expect("ok").id,
-            None
-        );
+            IdChoice::Generated
+        ));
     }
 
     #[test]

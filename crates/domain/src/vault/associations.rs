@@ -13,16 +13,13 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{
-    tokens::{may_create, seal_new_token, taken_id},
-    Vault,
-};
+use super::{new_tokens::Drawn, tokens::may_create, Vault};
 
 /// Most parent links [`Vault::list_parents`] considers (a token with more shows the first ones).
 pub const MAX_PARENTS: u32 = 1000;
 
 fn link(parent: &StoredToken, child: &StoredToken) -> NewAssociation {
-    link_to(parent, child.id, child.created_at, child.token_type)
+    link_to(parent, child.id.clone(), child.created_at, child.token_type)
 }
 
 /// The link `parent` → the child with this id, creation time and type.
@@ -34,7 +31,7 @@ fn link_to(
 ) -> NewAssociation {
     NewAssociation {
         tenant_id: parent.tenant_id,
-        parent_id: parent.id,
+        parent_id: parent.id.clone(),
         child_id: child,
         child_created_at,
         child_type,
@@ -76,7 +73,7 @@ impl Vault {
         child: TokenId,
     ) -> Result<(), VaultError> {
         caller.require_somewhere(Permission::TokenDelete)?;
-        let parent_token = self.stored_token(caller, parent).await?;
+        let parent_token = self.stored_token(caller, parent.clone()).await?;
         caller.require_on(Permission::TokenDelete, &parent_token.container)?;
         if self
             .store
@@ -110,7 +107,7 @@ impl Vault {
                 self.store
                     .insert_association(&link_to(
                         &parent,
-                        found.id,
+                        found.id.clone(),
                         found.created_at,
                         found.token_type,
                     ))
@@ -118,13 +115,17 @@ impl Vault {
             }
             return Ok((found, false));
         }
-        let chosen = valid.id.is_some();
-        let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
-        self.store
-            .insert_child_token(&stored, &link(&parent, &stored))
-            .await
-            .map_err(|e| taken_id(e, stored.id, chosen))?;
-        Ok((token, true))
+        let mut drawn = Drawn::with_capacity(1);
+        drawn.push(caller, &key, String::new(), valid, fingerprint)?;
+        let insert = async |rows: &[StoredToken]| {
+            let child = &rows[0];
+            self.store
+                .insert_child_token(child, &link(&parent, child))
+                .await
+        };
+        self.insert_settled(caller, &key, &mut drawn, insert)
+            .await?;
+        Ok((drawn.tokens.remove(0), true))
     }
 
     /// Lists the parents of `child` that the caller may read (the first [`MAX_PARENTS`]

@@ -114,16 +114,16 @@ impl Vault {
         let mut rows = Vec::with_capacity(ids.len());
         let mut missing = Vec::new();
         for id in ids {
-            match self.token_rows.get(&(tenant, *id)) {
+            match self.token_rows.get(&(tenant, id.clone())) {
                 Some(row) => rows.push(row),
-                None => missing.push(*id),
+                None => missing.push(id.clone()),
             }
         }
         if !missing.is_empty() {
             let ticket = self.token_rows.begin();
             for row in self.store.get_tokens(tenant, &missing).await? {
                 self.token_rows
-                    .insert(ticket, (tenant, row.id), row.clone());
+                    .insert(ticket, (tenant, row.id.clone()), row.clone());
                 rows.push(row);
             }
         }
@@ -172,11 +172,17 @@ impl SealedTokens {
             let metadata = row.metadata.iter().fold(2u64, |n, (k, v)| {
                 n.saturating_add(((k.len() + v.len()) as u64).saturating_mul(6) + 6)
             });
+            // A chosen id beyond the UUID the overhead holds, escaped at most 6 bytes a byte.
+            let id = match row.id.as_uuid() {
+                Some(_) => 0,
+                None => (row.id.as_bytes().len() as u64).saturating_mul(6),
+            };
             let object = data
                 .saturating_add(metadata)
+                .saturating_add(id)
                 .saturating_add(row.container.as_str().len() as u64)
                 .saturating_add(OBJECT_OVERHEAD);
-            (row.id, TokenSize { data, object })
+            (row.id.clone(), TokenSize { data, object })
         })
     }
 
@@ -188,7 +194,7 @@ impl SealedTokens {
         allow_unbound: bool,
     ) -> Result<(), VaultError> {
         self.rows.iter().try_for_each(|row| {
-            crate::binding::check(row.id, row.destinations.as_ref(), target, allow_unbound)
+            crate::binding::check(&row.id, row.destinations.as_ref(), target, allow_unbound)
         })
     }
 

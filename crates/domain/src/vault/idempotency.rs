@@ -13,7 +13,6 @@
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::{
     access::{GrantCheck, Principal},
@@ -45,7 +44,7 @@ pub struct ReplayedResponse {
     /// The permission checks the first request passed; a replay needs them all again.
     pub checks: Vec<GrantCheck>,
     /// The resources the first request created, named by the replay's audit event.
-    pub resources: Vec<Uuid>,
+    pub resources: Vec<crate::audit::ResourceId>,
 }
 
 /// The parts of a request that must match for a retry to be a replay.

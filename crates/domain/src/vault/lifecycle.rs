@@ -16,14 +16,24 @@ use crate::{
     secret::Secret,
     store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenUpdate},
     timestamp,
-    token::{fingerprint_input, NewToken, Token, TokenChanges, TokenPatch, TokenType},
+    token::{fingerprint_input, IdChoice, NewToken, Token, TokenChanges, TokenPatch, TokenType},
     validation::ValidationErrors,
 };
 
 use super::{
-    tokens::{decrypt_with, fingerprint_of, may_create, scope_among, seal_new_token},
+    new_tokens::{fingerprint_of, Drawn},
+    tokens::{decrypt_with, may_create, scope_among},
     Vault,
 };
+
+/// What one request of a bulk create is answered with.
+enum Answer {
+    /// The token created for it (or for an equal earlier one): its position among those
+    /// created.
+    Created(usize),
+    /// The existing token it duplicates.
+    Found(Box<Token>),
+}
 
 /// Most tokens one `POST /tokenize` may create.
 pub const MAX_BULK: usize = 100;
@@ -76,7 +86,7 @@ impl Vault {
         caller.require_somewhere(Permission::TokenUpdate)?;
         let tenant = caller.tenant_id();
         for _ in 0..UPDATE_ATTEMPTS {
-            let current = self.stored_token(caller, id).await?;
+            let current = self.stored_token(caller, id.clone()).await?;
             caller.require_on(Permission::TokenUpdate, &current.container)?;
             let now = timestamp::now();
             let changes = patch.clone().apply_to(
@@ -93,7 +103,7 @@ impl Vault {
             let modified_at = now.max(current.modified_at + time::Duration::microseconds(1));
             let update = TokenUpdate {
                 tenant_id: tenant,
-                id,
+                id: id.clone(),
                 created_at: current.created_at,
                 expected_modified_at: current.modified_at,
                 live_at: now,
@@ -106,7 +116,8 @@ impl Vault {
                 modified_at,
             };
             if self.store.update_token(&update).await? {
-                self.token_rows.remove_where(|k, _| *k == (tenant, id));
+                self.token_rows
+                    .remove_where(|k, _| k.0 == tenant && k.1 == id);
                 let updated = StoredToken {
                     metadata: changes.metadata,
                     ciphertext: ciphertext.unwrap_or(current.ciphertext),
@@ -152,7 +163,7 @@ fn sealed_changes(
     current: &StoredToken,
     changes: &TokenChanges,
 ) -> Result<(Option<Vec<u8>>, Option<String>), VaultError> {
-    let (tenant, id) = (current.tenant_id, current.id);
+    let (tenant, id) = (current.tenant_id, &current.id);
     let binding = crate::binding::sealed_form(
         changes
             .destinations
@@ -223,60 +234,61 @@ impl Vault {
         for (label, input) in inputs {
             match input.validate_at(now) {
                 Ok(v) => {
-                    if let Some(first) = v.id.and_then(|id| chosen.insert(id, label.clone())) {
-                        errors.add(format!("{label}id"), format!("repeats {first}id"));
+                    if let IdChoice::Chosen(id) = &v.id {
+                        if let Some(first) = chosen.insert(id.clone(), label.clone()) {
+                            errors.add(format!("{label}id"), format!("repeats {first}id"));
+                        }
                     }
-                    valid.push(v);
+                    valid.push((label, v));
                 }
                 Err(e) => errors.extend_under(&label, e),
             }
         }
         errors.into_result()?;
-        for v in &valid {
+        for (_, v) in &valid {
             may_create(caller, v)?;
         }
         let key = self
             .keys
             .data_key(self.store.as_ref(), caller.tenant_id())
             .await?;
-        let mut answers: Vec<Option<Token>> = Vec::with_capacity(valid.len());
-        let mut to_insert = Vec::new();
-        // (type, container, fingerprint) → index in `answers` of the token created for it.
+        // Each answer: a token created here (its position in `drawn`), or an existing one.
+        let mut answers: Vec<Answer> = Vec::with_capacity(valid.len());
+        let mut drawn = Drawn::with_capacity(valid.len());
+        // (type, container, fingerprint) → the answer of the token created for it.
         let mut created_here: HashMap<(TokenType, Container, String), usize> = HashMap::new();
-        for v in valid {
+        for (label, v) in valid {
             let fingerprint = fingerprint_of(&key, &v);
             let identity = (v.token_type, v.container.clone(), fingerprint.clone());
             if v.deduplicate {
                 if let Some(&earlier) = created_here.get(&identity) {
-                    answers.push(answers[earlier].clone());
+                    answers.push(Answer::Created(earlier));
                     continue;
                 }
                 if let Some(found) = self
                     .find_duplicate(caller, &key, &v, &fingerprint, now)
                     .await?
                 {
-                    answers.push(Some(found));
+                    answers.push(Answer::Found(Box::new(found)));
                     continue;
                 }
             }
-            let (stored, token) = seal_new_token(caller, &key, v, fingerprint)?;
-            created_here.entry(identity).or_insert(answers.len());
-            to_insert.push(stored);
-            answers.push(Some(token));
+            let at = drawn.push(caller, &key, label, v, fingerprint)?;
+            created_here.entry(identity).or_insert(at);
+            answers.push(Answer::Created(at));
         }
-        if !to_insert.is_empty() {
-            self.store
-                .insert_tokens(&to_insert)
-                .await
-                .map_err(|e| match e {
-                    StoreError::Conflict(_) if !chosen.is_empty() => VaultError::Conflict(
-                        "a token id chosen in this request is already in use; nothing was stored"
-                            .into(),
-                    ),
-                    other => other.into(),
-                })?;
+        if !drawn.rows.is_empty() {
+            let insert = async |rows: &[StoredToken]| self.store.insert_tokens(rows).await;
+            self.insert_settled(caller, &key, &mut drawn, insert)
+                .await?;
         }
-        Ok(answers.into_iter().flatten().collect())
+        Ok(answers
+            .into_iter()
+            .map(|answer| match answer {
+                Answer::Created(at) => drawn.tokens[at].clone(),
+                Answer::Found(found) => *found,
+            })
+            .collect())
     }
 
     /// Searches the caller's tenant (`POST /tokens/search`), newest first. Needs `token:read`;
@@ -361,7 +373,7 @@ impl Vault {
                 return Ok(done);
             }
             for stored in batch {
-                let (tenant, id) = (stored.tenant_id, stored.id);
+                let (tenant, id) = (stored.tenant_id, stored.id.clone());
                 let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
                 let token = decrypt_with(&key, stored)?;
                 self.store

@@ -11,6 +11,7 @@ mod gateway;
 mod idempotency;
 mod keyring;
 mod lifecycle;
+mod new_tokens;
 mod proxies;
 mod proxy_secrets;
 mod tenants;
@@ -307,7 +308,7 @@ impl Vault {
                     id,
                     AuditAction::TenantKeyRewrapped,
                     Actor::Operator,
-                    vec![*id.as_uuid()],
+                    vec![id.into()],
                 );
                 if let Err(e) = self.audit.record(vec![event]).await {
                     tracing::error!(tenant = %id, error = %e, "cannot record the re-wrap in the audit trail");

@@ -49,7 +49,7 @@ impl Vault {
                 &binding,
                 Position {
                     created_at: last.created_at,
-                    id: last.id,
+                    id: last.id.clone(),
                 },
             )),
             _ => None,

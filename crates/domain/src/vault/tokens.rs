@@ -20,7 +20,10 @@ use crate::{
     token::{fingerprint_input, NewToken, Token, ValidToken},
 };
 
-use super::Vault;
+use super::{
+    new_tokens::{fingerprint_of, Drawn},
+    Vault,
+};
 use crate::crypto::DataKey;
 
 impl Vault {
@@ -51,13 +54,12 @@ impl Vault {
         if let Some(found) = duplicate {
             return Ok((found, false));
         }
-        let chosen = valid.id.is_some();
-        let (stored, token) = seal_new_token(caller, &key, valid, fingerprint)?;
-        self.store
-            .insert_token(&stored)
-            .await
-            .map_err(|e| taken_id(e, stored.id, chosen))?;
-        Ok((token, true))
+        let mut drawn = Drawn::with_capacity(1);
+        drawn.push(caller, &key, String::new(), valid, fingerprint)?;
+        let insert = async |rows: &[StoredToken]| self.store.insert_token(&rows[0]).await;
+        self.insert_settled(caller, &key, &mut drawn, insert)
+            .await?;
+        Ok((drawn.tokens.remove(0), true))
     }
 
     /// What every single-token create starts with: the tenant's data key, `valid`'s
@@ -156,11 +158,16 @@ impl Vault {
     /// Deletes a token and its metadata. Needs `token:delete` on its container.
     pub async fn delete_token(&self, caller: &Principal, id: TokenId) -> Result<(), VaultError> {
         caller.require_somewhere(Permission::TokenDelete)?;
-        let stored = self.stored_token(caller, id).await?;
+        let stored = self.stored_token(caller, id.clone()).await?;
         caller.require_on(Permission::TokenDelete, &stored.container)?;
-        if self.store.delete_token(caller.tenant_id(), id).await? {
+        if self
+            .store
+            .delete_token(caller.tenant_id(), id.clone())
+            .await?
+        {
             let tenant = caller.tenant_id();
-            self.token_rows.remove_where(|key, _| *key == (tenant, id));
+            self.token_rows
+                .remove_where(|key, _| key.0 == tenant && key.1 == id);
             Ok(())
         } else {
             Err(VaultError::NotFound(Resource::Token))
@@ -212,23 +219,12 @@ impl Vault {
 pub(super) fn may_create(caller: &Principal, valid: &ValidToken) -> Result<(), VaultError> {
     caller.require_on(Permission::TokenCreate, &valid.container)?;
     require_dedup_read(caller, valid)?;
-    if valid.id.is_some() && caller.app_type() == ApplicationType::Public {
+    if valid.id.is_asked() && caller.app_type() == ApplicationType::Public {
         return Err(VaultError::KeyTypeRefused(
-            "a public key cannot choose token ids; use a private or management key",
+            "a public key cannot choose token ids, nor alias templates; use a private or management key",
         ));
     }
     Ok(())
-}
-
-/// A refused insert of a token whose id the caller chose is that id being taken in the tenant
-/// (409); any other store failure stays what it is.
-pub(super) fn taken_id(e: StoreError, id: TokenId, chosen: bool) -> VaultError {
-    match e {
-        StoreError::Conflict(_) if chosen => {
-            VaultError::Conflict(format!("the token id {id} is already in use"))
-        }
-        other => other.into(),
-    }
 }
 
 /// Deduplication answers whether an equal token exists in the target container, and which:
@@ -249,7 +245,7 @@ pub(super) fn decrypt_with(
 ) -> Result<Token, VaultError> {
     let plaintext = key.open_token(
         stored.tenant_id,
-        stored.id,
+        &stored.id,
         &crate::binding::sealed_form(stored.destinations.as_ref()),
         &stored.ciphertext,
     )?;
@@ -276,66 +272,6 @@ pub(super) fn decrypt_with(
         expires_at: stored.expires_at,
         destinations: stored.destinations,
     })
-}
-
-/// The fingerprint of a validated token's data under its tenant's `key`.
-pub(super) fn fingerprint_of(key: &DataKey, valid: &ValidToken) -> String {
-    key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()))
-}
-
-/// Encrypts a validated token (whose `fingerprint` the caller computed with the same `key`)
-/// into the row to store, returning the row and the token as the caller sees it.
-pub(super) fn seal_new_token(
-    caller: &Principal,
-    key: &DataKey,
-    valid: ValidToken,
-    fingerprint: String,
-) -> Result<(StoredToken, Token), VaultError> {
-    let tenant = caller.tenant_id();
-    // The caller's id, else a fresh random one (`TokenId::default`).
-    let id = valid.id.unwrap_or_default();
-    let plaintext = Secret::new(
-        serde_json::to_vec(valid.data.expose())
-            .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
-    );
-    let ciphertext = key.seal_token(
-        tenant,
-        id,
-        &crate::binding::sealed_form(valid.destinations.as_ref()),
-        plaintext.expose(),
-    )?;
-    let now = timestamp::now();
-    let stored = StoredToken {
-        id,
-        tenant_id: tenant,
-        token_type: valid.token_type,
-        container: valid.container,
-        metadata: valid.metadata,
-        ciphertext,
-        created_by: caller.application_id(),
-        created_at: now,
-        modified_by: caller.application_id(),
-        modified_at: now,
-        fingerprint,
-        expires_at: valid.expires_at,
-        destinations: valid.destinations,
-    };
-    let token = Token {
-        id,
-        tenant_id: tenant,
-        token_type: stored.token_type,
-        data: valid.data,
-        metadata: stored.metadata.clone(),
-        container: stored.container.clone(),
-        created_by: stored.created_by,
-        created_at: stored.created_at,
-        modified_by: stored.modified_by,
-        modified_at: stored.modified_at,
-        fingerprint: stored.fingerprint.clone(),
-        expires_at: stored.expires_at,
-        destinations: stored.destinations.clone(),
-    };
-    Ok((stored, token))
 }
 
 /// The containers whose tokens `caller` holds `permission` on, among `containers` (a store

@@ -21,7 +21,7 @@ fn event(tenant: TenantId) -> AuditEvent {
         tenant,
         AuditAction::TokenRead,
         Actor::Anonymous,
-        vec![uuid::Uuid::new_v4()],
+        vec![uuid::Uuid::new_v4().into()],
     )
 }
 

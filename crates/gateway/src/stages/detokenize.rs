@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue};
 use tessera_detokenize::{RequestTemplate, Values};
-use tessera_domain::{binding::Target, Principal, TokenId};
+use tessera_domain::{audit::ResourceId, binding::Target, Principal, TokenId};
 
 use super::{Halt, Outgoing};
 use crate::{
@@ -96,8 +96,8 @@ async fn resolve(
     Ok(template.values(sealed.open()?))
 }
 
-fn uuids(ids: &std::collections::BTreeSet<TokenId>) -> Vec<uuid::Uuid> {
-    ids.iter().map(|id| *id.as_uuid()).collect()
+fn uuids(ids: &std::collections::BTreeSet<TokenId>) -> Vec<ResourceId> {
+    ids.iter().map(ResourceId::from).collect()
 }
 
 /// `headers` with the values at the rendered positions replaced (positions count the values

@@ -5,12 +5,12 @@
 
 use http::Method;
 use serde_json::json;
+use tessera_domain::audit::ResourceId;
 use tessera_domain::{
     audit::{AuditAction, AuditFilter, ChainedEvent, Outcome},
     ApplicationInput, PageRequest,
 };
 use tessera_testkit::{backend_tests, db::TestDatabase, gateway::Harness};
-use uuid::Uuid;
 
 backend_tests!(
     a_detokenizing_invocation_is_recorded_once_with_its_tokens,
@@ -42,8 +42,8 @@ async fn of(g: &Harness, action: AuditAction) -> Vec<ChainedEvent> {
         .collect()
 }
 
-fn uuid(s: &str) -> Uuid {
-    s.parse().expect("uuid")
+fn uuid(s: &str) -> ResourceId {
+    s.parse().expect("id")
 }
 
 async fn a_detokenizing_invocation_is_recorded_once_with_its_tokens(t: &TestDatabase) {
@@ -194,7 +194,7 @@ async fn req_svc_calls_are_recorded_as_the_proxy_application(t: &TestDatabase) {
         .await
         .expect(200);
     let card = uuid(r.body["card_token"].as_str().expect("card token"));
-    let both: Vec<Uuid> = r.body["both"]
+    let both: Vec<ResourceId> = r.body["both"]
         .as_array()
         .expect("both")
         .iter()
@@ -207,7 +207,7 @@ async fn req_svc_calls_are_recorded_as_the_proxy_application(t: &TestDatabase) {
         .filter(|e| e.event.proxy_id.map(|p| p.to_string()) == Some(proxy.clone()))
         .map(|e| &e.event)
         .collect();
-    let summary: Vec<(AuditAction, Outcome, Vec<Uuid>)> = svc
+    let summary: Vec<(AuditAction, Outcome, Vec<ResourceId>)> = svc
         .iter()
         .map(|e| (e.action, e.outcome, e.resource_ids.clone()))
         .collect();
@@ -217,10 +217,14 @@ async fn req_svc_calls_are_recorded_as_the_proxy_application(t: &TestDatabase) {
             (
                 AuditAction::TokenCreatedByTransform,
                 Outcome::Success,
-                vec![card]
+                vec![card.clone()]
             ),
             (AuditAction::TokenCreatedByTransform, Outcome::Success, both),
-            (AuditAction::TokenDeleted, Outcome::Denied, vec![card]),
+            (
+                AuditAction::TokenDeleted,
+                Outcome::Denied,
+                vec![card.clone()]
+            ),
             (
                 AuditAction::TokenReadByTransform,
                 Outcome::Success,

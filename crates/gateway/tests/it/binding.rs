@@ -7,7 +7,7 @@
 use http::Method;
 use serde_json::json;
 use tessera_domain::{
-    audit::{AuditAction, AuditFilter, Outcome},
+    audit::{AuditAction, AuditFilter, Outcome, ResourceId},
     PageRequest, TokenId, TokenPatch,
 };
 use tessera_gateway::GatewayConfig;
@@ -436,7 +436,7 @@ async fn a_patched_binding_applies_at_once(db: &TestDatabase) {
     g.vault
         .update_token(
             &g.admin,
-            token,
+            token.clone(),
             patch(json!({"destinations": ["api.stripe.com"]})),
         )
         .await
@@ -445,7 +445,11 @@ async fn a_patched_binding_applies_at_once(db: &TestDatabase) {
         .await
         .proxy_error(403);
     g.vault
-        .update_token(&g.admin, token, patch(json!({"destinations": null})))
+        .update_token(
+            &g.admin,
+            token.clone(),
+            patch(json!({"destinations": null})),
+        )
         .await
         .expect("unbind");
     send(&g, Method::POST, "/proxy", &h, &body)
@@ -524,7 +528,7 @@ async fn the_trail_names_the_destination_and_the_refusals(db: &TestDatabase) {
         .contains("not allowed"));
     assert_eq!(
         events[1].resource_ids,
-        vec![*other.parse::<TokenId>().expect("id").as_uuid()]
+        vec![ResourceId::from(other.parse::<TokenId>().expect("id"))]
     );
 }
 

@@ -392,7 +392,7 @@ async fn a_malformed_expression_is_a_400_saying_where(db: &TestDatabase) {
     let (key, pkey) = keys(&g).await;
     let before = g.upstream.hits();
     let r = g
-        .post_json(&pkey, Some(&key), r#"{"a": "{{ not-a-token }}"}"#)
+        .post_json(&pkey, Some(&key), r#"{"a": "{{ not a token }}"}"#)
         .await
         .proxy_error(400);
     let detail = r.detail();

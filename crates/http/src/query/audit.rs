@@ -18,7 +18,7 @@ pub(crate) struct AuditListParams {
     #[param(style = Form, explode)]
     action: Option<Vec<String>>,
     /// Only events naming this token, application or proxy.
-    resource_id: Option<uuid::Uuid>,
+    resource_id: Option<String>,
     /// Only events by this application id, or `anonymous`.
     actor: Option<String>,
     /// `success` or `denied`.

@@ -145,7 +145,7 @@ mod tests {
             "page=0",
             "size=101",
             "size=x",
-            "id=nope",
+            "id=no",
             "type=gold",
             "colour=red",
             "metadata.=x",
@@ -252,7 +252,7 @@ mod tests {
             q.filter.actions,
             vec![AuditAction::TokenRead, AuditAction::TokenDetokenized]
         );
-        assert_eq!(q.filter.resource_id, Some(resource));
+        assert_eq!(q.filter.resource_id, Some(resource.into()));
         assert_eq!(q.filter.actor, Some(Actor::Application(app)));
         assert_eq!(q.filter.outcome, Some(Outcome::Denied));
         assert!(q.filter.from.is_some() && q.filter.to.is_some());
@@ -267,7 +267,7 @@ mod tests {
     fn rejects_bad_audit_filters() {
         for (bad, field) in [
             ("action=token.stolen", "action"),
-            ("resource_id=nope", "resource_id"),
+            ("resource_id=no", "resource_id"),
             ("actor=someone", "actor"),
             ("outcome=maybe", "outcome"),
             ("from=yesterday", "from"),

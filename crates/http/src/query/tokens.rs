@@ -20,7 +20,7 @@ use crate::problem::ApiError;
 pub(crate) struct TokenListParams {
     /// Only these ids (repeat the key for several).
     #[param(style = Form, explode)]
-    id: Option<Vec<uuid::Uuid>>,
+    id: Option<Vec<String>>,
     /// Only these types (repeat the key for several).
     #[param(rename = "type", style = Form, explode, inline)]
     token_type: Option<Vec<TokenType>>,

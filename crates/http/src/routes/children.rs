@@ -54,7 +54,7 @@ fn link(path: &(String, String)) -> Result<(TokenId, TokenId), ApiError> {
 
 /// Links two existing tokens as parent and child (idempotent). Needs `token:read` on both.
 #[utoipa::path(post, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
-    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), ("child_id" = uuid::Uuid, Path, description = "The child token id.")),
+    params(("parent_id" = String, Path, description = "The parent token id (URL-encoded)."), ("child_id" = String, Path, description = "The child token id (URL-encoded).")),
     responses((status = 204, description = "Associated (or already was).")))]
 async fn associate(
     state: web::Data<ApiState>,
@@ -62,16 +62,14 @@ async fn associate(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (parent, child) = link(&path)?;
+    let ids = [parent.clone(), child.clone()];
     state.vault.associate(&caller, parent, child).await?;
-    recorded::no_content(
-        AuditAction::AssociationCreated,
-        [*parent.as_uuid(), *child.as_uuid()],
-    )
+    recorded::no_content(AuditAction::AssociationCreated, ids)
 }
 
 /// Removes an association; both tokens remain. Needs `token:delete` on the parent's container.
 #[utoipa::path(delete, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
-    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), ("child_id" = uuid::Uuid, Path, description = "The child token id.")),
+    params(("parent_id" = String, Path, description = "The parent token id (URL-encoded)."), ("child_id" = String, Path, description = "The child token id (URL-encoded).")),
     responses((status = 204, description = "Removed.")))]
 async fn dissociate(
     state: web::Data<ApiState>,
@@ -79,17 +77,15 @@ async fn dissociate(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (parent, child) = link(&path)?;
+    let ids = [parent.clone(), child.clone()];
     state.vault.dissociate(&caller, parent, child).await?;
-    recorded::no_content(
-        AuditAction::AssociationDeleted,
-        [*parent.as_uuid(), *child.as_uuid()],
-    )
+    recorded::no_content(AuditAction::AssociationDeleted, ids)
 }
 
 /// Creates a token and links it as a child of `parent_id`. Needs `token:read` on the parent
 /// and `token:create` on the child's container.
 #[utoipa::path(post, path = "/tokens/{parent_id}/children", tag = "associations",
-    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id.")), request_body = NewToken,
+    params(("parent_id" = String, Path, description = "The parent token id (URL-encoded).")), request_body = NewToken,
     responses(
         (status = 201, description = "The child token (without data).", body = TokenView),
         (status = 200, description = "`deduplicate_token` found an equal live token: it is linked as the child instead, nothing created.", body = TokenView)))]
@@ -100,21 +96,21 @@ async fn create_child(
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
     let parent = token_id(&parent, "parent_id")?;
-    let chosen = super::tokens::chosen_id(&input).is_some();
+    let chosen = input.chooses_id();
     let (token, created) = state
         .vault
-        .create_child_token(&caller, parent, input)
+        .create_child_token(&caller, parent.clone(), input)
         .await?;
-    let child = *token.id.as_uuid();
+    let child = token.id.clone();
     let response = mark(
         created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
-        [child],
+        [child.clone()],
     );
     let response = mark(
         response,
         AuditAction::AssociationCreated,
-        [*parent.as_uuid(), child],
+        [parent, child.clone()],
     );
     Ok(super::tokens::mark_imported(
         response,
@@ -124,7 +120,7 @@ async fn create_child(
 
 /// Lists the children of `parent_id` that the caller may read, with data.
 #[utoipa::path(get, path = "/tokens/{parent_id}/children", tag = "associations",
-    params(("parent_id" = uuid::Uuid, Path, description = "The parent token id."), crate::query::TokenListParams, crate::query::PageParams),
+    params(("parent_id" = String, Path, description = "The parent token id (URL-encoded)."), crate::query::TokenListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of child tokens.", body = PageView<TokenView>)))]
 async fn list_children(
     state: web::Data<ApiState>,

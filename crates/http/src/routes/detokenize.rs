@@ -9,7 +9,7 @@ use actix_web::{
     web, HttpResponse,
 };
 use tessera_detokenize::{DetokenizeError, RequestTemplate, Values, DEFAULT_MAX_TOKENS};
-use tessera_domain::{audit::AuditAction, Principal};
+use tessera_domain::{audit::AuditAction, Principal, TokenId};
 
 use super::recorded::Answer;
 use crate::{
@@ -58,11 +58,7 @@ async fn detokenize(
         .map_err(refused)?;
     let values = resolve(&state, &caller, &template, body.len()).await?;
     let rendered = template.render(&values).map_err(refused)?;
-    let ids: Vec<uuid::Uuid> = template
-        .token_ids()
-        .iter()
-        .map(|id| *id.as_uuid())
-        .collect();
+    let ids: Vec<TokenId> = template.token_ids().iter().cloned().collect();
     let response = HttpResponse::Ok()
         .content_type(ContentType::json())
         .body(rendered.body.unwrap_or(body));

@@ -3,8 +3,7 @@
 
 use actix_web::HttpResponse;
 use serde::Serialize;
-use tessera_domain::audit::AuditAction;
-use uuid::Uuid;
+use tessera_domain::audit::{AuditAction, ResourceId};
 
 use crate::{audit::mark, problem::ApiError};
 
@@ -15,7 +14,7 @@ pub(super) type Answer = Result<HttpResponse, ApiError>;
 pub(super) fn created(
     view: impl Serialize,
     action: AuditAction,
-    ids: impl IntoIterator<Item = Uuid>,
+    ids: impl IntoIterator<Item = impl Into<ResourceId>>,
 ) -> Answer {
     Ok(mark(HttpResponse::Created().json(view), action, ids))
 }
@@ -24,12 +23,15 @@ pub(super) fn created(
 pub(super) fn ok(
     view: impl Serialize,
     action: AuditAction,
-    ids: impl IntoIterator<Item = Uuid>,
+    ids: impl IntoIterator<Item = impl Into<ResourceId>>,
 ) -> Answer {
     Ok(mark(HttpResponse::Ok().json(view), action, ids))
 }
 
 /// 204, recording `action` on `ids`.
-pub(super) fn no_content(action: AuditAction, ids: impl IntoIterator<Item = Uuid>) -> Answer {
+pub(super) fn no_content(
+    action: AuditAction,
+    ids: impl IntoIterator<Item = impl Into<ResourceId>>,
+) -> Answer {
     Ok(mark(HttpResponse::NoContent().finish(), action, ids))
 }

@@ -9,12 +9,12 @@ use serde::{
     Deserialize, Deserializer,
 };
 use serde_json::Value;
-use tessera_domain::{audit::AuditAction, NewToken, Principal, Token};
+use tessera_domain::{audit::AuditAction, NewToken, Principal, Token, TokenId};
 use tessera_service::header_names::HeaderNames;
 
 use super::{
     recorded::{self, Answer},
-    tokens::{chosen_id, ids, mark_imported},
+    tokens::{ids, mark_imported},
 };
 use crate::{
     auth::{self, Caller},
@@ -59,7 +59,7 @@ async fn tokenize(
 ) -> Answer {
     let (inputs, shape) = Shape::read(&body)?;
     browser::spend_for_tokens(&state.browsers, &req, inputs.len())?;
-    let chosen: Vec<uuid::Uuid> = inputs.iter().filter_map(chosen_id).collect();
+    let chosen: Vec<TokenId> = inputs.iter().filter_map(NewToken::chosen_id).collect();
     let labelled = shape.labels(inputs.len()).into_iter().zip(inputs).collect();
     let tokens = state
         .vault
@@ -69,7 +69,7 @@ async fn tokenize(
     let imported = created
         .iter()
         .filter(|id| chosen.contains(id))
-        .copied()
+        .cloned()
         .collect();
     let answer = shape.answer(tokens, &caller);
     let response = recorded::created(answer, AuditAction::TokenCreated, created)?;

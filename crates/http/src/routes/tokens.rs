@@ -67,13 +67,13 @@ async fn create(
     Caller(caller): Caller,
     JsonBody(input): JsonBody<NewToken>,
 ) -> Result<HttpResponse, ApiError> {
-    let chosen = chosen_id(&input).is_some();
+    let chosen = input.chooses_id();
     let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
-    let id = *token.id.as_uuid();
+    let id = token.id.clone();
     let response = mark(
         created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
-        [id],
+        [id.clone()],
     );
     Ok(mark_imported(
         response,
@@ -116,7 +116,7 @@ async fn search(
 /// `application/json`): `data` replaced, `metadata` merged (a key set to `null` is removed),
 /// `expires_at` set or cleared with `null`. `type`, `containers` and `id` cannot change. Needs
 /// `token:update` on its container.
-#[utoipa::path(patch, path = "/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path, description = "The token id.")),
+#[utoipa::path(patch, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     request_body(content = TokenPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, description = "The updated token (without data).", body = TokenView)))]
 async fn update(
@@ -126,9 +126,9 @@ async fn update(
     JsonBody(patch): JsonBody<TokenPatch>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
-    let token = state.vault.update_token(&caller, id, patch).await?;
+    let token = state.vault.update_token(&caller, id.clone(), patch).await?;
     let view = TokenView::without_data(token, &caller);
-    recorded::ok(view, AuditAction::TokenUpdated, [*id.as_uuid()])
+    recorded::ok(view, AuditAction::TokenUpdated, [id])
 }
 
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
@@ -151,7 +151,7 @@ async fn list(
 }
 
 /// Reads a token with its data. Needs `token:read` on its container.
-#[utoipa::path(get, path = "/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path, description = "The token id.")),
+#[utoipa::path(get, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     responses((status = 200, description = "The token.", body = TokenView)))]
 async fn get(
     state: web::Data<ApiState>,
@@ -159,16 +159,12 @@ async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
-    let token = state.vault.get_token(&caller, id).await?;
-    recorded::ok(
-        TokenView::with_data(token),
-        AuditAction::TokenRead,
-        [*id.as_uuid()],
-    )
+    let token = state.vault.get_token(&caller, id.clone()).await?;
+    recorded::ok(TokenView::with_data(token), AuditAction::TokenRead, [id])
 }
 
 /// Deletes a token and its associations (its children remain). Needs `token:delete`.
-#[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path, description = "The token id.")),
+#[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     responses((status = 204, description = "Deleted.")))]
 async fn delete(
     state: web::Data<ApiState>,
@@ -176,18 +172,13 @@ async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
-    state.vault.delete_token(&caller, id).await?;
-    recorded::no_content(AuditAction::TokenDeleted, [*id.as_uuid()])
-}
-
-/// The id a create request chose, when it chose a valid one.
-pub(super) fn chosen_id(input: &NewToken) -> Option<uuid::Uuid> {
-    input.id.as_deref()?.parse().ok()
+    state.vault.delete_token(&caller, id.clone()).await?;
+    recorded::no_content(AuditAction::TokenDeleted, [id])
 }
 
 /// Also records `token.imported` on `imported`: the created tokens whose ids their caller
 /// chose (nothing when there are none).
-pub(super) fn mark_imported(response: HttpResponse, imported: Vec<uuid::Uuid>) -> HttpResponse {
+pub(super) fn mark_imported(response: HttpResponse, imported: Vec<TokenId>) -> HttpResponse {
     if imported.is_empty() {
         response
     } else {
@@ -196,13 +187,13 @@ pub(super) fn mark_imported(response: HttpResponse, imported: Vec<uuid::Uuid>) -
 }
 
 /// The ids of `tokens`, in order.
-pub(super) fn ids(tokens: &[Token]) -> Vec<uuid::Uuid> {
-    tokens.iter().map(|t| *t.id.as_uuid()).collect()
+pub(super) fn ids(tokens: &[Token]) -> Vec<TokenId> {
+    tokens.iter().map(|t| t.id.clone()).collect()
 }
 
 /// Marks a response that returned the data of `read` as a `token.read` (nothing when the
 /// page was empty: no data was returned).
-pub(super) fn read_data(response: HttpResponse, read: Vec<uuid::Uuid>) -> HttpResponse {
+pub(super) fn read_data(response: HttpResponse, read: Vec<TokenId>) -> HttpResponse {
     if read.is_empty() {
         response
     } else {

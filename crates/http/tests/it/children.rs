@@ -151,17 +151,17 @@ async fn malformed_or_missing_ids_are_400_or_404(db: &TestDatabase) {
         ),
         (
             Method::POST,
-            format!("/tokens/nope/children/{c}"),
+            format!("/tokens/no/children/{c}"),
             400,
             Some("parent_id"),
         ),
         (
             Method::DELETE,
-            format!("/tokens/{p}/children/nope"),
+            format!("/tokens/{p}/children/no"),
             400,
             Some("child_id"),
         ),
-        (Method::GET, "/tokens/nope/children".to_string(), 400, None),
+        (Method::GET, "/tokens/no/children".to_string(), 400, None),
     ];
     for (method, uri, status, field) in cases {
         let r = admin.send(method, &uri, None).await.expect(status);

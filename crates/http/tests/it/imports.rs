@@ -1,7 +1,8 @@
 //! Importing tokens from another vault (docs/migrating.md "Importing tokens"), on both
-//! backends: `POST /tokens` and `POST /tokenize` with caller-chosen UUID ids (unique per
-//! tenant, invisible across tenants, refused to `public` keys, audited as `token.imported`),
-//! and `/tokenize` in the three forms Basis Theory's SDKs send.
+//! backends: `POST /tokens` and `POST /tokenize` with caller-chosen ids (unique per tenant,
+//! invisible across tenants, refused to `public` keys, audited as `token.imported`), and
+//! `/tokenize` in the three forms Basis Theory's SDKs send. Ids beyond UUIDs and alias
+//! templates are in `token_ids.rs`.
 
 use serde_json::{json, Value};
 use tessera_testkit::{api::Caller, backend_tests, db::TestDatabase};
@@ -12,7 +13,7 @@ backend_tests!(
     a_chosen_id_is_kept_in_lower_case_and_read_back,
     a_chosen_id_is_unique_in_its_tenant_only,
     public_keys_cannot_choose_ids,
-    ids_that_are_not_uuids_are_refused_naming_the_field,
+    ids_that_break_the_rules_are_refused_naming_the_field,
     a_bulk_import_keeps_ids_and_is_all_or_nothing,
     imports_are_audited_as_such,
     tokenize_answers_an_object_of_requests_with_an_object_of_tokens,
@@ -126,12 +127,18 @@ async fn public_keys_cannot_choose_ids(db: &TestDatabase) {
         .expect(201);
 }
 
-async fn ids_that_are_not_uuids_are_refused_naming_the_field(db: &TestDatabase) {
+async fn ids_that_break_the_rules_are_refused_naming_the_field(db: &TestDatabase) {
     let (app, a, _) = two_tenants(db).await;
     let admin = Caller::new(&app, &a.admin_key);
     for bad in [
-        json!("{{ data | alias_preserve_format }}"),
-        json!("tok_1"),
+        json!("{{ data | alias_preserve_formats }}"),
+        json!("{{ data.missing }}"),
+        json!("{% if data %}x{% endif %}"),
+        json!("tk"),
+        json!("a/b"),
+        json!("a b"),
+        json!("token:abc"),
+        json!("x".repeat(401)),
         json!(""),
         json!("00000000-0000-0000-0000-000000000000"),
     ] {

@@ -343,7 +343,7 @@ async fn the_sweep_deletes_expired_tokens_and_their_links(db: &TestDatabase) {
     for _ in 0..100 {
         let row = db
             .db
-            .get_token(t.tenant_id, sid_parsed)
+            .get_token(t.tenant_id, sid_parsed.clone())
             .await
             .expect("read");
         if row.is_none() {

@@ -29,6 +29,7 @@ mod sdk_compat;
 mod service_basics;
 mod storage_safety;
 mod tenants;
+mod token_ids;
 mod token_oracles;
 mod token_permissions;
 mod tokens;

@@ -62,8 +62,9 @@ async fn tokens_lifecycle(db: &TestDatabase) {
         caller.get(&uri).await.expect(404);
         caller.delete(&uri).await.expect(404);
     }
-    caller.get("/tokens/not-a-uuid").await.expect(400);
-    caller.delete("/tokens/not-a-uuid").await.expect(400);
+    caller.get("/tokens/no").await.expect(400);
+    caller.get("/tokens/not-a-uuid").await.expect(404);
+    caller.delete("/tokens/no").await.expect(400);
 }
 
 /// Token bodies that must be refused, each with the field its problem names.
@@ -110,7 +111,8 @@ fn invalid_tokens() -> Vec<(Value, &'static str)> {
         (with(json!({"metadata": {"k": 1}})), "metadata.k"),
         (with(json!({"containers": ["/a/", "/b/"]})), "containers"),
         (with(json!({"containers": ["no-slashes"]})), "containers[0]"),
-        (with(json!({"id": "mine"})), "id"),
+        (with(json!({"id": "mi"})), "id"),
+        (with(json!({"id": "a/b/c"})), "id"),
     ]
 }
 

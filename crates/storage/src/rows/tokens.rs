@@ -98,13 +98,13 @@ pub(crate) struct TokenMetadataRow {
 
 impl TokenMetadataRow {
     pub(crate) fn for_token(t: &StoredToken) -> Vec<Self> {
-        Self::pairs(t.tenant_id, t.id, t.created_at, &t.metadata)
+        Self::pairs(t.tenant_id, &t.id, t.created_at, &t.metadata)
     }
 
     /// The rows of `metadata` for token `id` created at `created_at`.
     pub(crate) fn pairs(
         tenant: tessera_domain::TenantId,
-        id: tessera_domain::TokenId,
+        id: &tessera_domain::TokenId,
         created_at: OffsetDateTime,
         metadata: &tessera_domain::metadata::Metadata,
     ) -> Vec<Self> {

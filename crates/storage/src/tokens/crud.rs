@@ -184,7 +184,7 @@ impl Database {
         };
         let metadata = TokenMetadataRow::pairs(
             update.tenant_id,
-            update.id,
+            &update.id,
             update.created_at,
             &update.metadata,
         );

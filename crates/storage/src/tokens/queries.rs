@@ -39,7 +39,7 @@ impl FilterParams {
         Self {
             live_at: filter.live_at.map(to_db_time),
             tenant: tenant.to_string(),
-            parent: filter.parent.map(|p| p.to_string()),
+            parent: filter.parent.as_ref().map(ToString::to_string),
             ids: filter.ids.iter().map(ToString::to_string).collect(),
             types: type_names(&filter.types),
             metadata: filter.metadata.clone(),

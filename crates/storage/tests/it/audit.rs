@@ -46,7 +46,7 @@ fn created(tenant: TenantId, actor: ApplicationId, token: Uuid) -> AuditEvent {
         tenant,
         AuditAction::TokenCreated,
         Actor::Application(actor),
-        vec![token],
+        vec![token.into()],
     )
 }
 
@@ -160,13 +160,13 @@ async fn four_events(t: &TestDatabase) -> FourEvents {
         tenant,
         AuditAction::TokenRead,
         Actor::Application(bob),
-        vec![token, Uuid::new_v4()],
+        vec![token.into(), Uuid::new_v4().into()],
     );
     let denied = AuditEvent::denied(
         Some(tenant),
         AuditAction::TokenDeleted,
         Actor::Application(bob),
-        vec![token],
+        vec![token.into()],
         "missing permission token:delete",
     );
     let other = created(tenant, alice, Uuid::new_v4());
@@ -195,7 +195,7 @@ async fn ids(t: &TestDatabase, tenant: TenantId, filter: AuditFilter) -> Vec<Uui
 async fn action_resource_actor_and_outcome_filters_narrow_the_list(t: &TestDatabase) {
     let e = four_events(t).await;
     let by_resource = AuditFilter {
-        resource_id: Some(e.token),
+        resource_id: Some(e.token.into()),
         ..AuditFilter::default()
     };
     for (filter, found) in [

@@ -49,7 +49,7 @@ async fn write_legacy(db: &TestDatabase, tenant: TenantId, n: usize) -> Vec<Uuid
             tenant,
             AuditAction::TokenCreated,
             Actor::Application(app),
-            vec![Uuid::new_v4()],
+            vec![Uuid::new_v4().into()],
         )
         .with_request_id(&format!("req-{seq}"));
         if seq == 2 {
@@ -66,7 +66,7 @@ async fn write_legacy(db: &TestDatabase, tenant: TenantId, n: usize) -> Vec<Uuid
             &event
                 .resource_ids
                 .iter()
-                .map(Uuid::to_string)
+                .map(ToString::to_string)
                 .collect::<Vec<_>>(),
         )
         .expect("json");

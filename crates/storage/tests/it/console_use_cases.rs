@@ -45,15 +45,18 @@ async fn parents_are_listed_in_link_order_within_what_the_caller_reads(t: &TestD
     let mut parents = Vec::new();
     for container in ["/open/", "/secret/", "/open/b/"] {
         let parent = token(&vault, &admin, container).await;
-        vault.associate(&admin, parent, child).await.expect("link");
+        vault
+            .associate(&admin, parent.clone(), child.clone())
+            .await
+            .expect("link");
         parents.push(parent);
     }
     let all = vault
-        .list_parents(&admin, child, Default::default())
+        .list_parents(&admin, child.clone(), Default::default())
         .await
         .expect("parents");
     assert_eq!(all.total_items, 3);
-    let mut ids: Vec<TokenId> = all.items.iter().map(|p| p.id).collect();
+    let mut ids: Vec<TokenId> = all.items.iter().map(|p| p.id.clone()).collect();
     ids.sort_by_key(|id| parents.iter().position(|p| p == id));
     assert_eq!(ids, parents);
 
@@ -65,7 +68,7 @@ async fn parents_are_listed_in_link_order_within_what_the_caller_reads(t: &TestD
     )
     .await;
     let seen = vault
-        .list_parents(&narrow, child, Default::default())
+        .list_parents(&narrow, child.clone(), Default::default())
         .await
         .expect("parents");
     assert_eq!(
@@ -80,7 +83,7 @@ async fn parents_are_listed_in_link_order_within_what_the_caller_reads(t: &TestD
         Err(VaultError::NotFound(Resource::Token))
     ));
     let orphan = vault
-        .list_parents(&admin, parents[0], Default::default())
+        .list_parents(&admin, parents[0].clone(), Default::default())
         .await
         .expect("parents");
     assert_eq!((orphan.total_items, orphan.items.len()), (0, 0));
@@ -101,7 +104,7 @@ async fn own_audit_verification_needs_audit_read_and_walks_one_chain(t: &TestDat
             caller.tenant_id(),
             AuditAction::TokenRead,
             Actor::from(caller),
-            vec![uuid::Uuid::new_v4()],
+            vec![uuid::Uuid::new_v4().into()],
         );
         vault.audit().record(vec![event]).await.expect("recorded");
     }

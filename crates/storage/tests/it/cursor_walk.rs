@@ -48,12 +48,12 @@ async fn walk(
             t.db.search_tokens_after(tenant, search, &ContainerScope::All, after, limit)
                 .await
                 .expect("walk");
-        seen.extend(rows.iter().map(|r| r.id));
+        seen.extend(rows.iter().map(|r| r.id.clone()));
         match rows.last() {
             Some(last) if rows.len() == limit as usize => {
                 after = Some(Position {
                     created_at: last.created_at,
-                    id: last.id,
+                    id: last.id.clone(),
                 })
             }
             _ => return seen,
@@ -76,7 +76,7 @@ async fn a_walk_tells_apart_tokens_created_in_the_same_instant(t: &TestDatabase)
     t.db.insert_tokens(&tokens).await.expect("insert");
     let mut expected: Vec<(time::OffsetDateTime, String, TokenId)> = tokens
         .iter()
-        .map(|s| (s.created_at, s.id.to_string(), s.id))
+        .map(|s| (s.created_at, s.id.to_string(), s.id.clone()))
         .collect();
     expected.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
     let expected: Vec<TokenId> = expected.into_iter().map(|(_, _, id)| id).collect();

@@ -142,7 +142,7 @@ async fn start_up_unwraps_each_key_once(t: &TestDatabase) {
     vault.verify_master_key().await.expect("start-up");
     let at_start = counting.unwraps.load(Ordering::SeqCst);
     for (admin, id) in &admins {
-        vault.get_token(admin, *id).await.expect("read");
+        vault.get_token(admin, id.clone()).await.expect("read");
     }
     assert_eq!(
         counting.unwraps.load(Ordering::SeqCst),

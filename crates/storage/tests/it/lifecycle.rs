@@ -43,11 +43,11 @@ async fn concurrent_sweeps_delete_each_expired_token_once(t: &TestDatabase) {
         .expect("token");
     // Links in both directions, which must go with the expired tokens.
     vaults[0]
-        .associate(&admin, keeper.id, expiring[0])
+        .associate(&admin, keeper.id.clone(), expiring[0].clone())
         .await
         .expect("link");
     vaults[0]
-        .associate(&admin, expiring[1], keeper.id)
+        .associate(&admin, expiring[1].clone(), keeper.id.clone())
         .await
         .expect("link");
     tokio::time::sleep(std::time::Duration::from_millis(900)).await;
@@ -60,14 +60,14 @@ async fn concurrent_sweeps_delete_each_expired_token_once(t: &TestDatabase) {
     for id in &expiring {
         assert!(t
             .db
-            .get_token(admin.tenant_id(), *id)
+            .get_token(admin.tenant_id(), id.clone())
             .await
             .expect("read")
             .is_none());
     }
     assert!(t
         .db
-        .get_token(admin.tenant_id(), keeper.id)
+        .get_token(admin.tenant_id(), keeper.id.clone())
         .await
         .expect("read")
         .is_some());
@@ -97,14 +97,14 @@ async fn legacy_tokens_get_the_fingerprint_new_tokens_get(t: &TestDatabase) {
     let expected = old.fingerprint.clone();
     t.execute("UPDATE tokens SET fingerprint = ''").await;
     let stored_fingerprint = || async {
-        t.db.get_token(admin.tenant_id(), old.id)
+        t.db.get_token(admin.tenant_id(), old.id.clone())
             .await
             .expect("read")
             .expect("row")
             .fingerprint
     };
     assert_eq!(stored_fingerprint().await, "");
-    let read = vault.get_token(&admin, old.id).await.expect("read");
+    let read = vault.get_token(&admin, old.id.clone()).await.expect("read");
     assert_eq!(read.fingerprint, expected, "computed when read");
     assert_eq!(vault.backfill_fingerprints().await.expect("backfill"), 1);
     assert_eq!(vault.backfill_fingerprints().await.expect("again"), 0);
@@ -130,7 +130,7 @@ async fn an_update_racing_a_delete_leaves_no_metadata_behind(t: &TestDatabase) {
             serde_json::from_value(json!({"metadata": {"k": "new", "round": round.to_string()}}))
                 .expect("patch");
         let (_, _) = tokio::join!(
-            vault.update_token(&admin, id, patch),
+            vault.update_token(&admin, id.clone(), patch),
             vault.delete_token(&admin, id)
         );
     }

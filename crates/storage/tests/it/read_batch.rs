@@ -33,7 +33,7 @@ async fn tenant_with_tokens(vault: &Vault, name: &str, n: usize) -> (TenantId, V
 }
 
 fn ids_of(rows: &[tessera_domain::store::StoredToken]) -> BTreeSet<TokenId> {
-    rows.iter().map(|r| r.id).collect()
+    rows.iter().map(|r| r.id.clone()).collect()
 }
 
 /// Sixteen concurrent reads — own tokens, another tenant's, a missing id, duplicates — on one
@@ -46,10 +46,20 @@ async fn concurrent_reads_share_a_batch_and_each_gets_only_its_own_rows(t: &Test
     let missing = TokenId::new();
     let reads: Vec<(TenantId, Vec<TokenId>)> = (0..16)
         .map(|i| match i % 4 {
-            0 => (acme, vec![acme_ids[i % 4], acme_ids[(i + 1) % 4]]),
-            1 => (acme, vec![acme_ids[1], globex_ids[0]]),
-            2 => (globex, vec![globex_ids[1], missing, globex_ids[1]]),
-            _ => (globex, vec![acme_ids[2], acme_ids[3]]),
+            0 => (
+                acme,
+                vec![acme_ids[i % 4].clone(), acme_ids[(i + 1) % 4].clone()],
+            ),
+            1 => (acme, vec![acme_ids[1].clone(), globex_ids[0].clone()]),
+            2 => (
+                globex,
+                vec![
+                    globex_ids[1].clone(),
+                    missing.clone(),
+                    globex_ids[1].clone(),
+                ],
+            ),
+            _ => (globex, vec![acme_ids[2].clone(), acme_ids[3].clone()]),
         })
         .collect();
     let before = store.token_read_batches();
@@ -81,7 +91,7 @@ async fn concurrent_reads_share_a_batch_and_each_gets_only_its_own_rows(t: &Test
     }
     // Another tenant's tokens are absent, as unbatched.
     let cross = store
-        .get_tokens(globex, &[acme_ids[2], acme_ids[3]])
+        .get_tokens(globex, &[acme_ids[2].clone(), acme_ids[3].clone()])
         .await
         .expect("read");
     assert!(cross.is_empty());
@@ -94,8 +104,11 @@ async fn reads_after_a_batch_open_the_next_one(t: &TestDatabase) {
     let (acme, ids) = tenant_with_tokens(&vault, "acme", 2).await;
     let before = store.token_read_batches();
     for id in &ids {
-        let rows = store.get_tokens(acme, &[*id]).await.expect("read");
-        assert_eq!(ids_of(&rows), BTreeSet::from([*id]));
+        let rows = store
+            .get_tokens(acme, std::slice::from_ref(id))
+            .await
+            .expect("read");
+        assert_eq!(ids_of(&rows), BTreeSet::from([id.clone()]));
     }
     assert!(store.get_tokens(acme, &[]).await.expect("empty").is_empty());
     let after = store.token_read_batches();
@@ -130,10 +143,10 @@ async fn a_corrupt_row_fails_only_the_reads_that_want_it(t: &TestDatabase) {
     assert!(!error.to_string().contains("secret"), "{error}");
     assert_eq!(
         ids_of(&healthy.expect("read")),
-        BTreeSet::from([acme_ids[1]])
+        BTreeSet::from([acme_ids[1].clone()])
     );
     assert_eq!(
         ids_of(&fine.expect("read")),
-        BTreeSet::from([globex_ids[0]])
+        BTreeSet::from([globex_ids[0].clone()])
     );
 }

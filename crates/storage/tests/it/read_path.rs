@@ -55,12 +55,12 @@ async fn point_reads_do_not_need_the_storage_runtime(t: &TestDatabase) {
     .expect("storage thread");
 
     let rows = store
-        .get_tokens(admin.tenant_id(), &[id])
+        .get_tokens(admin.tenant_id(), std::slice::from_ref(&id))
         .await
         .expect("a point read needs no storage runtime");
     assert_eq!(rows.len(), 1);
     assert!(store
-        .get_token(admin.tenant_id(), id)
+        .get_token(admin.tenant_id(), id.clone())
         .await
         .expect("point read")
         .is_some());
@@ -77,7 +77,7 @@ async fn point_reads_see_writes_at_once(t: &TestDatabase) {
     let vault = Vault::new(Arc::new(t.db.clone()), MasterKey::generate());
     let (admin, id) = tenant_with_token(&vault).await;
     assert_eq!(
-        t.db.get_tokens(admin.tenant_id(), &[id])
+        t.db.get_tokens(admin.tenant_id(), std::slice::from_ref(&id))
             .await
             .expect("read")
             .len(),
@@ -85,12 +85,12 @@ async fn point_reads_see_writes_at_once(t: &TestDatabase) {
     );
     assert!(t
         .db
-        .delete_token(admin.tenant_id(), id)
+        .delete_token(admin.tenant_id(), id.clone())
         .await
         .expect("delete"));
     assert!(t
         .db
-        .get_tokens(admin.tenant_id(), &[id])
+        .get_tokens(admin.tenant_id(), std::slice::from_ref(&id))
         .await
         .expect("read")
         .is_empty());
@@ -111,6 +111,7 @@ async fn point_reads_outlive_the_threads_that_opened_connections(t: &TestDatabas
     for round in 0..6 {
         let db = t.db.clone();
         let tenant = admin.tenant_id();
+        let value = id.clone();
         tokio::task::spawn_blocking(move || {
             let serving = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -118,7 +119,7 @@ async fn point_reads_outlive_the_threads_that_opened_connections(t: &TestDatabas
                 .expect("runtime");
             serving.block_on(async {
                 for _ in 0..3 {
-                    let rows = db.get_tokens(tenant, &[id]).await;
+                    let rows = db.get_tokens(tenant, std::slice::from_ref(&value)).await;
                     assert_eq!(
                         rows.map(|r| r.len()).map_err(|e| e.to_string()),
                         Ok(1),

@@ -122,7 +122,10 @@ async fn after_rotation_the_new_key_alone_opens_tokens_and_proxies(t: &TestDatab
     assert_eq!(found.id, data.proxy.id);
     for (key, id, name) in &data.tokens {
         let caller = after.authenticate(Some(key)).await.expect("admin");
-        let token = after.get_token(&caller, *id).await.expect("readable");
+        let token = after
+            .get_token(&caller, id.clone())
+            .await
+            .expect("readable");
         assert_eq!(token.data.expose(), &json!({"secret": name}));
     }
     assert!(!opens(t, &old).await);

@@ -403,7 +403,7 @@ async fn token_lists_page_by_creation_then_id(t: &TestDatabase) {
                 .await
                 .expect("page");
         assert_eq!((got.total_items, got.total_pages()), (25, 3));
-        seen.extend(got.items.iter().map(|t| (t.created_at, t.id)));
+        seen.extend(got.items.iter().map(|t| (t.created_at, t.id.clone())));
     }
     assert_eq!(
         seen, ids,
@@ -450,7 +450,7 @@ async fn token_lists_filter_by_type_metadata_and_id(t: &TestDatabase) {
         assert_eq!(total, found, "{what}");
     }
     let by_id = TokenFilter {
-        ids: vec![ids[3].1, ids[7].1, TokenId::new()],
+        ids: vec![ids[3].1.clone(), ids[7].1.clone(), TokenId::new()],
         ..Default::default()
     };
     let got =
@@ -458,8 +458,8 @@ async fn token_lists_filter_by_type_metadata_and_id(t: &TestDatabase) {
             .await
             .expect("ids");
     assert_eq!(
-        got.items.iter().map(|t| t.id).collect::<Vec<_>>(),
-        vec![ids[3].1, ids[7].1]
+        got.items.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+        vec![ids[3].1.clone(), ids[7].1.clone()]
     );
 }
 
@@ -497,10 +497,15 @@ async fn tokens_are_confined_to_their_tenant(t: &TestDatabase) {
     let (b, _) = tenant(t).await;
     let tok = plain_token(a, by, &[("k", "v")]);
     t.db.insert_token(&tok).await.expect("insert");
-    assert!(t.db.get_token(b, tok.id).await.expect("get").is_none());
-    assert!(!t.db.delete_token(b, tok.id).await.expect("delete"));
+    assert!(t
+        .db
+        .get_token(b, tok.id.clone())
+        .await
+        .expect("get")
+        .is_none());
+    assert!(!t.db.delete_token(b, tok.id.clone()).await.expect("delete"));
     let filter = TokenFilter {
-        ids: vec![tok.id],
+        ids: vec![tok.id.clone()],
         ..Default::default()
     };
     assert_eq!(count(t, b, &filter, &ContainerScope::All).await, 0);
@@ -522,10 +527,14 @@ async fn deleting_a_token_removes_its_metadata(t: &TestDatabase) {
     let (tenant_id, by) = tenant(t).await;
     let tok = plain_token(tenant_id, by, &[("k", "v")]);
     t.db.insert_token(&tok).await.expect("insert");
-    assert!(t.db.delete_token(tenant_id, tok.id).await.expect("delete"));
     assert!(t
         .db
-        .get_token(tenant_id, tok.id)
+        .delete_token(tenant_id, tok.id.clone())
+        .await
+        .expect("delete"));
+    assert!(t
+        .db
+        .get_token(tenant_id, tok.id.clone())
         .await
         .expect("get")
         .is_none());
@@ -590,11 +599,11 @@ async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
         t.db.insert_token(tok).await.expect("insert");
     }
     let ids = [
-        mine[2].id,
+        mine[2].id.clone(),
         theirs.id,
         TokenId::new(),
-        mine[0].id,
-        mine[2].id,
+        mine[0].id.clone(),
+        mine[2].id.clone(),
     ];
     let mut got: Vec<TokenId> =
         t.db.get_tokens(a, &ids)
@@ -604,10 +613,13 @@ async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
             .map(|row| row.id)
             .collect();
     got.sort();
-    let mut want = vec![mine[0].id, mine[2].id];
+    let mut want = vec![mine[0].id.clone(), mine[2].id.clone()];
     want.sort();
     assert_eq!(got, want, "only tenant a's rows among the ids");
-    let full = t.db.get_tokens(a, &[mine[1].id]).await.expect("read");
+    let full =
+        t.db.get_tokens(a, &[mine[1].id.clone()])
+            .await
+            .expect("read");
     assert_eq!(full.len(), 1);
     assert_eq!(
         (
@@ -626,7 +638,7 @@ async fn batch_token_reads_return_each_own_row_once(t: &TestDatabase) {
     );
     assert!(t
         .db
-        .get_tokens(b, &[mine[0].id])
+        .get_tokens(b, &[mine[0].id.clone()])
         .await
         .expect("read")
         .is_empty());

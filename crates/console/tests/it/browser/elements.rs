@@ -9,8 +9,9 @@ use actix_web::{App, HttpServer};
 use chromiumoxide::layout::Point;
 use serde_json::{json, Value};
 use tessera_domain::{
-    audit::AuditAction, origin::Origin, ApplicationInput, ApplicationType, Permission, Principal,
-    TokenId, Vault,
+    audit::{AuditAction, ResourceId},
+    origin::Origin,
+    ApplicationInput, ApplicationType, Permission, Principal, TokenId, Vault,
 };
 use tessera_elements::{Elements, ElementsConfig};
 use tessera_http::{browser::Browsers, ApiConfig, ApiState, ProcessMetrics};
@@ -306,7 +307,11 @@ async fn a_typed_card_becomes_a_token_the_page_never_sees(db: &TestDatabase) {
     assert_no_digits_reached_the_page(&tab).await;
     // Read back with a private key (the admin), it is the card.
     let id: TokenId = token["id"].as_str().expect("id").parse().expect("uuid");
-    let stored = c.s.vault().get_token(&c.s.admin, id).await.expect("read");
+    let stored =
+        c.s.vault()
+            .get_token(&c.s.admin, id.clone())
+            .await
+            .expect("read");
     assert_eq!(
         stored.data.expose(),
         &json!({"number": CARD, "expiration_month": 12, "expiration_year": 2031, "cvc": "737"})
@@ -318,7 +323,7 @@ async fn a_typed_card_becomes_a_token_the_page_never_sees(db: &TestDatabase) {
         .iter()
         .find(|e| {
             e.event.action == AuditAction::TokenCreated
-                && e.event.resource_ids == vec![*id.as_uuid()]
+                && e.event.resource_ids == vec![ResourceId::from(&id)]
         })
         .expect("the create is recorded");
     assert_eq!(created.event.origin.as_deref(), Some(c.fields.as_str()));
@@ -493,7 +498,11 @@ async fn errors_reach_the_page_without_digits_and_fields_compose(db: &TestDataba
     .await;
     assert!(token.get("error").is_none(), "{token}");
     let id: TokenId = token["id"].as_str().expect("id").parse().expect("uuid");
-    let stored = c.s.vault().get_token(&c.s.admin, id).await.expect("read");
+    let stored =
+        c.s.vault()
+            .get_token(&c.s.admin, id.clone())
+            .await
+            .expect("read");
     assert_eq!(
         stored.data.expose(),
         &json!({"number": CARD, "expiration_month": 1, "expiration_year": 2030, "cvc": "123"})

@@ -1,0 +1,193 @@
+//! The filters of the expression language (docs/api.md, "Expressions"): Basis Theory's own
+//! (docs/expressions/filters in its documentation) and the standard Liquid filters its
+//! examples use, each with the argument forms and defaults documented there.
+//!
+//! A filter either applies to its input or says why not ([`Unapplicable`]). What happens then
+//! depends on whose data it is: in a request's expression (the proxy, `/detokenize`) a key
+//! with only `token:use` may *send* a token, never *learn* it, so nothing may depend on the
+//! value and the filter renders `null`; in a template evaluated when a token is written the
+//! data is the caller's own, and the write is refused with a 400 naming the filter. Arguments
+//! are checked when the expression is parsed, whatever the data.
+//!
+//! Every filter bounds its output from its input's size, so that a request whose rendering
+//! could grow past a limit is refused before anything is decrypted.
+
+mod alias;
+mod args;
+pub(crate) mod encoding;
+mod json_path;
+mod masks;
+mod strings;
+
+use serde_json::Value;
+
+pub use json_path::JsonFilter;
+
+use self::{alias::Alias, encoding::Encoding, masks::Mask, strings::TextFilter};
+
+/// What flows from one filter to the next: a JSON value, or the bytes `hmac` produces, which
+/// `to_base16` and `to_base64` encode. Bytes that reach the end of an expression, or a filter
+/// that reads text, are their upper-case hex text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Flow {
+    /// A JSON value.
+    Json(Value),
+    /// Raw bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Flow {
+    /// The JSON value this renders as.
+    pub fn into_value(self) -> Value {
+        match self {
+            Flow::Json(value) => value,
+            Flow::Bytes(bytes) => Value::String(encoding::hex_upper(&bytes)),
+        }
+    }
+
+    /// The text a text filter reads: a string as it is, a number as written, bytes as their
+    /// hex; `None` for anything else.
+    pub(crate) fn text(&self) -> Option<String> {
+        match self {
+            Flow::Json(Value::String(s)) => Some(s.clone()),
+            Flow::Json(Value::Number(n)) => Some(n.to_string()),
+            Flow::Bytes(bytes) => Some(encoding::hex_upper(bytes)),
+            Flow::Json(_) => None,
+        }
+    }
+}
+
+impl From<Value> for Flow {
+    fn from(value: Value) -> Self {
+        Flow::Json(value)
+    }
+}
+
+impl From<String> for Flow {
+    fn from(text: String) -> Self {
+        Flow::Json(Value::String(text))
+    }
+}
+
+/// Why a filter did not apply to its input. The reason names what the filter expects, never
+/// the value it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("filter `{filter}` does not apply: {reason}")]
+pub struct Unapplicable {
+    /// The filter's name.
+    pub filter: &'static str,
+    /// What it expects.
+    pub reason: &'static str,
+}
+
+/// One filter with its arguments.
+#[derive(Debug, Clone)]
+pub enum Filter {
+    /// `json: '<path>'`.
+    Json(JsonFilter),
+    /// Casts and encodings: `to_string`, `to_number`, `to_boolean`, `stringify`,
+    /// `json_stringify`, `to_base64`, `to_base16`, `hmac`.
+    Encoding(Encoding),
+    /// Masks: `reveal`, `reveal_last`, `last4`, `card_mask`, `card_bin`, `card_exp`.
+    Mask(Mask),
+    /// Liquid's string and array filters, and `pad_left`, `pad_right`.
+    Text(TextFilter),
+    /// Random aliases: `alias_preserve_format`, `alias_preserve_length`, `alias_card`.
+    Alias(Alias),
+}
+
+/// Every filter name, for the message on an unknown one.
+pub const NAMES: &str = "json, to_string, to_number, to_boolean, stringify, json_stringify, \
+    to_base64, to_base16, hmac, reveal, reveal_last, last4, card_mask, card_bin, card_exp, \
+    pad_left, pad_right, slice, split, first, last, upcase, downcase, remove, replace, append, \
+    prepend, size, alias_preserve_format, alias_preserve_length, alias_card";
+
+impl Filter {
+    /// Parses one filter, `name` or `name: arguments`. The message of an error names the
+    /// filter and what is wrong with it.
+    pub fn parse(segment: &str) -> Result<Self, String> {
+        let trimmed = segment.trim();
+        let (name, argument) = match trimmed.split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (trimmed, None),
+        };
+        if name.is_empty() {
+            return Err("empty filter after `|`".into());
+        }
+        if name == "json" {
+            let args = args::Args::parse("json", argument)?;
+            args.at_most(1)?;
+            return JsonFilter::parse(&args.string(0)?).map(Filter::Json);
+        }
+        Encoding::parse(name, argument)
+            .map(|r| r.map(Filter::Encoding))
+            .or_else(|| Mask::parse(name, argument).map(|r| r.map(Filter::Mask)))
+            .or_else(|| TextFilter::parse(name, argument).map(|r| r.map(Filter::Text)))
+            .or_else(|| Alias::parse(name, argument).map(|r| r.map(Filter::Alias)))
+            .unwrap_or_else(|| {
+                Err(format!(
+                    "unknown filter `{}` (known: {NAMES})",
+                    crate::truncate(name)
+                ))
+            })
+    }
+
+    /// The filter's name in the language.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Filter::Json(_) => "json",
+            Filter::Encoding(f) => f.name(),
+            Filter::Mask(f) => f.name(),
+            Filter::Text(f) => f.name(),
+            Filter::Alias(f) => f.name(),
+        }
+    }
+
+    /// Whether nothing may follow this filter (`json_stringify`, as Basis Theory documents).
+    pub(crate) fn must_be_last(&self) -> bool {
+        matches!(self, Filter::Encoding(Encoding::JsonStringify))
+    }
+
+    /// Applies the filter to `input`, or says why it does not apply.
+    pub fn apply(&self, input: Flow) -> Result<Flow, Unapplicable> {
+        match self {
+            Filter::Json(f) => Ok(Flow::Json(f.apply(&input.into_value()))),
+            Filter::Encoding(f) => f.apply(input),
+            Filter::Mask(f) => f.apply(input),
+            Filter::Text(f) => f.apply(input),
+            Filter::Alias(f) => f.apply(input),
+        }
+    }
+
+    /// Upper bound of the JSON text of this filter's result, given an upper bound `input` of
+    /// its input's JSON text. Saturating: a bound that overflows is simply too large.
+    pub(crate) fn bound(&self, input: u64) -> u64 {
+        match self {
+            Filter::Json(f) => f.bound(input),
+            Filter::Encoding(f) => f.bound(input),
+            Filter::Mask(f) => f.bound(input),
+            Filter::Text(f) => f.bound(input),
+            Filter::Alias(f) => f.bound(input),
+        }
+    }
+}
+
+/// Bytes of JSON text one character can take at most: four of UTF-8, escaped as two `\uXXXX`
+/// (12) in the worst case of a control or surrogate-pair character.
+pub(crate) const MAX_CHAR_JSON: u64 = 12;
+
+/// The bound of a result of at most `chars` characters, quoted.
+pub(crate) fn chars_bound(chars: u64) -> u64 {
+    chars.saturating_mul(MAX_CHAR_JSON).saturating_add(2)
+}
+
+/// A filter whose input was none it reads.
+pub(crate) fn unapplicable(filter: &'static str, reason: &'static str) -> Unapplicable {
+    Unapplicable { filter, reason }
+}
+
+/// The text `flow` holds for `filter`, or why there is none.
+pub(crate) fn text_for(filter: &'static str, flow: &Flow) -> Result<String, Unapplicable> {
+    flow.text()
+        .ok_or_else(|| unapplicable(filter, "expects a string or a number"))
+}
