@@ -163,6 +163,28 @@ await run.op('proxy invocation (bt.proxy.post: BT-PROXY-KEY, transform, sub-path
   eq(leaked, [], 'prefixed headers forwarded');
 });
 
+await run.op('proxy invocation (filters: slice, pad_left, card_exp, reveal_last; a chosen id)', async () => {
+  const px = need(state.proxy, 'proxies create');
+  const card = await bt.tokens.create({
+    id: `card_${run.runId}`, type: 'card',
+    data: { number: '4242424242424242', expiration_month: 3, expiration_year: 2031 },
+  });
+  eq(card.id, `card_${run.runId}`, 'the chosen id');
+  const ssn = await bt.tokens.create({ type: 'token', data: '123-45-6789' });
+  const echoed = await bt.proxy.post({
+    headers: { 'BT-PROXY-KEY': px.key },
+    body: {
+      month: `{{ token: ${card.id} | json: '$.data.expiration_month' | pad_left: 2, '0' }}`,
+      year: `{{ token: ${card.id} | json: '$.data.expiration_year' | to_string | slice: -2, 2 }}`,
+      exp: `{{ ${card.id} | card_exp: 'MM/YY' }}`,
+      ssn: `{{ ${ssn.id} | reveal_last: 4 }}`,
+    },
+  });
+  eq(echoed.body, { month: '03', year: '31', exp: '03/31', ssn: 'XXX-XX-6789' }, 'filtered values at the destination');
+  await bt.tokens.delete(card.id);
+  await bt.tokens.delete(ssn.id);
+});
+
 await run.op('proxy invocation (bt-proxy-key query parameter)', async () => {
   const px = need(state.proxy, 'proxies create');
   const echoed = await bt.proxy.get({ path: '/q', query: { 'bt-proxy-key': px.key, keep: '1' } });

@@ -287,4 +287,23 @@ await run.op('tokens create with a chosen id (409 ConflictError on reuse)', asyn
   await expectError(() => admin.tokens.create({ id, type: 'token', data: 'again' }), BasisTheory.ConflictError, 409);
 });
 
+await run.op('tokens create with an alias id (read back by it)', async () => {
+  const tok = await admin.tokens.create({
+    id: '{{ data | alias_preserve_format: 0, 4 }}', type: 'token', data: '111-22-3333',
+  });
+  check(/^\d{3}-\d{2}-3333$/.test(tok.id) && tok.id !== '111-22-3333', `alias id ${tok.id}`);
+  eq((await admin.tokens.get(tok.id)).data, '111-22-3333', 'data read back by the alias');
+});
+
+await run.op('tokens create with a chosen non-UUID id (URL-encoded by the SDK)', async () => {
+  const id = `phone_${run.runId}@example.com`;
+  const tok = await admin.tokens.create({ id, type: 'token', data: '+1 555 0100' });
+  eq(tok.id, id, 'the chosen id, as chosen');
+  eq((await admin.tokens.get(id)).data, '+1 555 0100', 'data read back');
+  const detok = await admin.tokens.detokenize({ phone: `{{ ${id} }}` });
+  eq(detok, { phone: '+1 555 0100' }, 'detokenized by its id');
+  await admin.tokens.delete(id);
+  await expectError(() => admin.tokens.get(id), BasisTheory.NotFoundError, 404);
+});
+
 run.finish();

@@ -396,6 +396,18 @@ def errors():
     apps.delete(reader.id)
 
 
+def token_alias_id():
+    tok = tokens.create(CreateTokenRequest(
+        id="{{ data.number | alias_card: true, true }}", type="card",
+        data={"number": "4242424242424242", "expiration_month": 3, "expiration_year": 2031}))
+    check(tok.id.startswith("42424242") and tok.id.endswith("4242") and len(tok.id) == 16,
+          f"alias id {tok.id}")
+    check(tok.id != "4242424242424242", "the alias is the card number")
+    got = tokens.get_by_id(tok.id)
+    eq(plain(got.data)["number"], "4242424242424242", "data read back by the alias")
+    tokens.delete(tok.id)
+
+
 r.op("applications create", app_create)
 r.op("applications get", app_get)
 r.op("applications list", app_list)
@@ -424,4 +436,5 @@ r.op("idempotency (BT-IDEMPOTENCY-KEY replay)", idempotency)
 r.op("tokens delete", token_delete)
 r.op("proxies create/get/list/update/patch/delete", proxy_crud)
 r.op("errors 401/403/404/409", errors)
+r.op("tokens create with an alias id (read back by it)", token_alias_id)
 r.finish()
