@@ -18,6 +18,7 @@ backend_tests!(
     no_card_number_in_any_page_before_reveal,
     search_finds_by_metadata_type_fingerprint_and_container,
     a_narrow_key_sees_not_permitted_and_leaves_a_denial,
+    tokens_with_chosen_ids_are_linked_encoded,
 );
 
 async fn no_card_number_in_any_page_before_reveal(db: &TestDatabase) {
@@ -197,4 +198,34 @@ async fn a_narrow_key_sees_not_permitted_and_leaves_a_denial(db: &TestDatabase) 
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     assert!(created.body.contains("was created"));
+}
+
+/// A token whose id its creator chose (docs/api.md, "Token ids") is linked, searched and shown
+/// with its id percent-encoded in every URL, and HTML-escaped on the page.
+async fn tokens_with_chosen_ids_are_linked_encoded(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let id = "k7dn59wb@gmail.com\"'onmouseover";
+    let mut input = NewToken::new(TokenType::Token, json!("secret-value"));
+    input.id = Some(id.to_string());
+    s.vault()
+        .create_token(&s.admin, input)
+        .await
+        .expect("token");
+    let mut c = client(&s).await;
+    c.signed_in(&s.admin_key).await;
+    let encoded = "/console/tokens/k7dn59wb%40gmail.com%22%27onmouseover";
+    let found = c
+        .get("/console/tokens?id=k7dn59wb%40gmail.com%22%27onmouseover")
+        .await;
+    assert_eq!(found.status, StatusCode::SEE_OTHER);
+    assert_eq!(found.location(), encoded);
+    let page = c.get(encoded).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.body.contains("k7dn59wb@gmail.com&quot;"),
+        "escaped on the page"
+    );
+    assert!(!page.body.contains("com\"'"), "never as markup");
+    assert!(page.body.contains(&format!("{encoded}/edit")));
+    assert!(!page.body.contains("secret-value"), "masked until revealed");
 }
