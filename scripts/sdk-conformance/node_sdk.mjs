@@ -206,8 +206,43 @@ await run.op('tokens searchV2 (query)', async () => {
 });
 
 await run.op('tokens searchV2 (a field that cannot be searched: BadRequestError)', async () => {
-  const e = await expectError(() => admin.tokens.searchV2({ query: 'data:4242' }), BasisTheory.BadRequestError, 400);
-  check(JSON.stringify(e.body).includes('data'), `the problem does not name the term: ${JSON.stringify(e.body)}`);
+  const e = await expectError(() => admin.tokens.searchV2({ query: 'enrichments:4242' }), BasisTheory.BadRequestError, 400);
+  check(JSON.stringify(e.body).includes('enrichments'), `the problem does not name the term: ${JSON.stringify(e.body)}`);
+});
+
+await run.op('tokens create with searchIndexes, found by a data: term', async () => {
+  const last4 = String(Date.now()).slice(-4);
+  const tok = await admin.tokens.create({
+    type: 'token', data: `acct-${run.runId}-${last4}`, metadata: { run: run.runId },
+    searchIndexes: ['{{ data | last4 }}', '{{ data }}'],
+  });
+  eq(tok.searchIndexes, ['{{ data | last4 }}', '{{ data }}'], 'searchIndexes answered');
+  const found = await collect(await admin.tokens.searchV2({ query: `data:${last4} AND metadata.run:${run.runId}` }));
+  eq(found.map((t) => t.id), [tok.id], 'found by data:');
+  const whole = await collect(await admin.tokens.searchV2({ query: `data:"acct-${run.runId}-${last4}"` }));
+  eq(whole.map((t) => t.id), [tok.id], 'found by the whole value');
+});
+
+await run.op('tokens create with a fingerprintExpression that deduplicates', async () => {
+  const account = `${Date.now()}`.slice(-10);
+  const body = (routing) => ({
+    type: 'token', deduplicateToken: true, fingerprintExpression: '{{ data.account_number }}',
+    data: { account_number: account, routing_number: routing },
+  });
+  const first = await admin.tokens.create(body('021000021'));
+  eq(first.fingerprintExpression, '{{ data.account_number }}', 'fingerprintExpression answered');
+  const again = await admin.tokens.create(body('011000015'));
+  eq(again.id, first.id, 'deduplicated by the expression');
+});
+
+await run.op('tokens create an SSN (social_security_number: validation, defaults)', async () => {
+  const ssn = await admin.tokens.create({ type: 'social_security_number', data: '987-65-4320' });
+  eq(ssn.type, 'social_security_number', 'type');
+  eq(ssn.containers, ['/pii/high/'], 'default container');
+  eq(ssn.searchIndexes, ["{{ data }}", "{{ data | replace: '-' }}", '{{ data | last4 }}'], 'default indexes');
+  const found = await collect(await admin.tokens.searchV2({ query: 'data:987654320' }));
+  check(found.some((t) => t.id === ssn.id), 'the SSN is found without its dashes');
+  await expectError(() => admin.tokens.create({ type: 'social_security_number', data: '987-65-432' }), BasisTheory.BadRequestError, 400);
 });
 
 await run.op('idempotency (BT-IDEMPOTENCY-KEY replay)', async () => {

@@ -408,6 +408,25 @@ def token_alias_id():
     tokens.delete(tok.id)
 
 
+def token_search_indexes():
+    last4 = str(int(time.time() * 1000))[-4:]
+    tok = tokens.create(CreateTokenRequest(
+        type="token", data=f"py-{r.run_id}-{last4}", search_indexes=["{{ data | last4 }}"],
+        metadata={"run": r.run_id}))
+    eq(tok.search_indexes, ["{{ data | last4 }}"], "search_indexes answered")
+    found = tokens.search_v2(search_tokens_request_v2=SearchTokensRequestV2(
+        query=f"data:{last4} AND metadata.run:{r.run_id}"))
+    eq([t.id for t in found.data], [tok.id], "found by data:")
+
+
+def token_ssn():
+    tok = tokens.create(CreateTokenRequest(type="social_security_number", data="876-54-3210"))
+    eq(tok.type, "social_security_number", "type")
+    eq(tok.containers, ["/pii/high/"], "default container")
+    expect_error(lambda: tokens.create(CreateTokenRequest(type="social_security_number", data="8765")),
+                 ApiException, 400)
+
+
 r.op("applications create", app_create)
 r.op("applications get", app_get)
 r.op("applications list", app_list)
@@ -437,4 +456,6 @@ r.op("tokens delete", token_delete)
 r.op("proxies create/get/list/update/patch/delete", proxy_crud)
 r.op("errors 401/403/404/409", errors)
 r.op("tokens create with an alias id (read back by it)", token_alias_id)
+r.op("tokens create with search_indexes, found by a data: term", token_search_indexes)
+r.op("tokens create an SSN (social_security_number)", token_ssn)
 r.finish()

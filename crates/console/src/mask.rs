@@ -31,20 +31,37 @@ fn last4(value: &Value) -> String {
 }
 
 /// The one-line mask of a token in a list: the last four digits of a card's number or a
-/// bank account's number (dots when it is short); `None` for other tokens, whose data is
+/// bank account's number, or of a number held alone (a card number, an SSN, an EIN, a bank
+/// account or routing number; dots when it is short); `None` for other tokens, whose data is
 /// never summarised.
 pub(crate) fn summary(token_type: TokenType, data: &Value) -> Option<String> {
-    let field = number_field(token_type)?;
-    Some(last4(data.get(field).unwrap_or(&Value::Null)))
+    match number_field(token_type)? {
+        Number::Field(field) => Some(last4(data.get(field).unwrap_or(&Value::Null))),
+        Number::Whole => Some(last4(data)),
+    }
 }
 
-/// The one field of a token type whose last four digits may be shown: a card's number, a bank
-/// account's number; none for other tokens.
-fn number_field(token_type: TokenType) -> Option<&'static str> {
+/// Where a token type's number is, whose last four digits may be shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Number {
+    /// In this field of the data.
+    Field(&'static str),
+    /// The data itself.
+    Whole,
+}
+
+/// Where a token type's number is: a card's number, a bank account's number, the whole data of
+/// the types that hold one number; none for other tokens.
+fn number_field(token_type: TokenType) -> Option<Number> {
     match token_type {
-        TokenType::Card => Some("number"),
-        TokenType::Bank => Some("account_number"),
+        TokenType::Card => Some(Number::Field("number")),
+        TokenType::Bank => Some(Number::Field("account_number")),
         TokenType::Token => None,
+        TokenType::CardNumber
+        | TokenType::SocialSecurityNumber
+        | TokenType::EmployerIdNumber
+        | TokenType::UsBankAccountNumber
+        | TokenType::UsBankRoutingNumber => Some(Number::Whole),
     }
 }
 
@@ -54,6 +71,9 @@ pub(crate) fn mask(token_type: TokenType, data: &Value) -> Vec<MaskedField> {
         name: name.to_string(),
         shown,
     };
+    if number_field(token_type) == Some(Number::Whole) {
+        return vec![field("data", last4(data))];
+    }
     let Some(object) = data.as_object().filter(|_| token_type != TokenType::Token) else {
         return vec![field(
             "data",
@@ -63,7 +83,7 @@ pub(crate) fn mask(token_type: TokenType, data: &Value) -> Vec<MaskedField> {
     object
         .iter()
         .map(|(name, value)| {
-            if number_field(token_type) == Some(name.as_str()) {
+            if matches!(number_field(token_type), Some(Number::Field(f)) if f == name) {
                 field(name, last4(value))
             } else {
                 field(name, DOTS.to_string())

@@ -156,12 +156,17 @@ pub struct DataKey {
     /// an idempotent request kept beside its answer: unkeyed, a database copy alone recovered
     /// a card number from it by guessing.
     request: Hmac<Sha256>,
+    /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`SEARCH_INFO`]), for the search
+    /// index values a `data:` term matches: per tenant, and apart from the fingerprint key.
+    search: Hmac<Sha256>,
 }
 
 /// HKDF `info` of the fingerprint key: names its purpose so no other derivation collides.
 const FINGERPRINT_INFO: &[u8] = b"tessera token fingerprint v1";
 /// HKDF `info` of the idempotent-request key.
 const REQUEST_INFO: &[u8] = b"tessera idempotent request v1";
+/// HKDF `info` of the search index key.
+const SEARCH_INFO: &[u8] = b"tessera token search index v1";
 
 impl DataKey {
     pub(crate) fn from_bytes(plain: &[u8]) -> Result<Self, CryptoError> {
@@ -177,7 +182,16 @@ impl DataKey {
             cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(plain)),
             fingerprint: mac(FINGERPRINT_INFO)?,
             request: mac(REQUEST_INFO)?,
+            search: mac(SEARCH_INFO)?,
         })
+    }
+
+    /// HMAC-SHA-256 of a search index value (or of a `data:` term) under this tenant's search
+    /// key: what the index stores and a search compares, never the value.
+    pub fn search_hash(&self, value: &str) -> [u8; 32] {
+        let mut mac = self.search.clone();
+        mac.update(value.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 
     /// HMAC-SHA-256, under this tenant's idempotent-request key, of `parts`, each prefixed

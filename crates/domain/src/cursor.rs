@@ -148,6 +148,13 @@ impl Binding {
         ));
         part(&optional(time(search.created_after)));
         part(&optional(time(search.created_before)));
+        // Only when there are any, so that every walk begun before `data:` terms existed
+        // binds as it did.
+        if !search.data.is_empty() {
+            let mut data: Vec<&[u8]> = search.data.iter().map(|d| d.expose().as_bytes()).collect();
+            data.sort_unstable();
+            list(&mut part, b"data", &data);
+        }
         Self(out)
     }
 }

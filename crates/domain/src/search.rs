@@ -207,6 +207,8 @@ impl TokenSearchRequest {
             created_after,
             created_before,
             destinations,
+            data: Vec::new(),
+            data_hashes: Vec::new(),
         };
         if self.start.is_some() {
             errors.add(
@@ -253,6 +255,7 @@ fn with_query(
             types: parsed.types,
             fingerprint: parsed.fingerprint,
             container_prefix: parsed.container_prefix,
+            data: parsed.data,
             ..structured
         },
         Err(e) => {
@@ -312,7 +315,7 @@ mod tests {
                 r#"{"query": "metadata.a:b", "metadata": {"a": "b"}}"#,
                 "query",
             ),
-            (r#"{"query": "data:4242"}"#, "query"),
+            (r#"{"query": "enrichments:4242"}"#, "query"),
             (r#"{"query": "type:card", "start": "AgAAAA"}"#, "start"),
         ] {
             assert_eq!(parse(body).expect_err(body), vec![field], "{body}");

@@ -28,6 +28,12 @@ impl Wipe for Vec<u8> {
     }
 }
 
+impl Wipe for Vec<String> {
+    fn wipe(&mut self) {
+        self.iter_mut().for_each(Zeroize::zeroize);
+    }
+}
+
 impl<const N: usize> Wipe for [u8; N] {
     fn wipe(&mut self) {
         self.zeroize();

@@ -126,6 +126,9 @@ fn row(admin: &Principal, start: time::OffsetDateTime, batch: usize, i: usize) -
         fingerprint: format!("{:064x}", i % DISTINCT),
         expires_at: None,
         destinations: None,
+        search_indexes: None,
+        fingerprint_expression: None,
+        search_hashes: Vec::new(),
     }
 }
 

@@ -39,6 +39,8 @@ pub async fn run(path: &Path) -> Result<Value, Box<dyn Error>> {
                 expires_at: None,
                 deduplicate_token: false,
                 destinations: None,
+                search_indexes: None,
+                fingerprint_expression: None,
             },
         )
         .await?;

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use tessera_domain::store::{NewAssociation, StoreError, StoredToken};
 use tokio::sync::oneshot;
 
-use crate::rows::{AssociationRow, TokenMetadataRow, TokenRow};
+use crate::rows::{AssociationRow, TokenMetadataRow, TokenRow, TokenSearchRow};
 
 /// SQLite creates waiting to be written, each with where its outcome goes.
 #[derive(Default)]
@@ -41,6 +41,7 @@ impl CreateQueue {
 pub(crate) struct NewRows {
     pub(crate) tokens: Vec<TokenRow>,
     pub(crate) metadata: Vec<TokenMetadataRow>,
+    pub(crate) search: Vec<TokenSearchRow>,
     pub(crate) link: Option<AssociationRow>,
 }
 
@@ -49,6 +50,7 @@ impl NewRows {
         Self {
             tokens: batch.iter().map(TokenRow::from).collect(),
             metadata: batch.iter().flat_map(TokenMetadataRow::for_token).collect(),
+            search: batch.iter().flat_map(TokenSearchRow::for_token).collect(),
             link: link.map(AssociationRow::from),
         }
     }

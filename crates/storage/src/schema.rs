@@ -55,6 +55,17 @@ diesel::table! {
         expires_at -> Nullable<Timestamp>,
         fingerprint -> Text,
         destinations -> Nullable<Text>,
+        search_indexes -> Nullable<Text>,
+        fingerprint_expression -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    token_search_index (tenant_id, hash, container, token_id) {
+        tenant_id -> Text,
+        hash -> Binary,
+        container -> Text,
+        token_id -> Text,
     }
 }
 
@@ -69,6 +80,8 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(tokens, token_metadata);
+diesel::allow_tables_to_appear_in_same_query!(tokens, token_search_index);
+diesel::allow_tables_to_appear_in_same_query!(token_metadata, token_search_index);
 
 diesel::table! {
     token_associations (tenant_id, parent_id, child_id) {

@@ -246,6 +246,8 @@ impl Harness {
             expires_at: None,
             deduplicate_token: false,
             destinations: destinations.map(|d| d.iter().map(|p| p.to_string()).collect()),
+            search_indexes: None,
+            fingerprint_expression: None,
         };
         self.create_token(t).await
     }

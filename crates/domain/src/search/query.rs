@@ -1,6 +1,7 @@
 //! The `query` string of token searches (docs/api.md "Search query"), as Basis Theory's SDKs
 //! send it: `field:value` terms joined by `AND`, over `id`, `type`, `fingerprint`,
-//! `container` (a prefix, like the structured `container`) and `metadata.<key>` (exact).
+//! `container` (a prefix, like the structured `container`), `metadata.<key>` (exact) and
+//! `data` (a search index value, exact: docs/api.md "Search indexes").
 //! Values may be quoted, `"..."`, with `\"` and `\\` escapes; inside quotes every character
 //! is literal. Anything else — another field, `OR`, `NOT`, grouping, wildcards, fuzzy or
 //! range syntax — is refused, naming the term, rather than read as something it is not.
@@ -229,6 +230,16 @@ fn apply(search: &mut TokenSearch, term: &Term<'_>) -> Result<(), QueryError> {
             }
             search.fingerprint = Some(value.to_ascii_lowercase());
         }
+        "data" => {
+            if value.is_empty() || char_len(value) > MAX_VALUE_CHARS || has_nul(value) {
+                return Err(bad(&format!(
+                    "a data value is 1 to {MAX_VALUE_CHARS} characters, without NUL"
+                )));
+            }
+            search
+                .data
+                .push(crate::secret::Secret::new(term.value.clone()));
+        }
         "container" => {
             once(search.container_prefix.is_some())?;
             let c = Container::parse(value).map_err(|e| bad(&e.to_string()))?;
@@ -267,6 +278,19 @@ mod tests {
         p.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn data_terms_are_kept_as_written_and_may_repeat() {
+        let s = parse("data:3333 AND data:\"two words\" AND type:social_security_number")
+            .expect("valid");
+        let terms: Vec<&str> = s.data.iter().map(|d| d.expose().as_str()).collect();
+        assert_eq!(terms, vec!["3333", "two words"]);
+        assert_eq!(s.types, vec![TokenType::SocialSecurityNumber]);
+        assert!(
+            s.data_hashes.is_empty(),
+            "hashed by the vault, not the parser"
+        );
     }
 
     #[test]
@@ -309,9 +333,10 @@ mod tests {
     fn every_refused_form_names_its_term() {
         let cases: &[(&str, Expected)] = &[
             (
-                "data:4242",
-                |e| matches!(e, QueryError::UnknownField { field, .. } if field == "data"),
+                "enrichments:4242",
+                |e| matches!(e, QueryError::UnknownField { field, .. } if field == "enrichments"),
             ),
+            ("data:\"\"", |e| matches!(e, QueryError::Value { .. })),
             ("Type:card", |e| {
                 matches!(e, QueryError::UnknownField { .. })
             }),

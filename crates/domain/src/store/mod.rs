@@ -30,7 +30,9 @@ pub use health::HealthStore;
 pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
 pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
 pub use tenants::{StoredTenant, TenantStore};
-pub use tokens::{ContainerScope, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate};
+pub use tokens::{
+    ContainerScope, SearchHash, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+};
 
 /// Declares [`Store`], everything the vault needs from storage, and implements it for every
 /// type with all of `$part`: the list of store traits is written once.

@@ -44,7 +44,18 @@ pub struct StoredToken {
     pub expires_at: Option<OffsetDateTime>,
     /// Where the data may be sent, if bound (not secret: stored in clear).
     pub destinations: Option<Destinations>,
+    /// The search index templates its create or last update named (`None`: the type's
+    /// defaults, which are never stored).
+    pub search_indexes: Option<Vec<String>>,
+    /// The fingerprint expression its create or last update named (`None`: the type's).
+    pub fingerprint_expression: Option<String>,
+    /// The keyed hashes of its search index values ([`crate::crypto::DataKey::search_hash`]),
+    /// written with the row; rows read back leave it empty.
+    pub search_hashes: Vec<SearchHash>,
 }
+
+/// The keyed hash of one search index value, under the tenant's search key.
+pub type SearchHash = [u8; 32];
 
 impl StoredToken {
     /// Whether the token is still live at `now` (not expired).
@@ -89,6 +100,11 @@ pub struct TokenSearch {
     pub created_before: Option<OffsetDateTime>,
     /// Only tokens bound with every one of these patterns (lower-cased, as stored).
     pub destinations: Vec<String>,
+    /// `data:` terms as written: only tokens one of whose search index values equals each.
+    /// The vault turns them into [`TokenSearch::data_hashes`] before a store sees the search.
+    pub data: Vec<crate::secret::Secret<String>>,
+    /// The keyed hashes of the `data:` terms: only tokens with an index value of each.
+    pub data_hashes: Vec<SearchHash>,
 }
 
 /// A token's new state, written by [`TokenStore::update_token`].
@@ -100,6 +116,8 @@ pub struct TokenUpdate {
     pub id: TokenId,
     /// The token's creation time (unchanged; copied into its metadata rows).
     pub created_at: OffsetDateTime,
+    /// The token's container (unchanged; copied into its search index rows).
+    pub container: Container,
     /// The `modified_at` it was read with: the write happens only if it is still that
     /// (optimistic concurrency; the caller re-reads and retries otherwise).
     pub expected_modified_at: OffsetDateTime,
@@ -115,6 +133,11 @@ pub struct TokenUpdate {
     pub expires_at: Option<OffsetDateTime>,
     /// New binding, when it changed (`Some(None)`: unbound).
     pub destinations: Option<Option<Destinations>>,
+    /// New search index templates and the hashes of their values, when the data or the
+    /// templates changed (`Some((None, …))`: the type's defaults).
+    pub search: Option<(Option<Vec<String>>, Vec<SearchHash>)>,
+    /// New fingerprint expression, when it changed (`Some(None)`: the type's).
+    pub fingerprint_expression: Option<Option<String>>,
     /// Modifying application.
     pub modified_by: ApplicationId,
     /// Modification time.

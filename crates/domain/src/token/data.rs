@@ -16,6 +16,64 @@ pub(super) fn validate_data(token_type: TokenType, data: &Value, errors: &mut Va
         TokenType::Token => {}
         TokenType::Card => validate_card(data, errors),
         TokenType::Bank => validate_bank(data, errors),
+        TokenType::CardNumber => {
+            if let Some(n) = digit_string(data, 13, 19, errors) {
+                if !luhn_valid(n) {
+                    errors.add("data", "fails the Luhn check");
+                }
+            }
+        }
+        TokenType::SocialSecurityNumber | TokenType::EmployerIdNumber => {
+            nine_digits_with_dashes(data, errors);
+        }
+        TokenType::UsBankAccountNumber => {
+            digit_string(data, 3, 17, errors);
+        }
+        TokenType::UsBankRoutingNumber => {
+            if let Some(r) = digit_string(data, 9, 9, errors) {
+                if !aba_valid(r) {
+                    errors.add("data", "fails the ABA checksum");
+                }
+            }
+        }
+    }
+}
+
+/// `data` as a string of `min` to `max` digits, or a problem under `data`.
+fn digit_string<'a>(
+    data: &'a Value,
+    min: usize,
+    max: usize,
+    errors: &mut ValidationErrors,
+) -> Option<&'a str> {
+    match digits_between(Some(data), min, max) {
+        Ok(Some(s)) => Some(s),
+        Ok(None) => {
+            errors.add("data", "is required");
+            None
+        }
+        Err(msg) => {
+            errors.add("data", msg);
+            None
+        }
+    }
+}
+
+/// An SSN or EIN: a string of nine digits, with optional `-` delimiters between them.
+fn nine_digits_with_dashes(data: &Value, errors: &mut ValidationErrors) {
+    let ok = data.as_str().is_some_and(|s| {
+        let digits = s.bytes().filter(u8::is_ascii_digit).count();
+        digits == 9
+            && s.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+            && !s.contains("--")
+    });
+    if !ok {
+        errors.add(
+            "data",
+            "must be a string of nine digits, with optional `-` delimiters",
+        );
     }
 }
 

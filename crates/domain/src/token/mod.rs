@@ -9,6 +9,7 @@ mod card_summary;
 mod data;
 mod fingerprint;
 mod id_choice;
+mod indexing;
 mod new;
 mod patch;
 mod token_type;
@@ -20,6 +21,9 @@ pub use card_summary::{brand as card_brand, CardSummary};
 pub(crate) use fingerprint::canonical_json;
 pub use fingerprint::fingerprint_input;
 pub use id_choice::{IdChoice, ALIAS_DRAWS};
+pub use indexing::{
+    effective_fingerprint_expression, effective_search_indexes, Indexing, MAX_SEARCH_INDEXES,
+};
 pub use new::{NewToken, ValidToken};
 pub use patch::{TokenChanges, TokenPatch};
 pub use token_type::TokenType;

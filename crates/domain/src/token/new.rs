@@ -11,7 +11,7 @@ use crate::{
     ids::TokenId,
     metadata::{self, Metadata},
     secret::Secret,
-    token::IdChoice,
+    token::{IdChoice, Indexing},
     validation::ValidationErrors,
 };
 
@@ -72,6 +72,14 @@ pub struct NewToken {
     /// `*.openai.com`, an IP literal, each optionally with `:port`). Unbound when absent.
     #[serde(default)]
     pub destinations: Option<Vec<String>>,
+    /// Up to 10 templates over `data` (`{{ data | last4 }}`) whose values `data:` search terms
+    /// find exactly; each must render a non-empty value. The type's defaults when absent.
+    #[serde(default)]
+    pub search_indexes: Option<Vec<String>>,
+    /// A template over `data` and `metadata` whose rendered text is fingerprinted (and so
+    /// decides deduplication); the type's default when absent.
+    #[serde(default)]
+    pub fingerprint_expression: Option<String>,
 }
 
 /// A [`NewToken`] that passed validation.
@@ -93,6 +101,8 @@ pub struct ValidToken {
     pub deduplicate: bool,
     /// Where the data may be sent, if bound.
     pub destinations: Option<Destinations>,
+    /// Its search indexes and fingerprint expression, rendered.
+    pub indexing: Indexing,
 }
 
 impl NewToken {
@@ -107,6 +117,8 @@ impl NewToken {
             expires_at: None,
             deduplicate_token: false,
             destinations: None,
+            search_indexes: None,
+            fingerprint_expression: None,
         }
     }
 
@@ -154,6 +166,19 @@ impl NewToken {
         }
         let metadata = self.metadata.unwrap_or_default();
         metadata::validate(&metadata, &mut errors);
+        // Rendered over data that passed its type's checks only: a template's problem is
+        // then about the template.
+        let indexing = match &data {
+            Some(d) if errors.is_empty() => Indexing::read(
+                self.token_type,
+                self.search_indexes,
+                self.fingerprint_expression,
+                d.expose(),
+                &metadata,
+                &mut errors,
+            ),
+            _ => Indexing::default(),
+        };
         let destinations = self
             .destinations
             .as_deref()
@@ -183,6 +208,7 @@ impl NewToken {
                 expires_at,
                 deduplicate: self.deduplicate_token,
                 destinations,
+                indexing,
             }),
             _ => Err(ValidationErrors::single("data", "is required")),
         }

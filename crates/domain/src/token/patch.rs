@@ -51,6 +51,13 @@ pub struct TokenPatch {
     #[serde(default, deserialize_with = "present")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub destinations: Option<Option<Vec<String>>>,
+    /// New search index templates (replacing the old), or `null` for the type's defaults.
+    #[serde(default, deserialize_with = "present")]
+    pub search_indexes: Option<Option<Vec<String>>>,
+    /// A new fingerprint expression, or `null` for the type's default. The fingerprint
+    /// follows it at once.
+    #[serde(default, deserialize_with = "present")]
+    pub fingerprint_expression: Option<Option<String>>,
     /// Accepted as the SDKs send it, and changes nothing: deduplication is not a stored
     /// property of a token; a create asking for it finds any equal live token (docs/api.md).
     #[serde(default)]
@@ -80,6 +87,13 @@ pub struct TokenChanges {
     pub expires_at: Option<OffsetDateTime>,
     /// The new binding, when the patch changes it (`Some(None)`: unbound).
     pub destinations: Option<Option<Destinations>>,
+    /// The new search index templates, when the patch changes them (`Some(None)`: the type's
+    /// defaults).
+    pub search_indexes: Option<Option<Vec<String>>>,
+    /// The new fingerprint expression, when the patch changes it (`Some(None)`: the type's).
+    pub fingerprint_expression: Option<Option<String>>,
+    /// Whether the metadata differs from the token's.
+    pub metadata_changed: bool,
 }
 
 impl TokenPatch {
@@ -146,9 +160,12 @@ impl TokenPatch {
         errors.into_result()?;
         Ok(TokenChanges {
             data,
+            metadata_changed: merged != *metadata,
             metadata: merged,
             expires_at,
             destinations,
+            search_indexes: self.search_indexes,
+            fingerprint_expression: self.fingerprint_expression,
         })
     }
 }

@@ -42,6 +42,10 @@ pub struct Token {
     pub expires_at: Option<OffsetDateTime>,
     /// Where the data may be sent, if bound.
     pub destinations: Option<Destinations>,
+    /// The search index templates its create or last update named (`None`: the type's).
+    pub search_indexes: Option<Vec<String>>,
+    /// The fingerprint expression its create or last update named (`None`: the type's).
+    pub fingerprint_expression: Option<String>,
 }
 
 // One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
@@ -85,6 +89,12 @@ pub struct TokenView {
     /// The hosts the data may be sent to through the gateway; `null`: unbound.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     destinations: Option<Destinations>,
+    /// The templates whose values `data:` search terms find (the type's defaults when its
+    /// create named none; `[]`: not searchable by data).
+    search_indexes: Vec<String>,
+    /// The template whose rendered text is fingerprinted; `null`: the type's own canonical
+    /// input (`token`, `card`, `bank`).
+    fingerprint_expression: Option<String>,
     /// On the answer to a card's create only: its brand, last four digits and expiry, for
     /// receipts (never the number or the CVC).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -107,6 +117,14 @@ impl TokenView {
             fingerprint: with_fingerprint.then_some(t.fingerprint),
             expires_at: t.expires_at,
             destinations: t.destinations,
+            search_indexes: super::effective_search_indexes(
+                t.token_type,
+                t.search_indexes.as_deref(),
+            ),
+            fingerprint_expression: super::effective_fingerprint_expression(
+                t.token_type,
+                t.fingerprint_expression.as_deref(),
+            ),
             card: None,
         }
     }

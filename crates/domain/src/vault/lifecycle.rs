@@ -14,9 +14,9 @@ use crate::{
     pagination::{Page, PageRequest},
     permission::Permission,
     secret::Secret,
-    store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenUpdate},
+    store::{ContainerScope, SearchHash, StoreError, StoredToken, TokenSearch, TokenUpdate},
     timestamp,
-    token::{fingerprint_input, IdChoice, NewToken, Token, TokenChanges, TokenPatch, TokenType},
+    token::{IdChoice, Indexing, NewToken, Token, TokenChanges, TokenPatch, TokenType},
     validation::ValidationErrors,
 };
 
@@ -97,7 +97,8 @@ impl Vault {
             )?;
             may_apply(caller, &current, &changes)?;
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-            let (ciphertext, fingerprint) = sealed_changes(&key, &current, &changes)?;
+            let ciphertext = sealed_changes(&key, &current, &changes)?;
+            let (fingerprint, search) = reindexed(&key, &current, &changes)?;
             // Strictly after the version read, so a concurrent writer's expectation can never
             // match a row this write produced.
             let modified_at = now.max(current.modified_at + time::Duration::microseconds(1));
@@ -105,6 +106,7 @@ impl Vault {
                 tenant_id: tenant,
                 id: id.clone(),
                 created_at: current.created_at,
+                container: current.container.clone(),
                 expected_modified_at: current.modified_at,
                 live_at: now,
                 metadata: changes.metadata.clone(),
@@ -112,6 +114,8 @@ impl Vault {
                 fingerprint: fingerprint.clone(),
                 expires_at: changes.expires_at,
                 destinations: changes.destinations.clone(),
+                search: search.clone(),
+                fingerprint_expression: changes.fingerprint_expression.clone(),
                 modified_by: caller.application_id(),
                 modified_at,
             };
@@ -124,6 +128,10 @@ impl Vault {
                     fingerprint: fingerprint.unwrap_or(current.fingerprint),
                     expires_at: changes.expires_at,
                     destinations: changes.destinations.unwrap_or(current.destinations.clone()),
+                    search_indexes: search.map_or(current.search_indexes.clone(), |s| s.0),
+                    fingerprint_expression: changes
+                        .fingerprint_expression
+                        .unwrap_or(current.fingerprint_expression.clone()),
                     modified_by: caller.application_id(),
                     modified_at,
                     ..current
@@ -155,14 +163,13 @@ fn may_apply(
     Ok(())
 }
 
-/// The new ciphertext and fingerprint `changes` call for (`None`: unchanged). The ciphertext is
-/// bound to the destinations too, so it is sealed again when either the data or the binding
-/// changes.
+/// The new ciphertext `changes` call for (`None`: unchanged). The ciphertext is bound to the
+/// destinations too, so it is sealed again when either the data or the binding changes.
 fn sealed_changes(
     key: &DataKey,
     current: &StoredToken,
     changes: &TokenChanges,
-) -> Result<(Option<Vec<u8>>, Option<String>), VaultError> {
+) -> Result<Option<Vec<u8>>, VaultError> {
     let (tenant, id) = (current.tenant_id, &current.id);
     let binding = crate::binding::sealed_form(
         changes
@@ -177,21 +184,84 @@ fn sealed_changes(
                 serde_json::to_vec(data.expose())
                     .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
             );
-            (
-                Some(key.seal_token(tenant, id, &binding, plaintext.expose())?),
-                Some(key.fingerprint(&fingerprint_input(current.token_type, data.expose()))),
-            )
+            Some(key.seal_token(tenant, id, &binding, plaintext.expose())?)
         }
         None if changes.destinations.is_some() => {
             let old = crate::binding::sealed_form(current.destinations.as_ref());
             let plaintext = key.open_token(tenant, id, &old, &current.ciphertext)?;
-            (
-                Some(key.seal_token(tenant, id, &binding, &plaintext)?),
-                None,
-            )
+            Some(key.seal_token(tenant, id, &binding, &plaintext)?)
         }
-        None => (None, None),
+        None => None,
     })
+}
+
+/// The new fingerprint and search indexes (templates and value hashes) `changes` call for
+/// (`None`: unchanged): both follow the data, the templates, and — for a fingerprint
+/// expression, which may read it — the metadata. A token whose data does not change is
+/// decrypted to render them.
+fn reindexed(
+    key: &DataKey,
+    current: &StoredToken,
+    changes: &TokenChanges,
+) -> Result<
+    (
+        Option<String>,
+        Option<(Option<Vec<String>>, Vec<SearchHash>)>,
+    ),
+    VaultError,
+> {
+    let expression = changes
+        .fingerprint_expression
+        .clone()
+        .unwrap_or(current.fingerprint_expression.clone());
+    let needed = changes.data.is_some()
+        || changes.search_indexes.is_some()
+        || changes.fingerprint_expression.is_some()
+        || (changes.metadata_changed && expression.is_some());
+    if !needed {
+        return Ok((None, None));
+    }
+    let stored;
+    let data = match &changes.data {
+        Some(data) => data.expose(),
+        None => {
+            let binding = crate::binding::sealed_form(current.destinations.as_ref());
+            let plain = key.open_token(
+                current.tenant_id,
+                &current.id,
+                &binding,
+                &current.ciphertext,
+            )?;
+            stored = Secret::new(serde_json::from_slice::<serde_json::Value>(&plain).map_err(
+                |_| StoreError::Corrupt(format!("token {} data is not JSON", current.id)),
+            )?);
+            stored.expose()
+        }
+    };
+    let indexes = changes
+        .search_indexes
+        .clone()
+        .unwrap_or(current.search_indexes.clone());
+    let mut errors = ValidationErrors::new();
+    let indexing = Indexing::read(
+        current.token_type,
+        indexes.clone(),
+        expression,
+        data,
+        &changes.metadata,
+        &mut errors,
+    );
+    errors.into_result()?;
+    let hashes = indexing
+        .search_values
+        .expose()
+        .iter()
+        .map(|v| key.search_hash(v))
+        .collect();
+    Ok((
+        Some(key.fingerprint(indexing.fingerprint_input.expose())),
+        Some((indexes, hashes)),
+    ))
 }
 
 impl Vault {
@@ -318,10 +388,21 @@ impl Vault {
         caller: &Principal,
         search: &TokenSearch,
     ) -> Result<(TokenSearch, ContainerScope), VaultError> {
-        let search = TokenSearch {
+        let mut search = TokenSearch {
             live_at: Some(timestamp::now()),
             ..search.clone()
         };
+        // `data:` terms reach the store as keyed hashes only, like the index they match.
+        if !search.data.is_empty() {
+            let key = self
+                .keys
+                .data_key(self.store.as_ref(), caller.tenant_id())
+                .await?;
+            let terms = std::mem::take(&mut search.data);
+            search
+                .data_hashes
+                .extend(terms.iter().map(|t| key.search_hash(t.expose())));
+        }
         let scope = scope_among(
             caller,
             Permission::TokenRead,

@@ -12,14 +12,15 @@ use crate::{
     secret::Secret,
     store::{StoreError, StoredToken},
     timestamp,
-    token::{fingerprint_input, Token, ValidToken, ALIAS_DRAWS},
+    token::{Token, ValidToken, ALIAS_DRAWS},
 };
 
 use super::Vault;
 
-/// The fingerprint of a validated token's data under its tenant's `key`.
+/// The fingerprint of a validated token under its tenant's `key`: of what its fingerprint
+/// expression (or its type's default) renders.
 pub(super) fn fingerprint_of(key: &DataKey, valid: &ValidToken) -> String {
-    key.fingerprint(&fingerprint_input(valid.token_type, valid.data.expose()))
+    key.fingerprint(valid.indexing.fingerprint_input.expose())
 }
 
 /// Encrypts a validated token under `id` (its `fingerprint` computed with the same `key`)
@@ -57,6 +58,15 @@ pub(super) fn seal_new_token(
         fingerprint,
         expires_at: valid.expires_at,
         destinations: valid.destinations.clone(),
+        search_indexes: valid.indexing.search_indexes.clone(),
+        fingerprint_expression: valid.indexing.fingerprint_expression.clone(),
+        search_hashes: valid
+            .indexing
+            .search_values
+            .expose()
+            .iter()
+            .map(|value| key.search_hash(value))
+            .collect(),
     };
     let token = Token {
         id: stored.id.clone(),
@@ -72,6 +82,8 @@ pub(super) fn seal_new_token(
         fingerprint: stored.fingerprint.clone(),
         expires_at: stored.expires_at,
         destinations: stored.destinations.clone(),
+        search_indexes: stored.search_indexes.clone(),
+        fingerprint_expression: stored.fingerprint_expression.clone(),
     };
     Ok((stored, token))
 }

@@ -271,6 +271,8 @@ pub(super) fn decrypt_with(
         fingerprint,
         expires_at: stored.expires_at,
         destinations: stored.destinations,
+        search_indexes: stored.search_indexes,
+        fingerprint_expression: stored.fingerprint_expression,
     })
 }
 

@@ -322,12 +322,16 @@ async fn a_query_searches_v1_and_v2_alike(db: &TestDatabase) {
         )
         .await;
     let r = admin
-        .refuses("/tokens/search", json!({"query": "data:4242"}), "query")
+        .refuses(
+            "/tokens/search",
+            json!({"query": "enrichments:4242"}),
+            "query",
+        )
         .await;
     assert!(r.body["errors"]["query"][0]
         .as_str()
         .expect("message")
-        .contains("data:4242"));
+        .contains("enrichments:4242"));
     admin
         .post(
             "/tokens/search",

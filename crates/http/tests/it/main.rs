@@ -26,6 +26,7 @@ mod query_params;
 mod rate_limit;
 mod readiness;
 mod sdk_compat;
+mod search_indexes;
 mod service_basics;
 mod storage_safety;
 mod tenants;

@@ -14,7 +14,7 @@ pub(crate) use applications::{application_grants, ApplicationKeyRow, Application
 pub(crate) use associations::AssociationRow;
 pub(crate) use proxies::{NewProxyRow, ProxyRow};
 pub(crate) use tenants::TenantRow;
-pub(crate) use tokens::{TokenMetadataRow, TokenRow};
+pub(crate) use tokens::{TokenMetadataRow, TokenRow, TokenSearchRow};
 
 /// Stores a UTC instant as a naive `TIMESTAMP`.
 pub(crate) fn to_db_time(ts: OffsetDateTime) -> PrimitiveDateTime {

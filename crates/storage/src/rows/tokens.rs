@@ -7,7 +7,7 @@ use tessera_domain::{
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::schema::{token_metadata, tokens};
+use crate::schema::{token_metadata, token_search_index, tokens};
 
 use super::{from_db_time, json, parse, to_db_time, to_json};
 
@@ -32,6 +32,8 @@ pub(crate) struct TokenRow {
     pub expires_at: Option<PrimitiveDateTime>,
     pub fingerprint: String,
     pub destinations: Option<String>,
+    pub search_indexes: Option<String>,
+    pub fingerprint_expression: Option<String>,
 }
 
 impl From<&StoredToken> for TokenRow {
@@ -50,6 +52,8 @@ impl From<&StoredToken> for TokenRow {
             expires_at: t.expires_at.map(to_db_time),
             fingerprint: t.fingerprint.clone(),
             destinations: t.destinations.as_ref().map(|d| d.to_json()),
+            search_indexes: t.search_indexes.as_ref().map(to_json),
+            fingerprint_expression: t.fingerprint_expression.clone(),
         }
     }
 }
@@ -79,7 +83,51 @@ impl TryFrom<TokenRow> for StoredToken {
                 .as_deref()
                 .map(|d| json::<tessera_domain::binding::Destinations>("destinations", d))
                 .transpose()?,
+            search_indexes: r
+                .search_indexes
+                .as_deref()
+                .map(|s| json::<Vec<String>>("search indexes", s))
+                .transpose()?,
+            fingerprint_expression: r.fingerprint_expression,
+            search_hashes: Vec::new(),
         })
+    }
+}
+
+/// One search index value of a token, as its keyed hash, beside the token's container (so that
+/// a search's container scope is applied within the index).
+#[derive(Insertable)]
+#[diesel(table_name = token_search_index)]
+pub(crate) struct TokenSearchRow {
+    pub tenant_id: String,
+    pub hash: Vec<u8>,
+    pub container: String,
+    pub token_id: String,
+}
+
+impl TokenSearchRow {
+    /// The rows of `t`'s search index hashes.
+    pub(crate) fn for_token(t: &StoredToken) -> Vec<Self> {
+        Self::hashes(t.tenant_id, &t.id, &t.container, &t.search_hashes)
+    }
+
+    /// The rows of `hashes` for token `id` in `container`.
+    pub(crate) fn hashes(
+        tenant: tessera_domain::TenantId,
+        id: &tessera_domain::TokenId,
+        container: &Container,
+        hashes: &[tessera_domain::store::SearchHash],
+    ) -> Vec<Self> {
+        let (tenant, id, container) = (tenant.to_string(), id.to_string(), container.as_str());
+        hashes
+            .iter()
+            .map(|h| Self {
+                tenant_id: tenant.clone(),
+                hash: h.to_vec(),
+                container: container.to_string(),
+                token_id: id.clone(),
+            })
+            .collect()
     }
 }
 

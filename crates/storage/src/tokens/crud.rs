@@ -14,8 +14,8 @@ use crate::{
         checkout, only_row, read_unique_row, with_conn, with_write_conn, Database, DbResultExt,
         Pools,
     },
-    rows::{to_db_time, TokenMetadataRow, TokenRow},
-    schema::{token_associations, token_metadata, tokens},
+    rows::{to_db_time, to_json, TokenMetadataRow, TokenRow, TokenSearchRow},
+    schema::{token_associations, token_metadata, token_search_index, tokens},
 };
 
 /// What makes a token a duplicate of another for `deduplicate_token`: the same tenant, type,
@@ -37,8 +37,24 @@ struct TokenChangeset {
     fingerprint: Option<String>,
     expires_at: Option<Option<PrimitiveDateTime>>,
     destinations: Option<Option<String>>,
+    search_indexes: Option<Option<String>>,
+    fingerprint_expression: Option<Option<String>>,
     modified_by: String,
     modified_at: PrimitiveDateTime,
+}
+
+/// Deletes the search index rows of token `id` (which reference their tenant, not their
+/// token, as metadata rows do: docs/architecture.md "Writing tokens"), on either backend's
+/// connection.
+macro_rules! delete_search_rows {
+    ($conn:expr, $tenant:expr, $id:expr) => {
+        diesel::delete(
+            token_search_index::table
+                .filter(token_search_index::tenant_id.eq($tenant))
+                .filter(token_search_index::token_id.eq($id)),
+        )
+        .execute($conn)
+    };
 }
 
 impl Database {
@@ -141,6 +157,7 @@ impl Database {
                 )
                 .execute(conn)
                 .await?;
+                delete_search_rows!(conn, &tenant, &id).await?;
                 // Links in both directions go with the token; the tokens at the other end stay.
                 diesel::delete(
                     token_associations::table
@@ -179,9 +196,17 @@ impl Database {
                 .destinations
                 .as_ref()
                 .map(|d| d.as_ref().map(|d| d.to_json())),
+            search_indexes: update
+                .search
+                .as_ref()
+                .map(|(indexes, _)| indexes.as_ref().map(to_json)),
+            fingerprint_expression: update.fingerprint_expression.clone(),
             modified_by: update.modified_by.to_string(),
             modified_at: to_db_time(update.modified_at),
         };
+        let search = update.search.as_ref().map(|(_, hashes)| {
+            TokenSearchRow::hashes(update.tenant_id, &update.id, &update.container, hashes)
+        });
         let metadata = TokenMetadataRow::pairs(
             update.tenant_id,
             &update.id,
@@ -219,6 +244,15 @@ impl Database {
                         .values(pair)
                         .execute(conn)
                         .await?;
+                }
+                if let Some(search) = &search {
+                    delete_search_rows!(conn, &tenant, &id).await?;
+                    for row in search {
+                        diesel::insert_into(token_search_index::table)
+                            .values(row)
+                            .execute(conn)
+                            .await?;
+                    }
                 }
                 Ok(true)
             })

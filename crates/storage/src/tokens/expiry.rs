@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use crate::{
     database::{with_write_conn, Database, DbResultExt},
     rows::to_db_time,
-    schema::{token_metadata, tokens},
+    schema::{token_metadata, token_search_index, tokens},
 };
 
 impl Database {
@@ -30,8 +30,9 @@ impl Database {
                 .db()?;
             let mut deleted = 0u64;
             // One statement per token, each only if the token is still expired (another
-            // process may have swept it already); then its metadata rows (which reference
-            // their tenant, not their token: docs/architecture.md "Writing tokens").
+            // process may have swept it already); then its metadata and search index rows
+            // (which reference their tenant, not their token: docs/architecture.md "Writing
+            // tokens").
             // Associations go with it by ON DELETE CASCADE, on both backends.
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 for (tenant, id) in &expired {
@@ -48,6 +49,13 @@ impl Database {
                             token_metadata::table
                                 .filter(token_metadata::tenant_id.eq(tenant))
                                 .filter(token_metadata::token_id.eq(id)),
+                        )
+                        .execute(conn)
+                        .await?;
+                        diesel::delete(
+                            token_search_index::table
+                                .filter(token_search_index::tenant_id.eq(tenant))
+                                .filter(token_search_index::token_id.eq(id)),
                         )
                         .execute(conn)
                         .await?;

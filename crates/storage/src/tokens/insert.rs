@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use crate::{
     create_queue::{NewRows, Waiting},
     database::{checkout, Database, DbResultExt, Pools, SqliteConn},
-    schema::{token_associations, token_metadata, tokens},
+    schema::{token_associations, token_metadata, token_search_index, tokens},
 };
 
 /// Most rows one INSERT carries: 13 columns × 500 stays far below either backend's bound on a
@@ -44,6 +44,12 @@ macro_rules! insert_rows {
                     diesel::insert_into(token_metadata::table).values(row)
                 );
             }
+            for row in &$rows.search {
+                $run!(
+                    $conn,
+                    diesel::insert_into(token_search_index::table).values(row)
+                );
+            }
         } else {
             for chunk in $rows.tokens.chunks(ROWS_PER_INSERT) {
                 $run!($conn, diesel::insert_into(tokens::table).values(chunk));
@@ -52,6 +58,12 @@ macro_rules! insert_rows {
                 $run!(
                     $conn,
                     diesel::insert_into(token_metadata::table).values(chunk)
+                );
+            }
+            for chunk in $rows.search.chunks(ROWS_PER_INSERT) {
+                $run!(
+                    $conn,
+                    diesel::insert_into(token_search_index::table).values(chunk)
                 );
             }
         }

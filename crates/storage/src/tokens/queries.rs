@@ -168,6 +168,8 @@ pub(super) struct SearchParams {
     /// `LIKE` patterns, one per destination pattern the binding must hold (patterns hold no
     /// `LIKE` wildcard: `%` and `_` are not valid in them).
     pub(super) destinations: Vec<String>,
+    /// The keyed hashes of `data:` terms: each must be one of the token's index values.
+    pub(super) data_hashes: Vec<Vec<u8>>,
 }
 
 impl SearchParams {
@@ -197,6 +199,7 @@ impl SearchParams {
                 .iter()
                 .map(|p| format!("%\"{p}\"%"))
                 .collect(),
+            data_hashes: search.data_hashes.iter().map(|h| h.to_vec()).collect(),
             containers: scope_containers(scope),
         }
     }
@@ -245,6 +248,21 @@ macro_rules! with_token_criteria {
         }
         for pattern in &p.destinations {
             q = q.filter(tokens::destinations.like(pattern));
+        }
+        // Each `data:` term: the tokens whose index holds its hash, looked up within the
+        // caller's containers (the index rows carry the container), so what other
+        // containers hold is never read.
+        for hash in &p.data_hashes {
+            let mut indexed = $crate::schema::token_search_index::table
+                .filter($crate::schema::token_search_index::tenant_id.eq(&p.tenant))
+                .filter($crate::schema::token_search_index::hash.eq(hash))
+                .select($crate::schema::token_search_index::token_id)
+                .into_boxed();
+            if let Some(containers) = &p.containers {
+                indexed = indexed
+                    .filter($crate::schema::token_search_index::container.eq_any(containers));
+            }
+            q = q.filter(tokens::id.eq_any(indexed));
         }
         if let Some(containers) = &p.containers {
             q = q.filter(tokens::container.eq_any(containers));

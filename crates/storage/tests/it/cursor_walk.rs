@@ -31,6 +31,9 @@ fn token_at(tenant: TenantId, at: time::OffsetDateTime) -> StoredToken {
         fingerprint: "fp".to_string(),
         expires_at: None,
         destinations: None,
+        search_indexes: None,
+        fingerprint_expression: None,
+        search_hashes: Vec::new(),
     }
 }
 

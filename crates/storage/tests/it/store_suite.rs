@@ -132,6 +132,9 @@ fn token(
         fingerprint: format!("fp-{container}"),
         expires_at: None,
         destinations: None,
+        search_indexes: None,
+        fingerprint_expression: None,
+        search_hashes: Vec::new(),
     }
 }
 
