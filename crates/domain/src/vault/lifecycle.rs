@@ -195,6 +195,9 @@ fn sealed_changes(
     })
 }
 
+/// New search index templates (`None`: the type's) and the hashes of their values.
+type Reindexed = (Option<Vec<String>>, Vec<SearchHash>);
+
 /// The new fingerprint and search indexes (templates and value hashes) `changes` call for
 /// (`None`: unchanged): both follow the data, the templates, and — for a fingerprint
 /// expression, which may read it — the metadata. A token whose data does not change is
@@ -203,13 +206,7 @@ fn reindexed(
     key: &DataKey,
     current: &StoredToken,
     changes: &TokenChanges,
-) -> Result<
-    (
-        Option<String>,
-        Option<(Option<Vec<String>>, Vec<SearchHash>)>,
-    ),
-    VaultError,
-> {
+) -> Result<(Option<String>, Option<Reindexed>), VaultError> {
     let expression = changes
         .fingerprint_expression
         .clone()
