@@ -97,6 +97,10 @@ pub enum VaultError {
     /// The operation conflicts with other state (409).
     #[error("{0}")]
     Conflict(String),
+    /// Token ids chosen by the caller are already in use in its tenant (409): each with the
+    /// label of the request that chose it (`[3].`, `card.`, or nothing), in request order.
+    #[error("{}", taken_ids_message(.0))]
+    IdsTaken(Vec<(String, crate::ids::TokenId)>),
     /// The store failed (500, or 503 when unavailable).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -131,6 +135,29 @@ pub enum ErrorClass {
     Internal,
 }
 
+/// The message of [`VaultError::IdsTaken`]: every id, and where each was chosen.
+fn taken_ids_message(taken: &[(String, crate::ids::TokenId)]) -> String {
+    let named: Vec<String> = taken
+        .iter()
+        .map(|(label, id)| {
+            if label.is_empty() {
+                id.to_string()
+            } else {
+                format!("{id} (`{label}id`)")
+            }
+        })
+        .collect();
+    match named.as_slice() {
+        [one] if taken.len() == 1 && taken[0].0.is_empty() => {
+            format!("the token id {one} is already in use")
+        }
+        _ => format!(
+            "token ids chosen in this request are already in use: {}; nothing was stored",
+            named.join(", ")
+        ),
+    }
+}
+
 impl VaultError {
     /// The class of this error.
     pub fn class(&self) -> ErrorClass {
@@ -142,7 +169,7 @@ impl VaultError {
             | VaultError::DestinationRefused(_)
             | VaultError::KeyTypeRefused(_) => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,
-            VaultError::Conflict(_) => ErrorClass::Conflict,
+            VaultError::Conflict(_) | VaultError::IdsTaken(_) => ErrorClass::Conflict,
             VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_))
             | VaultError::Crypto(CryptoError::CustodyUnavailable(_)) => ErrorClass::Unavailable,
             VaultError::Store(_) | VaultError::Crypto(_) => ErrorClass::Internal,

@@ -62,6 +62,13 @@ impl Problem {
     pub fn from_vault(e: &VaultError) -> Self {
         match e {
             VaultError::Validation(errors) => Self::validation(errors),
+            VaultError::IdsTaken(taken) => Self::new(class_status(e.class()), e.public_message())
+                .with_errors(
+                    taken
+                        .iter()
+                        .map(|(label, _)| (format!("{label}id"), vec!["is already in use".into()]))
+                        .collect(),
+                ),
             other => Self::new(class_status(other.class()), other.public_message()),
         }
     }

@@ -91,13 +91,7 @@ pub(super) fn seal_new_token(
 /// The 409 of an id the caller chose that is taken in its tenant, naming the id (and, in a
 /// bulk create, where it was asked).
 pub(super) fn taken(id: &TokenId, label: &str) -> VaultError {
-    if label.is_empty() {
-        VaultError::Conflict(format!("the token id {id} is already in use"))
-    } else {
-        VaultError::Conflict(format!(
-            "the token id {id} of `{label}id` is already in use; nothing was stored"
-        ))
-    }
+    VaultError::IdsTaken(vec![(label.to_string(), id.clone())])
 }
 
 /// The tokens of one create, sealed under their current ids, until they are stored: the rows
@@ -229,6 +223,18 @@ impl Vault {
             if taken.is_empty() {
                 // Not an id after all (the tenant went away, say): as the store said.
                 return Err(StoreError::Conflict(conflict).into());
+            }
+            // Every chosen id that is taken, named at once (an import resumes by skipping
+            // them); then the drawn ones are drawn again.
+            let chosen: Vec<(String, TokenId)> = drawn
+                .rows
+                .iter()
+                .zip(&drawn.asked)
+                .filter(|(row, a)| a.valid.id.is_chosen() && taken.contains(&row.id))
+                .map(|(row, a)| (a.label.clone(), row.id.clone()))
+                .collect();
+            if !chosen.is_empty() {
+                return Err(VaultError::IdsTaken(chosen));
             }
             for i in 0..drawn.rows.len() {
                 if taken.contains(&drawn.rows[i].id) {

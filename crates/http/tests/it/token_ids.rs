@@ -278,7 +278,27 @@ async fn a_taken_id_is_a_409_naming_it(db: &TestDatabase) {
         detail.contains("1234_phone") && detail.contains("[1].id"),
         "{detail}"
     );
+    assert_eq!(bulk.error_fields(), vec!["[1].id".to_string()]);
     in_a.get("/tokens/fresh_one").await.expect(404);
+    // Every taken id of a request is named at once.
+    in_a.post("/tokens", token("second_taken"))
+        .await
+        .expect(201);
+    let two = in_a
+        .post(
+            "/tokenize",
+            json!([
+                token("second_taken"),
+                token("fresh_two"),
+                token("1234_phone")
+            ]),
+        )
+        .await
+        .expect(409);
+    assert_eq!(
+        two.error_fields(),
+        vec!["[0].id".to_string(), "[2].id".to_string()]
+    );
     // Another tenant holds its own: same id, no conflict, no sign of the first.
     in_b.post("/tokens", token("1234_phone")).await.expect(201);
     in_b.get("/tokens/1234_phone").await.expect(200);
