@@ -45,6 +45,38 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Store a token export (JSON lines, one token a line) through a running server's
+    /// `POST /tokenize`: rows refused alone with their line and reason, rows already stored
+    /// skipped by id (a rerun resumes), what is not kept reported. Prints a JSON summary;
+    /// exits 1 when rows were refused.
+    Import(ImportArgs),
+}
+
+/// Flags of `import`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ImportArgs {
+    /// The export: one JSON token a line (`id`, `type`, `data`, `metadata`, `containers`,
+    /// `expires_at`, `search_indexes`, `fingerprint_expression`; other fields are reported).
+    pub(crate) file: std::path::PathBuf,
+    /// The running server's base URL.
+    #[arg(long, env = "TESSERA_URL", default_value = "http://127.0.0.1:8080")]
+    pub(crate) url: url::Url,
+    /// A `private` or `management` API key holding `token:create` on the target containers.
+    #[arg(long, env = "TESSERA_API_KEY", hide_env_values = true)]
+    pub(crate) api_key: String,
+    /// The server's header prefix (its `--header-prefix`): the key goes in `<PREFIX>-API-KEY`.
+    #[arg(
+        long = "header-prefix",
+        env = "TESSERA_HEADER_PREFIX",
+        default_value = "SVC"
+    )]
+    pub(crate) header_prefix: String,
+    /// Batches in flight at once.
+    #[arg(long, env = "TESSERA_IMPORT_CONCURRENCY", default_value_t = 8)]
+    pub(crate) concurrency: usize,
+    /// Rows per batch (1–100).
+    #[arg(long, env = "TESSERA_IMPORT_BATCH_SIZE", default_value_t = 100)]
+    pub(crate) batch_size: usize,
 }
 
 /// Audit-trail operations.

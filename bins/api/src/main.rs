@@ -83,6 +83,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ),
             }
         }
+        Command::Import(args) => import(args).await,
         Command::Openapi => {
             print!("{}", tessera_http::openapi::json());
             Ok(())
@@ -100,6 +101,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `api import`: prints the summary; an error when rows were refused, so that scripts see it.
+async fn import(args: cli::ImportArgs) -> anyhow::Result<()> {
+    let summary = tessera_import::run(tessera_import::ImportConfig {
+        file: args.file,
+        url: args.url,
+        api_key: args.api_key,
+        header_prefix: args.header_prefix,
+        workers: args.concurrency,
+        batch_size: args.batch_size,
+        progress: tessera_import::stderr_is_terminal(),
+    })
+    .await?;
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    if summary.refused > 0 {
+        anyhow::bail!(
+            "{} rows were refused (listed in the summary)",
+            summary.refused
+        );
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]

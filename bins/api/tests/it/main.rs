@@ -6,4 +6,5 @@ mod cli;
 mod console;
 mod dev_echo;
 mod hsm;
+mod import;
 mod readme;

@@ -1,0 +1,184 @@
+//! # tessera-import
+//!
+//! `api import FILE`: stores a token export (JSON lines, one token a line, in the shape of
+//! Basis Theory's token object or Tessera's own) through a running server's `POST /tokenize`,
+//! from several workers at once (docs/migrating.md, "Importing tokens").
+//!
+//! It runs against a server, with an API key, rather than on the database with the master key:
+//! every row then goes through the checks, permissions, audit trail and grouped writes every
+//! other create goes through; the import needs neither the master key nor the database, only
+//! a key that may create tokens in the target containers; and it works alike on SQLite and
+//! PostgreSQL, on this machine or another.
+//!
+//! - A batch holding a bad row is not lost: the rows the server refuses are reported alone
+//!   (line, id, reason) and the others sent again; a batch refused as a whole is split until
+//!   the row at fault stands alone.
+//! - It resumes: a rerun skips every row whose id is already stored (the server names every
+//!   taken id of a batch at once). A row without an `id` gets a new one each run.
+//! - Fields Tessera does not keep (`created_at`, the source vault's `fingerprint`, …) are
+//!   dropped from the requests and reported with why.
+
+mod batches;
+mod client;
+mod rows;
+mod tally;
+
+use std::{
+    io::{BufRead, IsTerminal, Write},
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+pub use tally::{Dropped, Refusal, Summary};
+
+use crate::{
+    client::Server,
+    rows::{NotKept, Read, Row},
+    tally::Tally,
+};
+
+/// Why an import stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The import was set up wrong (a URL, a key, a header prefix).
+    #[error("{0}")]
+    Config(String),
+    /// The export could not be read.
+    #[error("reading the export: {0}")]
+    Io(String),
+    /// The server refused the import's key (401, 403): nothing more can be stored.
+    #[error("the server refused the import's key: {0}")]
+    Refused(String),
+    /// The server kept failing, or answered what an import cannot act on.
+    #[error("the server: {0}")]
+    Server(String),
+}
+
+/// How to import.
+#[derive(Debug, Clone)]
+pub struct ImportConfig {
+    /// The export, JSON lines.
+    pub file: PathBuf,
+    /// The server's base URL.
+    pub url: url::Url,
+    /// An API key that may create tokens (`private` or `management`: only they may choose ids).
+    pub api_key: String,
+    /// The server's header prefix (`SVC`, or `BT` for a server run with `--header-prefix BT`).
+    pub header_prefix: String,
+    /// Batches in flight at once.
+    pub workers: usize,
+    /// Rows per batch (1–100).
+    pub batch_size: usize,
+    /// Whether to show a progress line on standard error.
+    pub progress: bool,
+}
+
+/// Imports `config.file`: what was stored, skipped and refused, and what was not kept.
+pub async fn run(config: ImportConfig) -> Result<Summary, ImportError> {
+    if !(1..=100).contains(&config.batch_size) || config.workers == 0 {
+        return Err(ImportError::Config(
+            "a batch holds 1 to 100 rows, and at least one worker sends them".into(),
+        ));
+    }
+    let server = Server::new(&config.url, &config.header_prefix, &config.api_key)?;
+    let tally = Arc::new(Tally::default());
+    let (batches, receiver) = tokio::sync::mpsc::channel::<Vec<Row>>(config.workers * 2);
+    let reader = {
+        let (file, size, tally) = (config.file.clone(), config.batch_size, tally.clone());
+        tokio::task::spawn_blocking(move || read_batches(&file, size, &tally, &batches))
+    };
+    let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
+    let workers: Vec<_> = (0..config.workers)
+        .map(|_| {
+            let (server, tally, receiver) = (server.clone(), tally.clone(), receiver.clone());
+            tokio::spawn(async move {
+                loop {
+                    let Some(batch) = receiver.lock().await.recv().await else {
+                        return Ok(());
+                    };
+                    batches::store(&server, batch, &tally).await?;
+                }
+            })
+        })
+        .collect();
+    let ticker = config
+        .progress
+        .then(|| tokio::spawn(progress(tally.clone())));
+    let mut outcome = Ok(());
+    for worker in workers {
+        let done = worker
+            .await
+            .unwrap_or_else(|e| Err(ImportError::Server(e.to_string())));
+        if outcome.is_ok() {
+            outcome = done;
+        }
+    }
+    // A worker that stopped closes nothing: dropping the receiver ends the reader.
+    drop(receiver);
+    let read = reader
+        .await
+        .unwrap_or_else(|e| Err(ImportError::Io(e.to_string())));
+    if let Some(ticker) = ticker {
+        ticker.abort();
+        eprintln!();
+    }
+    outcome?;
+    read?;
+    Ok(tally.summary())
+}
+
+/// Reads `file` into batches of `size` rows, sent to `batches`; lines that are no token are
+/// refused in `tally` as they are read.
+fn read_batches(
+    file: &std::path::Path,
+    size: usize,
+    tally: &Tally,
+    batches: &tokio::sync::mpsc::Sender<Vec<Row>>,
+) -> Result<(), ImportError> {
+    let input = std::fs::File::open(file).map_err(|e| ImportError::Io(e.to_string()))?;
+    let mut not_kept = NotKept::default();
+    let mut batch = Vec::with_capacity(size);
+    for (i, line) in std::io::BufReader::new(input).lines().enumerate() {
+        let line = line.map_err(|e| ImportError::Io(e.to_string()))?;
+        match rows::read(i + 1, &line, &mut not_kept) {
+            Read::Blank => continue,
+            Read::Refused(reason) => tally.refuse(i + 1, None, reason),
+            Read::Row(row) => batch.push(row),
+        }
+        tally.read(1);
+        if batch.len() == size {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(size));
+            if batches.blocking_send(full).is_err() {
+                // Every worker stopped: the import is over.
+                break;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batches.blocking_send(batch);
+    }
+    tally.not_kept(not_kept);
+    Ok(())
+}
+
+/// Redraws the progress line on standard error four times a second.
+async fn progress(tally: Arc<Tally>) {
+    let started = Instant::now();
+    let mut stderr = std::io::stderr();
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let (read, stored, skipped, refused) = tally.counts();
+        let rate = stored as f64 / started.elapsed().as_secs_f64().max(0.001);
+        let _ = write!(
+            stderr,
+            "\r{read} read · {stored} stored · {skipped} skipped · {refused} refused · {rate:.0} stored/s   "
+        );
+        let _ = stderr.flush();
+    }
+}
+
+/// Whether standard error is a terminal (where a progress line is shown).
+pub fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
