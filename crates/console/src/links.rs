@@ -17,6 +17,14 @@ pub(crate) fn token(id: &TokenId) -> String {
     resource("tokens", id)
 }
 
+/// `/console/tokens?deleted={id}`: the list, saying the token was deleted.
+pub(crate) fn token_deleted(id: &TokenId) -> String {
+    format!(
+        "/console/tokens?deleted={}",
+        utf8_percent_encode(&id.to_string(), SEGMENT)
+    )
+}
+
 /// `/console/{section}/{id}`.
 pub(crate) fn resource(section: &str, id: &impl std::fmt::Display) -> String {
     format!(
@@ -43,6 +51,8 @@ mod tests {
             token_action(&id, "edit"),
             "/console/tokens/caf%C3%A9%221/edit"
         );
+        let id: TokenId = "a;b'c\"&".trim_end_matches('&').parse().expect("id");
+        assert_eq!(token_deleted(&id), "/console/tokens?deleted=a%3Bb%27c%22");
         let uuid = TokenId::new();
         assert_eq!(token(&uuid), format!("/console/tokens/{uuid}"));
     }

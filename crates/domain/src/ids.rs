@@ -87,6 +87,22 @@ pub const FORBIDDEN_ID_CHARS: &[char] = &[
 ];
 /// Prefixes a token id may not start with: they start the expression forms.
 pub const RESERVED_ID_PREFIXES: &[&str] = &["token:", "config:", "token_intent:"];
+/// Ids a token may not have: they name routes beside `/tokens/{id}` (`/tokens/search`,
+/// `/console/tokens/new`), so a token holding one could not be reached by its id.
+pub const RESERVED_IDS: &[&str] = &["search", "new"];
+
+/// Whether `c` is an invisible formatting character (Unicode category Cf: soft hyphen,
+/// zero-width and bidirectional controls, tags…): an id holding one would show as another
+/// id in a console, a log or a terminal (docs/api.md, "Token ids").
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{0600}'..='\u{0605}' | '\u{061C}' | '\u{06DD}' | '\u{070F}'
+        | '\u{0890}'..='\u{0891}' | '\u{08E2}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{110BD}' | '\u{110CD}'
+        | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
+}
 
 /// Identifies a token within a tenant: a UUID (generated, or chosen by the caller), or any
 /// other id a caller chose, as another vault let it (3–400 characters, no whitespace, none of
@@ -112,6 +128,12 @@ pub enum TokenIdError {
     /// Whitespace or a control character.
     #[error("must not hold whitespace or control characters")]
     Whitespace,
+    /// An invisible formatting character (zero-width, bidirectional, soft hyphen…).
+    #[error("must not hold invisible formatting characters (zero-width, bidirectional)")]
+    Invisible,
+    /// One of [`RESERVED_IDS`].
+    #[error("must not be `search` or `new`: they name routes")]
+    RouteName,
     /// One of [`FORBIDDEN_ID_CHARS`].
     #[error("must not hold any of # / \\ + ? [ ] | & = % < > {{ }} ^")]
     Forbidden,
@@ -194,6 +216,12 @@ impl FromStr for TokenId {
         if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(TokenIdError::Whitespace);
         }
+        if s.chars().any(is_format) {
+            return Err(TokenIdError::Invisible);
+        }
+        if RESERVED_IDS.contains(&s) {
+            return Err(TokenIdError::RouteName);
+        }
         if s.contains(FORBIDDEN_ID_CHARS) {
             return Err(TokenIdError::Forbidden);
         }
@@ -229,7 +257,8 @@ impl utoipa::PartialSchema for TokenId {
             .max_length(Some(MAX_TOKEN_ID_CHARS))
             .description(Some(
                 "A token id: a UUID, or the id a caller chose (3–400 characters, no \
-                 whitespace, none of # / \\ + ? [ ] | & = % < > { } ^).",
+                 whitespace or invisible formatting characters, none of \
+                 # / \\ + ? [ ] | & = % < > { } ^, not `search` or `new`).",
             ))
             .into()
     }
@@ -260,6 +289,8 @@ mod tests {
             "9273610263384242",
             "k7dn59wb@gmail.com",
             "caf\u{e9}-1",
+            "Search",
+            "news",
         ] {
             let id: TokenId = ok.parse().expect(ok);
             assert_eq!(id.to_string(), ok);
@@ -279,6 +310,13 @@ mod tests {
             ("config:abc", TokenIdError::Reserved),
             ("token_intent:abc", TokenIdError::Reserved),
             ("00000000-0000-0000-0000-000000000000", TokenIdError::Nil),
+            ("search", TokenIdError::RouteName),
+            ("new", TokenIdError::RouteName),
+            ("abc\u{200B}", TokenIdError::Invisible),
+            ("\u{202E}cba", TokenIdError::Invisible),
+            ("ab\u{00AD}c", TokenIdError::Invisible),
+            ("abc\u{FEFF}", TokenIdError::Invisible),
+            ("abc\u{E0041}", TokenIdError::Invisible),
         ] {
             assert_eq!(bad.parse::<TokenId>(), Err(why), "{bad}");
         }

@@ -7,6 +7,10 @@ use crate::{
     filter::{Filter, Flow, Unapplicable},
 };
 
+/// Most filters one expression or template object may chain: each one walks its input, so
+/// a longer chain would multiply the work of a rendering whose size is bounded.
+pub const MAX_FILTERS: usize = 32;
+
 /// The filters after an expression's head, in order.
 #[derive(Debug, Clone, Default)]
 pub struct Chain(Vec<Filter>);
@@ -28,6 +32,12 @@ impl Chain {
                         "filter `{}` must be the last of its expression",
                         previous.name()
                     ),
+                ));
+            }
+            if filters.len() == MAX_FILTERS {
+                return Err(SyntaxError::at(
+                    at,
+                    format!("an expression chains at most {MAX_FILTERS} filters"),
                 ));
             }
             filters.push(Filter::parse(segment).map_err(|m| SyntaxError::at(at, m))?);
@@ -60,9 +70,19 @@ impl Chain {
             .map(Flow::into_value)
     }
 
-    /// Upper bound of the result's JSON text, from one of the input's.
+    /// Upper bound of what rendering holds at its largest, from an upper bound of the input's
+    /// JSON text: the input itself (each rendering starts from a copy), every filter's result
+    /// on the way, and the last one. A filter that reduces (`size`, `last4`) does not hide
+    /// what an earlier one built, so this bounds the memory and time of the rendering as well
+    /// as its result.
     pub fn bound(&self, input: u64) -> u64 {
-        self.0.iter().fold(input, |n, f| f.bound(n))
+        self.0
+            .iter()
+            .fold((input, input), |(at, peak), f| {
+                let next = f.bound(at);
+                (next, peak.max(next))
+            })
+            .1
     }
 }
 
@@ -108,6 +128,22 @@ mod tests {
         assert!(Chain::parse("| json: '$[\"a|b\"]'").is_ok(), "quoted pipe");
         assert!(Chain::parse("|").is_err(), "empty filter");
         assert!(Chain::parse("").expect("none").filters().is_empty());
+        let most = "| upcase ".repeat(MAX_FILTERS);
+        assert_eq!(
+            Chain::parse(&most).expect("at the cap").filters().len(),
+            MAX_FILTERS
+        );
+        let e = Chain::parse(&format!("{most}| upcase")).expect_err("over the cap");
+        assert!(e.to_string().contains("at most 32 filters"), "{e}");
+    }
+
+    #[test]
+    fn the_bound_holds_the_largest_step_not_only_the_last() {
+        // `pad_left` builds 10,000 characters that `size` then reduces to a number: rendering
+        // still holds them, so the bound counts them.
+        let chain = Chain::parse("| pad_left: 10000, 'x' | size").expect("chain");
+        assert!(chain.bound(10) >= 10_000, "{}", chain.bound(10));
+        assert!(Chain::parse("").expect("none").bound(7) == 7);
     }
 
     #[test]

@@ -20,9 +20,10 @@ pub mod filter;
 mod template;
 
 pub use chain::Chain;
+pub use chain::MAX_FILTERS;
 pub use error::{SyntaxError, TemplateError};
 pub use filter::{Filter, Flow, Unapplicable};
-pub use template::{Scope, Template, MAX_RENDERED};
+pub use template::{Scope, Template, MAX_OBJECTS, MAX_RENDERED, MAX_TEMPLATE_BYTES};
 
 /// Keeps error messages short when the offending text is long.
 pub(crate) fn truncate(s: &str) -> String {

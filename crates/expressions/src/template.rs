@@ -19,6 +19,11 @@ use crate::{
 
 /// The most bytes a template may render, checked from the data's size before it renders.
 pub const MAX_RENDERED: u64 = 1 << 20;
+/// The longest template accepted, in bytes.
+pub const MAX_TEMPLATE_BYTES: usize = 2048;
+/// The most `{{ … }}` objects one template may hold: each one reads a value of the scope
+/// and renders it, so the work of a rendering grows with their number.
+pub const MAX_OBJECTS: usize = 16;
 
 /// The named values a template reads.
 #[derive(Debug, Default)]
@@ -81,6 +86,12 @@ impl Template {
 
     /// Parses `text`, whose paths may start only at one of `roots`.
     pub fn parse(text: &str, roots: &[&str]) -> Result<Self, SyntaxError> {
+        if text.len() > MAX_TEMPLATE_BYTES {
+            return Err(SyntaxError::at(
+                MAX_TEMPLATE_BYTES,
+                format!("a template is at most {MAX_TEMPLATE_BYTES} bytes"),
+            ));
+        }
         let mut parts = Vec::new();
         let mut at = 0;
         while let Some(rel) = text[at..].find('{') {
@@ -103,6 +114,17 @@ impl Template {
             }
             let close = closing(text, open + 2)
                 .ok_or_else(|| SyntaxError::at(open, "unterminated object: missing `}}`"))?;
+            if parts
+                .iter()
+                .filter(|p| matches!(p, Part::Object(_)))
+                .count()
+                == MAX_OBJECTS
+            {
+                return Err(SyntaxError::at(
+                    open,
+                    format!("a template holds at most {MAX_OBJECTS} objects ({{{{ … }}}})"),
+                ));
+            }
             let object = object(&text[open + 2..close], roots).map_err(|e| e.shifted(open + 2))?;
             parts.push(Part::Object(object));
             at = close + 2;
@@ -113,12 +135,32 @@ impl Template {
         Ok(Self { parts })
     }
 
-    /// Renders the template over `scope`.
+    /// Whether an object of the template reads `root` (`metadata`).
+    pub fn reads(&self, root: &str) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Object(o) if o.root == root))
+    }
+
+    /// Renders the template over `scope`, if what rendering holds is bounded by
+    /// [`MAX_RENDERED`] bytes.
     pub fn render(&self, scope: &Scope<'_>) -> Result<Value, TemplateError> {
+        self.render_within(scope, &mut { MAX_RENDERED })
+    }
+
+    /// Renders the template over `scope`, spending its bound from `budget`: templates rendered
+    /// for one write share a budget, so that their number does not multiply its cost. Refused,
+    /// with nothing spent, when the bound exceeds what is left.
+    pub fn render_within(
+        &self,
+        scope: &Scope<'_>,
+        budget: &mut u64,
+    ) -> Result<Value, TemplateError> {
         let bound = self.bound(scope);
-        if bound > MAX_RENDERED {
+        if bound > *budget {
             return Err(TemplateError::TooLarge { max: MAX_RENDERED });
         }
+        *budget -= bound;
         if let [Part::Object(only)] = self.parts.as_slice() {
             return Ok(only.chain.render_strict(lookup(only, scope))?);
         }
@@ -135,20 +177,46 @@ impl Template {
         Ok(Value::String(out))
     }
 
-    /// Upper bound of what the template renders over `scope`, from the sizes of its values.
+    /// Upper bound of what rendering the template over `scope` holds, from the sizes of its
+    /// values: each root's JSON text is measured once, whatever the number of objects.
     fn bound(&self, scope: &Scope<'_>) -> u64 {
+        let mut sizes: Vec<(&str, u64)> = Vec::new();
         self.parts.iter().fold(0u64, |n, part| {
             let more = match part {
                 Part::Text(text) => text.len() as u64,
                 Part::Object(o) => {
-                    let input = scope
-                        .get(&o.root)
-                        .map_or(4, |v| serde_json::to_vec(v).map_or(0, |b| b.len() as u64));
+                    let input = match sizes.iter().find(|(root, _)| *root == o.root) {
+                        Some((_, size)) => *size,
+                        None => {
+                            let size = scope.get(&o.root).map_or(4, json_size);
+                            sizes.push((&o.root, size));
+                            size
+                        }
+                    };
                     o.chain.bound(input)
                 }
             };
             n.saturating_add(more)
         })
+    }
+}
+
+/// Bytes of `value`'s JSON text, counted without building it.
+fn json_size(value: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len() as u64);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => u64::MAX,
     }
 }
 
@@ -296,5 +364,39 @@ mod tests {
         assert!(matches!(e, TemplateError::Unapplicable(u) if u.filter == "card_exp"));
         let big = render("{{ data | pad_left: 10000, 'x' | replace: 'x', 'yyyyyyyyyyyyyyyyyyyy' | replace: 'y', 'zzzzzzzzzzzzzzzzzzzz' }}", json!("a"));
         assert_eq!(big, Err(TemplateError::TooLarge { max: MAX_RENDERED }));
+        // Growth hidden behind a filter that reduces is still counted.
+        let hidden = render("{{ data | pad_left: 10000, 'x' | replace: 'x', 'yyyyyyyyyyyyyyyyyyyy' | replace: 'y', 'zzzzzzzzzzzzzzzzzzzz' | size }}", json!("a"));
+        assert_eq!(hidden, Err(TemplateError::TooLarge { max: MAX_RENDERED }));
+    }
+
+    #[test]
+    fn templates_of_one_write_share_a_budget() {
+        let t = Template::parse("{{ data | pad_left: 10000, 'x' }}", &["data"]).expect("t");
+        let data = json!("a");
+        let scope = Scope::new().with("data", &data);
+        let mut budget = MAX_RENDERED;
+        let mut rendered = 0;
+        while t.render_within(&scope, &mut budget).is_ok() {
+            rendered += 1;
+        }
+        // Each rendering may hold 10,000 characters of up to 12 bytes of JSON: eight fit in
+        // 1 MiB.
+        assert_eq!(rendered, 8);
+        assert!(t.render(&scope).is_ok(), "alone, it fits");
+    }
+
+    #[test]
+    fn a_template_is_bounded_in_length_and_objects() {
+        let most = "{{ data }}".repeat(MAX_OBJECTS);
+        assert!(Template::parse(&most, &["data"]).is_ok());
+        let e = Template::parse(&format!("{most}{{{{ data }}}}"), &["data"]).expect_err("17");
+        assert!(e.message.contains("at most 16 objects"), "{e}");
+        let long = "x".repeat(MAX_TEMPLATE_BYTES + 1);
+        let e = Template::parse(&long, &["data"]).expect_err("long");
+        assert!(e.message.contains("at most 2048 bytes"), "{e}");
+        assert_eq!(
+            json_size(&json!({"a": [1, "b"]})),
+            r#"{"a":[1,"b"]}"#.len() as u64
+        );
     }
 }

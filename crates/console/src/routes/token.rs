@@ -175,7 +175,7 @@ pub(crate) async fn delete(posted: Posted, id: web::Path<String>) -> HttpRespons
         .await;
     let audit = Audit::done(AuditAction::TokenDeleted, [token_id.clone()]);
     match ctx.audited(SECTION, audit, result).await {
-        Ok(()) => see_other(&format!("/console/tokens?deleted={token_id}")),
+        Ok(()) => see_other(&crate::links::token_deleted(&token_id)),
         Err(refusal) => refusal.into_response(&ctx, SECTION),
     }
 }

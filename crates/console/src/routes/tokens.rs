@@ -66,7 +66,11 @@ impl SearchForm {
 /// straight to that token's page.
 pub(crate) async fn search(ctx: Ctx, req: HttpRequest) -> HttpResponse {
     let (form, page, size) = SearchForm::read(&req);
-    let notice = query(&req).opt("deleted").map(str::to_string);
+    // Only a token id is said to be deleted: other text in the link is not echoed.
+    let notice = query(&req)
+        .opt("deleted")
+        .filter(|id| id.parse::<TokenId>().is_ok())
+        .map(str::to_string);
     if !form.id.is_empty() {
         return match form.id.parse::<TokenId>() {
             Ok(id) => see_other(&crate::links::token(&id)),

@@ -212,7 +212,7 @@ async fn tokens_with_chosen_ids_are_linked_encoded(db: &TestDatabase) {
         .await
         .expect("token");
     let mut c = client(&s).await;
-    c.signed_in(&s.admin_key).await;
+    let csrf = c.signed_in(&s.admin_key).await;
     let encoded = "/console/tokens/k7dn59wb%40gmail.com%22%27onmouseover";
     let found = c
         .get("/console/tokens?id=k7dn59wb%40gmail.com%22%27onmouseover")
@@ -228,4 +228,22 @@ async fn tokens_with_chosen_ids_are_linked_encoded(db: &TestDatabase) {
     assert!(!page.body.contains("com\"'"), "never as markup");
     assert!(page.body.contains(&format!("{encoded}/edit")));
     assert!(!page.body.contains("secret-value"), "masked until revealed");
+    // Deleting it redirects with the id encoded in the query, and the notice shows it escaped.
+    let gone = c
+        .post(&format!("{encoded}/delete"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(gone.status, StatusCode::SEE_OTHER, "{}", gone.body);
+    assert_eq!(
+        gone.location(),
+        "/console/tokens?deleted=k7dn59wb%40gmail.com%22%27onmouseover"
+    );
+    let list = c.get(gone.location()).await;
+    assert!(
+        list.body.contains("k7dn59wb@gmail.com&quot;'onmouseover"),
+        "{}",
+        list.body
+    );
+    // Only a token id is echoed: other text in the link is not.
+    let spoof = c.get("/console/tokens?deleted=all%20your%20tokens").await;
+    assert!(!spoof.body.contains("all your tokens"), "{}", spoof.body);
 }

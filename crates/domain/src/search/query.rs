@@ -220,7 +220,7 @@ fn apply(search: &mut TokenSearch, term: &Term<'_>) -> Result<(), QueryError> {
         "type" => {
             once(!search.types.is_empty())?;
             let t = TokenType::parse(value)
-                .ok_or_else(|| bad("not a token type (token, card, bank)"))?;
+                .ok_or_else(|| bad(&format!("not a token type ({})", TokenType::NAMES)))?;
             search.types.push(t);
         }
         "fingerprint" => {

@@ -8,7 +8,7 @@
 //! them under the tenant's keys. The templates themselves are stored in clear.
 
 use serde_json::Value;
-use tessera_expressions::{Scope, Template};
+use tessera_expressions::{Scope, Template, TemplateError, MAX_RENDERED};
 
 use super::{
     fingerprint::{expression_input, fingerprint_input},
@@ -47,14 +47,25 @@ impl Indexing {
         metadata: &Metadata,
         errors: &mut ValidationErrors,
     ) -> Self {
-        let search_values = search_values(token_type, search_indexes.as_deref(), data, errors);
+        // One budget for all of the token's templates: their number does not multiply the
+        // work one write may ask for.
+        let mut budget = MAX_RENDERED;
+        let search_values = search_values(
+            token_type,
+            search_indexes.as_deref(),
+            data,
+            &mut budget,
+            errors,
+        );
         let fingerprint_input = match &fingerprint_expression {
             None => fingerprint_input(token_type, data),
-            Some(expression) => rendered_fingerprint(token_type, expression, data, metadata)
-                .unwrap_or_else(|message| {
-                    errors.add("fingerprint_expression", message);
-                    Vec::new()
-                }),
+            Some(expression) => {
+                rendered_fingerprint(token_type, expression, data, metadata, &mut budget)
+                    .unwrap_or_else(|message| {
+                        errors.add("fingerprint_expression", message);
+                        Vec::new()
+                    })
+            }
         };
         Self {
             search_indexes,
@@ -99,12 +110,19 @@ pub fn effective_fingerprint_expression(
     }
 }
 
+/// Whether a fingerprint expression reads the token's metadata, so that changing the
+/// metadata changes the fingerprint. An expression that does not parse reads nothing.
+pub fn reads_metadata(expression: &str) -> bool {
+    Template::parse(expression, &["data", "metadata"]).is_ok_and(|t| t.reads("metadata"))
+}
+
 /// The distinct values the search indexes in force render to over `data`; problems under
 /// `search_indexes[i]`.
 fn search_values(
     token_type: TokenType,
     named: Option<&[String]>,
     data: &Value,
+    budget: &mut u64,
     errors: &mut ValidationErrors,
 ) -> Vec<String> {
     if let Some(named) = named {
@@ -121,7 +139,7 @@ fn search_values(
         .iter()
         .enumerate()
     {
-        match rendered_index(template, data) {
+        match rendered_index(template, data, budget) {
             Ok(value) if !values.contains(&value) => values.push(value),
             Ok(_) => {}
             Err(message) => errors.add(format!("search_indexes[{i}]"), message),
@@ -131,8 +149,13 @@ fn search_values(
 }
 
 /// One search index's value over `data`: a non-empty string.
-fn rendered_index(template: &str, data: &Value) -> Result<String, String> {
-    let rendered = render(template, &["data"], &Scope::new().with("data", data))?;
+fn rendered_index(template: &str, data: &Value, budget: &mut u64) -> Result<String, String> {
+    let rendered = render(
+        template,
+        &["data"],
+        &Scope::new().with("data", data),
+        budget,
+    )?;
     match rendered {
         Value::Null => Err("renders null: an index needs a value".into()),
         Value::String(s) if s.is_empty() => Err("renders an empty string".into()),
@@ -147,6 +170,7 @@ fn rendered_fingerprint(
     expression: &str,
     data: &Value,
     metadata: &Metadata,
+    budget: &mut u64,
 ) -> Result<Vec<u8>, String> {
     let metadata = Value::Object(
         metadata
@@ -155,7 +179,7 @@ fn rendered_fingerprint(
             .collect(),
     );
     let scope = Scope::new().with("data", data).with("metadata", &metadata);
-    let rendered = render(expression, &["data", "metadata"], &scope)?;
+    let rendered = render(expression, &["data", "metadata"], &scope, budget)?;
     let text = match rendered {
         Value::Null => return Err("renders null: a fingerprint needs a value".into()),
         Value::String(s) if s.is_empty() => return Err("renders an empty string".into()),
@@ -165,13 +189,25 @@ fn rendered_fingerprint(
     Ok(expression_input(token_type, &text))
 }
 
-/// `template` parsed (its paths starting at `roots`) and rendered over `scope`.
-fn render(template: &str, roots: &[&str], scope: &Scope<'_>) -> Result<Value, String> {
+/// `template` parsed (its paths starting at `roots`) and rendered over `scope`, its cost
+/// spent from `budget`.
+fn render(
+    template: &str,
+    roots: &[&str],
+    scope: &Scope<'_>,
+    budget: &mut u64,
+) -> Result<Value, String> {
     if template.chars().count() > MAX_TEMPLATE_CHARS {
         return Err(format!("must be at most {MAX_TEMPLATE_CHARS} characters"));
     }
     let parsed = Template::parse(template, roots).map_err(|e| format!("invalid template {e}"))?;
-    parsed.render(scope).map_err(|e| e.to_string())
+    parsed.render_within(scope, budget).map_err(|e| match e {
+        TemplateError::TooLarge { max } => format!(
+            "could render more than {max} bytes, with the token's other search indexes \
+                 and fingerprint expression"
+        ),
+        other => other.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -306,6 +342,26 @@ mod tests {
 
     /// An expression that renders what a type's default reads fingerprints alike; another
     /// type, or a prefix (`customer-`), does not.
+    /// A token's templates share one rendering budget: ten costly indexes are not ten times
+    /// the work one index may ask for.
+    #[test]
+    fn a_tokens_templates_share_one_budget() {
+        let costly = "{{ data | pad_left: 10000, 'x' | size }}";
+        assert!(read(TokenType::Token, Some(&[costly; 8]), None, json!("a")).is_ok());
+        let over = read(TokenType::Token, Some(&[costly; 9]), None, json!("a"));
+        assert_eq!(over.err(), Some(vec!["search_indexes[8]".to_string()]));
+        let with_expression = read(
+            TokenType::Token,
+            Some(&[costly; 8]),
+            Some(costly),
+            json!("a"),
+        );
+        assert_eq!(
+            with_expression.err(),
+            Some(vec!["fingerprint_expression".to_string()])
+        );
+    }
+
     #[test]
     fn fingerprint_inputs_follow_the_expression() {
         let card = json!({"number": "4242424242424242"});

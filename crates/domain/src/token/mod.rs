@@ -22,7 +22,8 @@ pub(crate) use fingerprint::canonical_json;
 pub use fingerprint::fingerprint_input;
 pub use id_choice::{IdChoice, ALIAS_DRAWS};
 pub use indexing::{
-    effective_fingerprint_expression, effective_search_indexes, Indexing, MAX_SEARCH_INDEXES,
+    effective_fingerprint_expression, effective_search_indexes, reads_metadata, Indexing,
+    MAX_SEARCH_INDEXES,
 };
 pub use new::{NewToken, ValidToken};
 pub use patch::{TokenChanges, TokenPatch};

@@ -40,6 +40,10 @@ impl TokenType {
         TokenType::UsBankRoutingNumber,
     ];
 
+    /// Every type's name, for messages.
+    pub const NAMES: &'static str = "token, card, bank, card_number, social_security_number, \
+        employer_id_number, us_bank_account_number, us_bank_routing_number";
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -83,6 +87,23 @@ impl TokenType {
                 "{{ data | last4 }}",
             ],
             _ => &[],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_list_every_type_and_parse_back() {
+        let listed: Vec<&str> = TokenType::NAMES.split(", ").collect();
+        let all: Vec<&str> = TokenType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(listed, all);
+        for t in TokenType::ALL {
+            assert_eq!(TokenType::parse(t.as_str()), Some(t));
+            let json = serde_json::to_value(t).expect("json");
+            assert_eq!(json, t.as_str(), "serialised as named");
         }
     }
 }

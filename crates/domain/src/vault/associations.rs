@@ -13,7 +13,11 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{new_tokens::Drawn, tokens::may_create, Vault};
+use super::{
+    new_tokens::Drawn,
+    tokens::{may_create, may_name_id},
+    Vault,
+};
 
 /// Most parent links [`Vault::list_parents`] considers (a token with more shows the first ones).
 pub const MAX_PARENTS: u32 = 1000;
@@ -98,6 +102,7 @@ impl Vault {
         caller.require_somewhere(Permission::TokenRead)?;
         let parent = self.stored_token(caller, parent).await?;
         caller.require_on(Permission::TokenRead, &parent.container)?;
+        may_name_id(caller, &input)?;
         let now = crate::timestamp::now();
         let valid = input.validate_at(now)?;
         may_create(caller, &valid)?;

@@ -16,13 +16,15 @@ use crate::{
     secret::Secret,
     store::{ContainerScope, SearchHash, StoreError, StoredToken, TokenSearch, TokenUpdate},
     timestamp,
-    token::{IdChoice, Indexing, NewToken, Token, TokenChanges, TokenPatch, TokenType},
+    token::{
+        reads_metadata, IdChoice, Indexing, NewToken, Token, TokenChanges, TokenPatch, TokenType,
+    },
     validation::ValidationErrors,
 };
 
 use super::{
     new_tokens::{fingerprint_of, Drawn},
-    tokens::{decrypt_with, may_create, scope_among},
+    tokens::{decrypt_with, may_create, may_name_id, scope_among},
     Vault,
 };
 
@@ -145,10 +147,12 @@ impl Vault {
     }
 }
 
-/// Beyond `token:update`: clearing a token's expiry towards deletion needs `token:delete`, and
+/// Beyond `token:update`: clearing a token's expiry towards deletion needs `token:delete`;
 /// choosing where its data may go needs `token:read` (otherwise a `token:update` key with
 /// `token:use` could bind a token to its own host and send it there through an ephemeral
-/// proxy).
+/// proxy); so does rendering templates over data the caller did not send, since whether they
+/// render (a filter that does not apply, an empty value) tells something of that data
+/// (docs/api.md, "`PATCH /tokens/{id}`").
 fn may_apply(
     caller: &Principal,
     current: &StoredToken,
@@ -157,10 +161,41 @@ fn may_apply(
     if schedules_deletion(current.expires_at, changes.expires_at) {
         caller.require_on(Permission::TokenDelete, &current.container)?;
     }
-    if changes.destinations.is_some() {
+    if changes.destinations.is_some() || rerenders(current, changes) == Rerender::OverStoredData {
         caller.require_on(Permission::TokenRead, &current.container)?;
     }
     Ok(())
+}
+
+/// Whether an update renders the token's search indexes and fingerprint expression again, and
+/// over which data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rerender {
+    /// Nothing they read changes.
+    No,
+    /// Over the data the update sends.
+    OverNewData,
+    /// Over the stored data: the templates change, or the metadata a fingerprint expression
+    /// reads.
+    OverStoredData,
+}
+
+fn rerenders(current: &StoredToken, changes: &TokenChanges) -> Rerender {
+    if changes.data.is_some() {
+        return Rerender::OverNewData;
+    }
+    let expression = match &changes.fingerprint_expression {
+        Some(changed) => changed.as_deref(),
+        None => current.fingerprint_expression.as_deref(),
+    };
+    if changes.search_indexes.is_some()
+        || changes.fingerprint_expression.is_some()
+        || (changes.metadata_changed && expression.is_some_and(reads_metadata))
+    {
+        Rerender::OverStoredData
+    } else {
+        Rerender::No
+    }
 }
 
 /// The new ciphertext `changes` call for (`None`: unchanged). The ciphertext is bound to the
@@ -207,17 +242,13 @@ fn reindexed(
     current: &StoredToken,
     changes: &TokenChanges,
 ) -> Result<(Option<String>, Option<Reindexed>), VaultError> {
+    if rerenders(current, changes) == Rerender::No {
+        return Ok((None, None));
+    }
     let expression = changes
         .fingerprint_expression
         .clone()
         .unwrap_or(current.fingerprint_expression.clone());
-    let needed = changes.data.is_some()
-        || changes.search_indexes.is_some()
-        || changes.fingerprint_expression.is_some()
-        || (changes.metadata_changed && expression.is_some());
-    if !needed {
-        return Ok((None, None));
-    }
     let stored;
     let data = match &changes.data {
         Some(data) => data.expose(),
@@ -293,6 +324,9 @@ impl Vault {
                 format!("must hold 1 to {MAX_BULK} token requests"),
             )
             .into());
+        }
+        for (_, input) in &inputs {
+            may_name_id(caller, input)?;
         }
         let now = timestamp::now();
         let mut errors = ValidationErrors::new();

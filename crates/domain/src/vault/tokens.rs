@@ -47,6 +47,7 @@ impl Vault {
         input: NewToken,
     ) -> Result<(Token, bool), VaultError> {
         caller.require_somewhere(Permission::TokenCreate)?;
+        may_name_id(caller, &input)?;
         let now = timestamp::now();
         let valid = input.validate_at(now)?;
         may_create(caller, &valid)?;
@@ -219,7 +220,24 @@ impl Vault {
 pub(super) fn may_create(caller: &Principal, valid: &ValidToken) -> Result<(), VaultError> {
     caller.require_on(Permission::TokenCreate, &valid.container)?;
     require_dedup_read(caller, valid)?;
-    if valid.id.is_asked() && caller.app_type() == ApplicationType::Public {
+    if valid.id.is_asked() {
+        refuse_public_id(caller)?;
+    }
+    Ok(())
+}
+
+/// Refuses a `public` key that names an `id` at all, before the request is validated: an
+/// alias template is not rendered, nor a chosen id looked at, for a caller that may use
+/// neither.
+pub(super) fn may_name_id(caller: &Principal, input: &NewToken) -> Result<(), VaultError> {
+    if input.id.is_some() {
+        refuse_public_id(caller)?;
+    }
+    Ok(())
+}
+
+fn refuse_public_id(caller: &Principal) -> Result<(), VaultError> {
+    if caller.app_type() == ApplicationType::Public {
         return Err(VaultError::KeyTypeRefused(
             "a public key cannot choose token ids, nor alias templates; use a private or management key",
         ));

@@ -160,7 +160,8 @@ impl Encoding {
             Self::ToString | Self::Stringify | Self::JsonStringify => {
                 input.saturating_mul(2).saturating_add(2)
             }
-            Self::ToNumber => input.max(4),
+            // The longest a 64-bit float is written: `-2.2250738585072014e-308`.
+            Self::ToNumber => input.max(24),
             Self::ToBoolean => 5,
             Self::ToBase64 | Self::ToBase16 => input.saturating_mul(2).saturating_add(6),
             // The longest digest (SHA-512, 64 bytes) as hex, quoted.

@@ -10,6 +10,11 @@ use crate::truncate;
 /// How deep a stored value can nest: token data is parsed by `serde_json`, which refuses more
 /// than 128 levels, so a descendant segment (`..`) visits every node at most 129 times over.
 const MAX_DEPTH: u64 = 129;
+/// Longest JSONPath accepted, in characters.
+const MAX_PATH_CHARS: usize = 256;
+/// Deepest nesting of brackets and parentheses accepted in a JSONPath: its parser recurses
+/// once per level, so a deeper path could exhaust the stack of the thread parsing it.
+const MAX_NESTING: usize = 8;
 
 /// A parsed `json:` filter.
 #[derive(Debug, Clone)]
@@ -22,6 +27,7 @@ pub struct JsonFilter {
 impl JsonFilter {
     /// Parses the path (already unquoted).
     pub(crate) fn parse(path: &str) -> Result<Self, String> {
+        check_shape(path)?;
         if let Some(function) = regex_function(path) {
             return Err(format!(
                 "the JSONPath function `{function}` is not allowed: regular expressions over token data are refused"
@@ -112,6 +118,52 @@ impl Iterator for Unquoted<'_> {
     }
 }
 
+/// Refuses, before the path is parsed, what could make parsing or running it costly whatever
+/// the data: a path over [`MAX_PATH_CHARS`] characters, nesting deeper than [`MAX_NESTING`],
+/// more than one filter (`?`), and an absolute query (`$`) inside a filter, whose cost grows
+/// with a power of the data's size at each level.
+fn check_shape(path: &str) -> Result<(), String> {
+    if path.chars().count() > MAX_PATH_CHARS {
+        return Err(format!("a JSONPath is at most {MAX_PATH_CHARS} characters"));
+    }
+    let bytes = path.as_bytes();
+    let (mut depth, mut deepest, mut filters) = (0usize, 0usize, 0usize);
+    let mut filter_depth: Option<usize> = None;
+    for i in Unquoted::new(path) {
+        match bytes[i] {
+            b'[' | b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b')' => {
+                depth = depth.saturating_sub(1);
+                if filter_depth.is_some_and(|d| depth < d) {
+                    filter_depth = None;
+                }
+            }
+            b'?' => {
+                filters += 1;
+                filter_depth = Some(depth);
+            }
+            b'$' if i > 0 && filter_depth.is_some() => {
+                return Err(
+                    "an absolute query (`$`) inside a filter is not allowed: use `@`".into(),
+                )
+            }
+            _ => {}
+        }
+    }
+    if deepest > MAX_NESTING {
+        return Err(format!(
+            "a JSONPath nests brackets and parentheses at most {MAX_NESTING} deep"
+        ));
+    }
+    if filters > 1 {
+        return Err("a JSONPath holds at most one filter (`?`)".into());
+    }
+    Ok(())
+}
+
 fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -184,6 +236,21 @@ mod tests {
             let e = JsonFilter::parse(bad).expect_err(bad);
             assert!(e.contains("not allowed"), "{e}");
         }
+        // What could make parsing or running a path costly, whatever the data.
+        let deep = format!("$[?{}@{}]", "(".repeat(1000), ")".repeat(1000));
+        for bad in [
+            deep.as_str(),
+            "$[?count($[?count($[*])>0])>0]",
+            "$[?@.a == $.b]",
+            "$[?@.a][?@.b]",
+            &format!("$.{}", "a".repeat(300)),
+        ] {
+            assert!(JsonFilter::parse(bad).is_err(), "{bad}");
+        }
+        assert!(
+            JsonFilter::parse("$.books[?(@.price < 10)].title").is_ok(),
+            "Basis Theory's example"
+        );
         // Names that merely contain the words, or quote them, are fine.
         for ok in [
             "$.match",

@@ -191,3 +191,78 @@ pub(crate) fn text_for(filter: &'static str, flow: &Flow) -> Result<String, Unap
     flow.text()
         .ok_or_else(|| unapplicable(filter, "expects a string or a number"))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// Every filter's result, over inputs of each JSON kind, fits the bound it gives from the
+    /// input's size: the check that refuses a costly rendering before it runs relies on it.
+    #[test]
+    fn every_result_fits_its_bound() {
+        let filters = [
+            "json: '$..a'",
+            "to_string",
+            "to_number",
+            "to_boolean",
+            "stringify",
+            "json_stringify",
+            "to_base64",
+            "to_base16",
+            "hmac: 'k'",
+            "reveal: 2",
+            "reveal_last: 3",
+            "last4",
+            "card_mask",
+            "card_bin",
+            "card_exp: 'MM/YY'",
+            "pad_left: 8, '\u{1}'",
+            "pad_right: 8, ' '",
+            "slice: 1, 3",
+            "slice: 0, 9",
+            "split: ''",
+            "first",
+            "last",
+            "upcase",
+            "downcase",
+            "remove: '1'",
+            "replace: '1', '\u{2}\u{2}'",
+            "append: '\"'",
+            "prepend: 'é'",
+            "size",
+            "alias_preserve_format",
+            "alias_preserve_length",
+            "alias_card",
+        ];
+        let inputs = [
+            json!("4242424242424242"),
+            json!("ß\u{1}\"\\é😀ﬃ"),
+            json!(12345),
+            json!(-0.5),
+            json!("1e-7"),
+            json!("-2.2250738585072014e-308"),
+            json!(true),
+            Value::Null,
+            json!([1, "a", {"a": "b"}]),
+            json!({"a": {"a": "\u{1}"}, "b": [1, 2]}),
+            json!({"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030}),
+        ];
+        for text in filters {
+            let filter = Filter::parse(text).expect(text);
+            for input in &inputs {
+                let size = serde_json::to_vec(input).expect("json").len() as u64;
+                let Ok(out) = filter.apply(Flow::Json(input.clone())) else {
+                    continue;
+                };
+                let out_size = serde_json::to_vec(&out.into_value()).expect("json").len() as u64;
+                assert!(
+                    out_size <= filter.bound(size),
+                    "{text} over {input}: {out_size} > {}",
+                    filter.bound(size)
+                );
+            }
+        }
+    }
+}

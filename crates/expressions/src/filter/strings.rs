@@ -200,7 +200,10 @@ impl TextFilter {
     pub(crate) fn bound(&self, input: u64) -> u64 {
         let text = |s: &str| s.chars().count() as u64 * MAX_CHAR_JSON;
         match self {
-            Self::Slice { .. } | Self::First | Self::Last | Self::Remove(_) => input,
+            // At most the input, plus the quotes a number's text gains as a string.
+            Self::Slice { .. } | Self::First | Self::Last | Self::Remove(_) => {
+                input.saturating_add(2)
+            }
             // Each character its own string: quotes and a comma beside its escaped form.
             Self::Split(_) => input.saturating_mul(MAX_CHAR_JSON + 3).saturating_add(2),
             // Case mapping can turn one character into three.

@@ -66,7 +66,7 @@ pub(crate) fn token_list(query: &str) -> Result<TokenListQuery, ApiError> {
                 Some(t) => filter.types.push(t),
                 None => errors.add(
                     "type",
-                    format!("`{value}` is not a token type (token, card, bank)"),
+                    format!("`{value}` is not a token type ({})", TokenType::NAMES),
                 ),
             },
             k => match metadata_key(k) {
@@ -127,7 +127,7 @@ pub(crate) fn token_list_v2(query: &str) -> Result<ValidWalk, ApiError> {
                 Some(t) => input.types.get_or_insert_with(Vec::new).push(t),
                 None => errors.add(
                     "type",
-                    format!("`{value}` is not a token type (token, card, bank)"),
+                    format!("`{value}` is not a token type ({})", TokenType::NAMES),
                 ),
             },
             "container" if first_time(input.container.is_some(), "container", &mut errors) => {

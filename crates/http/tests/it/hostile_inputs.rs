@@ -14,6 +14,7 @@ backend_tests!(
     search_fingerprints_are_64_hex_digits,
     metadata_filters_are_bounded_at_ten_pairs,
     repeated_member_names_are_refused_at_every_depth,
+    costly_expressions_and_templates_are_refused_before_they_run,
 );
 
 /// `["x","private",["token:read"]]` used to create an application.
@@ -221,4 +222,68 @@ async fn repeated_member_names_are_refused_at_every_depth(db: &TestDatabase) {
         .is_none_or(|m| m.is_empty()));
     let apps = c.get("/applications").await.expect(200);
     assert_eq!(apps.body["pagination"]["total_items"], 1, "only the admin");
+}
+
+/// Expressions and templates whose parsing or rendering could cost far more than the data
+/// they read (docs/api.md, "Expressions"): a JSONPath nested deep enough to exhaust a parser's
+/// stack, one that queries the whole document inside a filter, a chain of filters past the
+/// cap, growth hidden behind a filter that reduces it, a template past its length or object
+/// cap. Each is a 400 naming the field, before anything is decrypted or stored.
+async fn costly_expressions_and_templates_are_refused_before_they_run(db: &TestDatabase) {
+    let (app, t) = app_with_tenant(db, "acme").await;
+    let c = Caller::new(&app, &t.admin_key);
+    let id = c
+        .create("/tokens", json!({"type": "token", "data": {"a": "x"}}))
+        .await;
+    let deep = |n: usize| format!("$[?{}@.a{}]", "(".repeat(n), ")".repeat(n));
+    let requests = [
+        (format!("{{{{ {id} | json: '{}' }}}}", deep(100)), "nests"),
+        (
+            format!("{{{{ {id} | json: '{}' }}}}", deep(5000)),
+            "at most 256",
+        ),
+        (
+            format!("{{{{ {id} | json: '$[?count($..*) > 0]' }}}}"),
+            "absolute query",
+        ),
+        (
+            format!("{{{{ {id} {} }}}}", "| to_string ".repeat(33)),
+            "32 filters",
+        ),
+    ];
+    for (v, why) in requests {
+        let r = c.post("/detokenize", json!({ "v": v })).await.expect(400);
+        let detail = r.body["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("body/v") && detail.contains(why),
+            "{}",
+            r.body
+        );
+    }
+    let grows = "{{ data | pad_left: 100000, 'x' | replace: 'x', 'yyyyyyyyyyyyyyyyyyyy' | size }}";
+    let creates = [
+        (json!({"search_indexes": [grows]}), "search_indexes[0]"),
+        (
+            json!({"fingerprint_expression": grows}),
+            "fingerprint_expression",
+        ),
+        (json!({"id": "{{ data.a }}".repeat(17)}), "id"),
+        (
+            json!({"fingerprint_expression": format!("{{{{ data }}}}{}", "x".repeat(2048))}),
+            "fingerprint_expression",
+        ),
+    ];
+    for (extra, field) in creates {
+        let mut body = json!({"type": "token", "data": {"a": "x"}});
+        if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+            b.extend(e);
+        }
+        let r = c.post("/tokens", body.clone()).await.expect(400);
+        assert!(r.body["errors"][field].is_array(), "{body}: {}", r.body);
+    }
+    let tokens = c.get("/tokens").await.expect(200);
+    assert_eq!(
+        tokens.body["pagination"]["total_items"], 1,
+        "nothing stored"
+    );
 }

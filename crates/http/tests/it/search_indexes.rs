@@ -12,6 +12,7 @@ backend_tests!(
     data_terms_find_indexed_values_exactly,
     searches_never_reach_unreadable_containers_or_other_tenants,
     updates_reindex_and_deletes_drop_the_index,
+    rendering_over_stored_data_needs_read,
     fingerprint_expressions_decide_deduplication,
     basis_theorys_token_types_validate_and_default,
     a_database_copy_holds_no_indexed_value,
@@ -207,6 +208,73 @@ async fn updates_reindex_and_deletes_drop_the_index(db: &TestDatabase) {
     assert!(found(admin, "data:3333-4444").await.0.is_empty());
     let rows = db.count("token_search_index").await;
     assert_eq!(rows, 0, "the index rows went with the token");
+}
+
+/// Whether a template renders over a token's data (a filter that does not apply, an empty
+/// value) tells something of that data: a key that may update a token but not read it may
+/// not have templates rendered over the data it did not send.
+async fn rendering_over_stored_data_needs_read(db: &TestDatabase) {
+    let (app, a, _) = two_tenants(db).await;
+    let admin = Caller::new(&app, &a.admin_key);
+    let plain = admin
+        .create("/tokens", json!({"type": "token", "data": "4111"}))
+        .await;
+    let by_metadata = admin
+        .create(
+            "/tokens",
+            json!({"type": "token", "data": "4111", "metadata": {"k": "v"},
+                "fingerprint_expression": "{{ data | slice: 0, 1 }}{{ metadata.k }}"}),
+        )
+        .await;
+    let writer = admin
+        .app_key(json!({"name": "writer", "type": "private", "permissions": ["token:update"]}))
+        .await;
+    let writer = admin.with_key(&writer);
+    let probe = json!({"search_indexes": ["{{ data | slice: 0, 1 | remove: '4' }}"]});
+    for patch in [
+        probe.clone(),
+        json!({"fingerprint_expression": "{{ data | card_exp: 'MM' }}"}),
+        json!({"search_indexes": null}),
+    ] {
+        writer
+            .merge_patch(&format!("/tokens/{plain}"), &patch)
+            .await
+            .expect(403);
+    }
+    // The metadata a fingerprint expression reads: rendered again over the stored data.
+    writer
+        .merge_patch(
+            &format!("/tokens/{by_metadata}"),
+            &json!({"metadata": {"k": null}}),
+        )
+        .await
+        .expect(403);
+    // Metadata no template reads, and templates over the data the patch sends, are its own.
+    writer
+        .merge_patch(
+            &format!("/tokens/{plain}"),
+            &json!({"metadata": {"k": "w"}}),
+        )
+        .await
+        .expect(200);
+    let sent = json!({"data": "5222", "search_indexes": ["{{ data | last4 }}"]});
+    writer
+        .merge_patch(&format!("/tokens/{plain}"), &sent)
+        .await
+        .expect(200);
+    // With `token:read` the same probe is a plain 400 naming the index.
+    let r = admin
+        .merge_patch(
+            &format!("/tokens/{plain}"),
+            &json!({"search_indexes": ["{{ data | slice: 0, 1 | remove: '5' }}"]}),
+        )
+        .await
+        .expect(400);
+    assert!(
+        r.body["errors"]["search_indexes[0]"].is_array(),
+        "{}",
+        r.body
+    );
 }
 
 async fn fingerprint_expressions_decide_deduplication(db: &TestDatabase) {

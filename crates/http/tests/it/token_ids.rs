@@ -322,11 +322,25 @@ async fn public_keys_choose_neither_ids_nor_templates(db: &TestDatabase) {
         .app_key(json!({"name": "web", "type": "public", "permissions": ["token:create"]}))
         .await;
     let public = admin.with_key(&public);
-    for id in ["1234_phone", "{{ data | alias_preserve_format: 0, 4 }}"] {
+    // Refused before anything is validated or rendered: a template that would not apply, an
+    // id that is not one, and bulk requests holding either are a 403, not a 400.
+    for id in [
+        "1234_phone",
+        "{{ data | alias_preserve_format: 0, 4 }}",
+        "{{ data | card_exp: 'MM' }}",
+        "x",
+    ] {
         public
             .post(
                 "/tokens",
                 json!({"id": id, "type": "token", "data": "111-22-3333"}),
+            )
+            .await
+            .expect(403);
+        public
+            .post(
+                "/tokenize",
+                json!([{"type": "token", "data": "a"}, {"id": id, "type": "token", "data": "b"}]),
             )
             .await
             .expect(403);

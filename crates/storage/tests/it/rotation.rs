@@ -1,12 +1,14 @@
 //! Master-key rotation through the vault, on both backends: tenants' data keys are re-wrapped
-//! under the new key, token data stays readable, the old key stops opening the data, and a
-//! second run changes nothing.
+//! under the new key, token data stays readable, fingerprints and search indexes stay as they
+//! are (their keys are the tenant's, not the master key's), the old key stops opening the
+//! data, and a second run changes nothing.
 
 use std::sync::Arc;
 
 use serde_json::json;
 use tessera_domain::{
-    proxy::Proxy, store::TenantStore, MasterKey, NewToken, Rotation, TokenId, Vault,
+    proxy::Proxy, search::TokenSearchRequest, store::TenantStore, MasterKey, NewToken, Rotation,
+    TokenId, Vault,
 };
 use tessera_storage::DetachedStore;
 use tessera_testkit::{backend_tests, db::TestDatabase};
@@ -28,9 +30,10 @@ fn vault(t: &TestDatabase, master: MasterKey, previous: Vec<MasterKey>) -> Vault
 }
 
 /// What a rotation must keep readable: two tenants with a token each (admin key, token id,
-/// tenant name, which is also the token's secret) and a proxy of the first.
+/// tenant name, which is also the token's secret and what its search index renders, and its
+/// fingerprint) and a proxy of the first.
 struct Data {
-    tokens: Vec<(String, TokenId, &'static str)>,
+    tokens: Vec<(String, TokenId, &'static str, String)>,
     proxy: Proxy,
 }
 
@@ -44,11 +47,19 @@ async fn data_under(t: &TestDatabase, old: &MasterKey) -> Data {
             .authenticate(Some(created.api_key.expose()))
             .await
             .expect("admin");
-        let input: NewToken =
-            serde_json::from_value(json!({"type": "token", "data": {"secret": name}}))
-                .expect("input");
+        let input: NewToken = serde_json::from_value(json!({
+            "type": "token",
+            "data": {"secret": name},
+            "search_indexes": ["{{ data.secret }}"],
+        }))
+        .expect("input");
         let token = before.create_token(&admin, input).await.expect("token");
-        tokens.push((created.api_key.expose().to_string(), token.id, name));
+        tokens.push((
+            created.api_key.expose().to_string(),
+            token.id,
+            name,
+            token.fingerprint,
+        ));
     }
     // A proxy is found through a lookup key that the master key wraps: it must survive too.
     let first = before
@@ -120,13 +131,23 @@ async fn after_rotation_the_new_key_alone_opens_tokens_and_proxies(t: &TestDatab
         .expect("lookup")
         .expect("the proxy is still found by its key");
     assert_eq!(found.id, data.proxy.id);
-    for (key, id, name) in &data.tokens {
+    for (key, id, name, fingerprint) in &data.tokens {
         let caller = after.authenticate(Some(key)).await.expect("admin");
         let token = after
             .get_token(&caller, id.clone())
             .await
             .expect("readable");
         assert_eq!(token.data.expose(), &json!({"secret": name}));
+        assert_eq!(&token.fingerprint, fingerprint, "fingerprints stay");
+        let search: TokenSearchRequest =
+            serde_json::from_value(json!({"query": format!("data:{name}")})).expect("search");
+        let search = search.validate().expect("valid");
+        let found = after
+            .search_tokens(&caller, &search.search, search.page)
+            .await
+            .expect("search");
+        let found: Vec<&TokenId> = found.items.iter().map(|t| &t.id).collect();
+        assert_eq!(found, vec![id], "the search index still finds it");
     }
     assert!(!opens(t, &old).await);
 }
