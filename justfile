@@ -36,6 +36,10 @@ bench-gateway:
 bench-import:
     bash bench/import.sh
 
+# `api import` of a 50,000-card export beside bulk /tokenize from 8 callers, on PostgreSQL.
+bench-import-command:
+    bash bench/import-command.sh
+
 # Schemathesis (pinned, from PyPI) against a live api on a temporary SQLite database: every
 # operation of the OpenAPI document, zero failures allowed. CI runs it too.
 fuzz-api examples="40":

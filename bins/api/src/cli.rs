@@ -77,6 +77,10 @@ pub(crate) struct ImportArgs {
     /// Rows per batch (1–100).
     #[arg(long, env = "TESSERA_IMPORT_BATCH_SIZE", default_value_t = 100)]
     pub(crate) batch_size: usize,
+    /// A PEM file of CA certificates to trust beside the web's roots, for a server whose
+    /// certificate a private CA signed.
+    #[arg(long = "ca-file", env = "TESSERA_IMPORT_CA_FILE")]
+    pub(crate) ca_file: Option<std::path::PathBuf>,
 }
 
 /// Audit-trail operations.

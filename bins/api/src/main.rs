@@ -109,6 +109,7 @@ async fn import(args: cli::ImportArgs) -> anyhow::Result<()> {
         file: args.file,
         url: args.url,
         api_key: args.api_key,
+        ca_file: args.ca_file,
         header_prefix: args.header_prefix,
         workers: args.concurrency,
         batch_size: args.batch_size,

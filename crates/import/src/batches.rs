@@ -8,7 +8,12 @@ use std::{collections::BTreeMap, time::Duration};
 use http::StatusCode;
 use serde_json::Value;
 
-use crate::{client::Server, rows::Row, tally::Tally, ImportError};
+use crate::{
+    client::{NoAnswer, Server},
+    rows::Row,
+    tally::Tally,
+    ImportError,
+};
 
 /// How many times a batch is sent before the import gives up on the server.
 const ATTEMPTS: u32 = 8;
@@ -42,7 +47,7 @@ pub(crate) async fn store(
         let requests: Vec<&serde_json::Map<String, Value>> =
             batch.iter().map(|r| &r.request).collect();
         let body = serde_json::to_vec(&requests).map_err(|e| ImportError::Io(e.to_string()))?;
-        match send(server, body).await? {
+        match send(server, body, batch.len()).await? {
             Outcome::Stored => tally.stored(batch.len()),
             Outcome::Refused(by_row) => {
                 for (i, reasons) in &by_row {
@@ -77,14 +82,21 @@ fn without(batch: Vec<Row>, drop: impl Fn(usize) -> bool) -> Vec<Row> {
         .collect()
 }
 
-/// Sends `body`, again after a pause while the server asks for one, up to [`ATTEMPTS`] times.
-async fn send(server: &Server, body: Vec<u8>) -> Result<Outcome, ImportError> {
+/// Sends `body` (`rows` create requests), again after a pause while the server asks for one,
+/// up to [`ATTEMPTS`] times.
+async fn send(server: &Server, body: Vec<u8>, rows: usize) -> Result<Outcome, ImportError> {
     let mut pause = Duration::from_millis(200);
     let mut last = String::new();
     for _ in 0..ATTEMPTS {
         let outcome = match server.tokenize(body.clone()).await {
-            Ok((status, answer)) => classify(status, &answer)?,
-            Err(why) => Outcome::Retry(why),
+            Ok((status, answer)) => classify(status, &answer, rows)?,
+            Err(NoAnswer::Transient(why)) => Outcome::Retry(why),
+            Err(NoAnswer::Tls(why)) => {
+                return Err(ImportError::Config(format!(
+                    "TLS refused the server ({why}); for a certificate of a private CA, give \
+                     --ca-file"
+                )))
+            }
         };
         match outcome {
             Outcome::Retry(why) => {
@@ -100,12 +112,19 @@ async fn send(server: &Server, body: Vec<u8>) -> Result<Outcome, ImportError> {
     )))
 }
 
-/// What an answer says of the batch.
-fn classify(status: StatusCode, answer: &Value) -> Result<Outcome, ImportError> {
+/// What an answer to `rows` create requests says of the batch. Only `/tokenize`'s own success,
+/// a 201 with one token (an `id`) per request, counts as stored: any other success (a wrong
+/// `--url` answered by something else) stops the import rather than count rows as stored.
+fn classify(status: StatusCode, answer: &Value, rows: usize) -> Result<Outcome, ImportError> {
     let detail = || answer["detail"].as_str().unwrap_or("").to_string();
     let errors = answer["errors"].as_object();
     Ok(match status {
-        s if s.is_success() => Outcome::Stored,
+        StatusCode::CREATED if stored_all(answer, rows) => Outcome::Stored,
+        s if s.is_success() => {
+            return Err(ImportError::Server(format!(
+                "{s} without the {rows} tokens a POST /tokenize answers: is --url a Tessera API?"
+            )))
+        }
         StatusCode::BAD_REQUEST => match errors.map(by_row) {
             Some(Some(rows)) if !rows.is_empty() => Outcome::Refused(rows),
             _ => Outcome::Whole(detail()),
@@ -122,6 +141,13 @@ fn classify(status: StatusCode, answer: &Value) -> Result<Outcome, ImportError> 
             Outcome::Retry(format!("{status}: {}", detail()))
         }
         other => return Err(ImportError::Server(format!("{other}: {}", detail()))),
+    })
+}
+
+/// Whether `answer` holds `rows` tokens, each with its id.
+fn stored_all(answer: &Value, rows: usize) -> bool {
+    answer.as_array().is_some_and(|tokens| {
+        tokens.len() == rows && tokens.iter().all(|t| t["id"].as_str().is_some())
     })
 }
 
@@ -157,7 +183,7 @@ mod tests {
     fn answers_say_what_became_of_each_row() {
         let refused = json!({"detail": "x", "errors": {"[3].data.number": ["fails the Luhn check"], "[0].id": ["must be 3 to 400 characters"]}});
         assert_eq!(
-            classify(StatusCode::BAD_REQUEST, &refused).expect("outcome"),
+            classify(StatusCode::BAD_REQUEST, &refused, 5).expect("outcome"),
             Outcome::Refused(BTreeMap::from([
                 (0, vec!["id: must be 3 to 400 characters".to_string()]),
                 (3, vec!["data.number: fails the Luhn check".to_string()]),
@@ -166,27 +192,37 @@ mod tests {
         let taken =
             json!({"errors": {"[1].id": ["is already in use"], "[4].id": ["is already in use"]}});
         assert_eq!(
-            classify(StatusCode::CONFLICT, &taken).expect("outcome"),
+            classify(StatusCode::CONFLICT, &taken, 5).expect("outcome"),
             Outcome::Taken(vec![1, 4])
         );
         let whole =
             json!({"detail": "must hold 1 to 100 token requests", "errors": {"body": ["…"]}});
         assert!(matches!(
-            classify(StatusCode::BAD_REQUEST, &whole),
+            classify(StatusCode::BAD_REQUEST, &whole, 5),
             Ok(Outcome::Whole(_))
         ));
         assert!(matches!(
-            classify(StatusCode::SERVICE_UNAVAILABLE, &json!({})),
+            classify(StatusCode::SERVICE_UNAVAILABLE, &json!({}), 5),
             Ok(Outcome::Retry(_))
         ));
         assert!(matches!(
-            classify(StatusCode::TOO_MANY_REQUESTS, &json!({})),
+            classify(StatusCode::TOO_MANY_REQUESTS, &json!({}), 5),
             Ok(Outcome::Retry(_))
         ));
-        assert!(classify(StatusCode::FORBIDDEN, &json!({"detail": "no"})).is_err());
+        assert!(classify(StatusCode::FORBIDDEN, &json!({"detail": "no"}), 5).is_err());
+        let tokens = json!([{"id": "a"}, {"id": "b"}]);
         assert_eq!(
-            classify(StatusCode::CREATED, &json!([])).expect("ok"),
+            classify(StatusCode::CREATED, &tokens, 2).expect("ok"),
             Outcome::Stored
         );
+        // Any other success is not `/tokenize`'s: nothing is counted as stored.
+        for (status, answer) in [
+            (StatusCode::OK, tokens.clone()),
+            (StatusCode::CREATED, json!([{"id": "a"}])),
+            (StatusCode::CREATED, json!({"ok": true})),
+            (StatusCode::NO_CONTENT, Value::Null),
+        ] {
+            assert!(classify(status, &answer, 2).is_err(), "{status} {answer}");
+        }
     }
 }

@@ -64,6 +64,8 @@ pub struct ImportConfig {
     pub url: url::Url,
     /// An API key that may create tokens (`private` or `management`: only they may choose ids).
     pub api_key: String,
+    /// A PEM file of CA certificates to trust beside the web's roots (a private CA).
+    pub ca_file: Option<PathBuf>,
     /// The server's header prefix (`SVC`, or `BT` for a server run with `--header-prefix BT`).
     pub header_prefix: String,
     /// Batches in flight at once.
@@ -81,7 +83,19 @@ pub async fn run(config: ImportConfig) -> Result<Summary, ImportError> {
             "a batch holds 1 to 100 rows, and at least one worker sends them".into(),
         ));
     }
-    let server = Server::new(&config.url, &config.header_prefix, &config.api_key)?;
+    let server = Server::new(
+        &config.url,
+        &config.header_prefix,
+        &config.api_key,
+        config.ca_file.as_deref(),
+    )?;
+    if client::sends_key_in_clear(&config.url) {
+        eprintln!(
+            "warning: {} is plain HTTP to another machine: the API key and the tokens' data \
+             cross the network in clear; use https://",
+            config.url
+        );
+    }
     let tally = Arc::new(Tally::default());
     let (batches, receiver) = tokio::sync::mpsc::channel::<Vec<Row>>(config.workers * 2);
     let reader = {

@@ -8,7 +8,10 @@ use std::{io::Write, path::Path, process::Stdio, time::Duration};
 
 use serde_json::{json, Value};
 use tessera_storage::DatabaseUrl;
-use tessera_testkit::db::TestDatabase;
+use tessera_testkit::{
+    db::TestDatabase,
+    upstream::{TestPki, Upstream},
+};
 
 use crate::cli::{bootstrap, command, get, serve};
 
@@ -27,6 +30,47 @@ fn an_import_killed_halfway_resumes_and_reports_every_bad_row() {
         let dir = tempfile::tempdir().expect("tempdir");
         killed_and_resumed(dir.path(), Some(url));
     }
+}
+
+/// Over HTTPS, a server whose certificate a private CA signed is refused at once (no retries)
+/// unless `--ca-file` names the CA; and a server that answers what `/tokenize` never answers
+/// (here an echo server's 200) stops the import: nothing is counted as stored.
+#[test]
+fn an_import_trusts_a_private_ca_only_when_told_and_only_tokenize_stores() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let pki = TestPki::new();
+    let upstream = rt.block_on(Upstream::start(Some(&pki)));
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).expect("ca");
+    let export = dir.path().join("export.jsonl");
+    std::fs::write(&export, format!("{}\n{}\n", row(1), row(2))).expect("export");
+    let url = format!("https://localhost:{}/api", upstream.addr.port());
+    let run = |extra: &[&str]| {
+        command(dir.path())
+            .args(["import", export.to_str().expect("path"), "--url", &url])
+            .args(extra)
+            .env("TESSERA_API_KEY", "key_test")
+            .output()
+            .expect("import")
+    };
+    let refused = run(&[]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--ca-file"), "{stderr}");
+    assert_eq!(
+        upstream.hits(),
+        0,
+        "no request crossed an untrusted connection"
+    );
+    let trusted = run(&["--ca-file", ca.to_str().expect("path")]);
+    assert_eq!(trusted.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&trusted.stderr);
+    assert!(stderr.contains("is --url a Tessera API"), "{stderr}");
+    assert_eq!(upstream.hits(), 1, "one batch, not retried");
+    let sent: Value = serde_json::from_str(&upstream.last_body()).expect("a JSON batch");
+    assert_eq!(sent[0]["id"], json!("imp_00001"));
+    assert!(sent[0].get("created_at").is_none(), "not kept, not sent");
 }
 
 /// Row `i` of the export: every hundredth is bad, in one of four ways.
