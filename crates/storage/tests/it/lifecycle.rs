@@ -188,7 +188,10 @@ async fn concurrent_creates_fail_alone(t: &TestDatabase) {
             }
             Err(e) => {
                 assert_eq!(i, 7, "only the taken id fails: {e}");
-                assert!(matches!(e, tessera_domain::VaultError::Conflict(_)), "{e}");
+                assert!(
+                    matches!(&e, tessera_domain::VaultError::IdsTaken(ids) if ids.len() == 1 && ids[0].1.to_string() == taken.to_string()),
+                    "a 409 naming the taken id: {e}"
+                );
             }
         }
     }
@@ -198,7 +201,13 @@ async fn concurrent_creates_fail_alone(t: &TestDatabase) {
                 assert_ne!(i, 3, "the call holding the taken id was refused");
                 assert_eq!(tokens.len(), 5);
             }
-            Err(e) => assert_eq!(i, 3, "only that call fails: {e}"),
+            Err(e) => {
+                assert_eq!(i, 3, "only that call fails: {e}");
+                assert!(
+                    matches!(&e, tessera_domain::VaultError::IdsTaken(ids) if ids.len() == 1),
+                    "{e}"
+                );
+            }
         }
     }
     // 1 + 39 singles + 7 calls of 5; the refused call left nothing.
