@@ -53,7 +53,7 @@ pub(crate) enum Command {
 }
 
 /// Flags of `import`.
-#[derive(Debug, Clone, Args)]
+#[derive(Clone, Args)]
 pub(crate) struct ImportArgs {
     /// The export: one JSON token a line (`id`, `type`, `data`, `metadata`, `containers`,
     /// `expires_at`, `search_indexes`, `fingerprint_expression`; other fields are reported).
@@ -81,6 +81,20 @@ pub(crate) struct ImportArgs {
     /// certificate a private CA signed.
     #[arg(long = "ca-file", env = "TESSERA_IMPORT_CA_FILE")]
     pub(crate) ca_file: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for ImportArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The API key is a secret: never printed.
+        f.debug_struct("ImportArgs")
+            .field("file", &self.file)
+            .field("url", &self.url.as_str())
+            .field("header_prefix", &self.header_prefix)
+            .field("concurrency", &self.concurrency)
+            .field("batch_size", &self.batch_size)
+            .field("ca_file", &self.ca_file)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Audit-trail operations.

@@ -115,7 +115,15 @@ async fn import(args: cli::ImportArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size,
         progress: tessera_import::stderr_is_terminal(),
     })
-    .await?;
+    .await;
+    let summary = match summary {
+        Ok(summary) => summary,
+        Err(stopped) => {
+            // What was done until the stop is stored: say it, then why it stopped.
+            println!("{}", serde_json::to_string_pretty(&stopped.summary)?);
+            return Err(stopped.error.into());
+        }
+    };
     println!("{}", serde_json::to_string_pretty(&summary)?);
     if summary.refused > 0 {
         anyhow::bail!(

@@ -47,7 +47,10 @@ pub(crate) async fn store(
         let requests: Vec<&serde_json::Map<String, Value>> =
             batch.iter().map(|r| &r.request).collect();
         let body = serde_json::to_vec(&requests).map_err(|e| ImportError::Io(e.to_string()))?;
-        match send(server, body, batch.len()).await? {
+        // One key per batch sent, kept by its retries: a batch the server stored but whose
+        // answer was lost is answered again, not stored twice (docs/api.md, "Idempotency-Key").
+        let key = server.next_idempotency_key();
+        match send(server, body, batch.len(), &key).await? {
             Outcome::Stored => tally.stored(batch.len()),
             Outcome::Refused(by_row) => {
                 for (i, reasons) in &by_row {
@@ -82,13 +85,18 @@ fn without(batch: Vec<Row>, drop: impl Fn(usize) -> bool) -> Vec<Row> {
         .collect()
 }
 
-/// Sends `body` (`rows` create requests), again after a pause while the server asks for one,
-/// up to [`ATTEMPTS`] times.
-async fn send(server: &Server, body: Vec<u8>, rows: usize) -> Result<Outcome, ImportError> {
+/// Sends `body` (`rows` create requests) under the idempotency key `key`, again after a pause
+/// while the server asks for one, up to [`ATTEMPTS`] times.
+async fn send(
+    server: &Server,
+    body: Vec<u8>,
+    rows: usize,
+    key: &http::HeaderValue,
+) -> Result<Outcome, ImportError> {
     let mut pause = Duration::from_millis(200);
     let mut last = String::new();
     for _ in 0..ATTEMPTS {
-        let outcome = match server.tokenize(body.clone()).await {
+        let outcome = match server.tokenize(body.clone(), key).await {
             Ok((status, answer)) => classify(status, &answer, rows)?,
             Err(NoAnswer::Transient(why)) => Outcome::Retry(why),
             Err(NoAnswer::Tls(why)) => {
@@ -125,16 +133,20 @@ fn classify(status: StatusCode, answer: &Value, rows: usize) -> Result<Outcome, 
                 "{s} without the {rows} tokens a POST /tokenize answers: is --url a Tessera API?"
             )))
         }
-        StatusCode::BAD_REQUEST => match errors.map(by_row) {
-            Some(Some(rows)) if !rows.is_empty() => Outcome::Refused(rows),
-            _ => Outcome::Whole(detail()),
+        StatusCode::BAD_REQUEST => match errors.and_then(|e| by_row(e, rows)) {
+            Some(by_row) => Outcome::Refused(by_row),
+            None => Outcome::Whole(detail()),
         },
-        StatusCode::CONFLICT => match errors.map(by_row) {
-            Some(Some(rows)) if !rows.is_empty() => Outcome::Taken(rows.into_keys().collect()),
-            _ => Outcome::Retry(detail()),
+        // Taken ids (`[3].id`) name the rows to skip; another conflict (an idempotency key
+        // still in use by an earlier attempt) passes.
+        StatusCode::CONFLICT => match errors.and_then(|e| taken_ids(e, rows)) {
+            Some(taken) => Outcome::Taken(taken),
+            None => Outcome::Retry(detail()),
         },
         StatusCode::PAYLOAD_TOO_LARGE => Outcome::Whole(detail()),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+        // A row in a container the key may not create in: found alone by splitting.
+        StatusCode::FORBIDDEN => Outcome::Whole(format!("{status}: {}", detail())),
+        StatusCode::UNAUTHORIZED => {
             return Err(ImportError::Refused(format!("{status}: {}", detail())))
         }
         s if s == StatusCode::TOO_MANY_REQUESTS || s.is_server_error() => {
@@ -151,15 +163,33 @@ fn stored_all(answer: &Value, rows: usize) -> bool {
     })
 }
 
+/// A member of a problem's `errors` that names a row of a batch of `rows`: its position and
+/// the field (`[3].data.number`: 3, `data.number`).
+fn row_member(key: &str, rows: usize) -> Option<(usize, &str)> {
+    let rest = key.strip_prefix('[')?;
+    let (index, field) = rest.split_once(']')?;
+    let index: usize = index.parse().ok()?;
+    (index < rows).then_some((index, field.trim_start_matches('.')))
+}
+
+/// The rows of a 409 whose ids are taken: every member must be a row's `id`.
+fn taken_ids(errors: &serde_json::Map<String, Value>, rows: usize) -> Option<Vec<usize>> {
+    let taken: Option<Vec<usize>> = errors
+        .keys()
+        .map(|key| row_member(key, rows).and_then(|(i, field)| (field == "id").then_some(i)))
+        .collect();
+    taken.filter(|t| !t.is_empty())
+}
+
 /// A problem's `errors` by row: `{"[3].data.number": ["…"]}` as row 3's `data.number: …`;
-/// `None` when a member names no row.
-fn by_row(errors: &serde_json::Map<String, Value>) -> Option<BTreeMap<usize, Vec<String>>> {
-    let mut rows: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+/// `None` when a member names no row of the batch, or none is named.
+fn by_row(
+    errors: &serde_json::Map<String, Value>,
+    rows: usize,
+) -> Option<BTreeMap<usize, Vec<String>>> {
+    let mut by_row: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for (key, messages) in errors {
-        let rest = key.strip_prefix('[')?;
-        let (index, field) = rest.split_once(']')?;
-        let index: usize = index.parse().ok()?;
-        let field = field.trim_start_matches('.');
+        let (index, field) = row_member(key, rows)?;
         for message in messages.as_array().into_iter().flatten() {
             let message = message.as_str().unwrap_or_default();
             let reason = if field.is_empty() {
@@ -167,10 +197,10 @@ fn by_row(errors: &serde_json::Map<String, Value>) -> Option<BTreeMap<usize, Vec
             } else {
                 format!("{field}: {message}")
             };
-            rows.entry(index).or_default().push(reason);
+            by_row.entry(index).or_default().push(reason);
         }
     }
-    Some(rows)
+    (!by_row.is_empty()).then_some(by_row)
 }
 
 #[cfg(test)]
@@ -209,7 +239,33 @@ mod tests {
             classify(StatusCode::TOO_MANY_REQUESTS, &json!({}), 5),
             Ok(Outcome::Retry(_))
         ));
-        assert!(classify(StatusCode::FORBIDDEN, &json!({"detail": "no"}), 5).is_err());
+        assert!(classify(StatusCode::UNAUTHORIZED, &json!({"detail": "no"}), 5).is_err());
+        assert!(
+            matches!(
+                classify(StatusCode::FORBIDDEN, &json!({"detail": "no"}), 5),
+                Ok(Outcome::Whole(_))
+            ),
+            "a row the key may not create is found alone by splitting"
+        );
+        // The server's answer names rows of this batch, or it is not trusted to.
+        let beyond = json!({"errors": {"[9].data": ["x"]}});
+        assert!(matches!(
+            classify(StatusCode::BAD_REQUEST, &beyond, 5),
+            Ok(Outcome::Whole(_))
+        ));
+        let not_ids = json!({"errors": {"[1].data": ["is already in use"]}});
+        assert!(matches!(
+            classify(StatusCode::CONFLICT, &not_ids, 5),
+            Ok(Outcome::Retry(_))
+        ));
+        assert!(matches!(
+            classify(
+                StatusCode::CONFLICT,
+                &json!({"errors": {"[7].id": ["taken"]}}),
+                5
+            ),
+            Ok(Outcome::Retry(_))
+        ));
         let tokens = json!([{"id": "a"}, {"id": "b"}]);
         assert_eq!(
             classify(StatusCode::CREATED, &tokens, 2).expect("ok"),

@@ -1,7 +1,14 @@
 //! The server's `POST /tokenize`, as the import calls it: one batch a request, with the
 //! import's API key, over HTTP or HTTPS (the web's roots, and a CA file for a private CA).
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{
+    path::Path,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use bytes::Bytes;
 use http::{header, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
@@ -30,6 +37,8 @@ pub(crate) struct Server {
     tokenize: Uri,
     key_header: HeaderName,
     key: HeaderValue,
+    /// This run's idempotency keys: its random prefix, and how many batches it has sent.
+    run: Arc<(String, AtomicU64)>,
 }
 
 impl std::fmt::Debug for Server {
@@ -75,17 +84,32 @@ impl Server {
             tokenize,
             key_header,
             key,
+            run: Arc::new((uuid::Uuid::new_v4().simple().to_string(), AtomicU64::new(0))),
         })
+    }
+
+    /// A new `Idempotency-Key` for a batch: this run's prefix and the batch's number, so that
+    /// a retry is answered with what the first attempt stored, and no two batches (nor two
+    /// runs) share one.
+    pub(crate) fn next_idempotency_key(&self) -> HeaderValue {
+        let n = self.run.1.fetch_add(1, Ordering::Relaxed);
+        let key = format!("tessera-import-{}-{n}", self.run.0);
+        HeaderValue::try_from(key).unwrap_or_else(|_| HeaderValue::from_static("tessera-import"))
     }
 
     /// Sends one batch (a JSON array of create requests): the status and the JSON answer
     /// (`null` when it is none), or why no answer came.
-    pub(crate) async fn tokenize(&self, body: Vec<u8>) -> Result<(StatusCode, Value), NoAnswer> {
+    pub(crate) async fn tokenize(
+        &self,
+        body: Vec<u8>,
+        idempotency_key: &HeaderValue,
+    ) -> Result<(StatusCode, Value), NoAnswer> {
         let request = Request::builder()
             .method(Method::POST)
             .uri(self.tokenize.clone())
             .header(header::CONTENT_TYPE, "application/json")
             .header(&self.key_header, self.key.clone())
+            .header("idempotency-key", idempotency_key.clone())
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| NoAnswer::Transient(e.to_string()))?;
         let answer = tokio::time::timeout(REQUEST_TIMEOUT, async {

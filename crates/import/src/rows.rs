@@ -33,7 +33,7 @@ const NOT_KEPT: &[(&str, &str)] = &[
 ];
 
 /// One row to store: where it came from and the create request it becomes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Row {
     /// Its line in the file, from 1.
     pub(crate) line: usize,
@@ -41,6 +41,16 @@ pub(crate) struct Row {
     pub(crate) id: Option<String>,
     /// The create request.
     pub(crate) request: Map<String, Value>,
+}
+
+impl std::fmt::Debug for Row {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The request holds token data: only where it came from is printed.
+        f.debug_struct("Row")
+            .field("line", &self.line)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What reading one line gave.

@@ -31,7 +31,8 @@ pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
 pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
 pub use tenants::{StoredTenant, TenantStore};
 pub use tokens::{
-    ContainerScope, SearchHash, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+    ContainerScope, Duplicate, SearchHash, StoredToken, TokenFilter, TokenSearch, TokenStore,
+    TokenUpdate,
 };
 
 /// Declares [`Store`], everything the vault needs from storage, and implements it for every

@@ -64,6 +64,22 @@ impl StoredToken {
     }
 }
 
+/// What a token equal to a new one has for `deduplicate_token` (docs/api.md, "Fingerprints and
+/// deduplication"): the same type, container, fingerprint expression and fingerprint. The
+/// expression is part of it so that a token cannot claim another's value by an expression
+/// of its own: a fingerprint is compared only with those computed the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duplicate<'a> {
+    /// The token type.
+    pub token_type: TokenType,
+    /// The container.
+    pub container: &'a Container,
+    /// The fingerprint expression the token was given (`None`: its type's).
+    pub fingerprint_expression: Option<&'a str>,
+    /// The fingerprint.
+    pub fingerprint: &'a str,
+}
+
 /// Narrows a token list. Empty vectors mean "no filter"; all given filters must hold (AND).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TokenFilter {
@@ -195,14 +211,11 @@ pub trait TokenStore: Send + Sync {
     /// Writes `update` if the token still has its expected `modified_at` and is live; `false`
     /// otherwise (changed concurrently, expired or gone: the caller re-reads).
     async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError>;
-    /// The oldest token of `tenant` live at `live_at` with this type, container and
-    /// fingerprint.
+    /// The oldest token of `tenant` live at `live_at` that `duplicate` describes.
     async fn find_duplicate_token(
         &self,
         tenant: TenantId,
-        token_type: TokenType,
-        container: &Container,
-        fingerprint: &str,
+        duplicate: &Duplicate<'_>,
         live_at: OffsetDateTime,
     ) -> Result<Option<StoredToken>, StoreError>;
     /// The distinct containers of `tenant`'s tokens that pass `search` (ignoring any scope).

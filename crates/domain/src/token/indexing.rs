@@ -69,7 +69,7 @@ impl Indexing {
         };
         Self {
             search_indexes,
-            fingerprint_expression,
+            fingerprint_expression: named_expression(token_type, fingerprint_expression),
             search_values: Secret::new(search_values),
             fingerprint_input: Secret::new(fingerprint_input),
         }
@@ -108,6 +108,19 @@ pub fn effective_fingerprint_expression(
         }
         TokenType::Token | TokenType::Card | TokenType::Bank => None,
     }
+}
+
+/// The fingerprint expression a token keeps when `named` was given: `None` (its type's) when
+/// `named` computes exactly what the type's default does (a card's `{{ data.number }}`, an
+/// SSN's `{{ data | remove: '-' }}`), so that deduplication, which compares tokens of one
+/// expression only, finds tokens created either way.
+pub(crate) fn named_expression(token_type: TokenType, named: Option<String>) -> Option<String> {
+    let named = named?;
+    let default = match token_type {
+        TokenType::Card => Some("{{ data.number }}".to_string()),
+        other => effective_fingerprint_expression(other, None),
+    };
+    (default.as_deref() != Some(named.as_str())).then_some(named)
 }
 
 /// Whether a fingerprint expression reads the token's metadata, so that changing the
@@ -342,6 +355,27 @@ mod tests {
 
     /// An expression that renders what a type's default reads fingerprints alike; another
     /// type, or a prefix (`customer-`), does not.
+    /// An expression naming what its type's default computes is kept as the default, so that
+    /// deduplication, which compares tokens of one expression, finds tokens created either way.
+    #[test]
+    fn a_named_default_is_the_default() {
+        for (t, named) in [
+            (TokenType::Card, "{{ data.number }}"),
+            (TokenType::SocialSecurityNumber, "{{ data | remove: '-' }}"),
+            (TokenType::CardNumber, "{{ data }}"),
+        ] {
+            assert_eq!(named_expression(t, Some(named.into())), None, "{named}");
+        }
+        for (t, named) in [
+            (TokenType::Card, "{{ data.number | last4 }}"),
+            (TokenType::Token, "{{ data }}"),
+            (TokenType::Bank, "{{ data.account_number }}"),
+        ] {
+            assert_eq!(named_expression(t, Some(named.into())), Some(named.into()));
+        }
+        assert_eq!(named_expression(TokenType::Card, None), None);
+    }
+
     /// A token's templates share one rendering budget: ten costly indexes are not ten times
     /// the work one index may ask for.
     #[test]

@@ -165,7 +165,9 @@ impl TokenPatch {
             expires_at,
             destinations,
             search_indexes: self.search_indexes,
-            fingerprint_expression: self.fingerprint_expression,
+            fingerprint_expression: self
+                .fingerprint_expression
+                .map(|named| super::indexing::named_expression(token_type, named)),
         })
     }
 }

@@ -14,7 +14,9 @@ use crate::{
     pagination::{Page, PageRequest},
     permission::Permission,
     secret::Secret,
-    store::{ContainerScope, SearchHash, StoreError, StoredToken, TokenSearch, TokenUpdate},
+    store::{
+        ContainerScope, SearchHash, StoreError, StoredToken, TokenFilter, TokenSearch, TokenUpdate,
+    },
     timestamp,
     token::{
         reads_metadata, IdChoice, Indexing, NewToken, Token, TokenChanges, TokenPatch, TokenType,
@@ -230,6 +232,10 @@ fn sealed_changes(
     })
 }
 
+/// What makes two tokens of one bulk create equal for `deduplicate_token`: type, container,
+/// fingerprint expression (`None`: the type's) and fingerprint.
+type Identity = (TokenType, Container, Option<String>, String);
+
 /// New search index templates (`None`: the type's) and the hashes of their values.
 type Reindexed = (Option<Vec<String>>, Vec<SearchHash>);
 
@@ -356,11 +362,17 @@ impl Vault {
         // Each answer: a token created here (its position in `drawn`), or an existing one.
         let mut answers: Vec<Answer> = Vec::with_capacity(valid.len());
         let mut drawn = Drawn::with_capacity(valid.len());
-        // (type, container, fingerprint) → the answer of the token created for it.
-        let mut created_here: HashMap<(TokenType, Container, String), usize> = HashMap::new();
+        // (type, container, fingerprint expression, fingerprint) → the answer of the token
+        // created for it.
+        let mut created_here: HashMap<Identity, usize> = HashMap::new();
         for (label, v) in valid {
             let fingerprint = fingerprint_of(&key, &v);
-            let identity = (v.token_type, v.container.clone(), fingerprint.clone());
+            let identity = (
+                v.token_type,
+                v.container.clone(),
+                v.indexing.fingerprint_expression.clone(),
+                fingerprint.clone(),
+            );
             if v.deduplicate {
                 if let Some(&earlier) = created_here.get(&identity) {
                     answers.push(Answer::Created(earlier));
@@ -434,12 +446,19 @@ impl Vault {
                 .data_hashes
                 .extend(terms.iter().map(|t| key.search_hash(t.expose())));
         }
-        let scope = scope_among(
-            caller,
-            Permission::TokenRead,
-            self.store.search_containers(caller.tenant_id(), &search),
-        )
-        .await?;
+        let tenant = caller.tenant_id();
+        // With `data:` terms, the containers searched are those the caller may read among all
+        // of the tenant's, not among the matches: which tokens of other containers are indexed
+        // under a value then changes neither the answer, nor the count, nor the rows read
+        // (docs/api.md, "Search indexes").
+        let scope = if search.data_hashes.is_empty() {
+            let matching = self.store.search_containers(tenant, &search);
+            scope_among(caller, Permission::TokenRead, matching).await?
+        } else {
+            let everything = TokenFilter::default();
+            let every = self.store.token_containers(tenant, &everything);
+            scope_among(caller, Permission::TokenRead, every).await?
+        };
         Ok((search, scope))
     }
 

@@ -15,7 +15,7 @@ use crate::{
     pagination::{Page, PageRequest},
     permission::Permission,
     secret::Secret,
-    store::{ContainerScope, StoreError, StoredToken, TokenFilter},
+    store::{ContainerScope, Duplicate, StoreError, StoredToken, TokenFilter},
     timestamp,
     token::{fingerprint_input, NewToken, Token, ValidToken},
 };
@@ -103,9 +103,12 @@ impl Vault {
             .store
             .find_duplicate_token(
                 caller.tenant_id(),
-                valid.token_type,
-                &valid.container,
-                fingerprint,
+                &Duplicate {
+                    token_type: valid.token_type,
+                    container: &valid.container,
+                    fingerprint_expression: valid.indexing.fingerprint_expression.as_deref(),
+                    fingerprint,
+                },
                 now,
             )
             .await?

@@ -338,6 +338,34 @@ async fn fingerprint_expressions_decide_deduplication(db: &TestDatabase) {
         .expect(201);
     assert_eq!(c.body["fingerprint"], by_expr.body["fingerprint"]);
     assert_eq!(c.body["fingerprint_expression"], Value::Null);
+    // Named as the default, it is the default: a deduplicating create finds the first card.
+    let same = admin
+        .post("/tokens", json!({"type": "card", "data": {"number": "4242424242424242"}, "deduplicate_token": true, "fingerprint_expression": "{{ data.number }}"}))
+        .await
+        .expect(200);
+    assert_eq!(id_of(&same.body), id_of(&c.body));
+    // An expression cannot make a token claim another value's fingerprint for deduplication:
+    // this card renders 4111…'s number from its own data, and so fingerprints as 4111…; a
+    // deduplicating create of 4111… compares only tokens fingerprinted the default way.
+    let forged = admin
+        .post("/tokens", json!({"type": "card", "data": {"number": "4000056655665556"},
+            "fingerprint_expression": "{{ data.number | remove: '4000056655665556' }}4111111111111111"}))
+        .await
+        .expect(201);
+    let genuine =
+        json!({"type": "card", "data": {"number": "4111111111111111"}, "deduplicate_token": true});
+    let first = admin.post("/tokens", genuine.clone()).await.expect(201);
+    assert_eq!(
+        first.body["fingerprint"], forged.body["fingerprint"],
+        "the same fingerprint"
+    );
+    assert_ne!(
+        id_of(&first.body),
+        id_of(&forged.body),
+        "yet not its duplicate"
+    );
+    let again = admin.post("/tokens", genuine).await.expect(200);
+    assert_eq!(id_of(&again.body), id_of(&first.body));
     admin
         .refuses(
             "/tokens",

@@ -2,9 +2,10 @@
 
 use tessera_domain::cursor::Position;
 use tessera_domain::store::{
-    ContainerScope, StoreError, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+    ContainerScope, Duplicate, StoreError, StoredToken, TokenFilter, TokenSearch, TokenStore,
+    TokenUpdate,
 };
-use tessera_domain::{Container, Page, PageRequest, TenantId, TokenId, TokenType};
+use tessera_domain::{Container, Page, PageRequest, TenantId, TokenId};
 use time::OffsetDateTime;
 
 detached! {
@@ -17,7 +18,7 @@ detached! {
         spawned fn delete_token(tenant: TenantId, id: TokenId) -> bool;
         spawned fn insert_tokens(tokens: &[StoredToken]) -> ();
         spawned fn update_token(update: &TokenUpdate) -> bool;
-        spawned fn find_duplicate_token(tenant: TenantId, token_type: TokenType, container: &Container, fingerprint: &str, live_at: OffsetDateTime) -> Option<StoredToken>;
+        caller fn find_duplicate_token(tenant: TenantId, duplicate: &Duplicate<'_>, live_at: OffsetDateTime) -> Option<StoredToken>;
         scan fn search_containers(tenant: TenantId, search: &TokenSearch) -> Vec<Container>;
         scan fn search_tokens(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope, page: PageRequest) -> Page<StoredToken>;
         scan fn search_tokens_after(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope, after: Option<Position>, limit: u32) -> Vec<StoredToken>;

@@ -4,8 +4,8 @@
 use diesel::{AsChangeset, BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
-    store::{StoreError, StoredToken, TokenUpdate},
-    Container, TenantId, TokenId, TokenType,
+    store::{Duplicate, StoreError, StoredToken, TokenUpdate},
+    TenantId, TokenId,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
@@ -17,16 +17,6 @@ use crate::{
     rows::{to_db_time, to_json, TokenMetadataRow, TokenRow, TokenSearchRow},
     schema::{token_associations, token_metadata, token_search_index, tokens},
 };
-
-/// What makes a token a duplicate of another for `deduplicate_token`: the same tenant, type,
-/// container and fingerprint.
-#[derive(Debug)]
-pub(super) struct DuplicateKey<'a> {
-    pub(super) tenant: TenantId,
-    pub(super) token_type: TokenType,
-    pub(super) container: &'a Container,
-    pub(super) fingerprint: &'a str,
-}
 
 /// The columns `TokenStore::update_token` writes; `None` leaves a column alone.
 #[derive(AsChangeset)]
@@ -261,32 +251,39 @@ impl Database {
         })
     }
 
-    /// `TokenStore::find_duplicate_token`: the oldest token with `key`, live at `live_at`.
+    /// `TokenStore::find_duplicate_token`: the oldest token of `tenant` that `key` describes,
+    /// live at `live_at`.
     pub(super) async fn oldest_duplicate(
         &self,
-        key: &DuplicateKey<'_>,
+        tenant: TenantId,
+        key: &Duplicate<'_>,
         live_at: OffsetDateTime,
     ) -> Result<Option<StoredToken>, StoreError> {
-        let tenant = key.tenant.to_string();
+        let tenant = tenant.to_string();
         let live_at = to_db_time(live_at);
         let row = with_conn!(self, |conn| {
-            tokens::table
+            let mut q = tokens::table
                 .filter(tokens::tenant_id.eq(&tenant))
                 .filter(tokens::fingerprint.eq(key.fingerprint))
                 .filter(tokens::token_type.eq(key.token_type.as_str()))
                 .filter(tokens::container.eq(key.container.as_str()))
-                .filter(
-                    tokens::expires_at
-                        .is_null()
-                        .or(tokens::expires_at.gt(live_at)),
-                )
-                .order((tokens::created_at.asc(), tokens::id.asc()))
-                .limit(1)
-                .select(TokenRow::as_select())
-                .load(conn)
-                .await
-                .db()
-                .map(only_row)
+                .into_boxed();
+            q = match key.fingerprint_expression {
+                Some(expression) => q.filter(tokens::fingerprint_expression.eq(expression)),
+                None => q.filter(tokens::fingerprint_expression.is_null()),
+            };
+            q.filter(
+                tokens::expires_at
+                    .is_null()
+                    .or(tokens::expires_at.gt(live_at)),
+            )
+            .order((tokens::created_at.asc(), tokens::id.asc()))
+            .limit(1)
+            .select(TokenRow::as_select())
+            .load(conn)
+            .await
+            .db()
+            .map(only_row)
         })?;
         row.map(StoredToken::try_from).transpose()
     }

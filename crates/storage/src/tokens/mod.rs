@@ -26,16 +26,14 @@ use async_trait::async_trait;
 use tessera_domain::{
     cursor::Position,
     store::{
-        ContainerScope, StoreError, StoredToken, TokenFilter, TokenSearch, TokenStore, TokenUpdate,
+        ContainerScope, Duplicate, StoreError, StoredToken, TokenFilter, TokenSearch, TokenStore,
+        TokenUpdate,
     },
-    Container, Page, PageRequest, TenantId, TokenId, TokenType,
+    Container, Page, PageRequest, TenantId, TokenId,
 };
 use time::OffsetDateTime;
 
-use self::{
-    crud::DuplicateKey,
-    queries::{empty_page, FilterParams, SearchParams},
-};
+use self::queries::{empty_page, FilterParams, SearchParams};
 use crate::database::Database;
 
 #[async_trait]
@@ -98,18 +96,10 @@ impl TokenStore for Database {
     async fn find_duplicate_token(
         &self,
         tenant: TenantId,
-        token_type: TokenType,
-        container: &Container,
-        fingerprint: &str,
+        duplicate: &Duplicate<'_>,
         live_at: OffsetDateTime,
     ) -> Result<Option<StoredToken>, StoreError> {
-        let key = DuplicateKey {
-            tenant,
-            token_type,
-            container,
-            fingerprint,
-        };
-        self.oldest_duplicate(&key, live_at).await
+        self.oldest_duplicate(tenant, duplicate, live_at).await
     }
 
     async fn search_containers(
