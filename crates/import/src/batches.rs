@@ -47,10 +47,16 @@ pub(crate) async fn store(
         let requests: Vec<&serde_json::Map<String, Value>> =
             batch.iter().map(|r| &r.request).collect();
         let body = serde_json::to_vec(&requests).map_err(|e| ImportError::Io(e.to_string()))?;
-        // One key per batch sent, kept by its retries: a batch the server stored but whose
-        // answer was lost is answered again, not stored twice (docs/api.md, "Idempotency-Key").
-        let key = server.next_idempotency_key();
-        match send(server, body, batch.len(), &key).await? {
+        // A batch holding a row without an id gets an idempotency key, kept by its retries: if
+        // the server stored it but the answer was lost, the retry is answered again instead
+        // of storing those rows twice (docs/api.md, "Idempotency-Key"). Rows with ids need
+        // none: a retry finds their ids taken and skips them, and the key would cost the
+        // server a stored answer per batch.
+        let key = batch
+            .iter()
+            .any(|row| row.id.is_none())
+            .then(|| server.next_idempotency_key());
+        match send(server, body, batch.len(), key.as_ref()).await? {
             Outcome::Stored => tally.stored(batch.len()),
             Outcome::Refused(by_row) => {
                 for (i, reasons) in &by_row {
@@ -85,13 +91,13 @@ fn without(batch: Vec<Row>, drop: impl Fn(usize) -> bool) -> Vec<Row> {
         .collect()
 }
 
-/// Sends `body` (`rows` create requests) under the idempotency key `key`, again after a pause
-/// while the server asks for one, up to [`ATTEMPTS`] times.
+/// Sends `body` (`rows` create requests), under the idempotency key `key` if any, again after
+/// a pause while the server asks for one, up to [`ATTEMPTS`] times.
 async fn send(
     server: &Server,
     body: Vec<u8>,
     rows: usize,
-    key: &http::HeaderValue,
+    key: Option<&http::HeaderValue>,
 ) -> Result<Outcome, ImportError> {
     let mut pause = Duration::from_millis(200);
     let mut last = String::new();

@@ -102,14 +102,17 @@ impl Server {
     pub(crate) async fn tokenize(
         &self,
         body: Vec<u8>,
-        idempotency_key: &HeaderValue,
+        idempotency_key: Option<&HeaderValue>,
     ) -> Result<(StatusCode, Value), NoAnswer> {
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(Method::POST)
             .uri(self.tokenize.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .header(&self.key_header, self.key.clone())
-            .header("idempotency-key", idempotency_key.clone())
+            .header(&self.key_header, self.key.clone());
+        if let Some(key) = idempotency_key {
+            request = request.header("idempotency-key", key.clone());
+        }
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| NoAnswer::Transient(e.to_string()))?;
         let answer = tokio::time::timeout(REQUEST_TIMEOUT, async {
