@@ -45,13 +45,3 @@ fn location_suffix(location: &str) -> String {
         format!(" in {location}")
     }
 }
-
-/// Keeps error messages short when the offending text is long.
-pub(crate) fn truncate(s: &str) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    }
-}

@@ -10,9 +10,9 @@
 //! chose (ids hold neither `|` nor braces). Liquid tags (`{% … %}`) are refused.
 
 use tessera_domain::{ids::TokenIdError, TokenId};
-use tessera_expressions::Chain;
+use tessera_expressions::{truncate, Chain};
 
-use crate::error::{truncate, DetokenizeError};
+use crate::error::DetokenizeError;
 
 /// What an expression starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
