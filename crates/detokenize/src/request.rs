@@ -3,7 +3,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use tessera_domain::{token::TokenView, vault::TokenSize, Token, TokenId};
+use serde_json::Value;
+use tessera_domain::{
+    token::TokenView, vault::TokenSize, Permission, Principal, Secret, Token, TokenId,
+};
 
 use crate::{
     body::{BodyKind, Template},
@@ -188,12 +191,31 @@ impl RequestTemplate {
             .map(|t| {
                 let object = self
                     .needs_object(&t.id)
-                    .then(|| TokenView::with_data(t.clone()).to_json());
+                    .then(|| TokenView::used(t.clone()).to_json());
                 let resolved = ResolvedToken {
                     data: t.data,
                     object,
                 };
                 (t.id, resolved)
+            })
+            .collect()
+    }
+
+    /// As [`RequestTemplate::values`], each token as `viewer` may read it (`POST
+    /// /detokenize`): its data as the caller's transform on its container shows it (the
+    /// plaintext, its mask, or `null`), and its object as a read answers it.
+    pub fn values_for(&self, tokens: Vec<Token>, viewer: &Principal) -> Values {
+        tokens
+            .into_iter()
+            .map(|t| {
+                let id = t.id.clone();
+                let object = TokenView::read(t, viewer, Permission::TokenRead).to_json();
+                let data = object.expose().get("data").cloned().unwrap_or(Value::Null);
+                let resolved = ResolvedToken {
+                    data: Secret::new(data),
+                    object: self.needs_object(&id).then_some(object),
+                };
+                (id, resolved)
             })
             .collect()
     }

@@ -40,6 +40,7 @@ fn permissions(c: &mut Criterion) {
             priority: i,
             container: Container::parse(&format!("/team{i}/")).expect("container"),
             permissions: vec![Permission::TokenRead, Permission::TokenUse],
+            transform: Default::default(),
         })
         .collect();
     let principal = Principal::new(&Application {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     application::{Application, ApplicationType, Rule},
     container::Container,
+    data_transform::DataTransform,
     error::VaultError,
     ids::{ApplicationId, TenantId},
     origin::Origin,
@@ -29,6 +30,9 @@ pub struct Principal {
     expires_at: Option<time::OffsetDateTime>,
     /// A public application's browser origins (empty for other types).
     allowed_origins: Arc<[Origin]>,
+    /// What permissions granted without rules show of token data (the deployment's
+    /// `--implicit-transform`; [`DataTransform::Reveal`] unless set).
+    implicit: DataTransform,
     /// Where the checks this caller passes are written down, when asked (see
     /// [`Principal::recording`]); `None` on every hot path.
     log: Option<Arc<Mutex<Vec<GrantCheck>>>>,
@@ -57,6 +61,16 @@ pub enum GrantCheck {
         /// The container.
         container: Container,
     },
+    /// Being shown at least `transform` of the data in `container`, acting with `permission`
+    /// ([`Principal::shown_on`]): a replay shows no more than the caller would see today.
+    Shown {
+        /// The permission acted with.
+        permission: Permission,
+        /// The container.
+        container: Container,
+        /// What the answer showed.
+        transform: DataTransform,
+    },
     /// Holding every grant of an application ([`Principal::require_covers`]).
     Covers {
         /// Its tenant-wide permissions.
@@ -68,18 +82,132 @@ pub enum GrantCheck {
 
 impl Principal {
     /// Resolves an application's grants.
+    ///
+    /// An application holding every other permission holds `token:search` too: it was
+    /// written down before that permission existed (the bootstrap admin is one).
     pub fn new(app: &Application) -> Self {
         let mut rules = app.rules.clone();
         rules.sort_by_key(|r| r.priority);
+        let mut permissions: BTreeSet<Permission> = app.permissions.iter().copied().collect();
+        if Permission::ALL
+            .iter()
+            .all(|p| *p == Permission::TokenSearch || permissions.contains(p))
+        {
+            permissions.insert(Permission::TokenSearch);
+        }
         Self {
             tenant_id: app.tenant_id,
             application_id: app.id,
             app_type: app.app_type,
-            permissions: app.permissions.iter().copied().collect(),
+            permissions,
             rules,
             expires_at: app.expires_at,
             allowed_origins: app.allowed_origins.iter().cloned().collect(),
+            implicit: DataTransform::Reveal,
             log: None,
+        }
+    }
+
+    /// This caller under a deployment whose permissions granted without rules show token data
+    /// as `implicit` (`--implicit-transform`; docs/api.md, "Transforms").
+    pub fn with_implicit_transform(mut self, implicit: DataTransform) -> Self {
+        self.implicit = implicit;
+        self
+    }
+
+    /// What the answers to this caller show of the data of a token in `container`, for an
+    /// operation needing `permission`: the first rule by priority that covers the container
+    /// decides, as it decides the permission; without one, `token:use` reveals (proxies) and
+    /// every other permission takes the deployment's implicit transform.
+    pub fn transform_on(&self, permission: Permission, container: &Container) -> DataTransform {
+        match self.rules.iter().find(|r| r.container.contains(container)) {
+            Some(rule) => rule.transform,
+            None if permission == Permission::TokenUse => DataTransform::Reveal,
+            None => self.implicit,
+        }
+    }
+
+    /// The most a caller may give another application to see of the data in `container`: its
+    /// deciding rule's transform, or `reveal` where its permissions come without rules. The
+    /// implicit transform is what such permissions show their holder by default, not a
+    /// bound on what it may grant: under `--implicit-transform mask` the bootstrap admin still
+    /// creates applications whose rules reveal (docs/api.md, "No escalation").
+    pub fn transform_ceiling(&self, container: &Container) -> DataTransform {
+        self.rules
+            .iter()
+            .find(|r| r.container.contains(container))
+            .map_or(DataTransform::Reveal, |r| r.transform)
+    }
+
+    /// Whether the caller may read the plaintext of tokens in `container`: `token:read` there
+    /// under a `reveal` transform. What answers whether a guess equals stored data (a
+    /// fingerprint, deduplication, `data:` and `fingerprint:` search terms) needs it, or a
+    /// mask reader could recover what its mask hides (docs/api.md, "Transforms").
+    pub fn may_reveal(&self, container: &Container) -> bool {
+        self.may_reveal_by(Permission::TokenRead, container)
+    }
+
+    /// [`Principal::may_reveal`] for a search (`permission` `token:search`, which
+    /// `token:read` also allows) or a read (`token:read`).
+    pub fn may_reveal_by(&self, permission: Permission, container: &Container) -> bool {
+        self.may_access(permission, container)
+            && self.transform_on(permission, container) == DataTransform::Reveal
+    }
+
+    /// Whether [`Principal::may_reveal_by`] holds on some container: `permission` granted
+    /// without rules under an implicit `reveal`, or by a rule that reveals.
+    pub fn may_reveal_somewhere(&self, permission: Permission) -> bool {
+        let grants = |ps: &[Permission]| {
+            ps.contains(&permission)
+                || (permission == Permission::TokenSearch && ps.contains(&Permission::TokenRead))
+        };
+        let plain: Vec<Permission> = self.permissions.iter().copied().collect();
+        (self.implicit == DataTransform::Reveal && grants(&plain))
+            || self
+                .rules
+                .iter()
+                .any(|r| r.transform == DataTransform::Reveal && grants(&r.permissions))
+    }
+
+    /// [`Principal::may_on`], where `token:read` allows searching too
+    /// ([`Principal::may_search_on`]).
+    pub fn may_access(&self, permission: Permission, container: &Container) -> bool {
+        match permission {
+            Permission::TokenSearch => self.may_search_on(container),
+            p => self.may_on(p, container),
+        }
+    }
+
+    /// `Ok` when the caller may read the plaintext in `container` ([`Principal::may_reveal`]),
+    /// else 403 naming `token:read` there (with a `reveal` transform).
+    pub fn require_reveal(&self, container: &Container) -> Result<(), VaultError> {
+        self.require_on(Permission::TokenRead, container)?;
+        if self.may_reveal(container) {
+            self.passed(|| GrantCheck::Shown {
+                permission: Permission::TokenRead,
+                container: container.clone(),
+                transform: DataTransform::Reveal,
+            });
+            Ok(())
+        } else {
+            Err(VaultError::RevealNeeded(container.clone()))
+        }
+    }
+
+    /// Whether the caller may search tokens in `container`: `token:search` or `token:read`
+    /// there.
+    pub fn may_search_on(&self, container: &Container) -> bool {
+        self.may_on(Permission::TokenSearch, container)
+            || self.may_on(Permission::TokenRead, container)
+    }
+
+    /// `Ok` when the caller may act with `permission` somewhere; for `token:search`,
+    /// `token:read` somewhere does too. Else 403.
+    pub fn require_access_somewhere(&self, permission: Permission) -> Result<(), VaultError> {
+        if permission == Permission::TokenSearch && !self.may_somewhere(permission) {
+            self.require_somewhere(Permission::TokenRead)
+        } else {
+            self.require_somewhere(permission)
         }
     }
 
@@ -154,6 +282,18 @@ impl Principal {
                 permission,
                 container,
             } => self.require_on(*permission, container),
+            GrantCheck::Shown {
+                permission,
+                container,
+                transform,
+            } => {
+                self.require_on(*permission, container)?;
+                if self.transform_on(*permission, container) >= *transform {
+                    Ok(())
+                } else {
+                    Err(VaultError::RevealNeeded(container.clone()))
+                }
+            }
             GrantCheck::Covers { permissions, rules } => {
                 self.require_covers(Grants { permissions, rules })
             }
@@ -161,16 +301,33 @@ impl Principal {
     }
 
     /// Whether the caller may be shown what only holders of `permission` on `container` see
-    /// (a token's fingerprint): [`Principal::may_on`], written down when it is shown.
+    /// (a token's fingerprint): [`Principal::may_on`], and for `token:read` a `reveal`
+    /// transform there too ([`Principal::may_reveal`]); written down when it is shown.
     pub fn may_see(&self, permission: Permission, container: &Container) -> bool {
-        let may = self.may_on(permission, container);
+        let may = self.may_on(permission, container)
+            && (permission != Permission::TokenRead || self.may_reveal(container));
         if may {
-            self.passed(|| GrantCheck::On {
+            self.passed(|| GrantCheck::Shown {
                 permission,
                 container: container.clone(),
+                transform: self.transform_on(permission, container),
             });
         }
         may
+    }
+
+    /// What an answer shows this caller, acting with `permission`, of the data of a token in
+    /// `container` ([`Principal::transform_on`]), written down when it shows anything.
+    pub fn shown_on(&self, permission: Permission, container: &Container) -> DataTransform {
+        let transform = self.transform_on(permission, container);
+        if transform > DataTransform::Redact {
+            self.passed(|| GrantCheck::Shown {
+                permission,
+                container: container.clone(),
+                transform,
+            });
+        }
+        transform
     }
 
     /// The caller's tenant; every operation is confined to it.
@@ -284,15 +441,34 @@ impl<'a> Grants<'a> {
     /// Whether these grants allow `permission` on `container` (first rule by priority that
     /// covers it, else the tenant-wide permissions).
     fn allow(&self, permission: Permission, container: &Container) -> bool {
-        match self
-            .rules
-            .iter()
-            .filter(|r| r.container.contains(container))
-            .min_by_key(|r| r.priority)
-        {
+        match self.deciding_rule(container) {
             Some(rule) => rule.permissions.contains(&permission),
             None => self.permissions.contains(&permission),
         }
+    }
+
+    /// What these grants show of the data in `container` (the deciding rule's transform, else
+    /// `implicit`), when they allow an operation whose answers carry data there.
+    fn shown(&self, container: &Container, implicit: DataTransform) -> Option<DataTransform> {
+        let shows_data = [
+            Permission::TokenRead,
+            Permission::TokenSearch,
+            Permission::TokenCreate,
+            Permission::TokenUpdate,
+        ]
+        .into_iter()
+        .any(|p| self.allow(p, container));
+        shows_data.then(|| {
+            self.deciding_rule(container)
+                .map_or(implicit, |r| r.transform)
+        })
+    }
+
+    fn deciding_rule(&self, container: &Container) -> Option<&'a Rule> {
+        self.rules
+            .iter()
+            .filter(|r| r.container.contains(container))
+            .min_by_key(|r| r.priority)
     }
 }
 
@@ -328,6 +504,17 @@ impl Principal {
                 if grants.allow(p, container) && !self.may_on(p, container) {
                     return Err(escalation(p, Some(container.clone())));
                 }
+            }
+            let held = self.transform_ceiling(container);
+            match grants.shown(container, self.implicit) {
+                Some(transform) if transform > held => {
+                    return Err(VaultError::TransformEscalation {
+                        transform,
+                        held,
+                        container: container.clone(),
+                    })
+                }
+                _ => {}
             }
         }
         self.passed(|| GrantCheck::Covers {
@@ -374,6 +561,7 @@ mod tests {
                     priority,
                     container: Container::parse(c).expect("container"),
                     permissions,
+                    transform: DataTransform::Reveal,
                 })
                 .collect(),
             ..Application::new(
@@ -435,6 +623,7 @@ mod tests {
             priority,
             container: Container::parse(c).expect("container"),
             permissions,
+            transform: DataTransform::Reveal,
         }
     }
 
@@ -548,5 +737,128 @@ mod tests {
         }
         assert!(p.require(ProxyRead).is_err());
         assert!(p.require_somewhere(TokenRead).is_ok());
+    }
+
+    fn with_transform(mut rule: Rule, transform: DataTransform) -> Rule {
+        rule.transform = transform;
+        rule
+    }
+
+    fn principal_with(permissions: Vec<Permission>, rules: Vec<Rule>) -> Principal {
+        let id = ApplicationId::new();
+        Principal::new(&Application {
+            permissions,
+            rules,
+            ..Application::new(
+                id,
+                TenantId::new(),
+                "t",
+                ApplicationType::Private,
+                (id, timestamp::now()),
+            )
+        })
+    }
+
+    #[test]
+    fn the_deciding_rule_gives_the_transform_and_plain_permissions_the_implicit_one() {
+        use DataTransform::*;
+        let p = principal_with(
+            vec![TokenRead],
+            vec![
+                with_transform(rule(1, "/pci/high/", vec![TokenRead]), Mask),
+                with_transform(rule(2, "/pci/", vec![TokenRead, TokenUse]), Redact),
+            ],
+        );
+        assert_eq!(p.transform_on(TokenRead, &c("/pci/high/x/")), Mask);
+        assert_eq!(p.transform_on(TokenRead, &c("/pci/low/")), Redact);
+        assert_eq!(p.transform_on(TokenRead, &c("/general/")), Reveal);
+        let masked = p.clone().with_implicit_transform(Mask);
+        assert_eq!(masked.transform_on(TokenRead, &c("/general/")), Mask);
+        assert_eq!(masked.transform_on(TokenSearch, &c("/general/")), Mask);
+        assert_eq!(
+            masked.transform_on(TokenUse, &c("/general/")),
+            Reveal,
+            "proxies reveal"
+        );
+        assert!(!masked.may_reveal(&c("/general/")));
+        assert!(p.may_reveal(&c("/general/")));
+        assert!(!p.may_reveal(&c("/pci/high/")));
+        assert!(matches!(
+            p.require_reveal(&c("/pci/high/")),
+            Err(VaultError::RevealNeeded(_))
+        ));
+        assert!(!masked.may_reveal_somewhere(TokenRead));
+        assert!(p.may_reveal_somewhere(TokenRead));
+    }
+
+    #[test]
+    fn token_search_is_its_own_and_read_allows_it_too() {
+        let searcher = principal_with(vec![TokenSearch], vec![]);
+        assert!(searcher.may_search_on(&c("/pci/")));
+        assert!(!searcher.may_on(TokenRead, &c("/pci/")));
+        assert!(searcher.require_access_somewhere(TokenSearch).is_ok());
+        assert!(searcher.require_access_somewhere(TokenRead).is_err());
+        let reader = principal_with(vec![TokenRead], vec![]);
+        assert!(reader.may_search_on(&c("/pci/")));
+        assert!(reader.require_access_somewhere(TokenSearch).is_ok());
+        // Holding every other permission (written before token:search existed) holds it.
+        let all_but: Vec<Permission> = Permission::ALL
+            .into_iter()
+            .filter(|p| *p != TokenSearch)
+            .collect();
+        let mut admin = principal_with(all_but.clone(), vec![]);
+        admin.app_type = ApplicationType::Management;
+        assert!(admin.require(TokenSearch).is_ok());
+        let short = principal_with(all_but[1..].to_vec(), vec![]);
+        assert!(short.require(TokenSearch).is_err());
+    }
+
+    #[test]
+    fn no_grant_shows_more_than_the_granters_deciding_rule() {
+        use DataTransform::*;
+        let granter = principal_with(
+            vec![ApplicationCreate],
+            vec![with_transform(rule(1, "/pci/", vec![TokenRead]), Mask)],
+        );
+        let grant = |t: DataTransform| vec![with_transform(rule(1, "/pci/a/", vec![TokenRead]), t)];
+        assert!(covers(&granter, &[], &grant(Mask)));
+        assert!(covers(&granter, &[], &grant(Redact)));
+        assert!(matches!(
+            granter.require_covers(Grants {
+                permissions: &[],
+                rules: &grant(Reveal),
+            }),
+            Err(VaultError::TransformEscalation {
+                transform: Reveal,
+                held: Mask,
+                ..
+            })
+        ));
+        // Plain permissions are no ceiling: the implicit transform is a default.
+        let admin = principal_with(vec![TokenRead, ApplicationCreate], vec![])
+            .with_implicit_transform(Mask);
+        assert!(covers(&admin, &[], &grant(Reveal)));
+        assert!(covers(&admin, &[TokenRead], &[]));
+        // A grant of token:use alone carries no data in answers: its transform is moot.
+        let user = principal_with(
+            vec![],
+            vec![with_transform(rule(1, "/pci/", vec![TokenUse]), Redact)],
+        );
+        let use_grant = vec![with_transform(rule(1, "/pci/", vec![TokenUse]), Reveal)];
+        assert!(covers(&user, &[], &use_grant));
+    }
+
+    #[test]
+    fn a_replay_shows_no_more_than_the_caller_sees_today() {
+        use DataTransform::*;
+        let p = principal_with(vec![TokenRead], vec![]).recording();
+        assert_eq!(p.shown_on(TokenRead, &c("/pci/")), Reveal);
+        let checks = p.checks_passed();
+        let masked = principal_with(vec![TokenRead], vec![]).with_implicit_transform(Mask);
+        assert!(checks.iter().any(|c| matches!(c, GrantCheck::Shown { .. })));
+        for check in &checks {
+            assert!(p.require_again(check).is_ok());
+        }
+        assert!(checks.iter().any(|c| masked.require_again(c).is_err()));
     }
 }

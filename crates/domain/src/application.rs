@@ -7,6 +7,7 @@ use time::OffsetDateTime;
 
 use crate::{
     container::Container,
+    data_transform::DataTransform,
     ids::{ApplicationId, ApplicationKeyId, TenantId},
     origin::{Origin, MAX_ALLOWED_ORIGINS},
     permission::Permission,
@@ -85,6 +86,10 @@ pub struct Rule {
     pub container: Container,
     /// The `token:*` permissions granted there; an empty list denies.
     pub permissions: Vec<Permission>,
+    /// What answers show of the data of tokens the rule covers: `reveal` (the plaintext, and
+    /// what a rule that names none means), `mask` or `redact` (docs/api.md, "Transforms").
+    #[serde(default)]
+    pub transform: DataTransform,
 }
 
 /// What a caller supplies to create an application (and, through [`ApplicationUpdate`], to
@@ -95,7 +100,7 @@ pub struct Rule {
     "type": "private",
     "permissions": ["token:create"],
     "rules": [{"description": "use cards", "priority": 1, "container": "/pci/",
-               "permissions": ["token:read", "token:use"]}]
+               "permissions": ["token:read", "token:use"], "transform": "mask"}]
 })))]
 #[serde(deny_unknown_fields)]
 pub struct ApplicationInput {
@@ -423,6 +428,7 @@ mod tests {
             priority,
             container: Container::parse(container).expect("container"),
             permissions,
+            transform: DataTransform::Reveal,
         }
     }
 

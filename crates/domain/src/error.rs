@@ -83,6 +83,22 @@ pub enum VaultError {
         /// Where, for container-scoped token permissions.
         container: Option<Container>,
     },
+    /// A caller tried to give an application a transform showing more of the data than its
+    /// own on some container (403; docs/api.md, "No escalation").
+    #[error("the API key cannot grant the `{transform}` transform on container {container}: its own there is `{held}`")]
+    TransformEscalation {
+        /// The transform asked for.
+        transform: crate::data_transform::DataTransform,
+        /// The caller's own transform there.
+        held: crate::data_transform::DataTransform,
+        /// Where.
+        container: Container,
+    },
+    /// The operation answers whether a guess equals stored data (deduplication, a `data:` or
+    /// `fingerprint:` search term, rendering over stored data), so it needs the plaintext:
+    /// `token:read` with a `reveal` transform on the container (403).
+    #[error("this needs `token:read` with the `reveal` transform on container {0}")]
+    RevealNeeded(Container),
     /// A token may not go where the request goes (403): its destination binding does not
     /// allow the host, or an ephemeral proxy was asked to carry an unbound token.
     #[error("{0}")]
@@ -166,6 +182,8 @@ impl VaultError {
             VaultError::Unauthenticated(_) => ErrorClass::Unauthenticated,
             VaultError::Forbidden { .. }
             | VaultError::Escalation { .. }
+            | VaultError::TransformEscalation { .. }
+            | VaultError::RevealNeeded(_)
             | VaultError::DestinationRefused(_)
             | VaultError::KeyTypeRefused(_) => ErrorClass::Forbidden,
             VaultError::NotFound(_) => ErrorClass::NotFound,

@@ -12,9 +12,13 @@ pub enum Permission {
     /// Create tokens.
     #[serde(rename = "token:create")]
     TokenCreate,
-    /// Read tokens, including their data.
+    /// Read tokens, including their data (as the transform shows it), and search them.
     #[serde(rename = "token:read")]
     TokenRead,
+    /// Search tokens (`POST /tokens/search`, `POST /v2/tokens/search`) without reading them
+    /// by id; answers show data as the transform does.
+    #[serde(rename = "token:search")]
+    TokenSearch,
     /// Update tokens.
     #[serde(rename = "token:update")]
     TokenUpdate,
@@ -55,9 +59,10 @@ pub enum Permission {
 
 impl Permission {
     /// Every permission, in a stable order.
-    pub const ALL: [Permission; 14] = [
+    pub const ALL: [Permission; 15] = [
         Permission::TokenCreate,
         Permission::TokenRead,
+        Permission::TokenSearch,
         Permission::TokenUpdate,
         Permission::TokenDelete,
         Permission::TokenUse,
@@ -77,6 +82,7 @@ impl Permission {
         match self {
             Permission::TokenCreate => "token:create",
             Permission::TokenRead => "token:read",
+            Permission::TokenSearch => "token:search",
             Permission::TokenUpdate => "token:update",
             Permission::TokenDelete => "token:delete",
             Permission::TokenUse => "token:use",
@@ -98,6 +104,7 @@ impl Permission {
             self,
             Permission::TokenCreate
                 | Permission::TokenRead
+                | Permission::TokenSearch
                 | Permission::TokenUpdate
                 | Permission::TokenDelete
                 | Permission::TokenUse
@@ -140,6 +147,6 @@ mod tests {
             assert_eq!(serde_json::from_str::<Permission>(&json).expect("de"), p);
         }
         assert!("token:fly".parse::<Permission>().is_err());
-        assert_eq!(Permission::ALL.iter().filter(|p| p.is_token()).count(), 5);
+        assert_eq!(Permission::ALL.iter().filter(|p| p.is_token()).count(), 6);
     }
 }

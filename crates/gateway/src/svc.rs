@@ -14,7 +14,7 @@ use tessera_domain::{
     audit::{AuditAction, ResourceId},
     binding::{self, Destinations, Target},
     token::TokenView,
-    NewToken, Principal, TokenId, Vault, VaultError,
+    NewToken, Permission, Principal, TokenId, Vault, VaultError,
 };
 use tessera_service::problem::class_status;
 use tessera_transform_runtime::{HostError, HostOp, Taint};
@@ -145,7 +145,8 @@ async fn svc_call(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value
             if let Some(audit) = host.audit {
                 audit.success(AuditAction::TokenReadByTransform, vec![(&token.id).into()]);
             }
-            serde_json::to_value(TokenView::with_data(token)).map_err(|e| bad(e.to_string()))
+            let view = TokenView::read(token, host.principal, Permission::TokenRead);
+            serde_json::to_value(view).map_err(|e| bad(e.to_string()))
         }
         HostOp::Delete => {
             let token = id(&payload)?;
@@ -204,9 +205,13 @@ async fn create(host: SvcHost<'_>, op: HostOp, payload: Value) -> Result<Value, 
             .await
             .map_err(host_error)?;
         let id = ResourceId::from(&token.id);
-        serde_json::to_value(TokenView::without_data(token, host.principal))
-            .map(|view| (view, id))
-            .map_err(|e| bad(e.to_string()))
+        serde_json::to_value(TokenView::written(
+            token,
+            host.principal,
+            Permission::TokenCreate,
+        ))
+        .map(|view| (view, id))
+        .map_err(|e| bad(e.to_string()))
     };
     let mut created = Vec::new();
     let answer = match payload {

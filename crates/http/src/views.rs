@@ -15,18 +15,30 @@ use time::OffsetDateTime;
 pub(crate) use tessera_domain::token::TokenView;
 
 /// The answer to a token create that may deduplicate: 201 with the new token, or 200 with the
-/// existing one it found; without data either way.
+/// existing one it found; `data` only under a `mask` transform, as the mask.
 pub(crate) fn created_or_found(
     token: tessera_domain::Token,
     created: bool,
     viewer: &tessera_domain::Principal,
 ) -> actix_web::HttpResponse {
-    let mut response = if created {
+    status(created).json(TokenView::created(token, viewer))
+}
+
+/// [`created_or_found`] for a child: never with `data` (docs/api.md, "Transforms").
+pub(crate) fn child_created_or_found(
+    token: tessera_domain::Token,
+    created: bool,
+    viewer: &tessera_domain::Principal,
+) -> actix_web::HttpResponse {
+    status(created).json(TokenView::created_child(token, viewer))
+}
+
+fn status(created: bool) -> actix_web::HttpResponseBuilder {
+    if created {
         actix_web::HttpResponse::Created()
     } else {
         actix_web::HttpResponse::Ok()
-    };
-    response.json(TokenView::created(token, viewer))
+    }
 }
 
 /// An application. `key` appears only on create (unless `create_key` was `false`) and

@@ -74,6 +74,27 @@ pub enum LogFormat {
     Json,
 }
 
+/// What permissions granted without access rules show of token data (docs/api.md,
+/// "Transforms").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImplicitTransform {
+    /// The plaintext to `token:read` and `token:search`, and no data in the answers to
+    /// `token:create` and `token:update` (what Tessera always did).
+    Reveal,
+    /// Basis Theory's implicit transforms: `mask` for `token:create`, `token:update`,
+    /// `token:read` and `token:search`; `reveal` for `token:use`.
+    Mask,
+}
+
+impl From<ImplicitTransform> for tessera_domain::DataTransform {
+    fn from(t: ImplicitTransform) -> Self {
+        match t {
+            ImplicitTransform::Reveal => tessera_domain::DataTransform::Reveal,
+            ImplicitTransform::Mask => tessera_domain::DataTransform::Mask,
+        }
+    }
+}
+
 /// Where the data is and how it is protected.
 ///
 /// `Debug` is written by hand: the database URL may hold a password.
@@ -115,6 +136,11 @@ pub struct DbArgs {
     /// SQLite: a progress handler.
     #[arg(long, env = "TESSERA_QUERY_TIMEOUT", default_value_t = tessera_storage::DEFAULT_QUERY_TIMEOUT.as_secs_f64(), value_parser = QUERY_TIMEOUT.parser())]
     pub query_timeout: f64,
+    /// What permissions granted without access rules show of token data: `reveal` (the
+    /// plaintext to readers, the default) or `mask` (Basis Theory's implicit transforms; set it
+    /// when moving from Basis Theory). Access rules always carry their own transform.
+    #[arg(long, env = "TESSERA_IMPLICIT_TRANSFORM", value_enum, default_value_t = ImplicitTransform::Reveal)]
+    pub implicit_transform: ImplicitTransform,
 }
 
 impl std::fmt::Debug for DbArgs {
@@ -128,6 +154,7 @@ impl std::fmt::Debug for DbArgs {
             .field("log_format", &self.log_format)
             .field("sweep_interval", &self.sweep_interval)
             .field("query_timeout", &self.query_timeout)
+            .field("implicit_transform", &self.implicit_transform)
             .finish()
     }
 }
@@ -243,7 +270,8 @@ pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
     let (database, _) = open_database(db).await?;
     tracing::info!(custody = %custody.describe(), "key-encrypting key");
     let vault = Vault::with_custody(Arc::new(DetachedStore::new(database)), custody, previous)
-        .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck));
+        .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
+        .with_implicit_transform(db.implicit_transform.into());
     vault
         .verify_master_key()
         .await

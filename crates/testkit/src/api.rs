@@ -87,6 +87,23 @@ pub fn state_with(db: &TestDatabase, max_body_bytes: usize, policy: DestinationP
     )
 }
 
+/// The same as [`state`], under a deployment whose permissions granted without rules show
+/// token data as `implicit` (`--implicit-transform`).
+pub fn state_implicit(
+    db: &TestDatabase,
+    max_body_bytes: usize,
+    implicit: tessera_domain::DataTransform,
+) -> ApiState {
+    ApiState::new(
+        vault_with(db, DestinationPolicy::default()).with_implicit_transform(implicit),
+        ApiConfig {
+            max_body_bytes,
+            ..ApiConfig::default()
+        },
+        ProcessMetrics::new(),
+    )
+}
+
 /// A vault over `db` (the shared test master key) with `policy`, recording its audit trail
 /// in sync mode as a server does by default (the writer runs on the calling runtime).
 pub fn vault_with(db: &TestDatabase, policy: DestinationPolicy) -> Vault {

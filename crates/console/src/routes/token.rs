@@ -2,7 +2,9 @@
 //! deletion.
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
-use tessera_domain::{audit::AuditAction, store::TokenFilter, PageRequest, Token, TokenId};
+use tessera_domain::{
+    audit::AuditAction, store::TokenFilter, DataTransform, PageRequest, Permission, Token, TokenId,
+};
 
 use super::{path_id, query};
 use crate::{
@@ -83,10 +85,28 @@ async fn token_page(ctx: &Ctx, req: &HttpRequest, t: Token, shown: Shown) -> Htt
     ctx.ok(SECTION, &title, body)
 }
 
+/// What the page shows of `t` to the signed-in application: the plaintext only after Reveal
+/// and only where it may read it (`token:read` under a `reveal` transform), nothing under
+/// `redact`, otherwise the console's mask.
+fn shown_to(ctx: &Ctx, t: &Token, reveal: bool) -> Shown {
+    let may_reveal = ctx.principal.may_reveal(&t.container);
+    match ctx
+        .principal
+        .transform_on(Permission::TokenRead, &t.container)
+    {
+        _ if reveal && may_reveal => Shown::Revealed,
+        DataTransform::Redact => Shown::Withheld,
+        _ => Shown::Masked { may_reveal },
+    }
+}
+
 /// `GET /console/tokens/{id}`: the token with its data masked.
 pub(crate) async fn page(ctx: Ctx, req: HttpRequest, id: web::Path<String>) -> HttpResponse {
     match read(&ctx, &id, false).await {
-        Ok(t) => token_page(&ctx, &req, t, Shown::Masked).await,
+        Ok(t) => {
+            let shown = shown_to(&ctx, &t, false);
+            token_page(&ctx, &req, t, shown).await
+        }
         Err(page) => page,
     }
 }
@@ -98,7 +118,10 @@ pub(crate) async fn reveal(
     id: web::Path<String>,
 ) -> HttpResponse {
     match read(&posted.ctx, &id, true).await {
-        Ok(t) => token_page(&posted.ctx, &req, t, Shown::Revealed).await,
+        Ok(t) => {
+            let shown = shown_to(&posted.ctx, &t, true);
+            token_page(&posted.ctx, &req, t, shown).await
+        }
         Err(page) => page,
     }
 }

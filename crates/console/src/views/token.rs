@@ -9,10 +9,24 @@ use crate::{inputs::token::EditTokenForm, mask::mask, names::Names};
 /// How much of the data the page shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shown {
-    /// The last four digits of a card or account number at most.
-    Masked,
+    /// The last four digits of a card or account number at most; the Reveal button only
+    /// when the signed-in application may read the plaintext here (`token:read` under a
+    /// `reveal` transform; docs/console.md).
+    Masked {
+        /// Whether Reveal is offered.
+        may_reveal: bool,
+    },
     /// All of it (after Reveal, recorded as `token.read`).
     Revealed,
+    /// Nothing: the application's transform on the token's container is `redact`.
+    Withheld,
+}
+
+impl Shown {
+    /// Whether the plaintext may be seen, and so the fingerprint shown.
+    fn reveals(self) -> bool {
+        matches!(self, Shown::Revealed | Shown::Masked { may_reveal: true })
+    }
 }
 
 /// The token's parents and children (or why they could not be listed).
@@ -53,17 +67,24 @@ fn data(csrf_token: &str, t: &Token, shown: Shown) -> Markup {
         section.data aria-labelledby="h-data" {
             h2 #h-data { "Data" }
             @match shown {
-                Shown::Masked => {
+                Shown::Masked { may_reveal } => {
                     dl.masked {
                         @for f in mask(t.token_type, t.data.expose()) {
                             dt { (f.name) } dd.mono { (f.shown) }
                         }
                     }
-                    form method="post" action=(crate::links::token_action(&t.id, "reveal")) {
-                        (csrf(csrf_token))
-                        button type="submit" { "Reveal" }
-                        span.hint { " Revealing is recorded in the audit trail as a read (token.read)." }
+                    @if may_reveal {
+                        form method="post" action=(crate::links::token_action(&t.id, "reveal")) {
+                            (csrf(csrf_token))
+                            button type="submit" { "Reveal" }
+                            span.hint { " Revealing is recorded in the audit trail as a read (token.read)." }
+                        }
+                    } @else {
+                        p.hint { "Your application sees this token's data masked." }
                     }
+                },
+                Shown::Withheld => {
+                    p.hint { "Your application's transform here is redact: the data is not shown." }
                 },
                 Shown::Revealed => {
                     p.notice role="status" { "Revealed: this read is recorded in the audit trail." }
@@ -95,7 +116,9 @@ pub(crate) fn page(
                     dt { "Type" } dd { (t.token_type.as_str()) }
                     dt { "Container" } dd.mono { (t.container.as_str()) }
                     dt { "Expires" } dd { (t.expires_at.map(when).unwrap_or_else(|| "never".into())) }
-                    dt { "Fingerprint" } dd.mono.wrap { (t.fingerprint) }
+                    @if shown.reveals() {
+                        dt { "Fingerprint" } dd.mono.wrap { (t.fingerprint) }
+                    }
                     dt { "Created" } dd { (when(t.created_at)) " by " (application(names, &t.created_by, true)) }
                     dt { "Modified" } dd { (when(t.modified_at)) " by " (application(names, &t.modified_by, true)) }
                 }

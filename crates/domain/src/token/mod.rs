@@ -2,7 +2,8 @@
 //!
 //! One concern per file: the kinds of token (`token_type`), what a caller sends to create a
 //! token (`new`) or to change one (`patch`), the per-type shape its data must have (`data`),
-//! what its fingerprint is computed over (`fingerprint`), and the token as read back and shown
+//! what its fingerprint is computed over (`fingerprint`), what a `mask` transform shows
+//! (`mask`), and the token as read back and shown
 //! (`view`).
 
 mod card_summary;
@@ -10,6 +11,7 @@ mod data;
 mod fingerprint;
 mod id_choice;
 mod indexing;
+mod mask;
 mod new;
 mod patch;
 mod token_type;
@@ -25,6 +27,7 @@ pub use indexing::{
     effective_fingerprint_expression, effective_search_indexes, reads_metadata, Indexing,
     MAX_SEARCH_INDEXES,
 };
+pub use mask::{default_mask, masked, render_mask};
 pub use new::{NewToken, ValidToken};
 pub use patch::{TokenChanges, TokenPatch};
 pub use token_type::TokenType;

@@ -4,12 +4,15 @@ use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::{card_summary::CardSummary, token_type::TokenType};
+use super::{card_summary::CardSummary, mask::masked, token_type::TokenType};
 use crate::{
+    access::Principal,
     binding::Destinations,
     container::Container,
+    data_transform::DataTransform,
     ids::{ApplicationId, TenantId, TokenId},
     metadata::Metadata,
+    permission::Permission,
     secret::Secret,
 };
 
@@ -50,7 +53,8 @@ pub struct Token {
 
 // One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
 // data as `***` (it is a `Secret`).
-/// A token. `data` is present only on reads and lists.
+/// A token. `data` is present on reads, lists and searches as the caller's transform shows
+/// it, and on writes' answers under a `mask` transform (docs/api.md, "Transforms").
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenView {
@@ -58,7 +62,8 @@ pub struct TokenView {
     tenant_id: TenantId,
     #[serde(rename = "type")]
     token_type: TokenType,
-    /// The sensitive value, on reads and lists only.
+    /// The data as the caller's transform shows it: the plaintext (`reveal`), the rendered
+    /// mask (`mask`), or absent (`redact`, a masked token without a mask, a write's answer).
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "crate::secret::exposed_option"
@@ -102,12 +107,12 @@ pub struct TokenView {
 }
 
 impl TokenView {
-    fn build(t: Token, with_data: bool, with_fingerprint: bool) -> Self {
+    fn build(t: Token, data: Option<Secret<Value>>, with_fingerprint: bool) -> Self {
         Self {
             id: t.id,
             tenant_id: t.tenant_id,
             token_type: t.token_type,
-            data: with_data.then_some(t.data),
+            data,
             containers: vec![t.container.as_str().to_string()],
             metadata: t.metadata,
             created_by: t.created_by,
@@ -129,30 +134,69 @@ impl TokenView {
         }
     }
 
-    /// The answer to a create: [`TokenView::without_data`], and for a card its display
-    /// fields (the caller just sent the card, so they tell it nothing new; an update's
-    /// answer never carries them, since `token:update` does not let one read a card).
-    pub fn created(t: Token, viewer: &crate::access::Principal) -> Self {
-        let card = (t.token_type == TokenType::Card)
+    /// The answer to a create ([`TokenView::written`]) and, for a card created under a
+    /// `reveal` or `mask` transform, its display fields: brand, last four digits and expiry
+    /// (the caller just sent the card, and the type's mask shows as much). Under `redact`,
+    /// neither `data` nor the card fields (docs/api.md, "Transforms").
+    pub fn created(t: Token, viewer: &Principal) -> Self {
+        let shown = viewer.transform_on(Permission::TokenCreate, &t.container);
+        let card = (t.token_type == TokenType::Card && shown > DataTransform::Redact)
             .then(|| CardSummary::of(t.data.expose()))
             .flatten();
         Self {
             card,
-            ..Self::without_data(t, viewer)
+            ..Self::written(t, viewer, Permission::TokenCreate)
         }
     }
 
-    /// Including the sensitive data and the fingerprint (read, list and search responses: the
-    /// caller holds `token:read` on the token).
-    pub fn with_data(t: Token) -> Self {
-        Self::build(t, true, true)
+    /// The answer to a child's create: [`TokenView::created`] without `data` whatever the
+    /// transform (docs/api.md, "Transforms").
+    pub fn created_child(t: Token, viewer: &Principal) -> Self {
+        Self {
+            data: None,
+            ..Self::created(t, viewer)
+        }
     }
 
-    /// Without the sensitive data (create and update responses, search without data); the
-    /// fingerprint only when `viewer` may read the token.
-    pub fn without_data(t: Token, viewer: &crate::access::Principal) -> Self {
-        let readable = viewer.may_see(crate::permission::Permission::TokenRead, &t.container);
-        Self::build(t, false, readable)
+    /// The token as a reading answer shows it to `viewer`, who read it with `permission`
+    /// (`token:read`, or `token:search` for a search): `data` as the caller's transform on its
+    /// container decides (the plaintext, the rendered mask, or no member), the fingerprint
+    /// only with the plaintext (docs/api.md, "Transforms").
+    pub fn read(mut t: Token, viewer: &Principal, permission: Permission) -> Self {
+        let shown = viewer.shown_on(permission, &t.container);
+        let data = match shown {
+            DataTransform::Reveal => Some(std::mem::replace(&mut t.data, Secret::new(Value::Null))),
+            DataTransform::Mask => masked(t.token_type, t.data.expose()).map(Secret::new),
+            DataTransform::Redact => None,
+        };
+        Self::build(t, data, shown == DataTransform::Reveal)
+    }
+
+    /// The answer to a write made with `permission` (`token:create`, `token:update`): under a
+    /// `mask` transform the rendered mask, otherwise no `data` (a write's answer never carries
+    /// the plaintext: `token:create` and `token:update` do not let one read a token); the
+    /// fingerprint only when `viewer` may read the plaintext.
+    pub fn written(t: Token, viewer: &Principal, permission: Permission) -> Self {
+        let data = match viewer.shown_on(permission, &t.container) {
+            DataTransform::Mask => masked(t.token_type, t.data.expose()).map(Secret::new),
+            DataTransform::Reveal | DataTransform::Redact => None,
+        };
+        let readable = viewer.may_see(Permission::TokenRead, &t.container);
+        Self::build(t, data, readable)
+    }
+
+    /// The token as a proxy's `token:` expressions see it: `token:use` reveals the plaintext
+    /// whatever the transforms of reads (docs/api.md, "Transforms").
+    pub fn used(mut t: Token) -> Self {
+        let data = std::mem::replace(&mut t.data, Secret::new(Value::Null));
+        Self::build(t, Some(data), true)
+    }
+
+    /// Without any data (a child's create answer, and a search asked for none); the
+    /// fingerprint only when `viewer` may read the plaintext.
+    pub fn without_data(t: Token, viewer: &Principal) -> Self {
+        let readable = viewer.may_see(Permission::TokenRead, &t.container);
+        Self::build(t, None, readable)
     }
 
     /// The view as a JSON value (for `token:` expressions and `req.svc`), held as a secret

@@ -180,7 +180,7 @@ impl Vault {
         };
         self.store.touch_console_session(&id_hash, now).await?;
         Ok(SessionLookup::Live(Box::new(ConsoleSession {
-            principal: Principal::new(&current.application),
+            principal: self.principal(&current.application),
             id_hash,
             csrf: session_csrf(id),
             api_key: Secret::new(api_key),

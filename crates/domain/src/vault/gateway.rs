@@ -58,7 +58,7 @@ impl Vault {
             .store
             .get_application(tenant, app)
             .await?
-            .map(|a| Principal::new(&a))
+            .map(|a| self.principal(&a))
             .ok_or(VaultError::NotFound(crate::error::Resource::Application))?;
         self.applications
             .insert(ticket, (tenant, app), principal.clone());

@@ -26,7 +26,7 @@ use crate::{
 
 use super::{
     new_tokens::{fingerprint_of, Drawn},
-    tokens::{decrypt_with, may_create, may_name_id, scope_among},
+    tokens::{decrypt_with, may_create, may_name_id, scope_where},
     Vault,
 };
 
@@ -150,7 +150,7 @@ impl Vault {
 }
 
 /// Beyond `token:update`: clearing a token's expiry towards deletion needs `token:delete`;
-/// choosing where its data may go needs `token:read` (otherwise a `token:update` key with
+/// choosing where its data may go needs `token:read` with the `reveal` transform (otherwise a `token:update` key with
 /// `token:use` could bind a token to its own host and send it there through an ephemeral
 /// proxy); so does rendering templates over data the caller did not send, since whether they
 /// render (a filter that does not apply, an empty value) tells something of that data
@@ -164,7 +164,7 @@ fn may_apply(
         caller.require_on(Permission::TokenDelete, &current.container)?;
     }
     if changes.destinations.is_some() || rerenders(current, changes) == Rerender::OverStoredData {
-        caller.require_on(Permission::TokenRead, &current.container)?;
+        caller.require_reveal(&current.container)?;
     }
     Ok(())
 }
@@ -404,18 +404,20 @@ impl Vault {
             .collect())
     }
 
-    /// Searches the caller's tenant (`POST /tokens/search`), newest first. Needs `token:read`;
-    /// tokens in containers the caller may not read are neither returned nor counted, and
-    /// expired tokens never appear.
+    /// Searches the caller's tenant (`POST /tokens/search`), newest first. Needs
+    /// `token:search` or `token:read`; tokens in containers the caller may not search are
+    /// neither returned nor counted, and expired tokens never appear.
     pub async fn search_tokens(
         &self,
         caller: &Principal,
         search: &TokenSearch,
         page: PageRequest,
     ) -> Result<Page<Token>, VaultError> {
-        caller.require_somewhere(Permission::TokenRead)?;
+        caller.require_access_somewhere(Permission::TokenSearch)?;
         let tenant = caller.tenant_id();
-        let (search, scope) = self.readable_live_search(caller, search).await?;
+        let (search, scope) = self
+            .readable_live_search(caller, search, Permission::TokenSearch)
+            .await?;
         let stored = self
             .store
             .search_tokens(tenant, &search, &scope, page)
@@ -425,12 +427,29 @@ impl Vault {
     }
 
     /// `search` limited to live tokens, and the containers among its matches that the caller
-    /// may read: what every search (paged or walked) runs over.
+    /// may act on with `permission` (`token:read` to list, `token:search` to search): what
+    /// every search (paged or walked) runs over.
+    ///
+    /// A `data:` or `fingerprint:` term answers whether a guess equals stored data, so it
+    /// reaches only containers whose plaintext the caller may see; a caller that may see it
+    /// nowhere is refused (docs/api.md, "Transforms").
     pub(super) async fn readable_live_search(
         &self,
         caller: &Principal,
         search: &TokenSearch,
+        permission: Permission,
     ) -> Result<(TokenSearch, ContainerScope), VaultError> {
+        let guesses = !search.data.is_empty() || search.fingerprint.is_some();
+        if guesses && !caller.may_reveal_somewhere(permission) {
+            return Err(VaultError::RevealNeeded(crate::container::Container::root()));
+        }
+        let allowed = |c: &crate::container::Container| {
+            if guesses {
+                caller.may_reveal_by(permission, c)
+            } else {
+                caller.may_access(permission, c)
+            }
+        };
         let mut search = TokenSearch {
             live_at: Some(timestamp::now()),
             ..search.clone()
@@ -453,11 +472,11 @@ impl Vault {
         // (docs/api.md, "Search indexes").
         let scope = if search.data_hashes.is_empty() {
             let matching = self.store.search_containers(tenant, &search);
-            scope_among(caller, Permission::TokenRead, matching).await?
+            scope_where(caller, allowed, matching).await?
         } else {
             let everything = TokenFilter::default();
             let every = self.store.token_containers(tenant, &everything);
-            scope_among(caller, Permission::TokenRead, every).await?
+            scope_where(caller, allowed, every).await?
         };
         Ok((search, scope))
     }

@@ -81,6 +81,9 @@ pub struct Vault {
     /// Compiles proxies' transforms when they are created or updated (none: not checked,
     /// until [`Vault::with_transform_check`]).
     transform_check: Option<Arc<dyn crate::TransformCheck>>,
+    /// What permissions granted without rules show of token data
+    /// ([`Vault::with_implicit_transform`]).
+    implicit: crate::data_transform::DataTransform,
 }
 
 impl std::fmt::Debug for Vault {
@@ -135,7 +138,24 @@ impl Vault {
             audit: crate::audit::AuditLog::off(),
             audit_retention: None,
             transform_check: None,
+            implicit: crate::data_transform::DataTransform::Reveal,
         }
+    }
+
+    /// This vault, with permissions granted without rules showing token data as `implicit`
+    /// (`--implicit-transform`): `reveal`, the default, or `mask`, Basis Theory's implicit
+    /// transforms (docs/api.md, "Transforms"). Rules always carry their own.
+    pub fn with_implicit_transform(
+        mut self,
+        implicit: crate::data_transform::DataTransform,
+    ) -> Self {
+        self.implicit = implicit;
+        self
+    }
+
+    /// The caller `app` is, under this vault's implicit transform.
+    pub(crate) fn principal(&self, app: &crate::Application) -> Principal {
+        Principal::new(app).with_implicit_transform(self.implicit)
     }
 
     /// Sets how long API-key and proxy-key lookups, proxies' applications, and the encrypted
@@ -210,7 +230,7 @@ impl Vault {
                 let hash = key.hash();
                 let found = match self.store.find_application_by_key_hash(&hash).await? {
                     Some(stored) if stored.key.key_hash.verify(&hash) => {
-                        Some(Principal::new(&stored.application))
+                        Some(self.principal(&stored.application))
                     }
                     _ => None,
                 };

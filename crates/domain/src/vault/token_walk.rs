@@ -15,8 +15,9 @@ use super::{tokens::decrypt_with, Vault};
 
 impl Vault {
     /// One page of a walk over the caller's tenant's tokens passing `search`, newest first
-    /// (`created_at`, then id). Needs `token:read`; tokens in containers the caller may not
-    /// read are never returned, and neither the page nor its cursor depends on them.
+    /// (`created_at`, then id). Needs `permission`: `token:read` to list (`GET /v2/tokens`),
+    /// `token:search` (or `token:read`) to search; tokens in containers the caller may not act
+    /// on so are never returned, and neither the page nor its cursor depends on them.
     ///
     /// `page.start`, unless absent or empty, must be a cursor this vault issued to the same application of the same
     /// tenant for the same criteria; anything else is a 400 naming `start`, the same one
@@ -26,8 +27,9 @@ impl Vault {
         caller: &Principal,
         search: &TokenSearch,
         page: &CursorRequest,
+        permission: Permission,
     ) -> Result<CursorPage<Token>, VaultError> {
-        caller.require_somewhere(Permission::TokenRead)?;
+        caller.require_access_somewhere(permission)?;
         let tenant = caller.tenant_id();
         let key = self.keys.cursor_key(self.store.as_ref()).await?;
         let binding = Binding::new(tenant, caller.application_id(), search);
@@ -36,7 +38,9 @@ impl Vault {
             None => None,
             Some(start) => Some(key.open(&binding, start).map_err(refused)?),
         };
-        let (search, scope) = self.readable_live_search(caller, search).await?;
+        let (search, scope) = self
+            .readable_live_search(caller, search, permission)
+            .await?;
         // One more than a page: whether a next page exists, without an empty last page.
         let mut stored = self
             .store

@@ -250,12 +250,13 @@ fn refuse_public_id(caller: &Principal) -> Result<(), VaultError> {
 
 /// Deduplication answers whether an equal token exists in the target container, and which:
 /// an oracle on token data unless the caller may read that container's tokens anyway. So a
-/// caller asking to deduplicate needs `token:read` there as well as `token:create`, whatever
-/// exists (docs/api.md, "Fingerprints and deduplication"). Checked before anything is looked up, so the
+/// caller asking to deduplicate needs `token:read` there, with the `reveal` transform (a mask
+/// reader could otherwise test guesses of what its mask hides), as well as `token:create`,
+/// whatever exists (docs/api.md, "Fingerprints and deduplication"). Checked before anything is looked up, so the
 /// answer cannot depend on the store.
 pub(super) fn require_dedup_read(caller: &Principal, valid: &ValidToken) -> Result<(), VaultError> {
     if valid.deduplicate {
-        caller.require_on(Permission::TokenRead, &valid.container)?;
+        caller.require_reveal(&valid.container)?;
     }
     Ok(())
 }
@@ -297,11 +298,22 @@ pub(super) fn decrypt_with(
     })
 }
 
-/// The containers whose tokens `caller` holds `permission` on, among `containers` (a store
-/// lookup, awaited only for callers with rules: the others may read everything).
+/// The containers whose tokens `caller` may act on with `permission` (`token:read` allowing
+/// `token:search`), among `containers` (a store lookup, awaited only for callers with rules:
+/// the others may read everything).
 pub(super) async fn scope_among(
     caller: &Principal,
     permission: Permission,
+    containers: impl std::future::Future<Output = Result<Vec<crate::container::Container>, StoreError>>,
+) -> Result<ContainerScope, VaultError> {
+    scope_where(caller, |c| caller.may_access(permission, c), containers).await
+}
+
+/// The containers among `containers` that `allowed` keeps; everything for a caller without
+/// rules, whose grants are the same on every container.
+pub(super) async fn scope_where(
+    caller: &Principal,
+    allowed: impl Fn(&crate::container::Container) -> bool,
     containers: impl std::future::Future<Output = Result<Vec<crate::container::Container>, StoreError>>,
 ) -> Result<ContainerScope, VaultError> {
     if caller.is_unscoped() {
@@ -311,7 +323,7 @@ pub(super) async fn scope_among(
         containers
             .await?
             .into_iter()
-            .filter(|c| caller.may_on(permission, c))
+            .filter(|c| allowed(c))
             .collect(),
     ))
 }

@@ -2,7 +2,7 @@
 //! (docs/api.md, "Associations").
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
-use tessera_domain::{audit::AuditAction, NewToken, TokenId};
+use tessera_domain::{audit::AuditAction, NewToken, Permission, TokenId};
 
 use super::{
     recorded,
@@ -15,7 +15,7 @@ use crate::{
     problem::ApiError,
     query,
     state::ApiState,
-    views::{created_or_found, PageView, TokenView},
+    views::{child_created_or_found, PageView, TokenView},
 };
 
 /// The OpenAPI operations of this module.
@@ -103,7 +103,7 @@ async fn create_child(
         .await?;
     let child = token.id.clone();
     let response = mark(
-        created_or_found(token, created, &caller),
+        child_created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
         [child.clone()],
     );
@@ -136,7 +136,9 @@ async fn list_children(
         .await?;
     let read = ids(&children.items);
     Ok(read_data(
-        HttpResponse::Ok().json(PageView::new(children, TokenView::with_data)),
+        HttpResponse::Ok().json(PageView::new(children, |t| {
+            TokenView::read(t, &caller, Permission::TokenRead)
+        })),
         read,
     ))
 }

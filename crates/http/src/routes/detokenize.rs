@@ -37,8 +37,9 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// Answers the JSON body with every `{{ token_id | filters }}` expression replaced by the
-/// token's data (or, with `{{ token: id }}`, the token object), injection-safely as the proxy
-/// substitutes JSON bodies. Needs `token:read` on each token's container; destination-bound
+/// token's data as the caller's transform shows it (or, with `{{ token: id }}`, the token
+/// object as a read answers it), injection-safely as the proxy substitutes JSON bodies.
+/// Needs `token:read` on each token's container; destination-bound
 /// tokens are refused. Unknown tokens and other tenants' are the same 400; at most 100
 /// distinct tokens; a rendering that could exceed 10 MiB is a 413, decided before decrypting.
 #[utoipa::path(post, path = "/detokenize", tag = "tokens",
@@ -85,7 +86,7 @@ async fn resolve(
     template
         .check_found(body_len, sealed.sizes(), MAX_RENDERED_BYTES)
         .map_err(refused)?;
-    Ok(template.values(sealed.open()?))
+    Ok(template.values_for(sealed.open()?, caller))
 }
 
 /// The answer to a refused expression: 413 for a rendering too large, else 400, with the

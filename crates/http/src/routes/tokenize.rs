@@ -9,7 +9,7 @@ use serde::{
     Deserialize, Deserializer,
 };
 use serde_json::Value;
-use tessera_domain::{audit::AuditAction, NewToken, Principal, Token, TokenId};
+use tessera_domain::{audit::AuditAction, NewToken, Permission, Principal, Token, TokenId};
 use tessera_service::header_names::HeaderNames;
 
 use super::{
@@ -126,9 +126,10 @@ impl Shape {
 
     /// The answer: the request's shape with each request replaced by its token (without data).
     fn answer(self, tokens: Vec<Token>, viewer: &Principal) -> Value {
-        let mut views = tokens
-            .into_iter()
-            .map(|t| serde_json::to_value(TokenView::without_data(t, viewer)).unwrap_or_default());
+        let mut views = tokens.into_iter().map(|t| {
+            let view = TokenView::written(t, viewer, Permission::TokenCreate);
+            serde_json::to_value(view).unwrap_or_default()
+        });
         match self {
             Shape::List => Value::Array(views.collect()),
             Shape::Single => views.next().unwrap_or_default(),

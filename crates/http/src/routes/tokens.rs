@@ -5,7 +5,8 @@ mod v2;
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{
-    audit::AuditAction, search::TokenSearchRequest, NewToken, Token, TokenId, TokenPatch,
+    audit::AuditAction, search::TokenSearchRequest, NewToken, Permission, Token, TokenId,
+    TokenPatch,
 };
 
 use tessera_service::header_names::HeaderNames;
@@ -102,7 +103,9 @@ async fn search(
     if valid.include_data {
         let read = ids(&tokens.items);
         Ok(read_data(
-            HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)),
+            HttpResponse::Ok().json(PageView::new(tokens, |t| {
+                TokenView::read(t, &caller, Permission::TokenSearch)
+            })),
             read,
         ))
     } else {
@@ -118,7 +121,7 @@ async fn search(
 /// `token:update` on its container.
 #[utoipa::path(patch, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     request_body(content = TokenPatch, content_type = "application/merge-patch+json"),
-    responses((status = 200, description = "The updated token (without data).", body = TokenView)))]
+    responses((status = 200, description = "The updated token: `data` only under a `mask` transform, as its mask.", body = TokenView)))]
 async fn update(
     state: web::Data<ApiState>,
     Caller(caller): Caller,
@@ -127,7 +130,7 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.update_token(&caller, id.clone(), patch).await?;
-    let view = TokenView::without_data(token, &caller);
+    let view = TokenView::written(token, &caller, Permission::TokenUpdate);
     recorded::ok(view, AuditAction::TokenUpdated, [id])
 }
 
@@ -145,7 +148,9 @@ async fn list(
     let tokens = state.vault.list_tokens(&caller, &q.filter, q.page).await?;
     let read = ids(&tokens.items);
     Ok(read_data(
-        HttpResponse::Ok().json(PageView::new(tokens, TokenView::with_data)),
+        HttpResponse::Ok().json(PageView::new(tokens, |t| {
+            TokenView::read(t, &caller, Permission::TokenRead)
+        })),
         read,
     ))
 }
@@ -160,7 +165,8 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
     let token = state.vault.get_token(&caller, id.clone()).await?;
-    recorded::ok(TokenView::with_data(token), AuditAction::TokenRead, [id])
+    let view = TokenView::read(token, &caller, Permission::TokenRead);
+    recorded::ok(view, AuditAction::TokenRead, [id])
 }
 
 /// Deletes a token and its associations (its children remain). Needs `token:delete`.

@@ -34,4 +34,5 @@ mod token_ids;
 mod token_oracles;
 mod token_permissions;
 mod tokens;
+mod transforms;
 mod type_errors;

@@ -209,6 +209,7 @@ fn pci_reader(tenant_id: TenantId) -> StoredApplication {
         priority: 1,
         container: Container::parse("/pci/").expect("c"),
         permissions: vec![Permission::TokenUse],
+        transform: Default::default(),
     }];
     app
 }

@@ -4,7 +4,7 @@
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{
     search::{TokenSearchV2Request, ValidWalk},
-    Principal,
+    Permission, Principal,
 };
 
 use super::{ids, read_data};
@@ -43,7 +43,7 @@ pub(super) async fn list_v2(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let walk = query::token_list_v2(req.query_string())?;
-    answer(&state, &caller, walk).await
+    answer(&state, &caller, walk, Permission::TokenRead).await
 }
 
 /// Searches the tokens the caller may read (with data) with a `query` string, newest first,
@@ -57,22 +57,27 @@ pub(super) async fn search_v2(
     JsonBody(input): JsonBody<TokenSearchV2Request>,
 ) -> Result<HttpResponse, ApiError> {
     let walk = input.validate().map_err(|e| ApiError::validation(&e))?;
-    answer(&state, &caller, walk).await
+    answer(&state, &caller, walk, Permission::TokenSearch).await
 }
 
-/// One page of `walk`, with data, recorded as a `token.read` of the tokens returned.
+/// One page of `walk` made with `permission` (`token:read` to list, `token:search` to
+/// search), with data as the caller's transform shows it, recorded as a `token.read` of the
+/// tokens returned.
 async fn answer(
     state: &ApiState,
     caller: &Principal,
     walk: ValidWalk,
+    permission: Permission,
 ) -> Result<HttpResponse, ApiError> {
     let page = state
         .vault
-        .walk_tokens(caller, &walk.search, &walk.page)
+        .walk_tokens(caller, &walk.search, &walk.page, permission)
         .await?;
     let read = ids(&page.items);
     Ok(read_data(
-        HttpResponse::Ok().json(CursorPageView::new(page, TokenView::with_data)),
+        HttpResponse::Ok().json(CursorPageView::new(page, |t| {
+            TokenView::read(t, caller, permission)
+        })),
         read,
     ))
 }
