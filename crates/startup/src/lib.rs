@@ -141,6 +141,11 @@ pub struct DbArgs {
     /// when moving from Basis Theory). Access rules always carry their own transform.
     #[arg(long, env = "TESSERA_IMPLICIT_TRANSFORM", value_enum, default_value_t = ImplicitTransform::Reveal)]
     pub implicit_transform: ImplicitTransform,
+    /// Seconds a card's CVC is kept after the token's creation (fractions allowed, at most a
+    /// week); `0`: never stored. Past it, reads no longer see the CVC and the sweep seals the
+    /// data again without it (PCI DSS 3.3.1.2).
+    #[arg(long, env = "TESSERA_CVC_RETENTION", default_value_t = tessera_domain::token::DEFAULT_CVC_RETENTION.as_seconds_f64(), value_parser = CVC_RETENTION.parser())]
+    pub cvc_retention: f64,
 }
 
 impl std::fmt::Debug for DbArgs {
@@ -155,12 +160,16 @@ impl std::fmt::Debug for DbArgs {
             .field("sweep_interval", &self.sweep_interval)
             .field("query_timeout", &self.query_timeout)
             .field("implicit_transform", &self.implicit_transform)
+            .field("cvc_retention", &self.cvc_retention)
             .finish()
     }
 }
 
 /// What `--query-timeout` accepts (0: no limit).
 const QUERY_TIMEOUT: SecondsRange = SecondsRange::between(0.0, 3600.0);
+/// What `--cvc-retention` accepts (0: never stored; at most a week).
+/// The week is `tessera_domain::token::MAX_CVC_RETENTION`.
+const CVC_RETENTION: SecondsRange = SecondsRange::between(0.0, 604_800.0);
 /// What `--sweep-interval` accepts (0: no sweeping).
 const SWEEP_INTERVAL: SecondsRange = SecondsRange::between(0.0, 60.0);
 
@@ -181,13 +190,17 @@ pub fn spawn_sweeper(
             ticks.tick().await;
             match vault.sweep().await {
                 Ok(report)
-                    if report.expired_tokens + report.idempotency_keys + report.audit_events
+                    if report.expired_tokens
+                        + report.idempotency_keys
+                        + report.audit_events
+                        + report.cvcs_removed
                         > 0 =>
                 {
                     tracing::info!(
                         expired_tokens = report.expired_tokens,
                         idempotency_keys = report.idempotency_keys,
                         audit_events = report.audit_events,
+                        cvcs_removed = report.cvcs_removed,
                         "sweep deleted expired rows"
                     );
                 }
@@ -271,7 +284,10 @@ pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
     tracing::info!(custody = %custody.describe(), "key-encrypting key");
     let vault = Vault::with_custody(Arc::new(DetachedStore::new(database)), custody, previous)
         .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
-        .with_implicit_transform(db.implicit_transform.into());
+        .with_implicit_transform(db.implicit_transform.into())
+        .with_cvc_retention(tessera_domain::token::CvcRetention::new(
+            time::Duration::seconds_f64(db.cvc_retention),
+        ));
     vault
         .verify_master_key()
         .await

@@ -129,6 +129,7 @@ fn row(admin: &Principal, start: time::OffsetDateTime, batch: usize, i: usize) -
         search_indexes: None,
         fingerprint_expression: None,
         search_hashes: Vec::new(),
+        holds_cvc: false,
     }
 }
 

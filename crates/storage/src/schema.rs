@@ -57,6 +57,7 @@ diesel::table! {
         destinations -> Nullable<Text>,
         search_indexes -> Nullable<Text>,
         fingerprint_expression -> Nullable<Text>,
+        holds_cvc -> Bool,
     }
 }
 

@@ -4,6 +4,7 @@ mod audit;
 mod bulk_kill;
 mod cli;
 mod console;
+mod cvc_retention;
 mod dev_echo;
 mod hsm;
 mod import;

@@ -56,6 +56,9 @@ actions! {
     TokenCreatedByTransform => "token.created_by_transform",
     /// A transform read a token through `req.svc`.
     TokenReadByTransform => "token.read_by_transform",
+    /// The sweep sealed a card's data again without its CVC, its retention past (actor
+    /// `system`).
+    TokenCvcRemoved => "token.cvc_removed",
     /// A parent → child link was made.
     AssociationCreated => "association.created",
     /// A parent → child link was removed.
@@ -408,7 +411,7 @@ mod tests {
                 format!("\"{}\"", a.as_str())
             );
         }
-        assert_eq!(AuditAction::ALL.len(), 22);
+        assert_eq!(AuditAction::ALL.len(), 23);
         assert!("token.stolen".parse::<AuditAction>().is_err());
     }
 

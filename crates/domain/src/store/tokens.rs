@@ -52,6 +52,10 @@ pub struct StoredToken {
     /// The keyed hashes of its search index values ([`crate::crypto::DataKey::search_hash`]),
     /// written with the row; rows read back leave it empty.
     pub search_hashes: Vec<SearchHash>,
+    /// Whether its sealed data may hold a card's CVC, which the sweep removes once the
+    /// retention has passed (docs/operations.md, "CVC retention"). Every card stored before
+    /// this mark existed carries it.
+    pub holds_cvc: bool,
 }
 
 /// The keyed hash of one search index value, under the tenant's search key.
@@ -154,6 +158,11 @@ pub struct TokenUpdate {
     pub search: Option<(Option<Vec<String>>, Vec<SearchHash>)>,
     /// New fingerprint expression, when it changed (`Some(None)`: the type's).
     pub fingerprint_expression: Option<Option<String>>,
+    /// Whether the new data holds a card's CVC, when the data changed.
+    pub holds_cvc: Option<bool>,
+    /// Write only if the row is still marked as holding a CVC: the CVC sweep's condition,
+    /// which leaves `modified_at` as it was, so that of several sweeps one writes.
+    pub only_if_holding_cvc: bool,
     /// Modifying application.
     pub modified_by: ApplicationId,
     /// Modification time.
@@ -252,6 +261,13 @@ pub trait TokenStore: Send + Sync {
         now: OffsetDateTime,
         limit: u32,
     ) -> Result<u64, StoreError>;
+    /// Up to `limit` tokens (of any tenant) whose data may hold a CVC ([`StoredToken::holds_cvc`])
+    /// and that were created at or before `created_by`, oldest first.
+    async fn tokens_holding_cvc(
+        &self,
+        created_by: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<StoredToken>, StoreError>;
     /// Up to `limit` tokens (of any tenant) written before fingerprints existed.
     async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError>;
     /// Sets a legacy token's fingerprint if it still has none.

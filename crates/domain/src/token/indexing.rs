@@ -38,7 +38,8 @@ pub struct Indexing {
 impl Indexing {
     /// Renders `search_indexes` (or the type's defaults) and `fingerprint_expression` (or the
     /// type's default) over `data` and `metadata`, recording problems under the fields'
-    /// names (`search_indexes[2]`, `fingerprint_expression`).
+    /// names (`search_indexes[2]`, `fingerprint_expression`). A card renders without its CVC,
+    /// which is kept for less long than what is rendered (docs/operations.md, "CVC retention").
     pub(crate) fn read(
         token_type: TokenType,
         search_indexes: Option<Vec<String>>,
@@ -47,6 +48,8 @@ impl Indexing {
         metadata: &Metadata,
         errors: &mut ValidationErrors,
     ) -> Self {
+        let data = super::cvc::without_cvc(token_type, data);
+        let data = data.as_ref();
         // One budget for all of the token's templates: their number does not multiply the
         // work one write may ask for.
         let mut budget = MAX_RENDERED;

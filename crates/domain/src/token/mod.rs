@@ -7,6 +7,7 @@
 //! (`view`).
 
 mod card_summary;
+mod cvc;
 mod data;
 mod fingerprint;
 mod id_choice;
@@ -19,6 +20,9 @@ mod view;
 
 // The audit trail's encoding test checks its canonical JSON against this one.
 pub use card_summary::{brand as card_brand, CardSummary};
+pub use cvc::{
+    holds_cvc, remove_cvc, without_cvc, CvcRetention, DEFAULT_CVC_RETENTION, MAX_CVC_RETENTION,
+};
 #[cfg(test)]
 pub(crate) use fingerprint::canonical_json;
 pub use fingerprint::fingerprint_input;

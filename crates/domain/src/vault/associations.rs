@@ -120,7 +120,7 @@ impl Vault {
             }
             return Ok((found, false));
         }
-        let mut drawn = Drawn::with_capacity(1);
+        let mut drawn = Drawn::with_capacity(1, self.cvc);
         drawn.push(caller, &key, String::new(), valid, fingerprint)?;
         let insert = async |rows: &[StoredToken]| {
             let child = &rows[0];

@@ -133,7 +133,11 @@ impl Vault {
         for token in &rows {
             caller.require_on(permission, &token.container)?;
         }
-        Ok(SealedTokens { rows, key })
+        Ok(SealedTokens {
+            rows,
+            key,
+            cvc: self.cvc,
+        })
     }
 }
 
@@ -141,6 +145,7 @@ impl Vault {
 pub struct SealedTokens {
     rows: Vec<StoredToken>,
     key: Arc<DataKey>,
+    cvc: crate::token::CvcRetention,
 }
 
 impl std::fmt::Debug for SealedTokens {
@@ -200,10 +205,10 @@ impl SealedTokens {
 
     /// Decrypts every token.
     pub fn open(self) -> Result<Vec<Token>, VaultError> {
-        let key = self.key;
+        let (key, cvc) = (self.key, self.cvc);
         self.rows
             .into_iter()
-            .map(|row| decrypt_with(&key, row))
+            .map(|row| decrypt_with(&key, cvc, row))
             .collect()
     }
 }

@@ -73,6 +73,8 @@ pub struct SweepReport {
     pub idempotency_keys: u64,
     /// Audit events older than the retention removed.
     pub audit_events: u64,
+    /// Cards whose CVC was removed, its retention past.
+    pub cvcs_removed: u64,
 }
 
 impl Vault {
@@ -93,12 +95,13 @@ impl Vault {
             let current = self.stored_token(caller, id.clone()).await?;
             caller.require_on(Permission::TokenUpdate, &current.container)?;
             let now = timestamp::now();
-            let changes = patch.clone().apply_to(
+            let mut changes = patch.clone().apply_to(
                 current.token_type,
                 &current.metadata,
                 current.expires_at,
                 now,
             )?;
+            let holds_cvc = kept_cvc(self.cvc, &current, now, changes.data.as_mut());
             may_apply(caller, &current, &changes)?;
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
             let ciphertext = sealed_changes(&key, &current, &changes)?;
@@ -120,6 +123,8 @@ impl Vault {
                 destinations: changes.destinations.clone(),
                 search: search.clone(),
                 fingerprint_expression: changes.fingerprint_expression.clone(),
+                holds_cvc,
+                only_if_holding_cvc: false,
                 modified_by: caller.application_id(),
                 modified_at,
             };
@@ -138,9 +143,10 @@ impl Vault {
                         .unwrap_or(current.fingerprint_expression.clone()),
                     modified_by: caller.application_id(),
                     modified_at,
+                    holds_cvc: holds_cvc.unwrap_or(current.holds_cvc),
                     ..current
                 };
-                return decrypt_with(&key, updated);
+                return decrypt_with(&key, self.cvc, updated);
             }
         }
         Err(VaultError::Conflict(
@@ -198,6 +204,23 @@ fn rerenders(current: &StoredToken, changes: &TokenChanges) -> Rerender {
     } else {
         Rerender::No
     }
+}
+
+/// Removes a card's CVC from an update's new `data` when the retention, counted from the
+/// token's creation, has passed at `now`; whether the new data holds one (`None`: the data
+/// does not change). A CVC comes with a card's creation, not after it (docs/operations.md,
+/// "CVC retention").
+fn kept_cvc(
+    cvc: crate::token::CvcRetention,
+    current: &StoredToken,
+    now: OffsetDateTime,
+    data: Option<&mut Secret<serde_json::Value>>,
+) -> Option<bool> {
+    let data = data?.expose_mut();
+    if cvc.is_past(current.created_at, now) {
+        crate::token::remove_cvc(current.token_type, data);
+    }
+    Some(crate::token::holds_cvc(current.token_type, data))
 }
 
 /// The new ciphertext `changes` call for (`None`: unchanged). The ciphertext is bound to the
@@ -361,7 +384,7 @@ impl Vault {
             .await?;
         // Each answer: a token created here (its position in `drawn`), or an existing one.
         let mut answers: Vec<Answer> = Vec::with_capacity(valid.len());
-        let mut drawn = Drawn::with_capacity(valid.len());
+        let mut drawn = Drawn::with_capacity(valid.len(), self.cvc);
         // (type, container, fingerprint expression, fingerprint) → the answer of the token
         // created for it.
         let mut created_here: HashMap<Identity, usize> = HashMap::new();
@@ -423,7 +446,7 @@ impl Vault {
             .search_tokens(tenant, &search, &scope, page)
             .await?;
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        stored.try_map(|t| decrypt_with(&key, t))
+        stored.try_map(|t| decrypt_with(&key, self.cvc, t))
     }
 
     /// `search` limited to live tokens, and the containers among its matches that the caller
@@ -482,7 +505,8 @@ impl Vault {
     }
 
     /// One round of maintenance: deletes every token expired by now (in batches) and every
-    /// `Idempotency-Key` older than [`IDEMPOTENCY_WINDOW`]. Safe to run in several processes
+    /// `Idempotency-Key` older than [`IDEMPOTENCY_WINDOW`], and removes every card's CVC past
+    /// its retention. Safe to run in several processes
     /// over one database at once.
     pub async fn sweep(&self) -> Result<SweepReport, VaultError> {
         self.sweep_at(timestamp::now()).await
@@ -507,6 +531,7 @@ impl Vault {
             .store
             .delete_idempotency_keys_before(now - IDEMPOTENCY_WINDOW)
             .await?;
+        report.cvcs_removed = self.remove_expired_cvcs(now).await?;
         if let Some(retention) = self.audit_retention {
             report.audit_events = self.prune_audit_at(retention, now).await?;
         }
@@ -525,7 +550,7 @@ impl Vault {
             for stored in batch {
                 let (tenant, id) = (stored.tenant_id, stored.id.clone());
                 let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-                let token = decrypt_with(&key, stored)?;
+                let token = decrypt_with(&key, self.cvc, stored)?;
                 self.store
                     .set_token_fingerprint(tenant, id, &token.fingerprint)
                     .await?;

@@ -7,6 +7,7 @@ mod associations;
 mod audit;
 mod caches;
 mod console_sessions;
+mod cvc_sweep;
 mod gateway;
 mod idempotency;
 mod keyring;
@@ -84,6 +85,8 @@ pub struct Vault {
     /// What permissions granted without rules show of token data
     /// ([`Vault::with_implicit_transform`]).
     implicit: crate::data_transform::DataTransform,
+    /// How long a card's CVC is kept after the token's creation ([`Vault::with_cvc_retention`]).
+    cvc: crate::token::CvcRetention,
 }
 
 impl std::fmt::Debug for Vault {
@@ -139,7 +142,17 @@ impl Vault {
             audit_retention: None,
             transform_check: None,
             implicit: crate::data_transform::DataTransform::Reveal,
+            cvc: crate::token::CvcRetention::default(),
         }
+    }
+
+    /// This vault, keeping a card's CVC for `cvc` after the token's creation
+    /// (`--cvc-retention`; an hour unless set): reads, searches and proxies no longer see it
+    /// once the retention has passed, and [`Vault::sweep`] seals the data again without it
+    /// (docs/operations.md, "CVC retention").
+    pub fn with_cvc_retention(mut self, cvc: crate::token::CvcRetention) -> Self {
+        self.cvc = cvc;
+        self
     }
 
     /// This vault, with permissions granted without rules showing token data as `implicit`

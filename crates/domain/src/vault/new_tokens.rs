@@ -12,7 +12,7 @@ use crate::{
     secret::Secret,
     store::{StoreError, StoredToken},
     timestamp,
-    token::{Token, ValidToken, ALIAS_DRAWS},
+    token::{holds_cvc, remove_cvc, CvcRetention, Token, ValidToken, ALIAS_DRAWS},
 };
 
 use super::Vault;
@@ -67,6 +67,7 @@ pub(super) fn seal_new_token(
             .iter()
             .map(|value| key.search_hash(value))
             .collect(),
+        holds_cvc: holds_cvc(valid.token_type, valid.data.expose()),
     };
     let token = Token {
         id: stored.id.clone(),
@@ -103,6 +104,8 @@ pub(super) struct Drawn {
     pub(super) tokens: Vec<Token>,
     /// Beside each row: its label, its request and fingerprint, and how many ids it was given.
     asked: Vec<Asked>,
+    /// How long a card's CVC is kept: with none, it is never sealed.
+    cvc: CvcRetention,
 }
 
 /// What drawing a token's id again needs.
@@ -114,12 +117,13 @@ struct Asked {
 }
 
 impl Drawn {
-    /// No token yet.
-    pub(super) fn with_capacity(n: usize) -> Self {
+    /// No token yet; cards keep their CVC for `cvc`.
+    pub(super) fn with_capacity(n: usize, cvc: CvcRetention) -> Self {
         Self {
             rows: Vec::with_capacity(n),
             tokens: Vec::with_capacity(n),
             asked: Vec::with_capacity(n),
+            cvc,
         }
     }
 
@@ -130,9 +134,14 @@ impl Drawn {
         caller: &Principal,
         key: &DataKey,
         label: String,
-        valid: ValidToken,
+        mut valid: ValidToken,
         fingerprint: String,
     ) -> Result<usize, VaultError> {
+        // A CVC kept for no time is never sealed (docs/operations.md, "CVC retention").
+        let now = timestamp::now();
+        if self.cvc.is_past(now, now) {
+            remove_cvc(valid.token_type, valid.data.expose_mut());
+        }
         let (stored, token) =
             seal_new_token(caller, key, &valid, valid.id.first(), fingerprint.clone())?;
         self.rows.push(stored);

@@ -61,7 +61,7 @@ impl Vault {
         let data_key = self.keys.data_key(self.store.as_ref(), tenant).await?;
         let items = stored
             .into_iter()
-            .map(|t| decrypt_with(&data_key, t))
+            .map(|t| decrypt_with(&data_key, self.cvc, t))
             .collect::<Result<_, _>>()?;
         Ok(CursorPage {
             items,

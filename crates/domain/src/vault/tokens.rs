@@ -55,7 +55,7 @@ impl Vault {
         if let Some(found) = duplicate {
             return Ok((found, false));
         }
-        let mut drawn = Drawn::with_capacity(1);
+        let mut drawn = Drawn::with_capacity(1, self.cvc);
         drawn.push(caller, &key, String::new(), valid, fingerprint)?;
         let insert = async |rows: &[StoredToken]| self.store.insert_token(&rows[0]).await;
         self.insert_settled(caller, &key, &mut drawn, insert)
@@ -113,7 +113,7 @@ impl Vault {
             )
             .await?
         {
-            Some(stored) => Ok(Some(decrypt_with(key, stored)?)),
+            Some(stored) => Ok(Some(decrypt_with(key, self.cvc, stored)?)),
             None => Ok(None),
         }
     }
@@ -156,7 +156,7 @@ impl Vault {
     ) -> Result<Page<Token>, VaultError> {
         let stored = self.store.list_tokens(tenant, filter, scope, page).await?;
         let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        stored.try_map(|t| decrypt_with(&key, t))
+        stored.try_map(|t| decrypt_with(&key, self.cvc, t))
     }
 
     /// Deletes a token and its metadata. Needs `token:delete` on its container.
@@ -212,7 +212,7 @@ impl Vault {
             .keys
             .data_key(self.store.as_ref(), stored.tenant_id)
             .await?;
-        decrypt_with(&key, stored)
+        decrypt_with(&key, self.cvc, stored)
     }
 }
 
@@ -261,18 +261,17 @@ pub(super) fn require_dedup_read(caller: &Principal, valid: &ValidToken) -> Resu
     Ok(())
 }
 
+/// Decrypts a stored token. A card's CVC past `cvc` is gone from the data whether or not the
+/// sweep has sealed it again without it (docs/operations.md, "CVC retention").
 pub(super) fn decrypt_with(
     key: &crate::crypto::DataKey,
+    cvc: crate::token::CvcRetention,
     stored: StoredToken,
 ) -> Result<Token, VaultError> {
-    let plaintext = key.open_token(
-        stored.tenant_id,
-        &stored.id,
-        &crate::binding::sealed_form(stored.destinations.as_ref()),
-        &stored.ciphertext,
-    )?;
-    let data: Value = serde_json::from_slice(&plaintext)
-        .map_err(|_| StoreError::Corrupt(format!("token {} data is not JSON", stored.id)))?;
+    let mut data = open_data(key, &stored)?;
+    if stored.holds_cvc && cvc.is_past(stored.created_at, crate::timestamp::now()) {
+        crate::token::remove_cvc(stored.token_type, &mut data);
+    }
     // A row from before fingerprints that start-up has not reached yet: computed here.
     let fingerprint = if stored.fingerprint.is_empty() {
         key.fingerprint(&fingerprint_input(stored.token_type, &data))
@@ -296,6 +295,21 @@ pub(super) fn decrypt_with(
         search_indexes: stored.search_indexes,
         fingerprint_expression: stored.fingerprint_expression,
     })
+}
+
+/// A stored token's data as sealed, nothing removed.
+pub(super) fn open_data(
+    key: &crate::crypto::DataKey,
+    stored: &StoredToken,
+) -> Result<Value, VaultError> {
+    let plaintext = key.open_token(
+        stored.tenant_id,
+        &stored.id,
+        &crate::binding::sealed_form(stored.destinations.as_ref()),
+        &stored.ciphertext,
+    )?;
+    serde_json::from_slice(&plaintext)
+        .map_err(|_| StoreError::Corrupt(format!("token {} data is not JSON", stored.id)).into())
 }
 
 /// The containers whose tokens `caller` may act on with `permission` (`token:read` allowing

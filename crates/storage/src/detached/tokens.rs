@@ -23,6 +23,7 @@ detached! {
         scan fn search_tokens(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope, page: PageRequest) -> Page<StoredToken>;
         scan fn search_tokens_after(tenant: TenantId, search: &TokenSearch, scope: &ContainerScope, after: Option<Position>, limit: u32) -> Vec<StoredToken>;
         spawned fn delete_expired_tokens(now: OffsetDateTime, limit: u32) -> u64;
+        spawned fn tokens_holding_cvc(created_by: OffsetDateTime, limit: u32) -> Vec<StoredToken>;
         spawned fn unfingerprinted_tokens(limit: u32) -> Vec<StoredToken>;
         spawned fn set_token_fingerprint(tenant: TenantId, id: TokenId, fingerprint: &str) -> ();
     }

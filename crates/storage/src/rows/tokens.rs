@@ -34,6 +34,7 @@ pub(crate) struct TokenRow {
     pub destinations: Option<String>,
     pub search_indexes: Option<String>,
     pub fingerprint_expression: Option<String>,
+    pub holds_cvc: bool,
 }
 
 impl From<&StoredToken> for TokenRow {
@@ -54,6 +55,7 @@ impl From<&StoredToken> for TokenRow {
             destinations: t.destinations.as_ref().map(|d| d.to_json()),
             search_indexes: t.search_indexes.as_ref().map(to_json),
             fingerprint_expression: t.fingerprint_expression.clone(),
+            holds_cvc: t.holds_cvc,
         }
     }
 }
@@ -90,6 +92,7 @@ impl TryFrom<TokenRow> for StoredToken {
                 .transpose()?,
             fingerprint_expression: r.fingerprint_expression,
             search_hashes: Vec::new(),
+            holds_cvc: r.holds_cvc,
         })
     }
 }

@@ -29,6 +29,7 @@ struct TokenChangeset {
     destinations: Option<Option<String>>,
     search_indexes: Option<Option<String>>,
     fingerprint_expression: Option<Option<String>>,
+    holds_cvc: Option<bool>,
     modified_by: String,
     modified_at: PrimitiveDateTime,
 }
@@ -176,6 +177,7 @@ impl Database {
         let (tenant, id) = (update.tenant_id.to_string(), update.id.to_string());
         let expected = to_db_time(update.expected_modified_at);
         let live_at = to_db_time(update.live_at);
+        let holding = update.only_if_holding_cvc;
         let changes = TokenChangeset {
             metadata: serde_json::to_string(&update.metadata)
                 .map_err(|e| StoreError::Backend(format!("serialising metadata: {e}")))?,
@@ -191,6 +193,7 @@ impl Database {
                 .as_ref()
                 .map(|(indexes, _)| indexes.as_ref().map(to_json)),
             fingerprint_expression: update.fingerprint_expression.clone(),
+            holds_cvc: update.holds_cvc,
             modified_by: update.modified_by.to_string(),
             modified_at: to_db_time(update.modified_at),
         };
@@ -210,6 +213,9 @@ impl Database {
                         .filter(tokens::tenant_id.eq(&tenant))
                         .filter(tokens::id.eq(&id))
                         .filter(tokens::modified_at.eq(expected))
+                        // `holds_cvc >= true` when only a marked row may be written, else
+                        // always true: one statement text either way.
+                        .filter(tokens::holds_cvc.ge(holding))
                         .filter(
                             tokens::expires_at
                                 .is_null()

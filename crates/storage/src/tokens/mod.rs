@@ -15,6 +15,7 @@
 mod backfill;
 mod children;
 mod crud;
+mod cvc;
 mod expiry;
 mod insert;
 mod list;
@@ -146,6 +147,14 @@ impl TokenStore for Database {
         limit: u32,
     ) -> Result<u64, StoreError> {
         self.sweep_expired(now, limit).await
+    }
+
+    async fn tokens_holding_cvc(
+        &self,
+        created_by: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        self.read_holding_cvc(created_by, limit).await
     }
 
     async fn unfingerprinted_tokens(&self, limit: u32) -> Result<Vec<StoredToken>, StoreError> {

@@ -34,6 +34,7 @@ fn token_at(tenant: TenantId, at: time::OffsetDateTime) -> StoredToken {
         search_indexes: None,
         fingerprint_expression: None,
         search_hashes: Vec::new(),
+        holds_cvc: false,
     }
 }
 

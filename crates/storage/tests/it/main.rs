@@ -8,6 +8,7 @@ mod audit_legacy;
 mod console_use_cases;
 mod cursor_walk;
 mod custody_outage;
+mod cvc_retention;
 mod embed_example;
 mod lifecycle;
 mod read_batch;

@@ -135,6 +135,7 @@ fn token(
         search_indexes: None,
         fingerprint_expression: None,
         search_hashes: Vec::new(),
+        holds_cvc: false,
     }
 }
 

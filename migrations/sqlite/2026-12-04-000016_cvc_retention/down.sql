@@ -1,0 +1,2 @@
+DROP INDEX tokens_holding_cvc;
+ALTER TABLE tokens DROP COLUMN holds_cvc;
