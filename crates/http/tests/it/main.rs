@@ -10,6 +10,7 @@ mod binding;
 mod browsers;
 mod caller;
 mod children;
+mod composite_tokenize;
 mod cursor_pages;
 mod detokenize;
 mod escalation;

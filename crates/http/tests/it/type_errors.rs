@@ -187,7 +187,7 @@ async fn no_decoding_error_names_a_rust_type_or_quotes_the_value_sent() {
         )
         .await;
     let doc: Value = serde_json::from_str(tessera_http::openapi::json()).expect("document");
-    let (mut sent, mut refused, mut failures) = (0, 0, Vec::new());
+    let (mut sent, mut typed, mut refused, mut failures) = (0, 0, 0, Vec::new());
     for (method, uri, bodies) in cases(&doc, &token, &proxy) {
         let content_type = if method == Method::PATCH {
             "application/merge-patch+json"
@@ -203,7 +203,12 @@ async fn no_decoding_error_names_a_rust_type_or_quotes_the_value_sent() {
                 .set_payload(body.to_string());
             let reply = send_raw(&app, req).await;
             sent += 1;
-            refused += usize::from(reply.status.as_u16() == 400);
+            // `/tokenize` takes any JSON of bare values and token requests, and `/detokenize`
+            // any JSON: only the bodies of other operations have a shape to refuse.
+            if !matches!(uri.as_str(), "/tokenize" | "/detokenize") {
+                typed += 1;
+                refused += usize::from(reply.status.as_u16() == 400);
+            }
             let text = String::from_utf8_lossy(&reply.raw);
             let words = rust_words(&text);
             // A success may hold what was sent (`/detokenize` answers its body); a refusal may not.
@@ -215,7 +220,7 @@ async fn no_decoding_error_names_a_rust_type_or_quotes_the_value_sent() {
         }
     }
     assert!(sent > 300, "only {sent} requests: is the document read?");
-    assert!(refused > sent / 2, "{refused} of {sent} refused");
+    assert!(refused > typed / 2, "{refused} of {typed} refused");
     assert!(
         failures.is_empty(),
         "{} of {sent} answers speak Rust:\n{}",
