@@ -16,6 +16,8 @@ dns.setDefaultResultOrder('ipv4first');
 const base = run.url.replace('://127.0.0.1', '://localhost');
 const init = (key) => new BasisTheory().init(key, { apiBaseUrl: base, disableTelemetry: true });
 const bt = await init(run.key);
+// Tokens through a private application whose rule on / reveals (docs/migrating.md).
+const btt = await init(run.tokenKey);
 const state = {};
 const TOKEN_PERMS = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'];
 
@@ -72,7 +74,7 @@ await run.op('applicationKeys create/get/getById/delete', async () => {
 
 await run.op('tokens create (POST /tokens/)', async () => {
   const expiresAt = future(30);
-  const tok = await bt.tokens.create({
+  const tok = await btt.tokens.create({
     type: 'card', data: CARD, containers: ['/pci/btjs/'], expiresAt,
     metadata: { run: run.runId, sdk: 'btjs' }, deduplicateToken: true,
   });
@@ -85,40 +87,40 @@ await run.op('tokens create (POST /tokens/)', async () => {
 
 await run.op('tokens retrieve (data read back)', async () => {
   const tok = need(state.token, 'tokens create');
-  eq((await bt.tokens.retrieve(tok.id)).data, CARD, 'data');
+  eq((await btt.tokens.retrieve(tok.id)).data, CARD, 'data');
 });
 
 await run.op('tokens update (PATCH merge-patch)', async () => {
   const tok = need(state.token, 'tokens create');
-  const got = await bt.tokens.update(tok.id, { metadata: { run: run.runId, sdk: 'btjs', updated: 'yes' } });
+  const got = await btt.tokens.update(tok.id, { metadata: { run: run.runId, sdk: 'btjs', updated: 'yes' } });
   eq(got.metadata.updated, 'yes', 'metadata');
 });
 
 await run.op('tokens list (GET /tokens/?metadata.run=…)', async () => {
   const tok = need(state.token, 'tokens create');
-  const page = await bt.tokens.list({ metadata: { run: run.runId } });
+  const page = await btt.tokens.list({ metadata: { run: run.runId } });
   eq(page.data.map((t) => t.id), [tok.id], 'listed ids');
 });
 
 await run.op('tokenize (POST /tokenize/, array)', async () => {
-  const arr = await bt.tokenize([{ type: 'token', data: 'a' }, { type: 'card', data: CARD }]);
+  const arr = await btt.tokenize([{ type: 'token', data: 'a' }, { type: 'card', data: CARD }]);
   check(Array.isArray(arr) && arr.length === 2 && arr.every((t) => t.id), `array form: ${JSON.stringify(arr)}`);
-  eq((await bt.tokens.retrieve(arr[0].id)).data, 'a', 'array form data read back');
+  eq((await btt.tokens.retrieve(arr[0].id)).data, 'a', 'array form data read back');
 });
 
 await run.op('tokenize (POST /tokenize/, object)', async () => {
-  const obj = await bt.tokenize({ first: { type: 'token', data: 'x' }, card: { type: 'card', data: CARD } });
+  const obj = await btt.tokenize({ first: { type: 'token', data: 'x' }, card: { type: 'card', data: CARD } });
   check(obj?.first?.id && obj?.card?.id, `object form: ${JSON.stringify(obj)}`);
-  eq((await bt.tokens.retrieve(obj.first.id)).data, 'x', 'object form data read back');
+  eq((await btt.tokens.retrieve(obj.first.id)).data, 'x', 'object form data read back');
 });
 
 await run.op('idempotency (bt-idempotency-key replay)', async () => {
   const idempotencyKey = uuid();
   const body = { type: 'token', data: `idem-${run.runId}`, metadata: { idem: run.runId } };
-  const first = await bt.tokens.create(body, { idempotencyKey });
-  const second = await bt.tokens.create(body, { idempotencyKey });
+  const first = await btt.tokens.create(body, { idempotencyKey });
+  const second = await btt.tokens.create(body, { idempotencyKey });
   eq(second.id, first.id, 'the replayed token id');
-  const page = await bt.tokens.list({ metadata: { idem: run.runId } });
+  const page = await btt.tokens.list({ metadata: { idem: run.runId } });
   eq(page.data.length, 1, 'tokens created with one idempotency key');
 });
 
@@ -165,12 +167,12 @@ await run.op('proxy invocation (bt.proxy.post: BT-PROXY-KEY, transform, sub-path
 
 await run.op('proxy invocation (filters: slice, pad_left, card_exp, reveal_last; a chosen id)', async () => {
   const px = need(state.proxy, 'proxies create');
-  const card = await bt.tokens.create({
+  const card = await btt.tokens.create({
     id: `card_${run.runId}`, type: 'card',
     data: { number: '4242424242424242', expiration_month: 3, expiration_year: 2031 },
   });
   eq(card.id, `card_${run.runId}`, 'the chosen id');
-  const ssn = await bt.tokens.create({ type: 'token', data: '123-45-6789' });
+  const ssn = await btt.tokens.create({ type: 'token', data: '123-45-6789' });
   const echoed = await bt.proxy.post({
     headers: { 'BT-PROXY-KEY': px.key },
     body: {
@@ -181,8 +183,8 @@ await run.op('proxy invocation (filters: slice, pad_left, card_exp, reveal_last;
     },
   });
   eq(echoed.body, { month: '03', year: '31', exp: '03/31', ssn: 'XXX-XX-6789' }, 'filtered values at the destination');
-  await bt.tokens.delete(card.id);
-  await bt.tokens.delete(ssn.id);
+  await btt.tokens.delete(card.id);
+  await btt.tokens.delete(ssn.id);
 });
 
 await run.op('proxy invocation (bt-proxy-key query parameter)', async () => {
@@ -200,8 +202,8 @@ await run.op('proxies delete', async () => {
 
 await run.op('tokens delete', async () => {
   const tok = need(state.token, 'tokens create');
-  await bt.tokens.delete(tok.id);
-  await expectError(() => bt.tokens.retrieve(tok.id), BasisTheoryApiError, 404);
+  await btt.tokens.delete(tok.id);
+  await expectError(() => btt.tokens.retrieve(tok.id), BasisTheoryApiError, 404);
 });
 
 // ------------------------------------------------------------------ errors
@@ -213,7 +215,7 @@ await run.op('errors 401/403/404/409 (BasisTheoryApiError)', async () => {
     name: `sdk-btjs-reader-${run.runId}`, type: 'private', permissions: ['token:read'],
   });
   await expectError(async () => (await init(reader.key)).applications.list(), BasisTheoryApiError, 403);
-  await expectError(() => bt.tokens.retrieve(uuid()), BasisTheoryApiError, 404);
+  await expectError(() => btt.tokens.retrieve(uuid()), BasisTheoryApiError, 404);
   const px = await bt.proxies.create({
     name: `sdk-btjs-409-${run.runId}`, destinationUrl: need(run.echo || undefined, 'ECHO_URL'),
     application: { id: reader.id }, requireAuth: true,

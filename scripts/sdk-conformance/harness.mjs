@@ -17,6 +17,9 @@ export function harness(sdk) {
     sdk,
     url: process.env.TESSERA_URL.replace(/\/+$/, ''),
     key: process.env.TESSERA_KEY,
+    // A private application whose rule on / reveals: what reads and writes tokens (under
+    // --implicit-transform mask the admin's own permissions show masks, as in Basis Theory).
+    tokenKey: process.env.TESSERA_TOKEN_KEY || process.env.TESSERA_KEY,
     echo: process.env.ECHO_URL || '',
     runId: crypto.randomBytes(6).toString('hex'),
     passed: 0,

@@ -10,6 +10,8 @@ const { BasisTheoryClient, BasisTheory, BasisTheoryError } = sdkRequire('@basis-
 const run = harness('node-sdk-5.7.0');
 const client = (apiKey) => new BasisTheoryClient({ apiKey, baseUrl: run.url, maxRetries: 0 });
 const admin = client(run.key);
+// Tokens through a private application whose rule on / reveals (docs/migrating.md).
+const tokens = client(run.tokenKey).tokens;
 const state = {};
 const TOKEN_PERMS = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'];
 
@@ -104,7 +106,7 @@ await run.op('applications delete', async () => {
 
 await run.op('tokens create (card, containers, expiry, metadata, dedup)', async () => {
   const expiresAt = future(30);
-  const tok = await admin.tokens.create({
+  const tok = await tokens.create({
     type: 'card', data: CARD, containers: ['/pci/node/'], expiresAt,
     metadata: { run: run.runId, sdk: 'node' }, deduplicateToken: true,
   });
@@ -112,7 +114,7 @@ await run.op('tokens create (card, containers, expiry, metadata, dedup)', async 
   eq(tok.containers, ['/pci/node/'], 'containers');
   eq(tok.metadata, { run: run.runId, sdk: 'node' }, 'metadata');
   check(sameInstant(tok.expiresAt, expiresAt), `expiresAt ${tok.expiresAt} != ${expiresAt}`);
-  const again = await admin.tokens.create({
+  const again = await tokens.create({
     type: 'card', data: CARD, containers: ['/pci/node/'], deduplicateToken: true,
   });
   eq(again.id, tok.id, 'deduplicated id');
@@ -121,47 +123,47 @@ await run.op('tokens create (card, containers, expiry, metadata, dedup)', async 
 
 await run.op('tokens get (data read back)', async () => {
   const tok = need(state.token, 'tokens create');
-  const got = await admin.tokens.get(tok.id);
+  const got = await tokens.get(tok.id);
   eq(got.data, CARD, 'data');
   eq(got.metadata, { run: run.runId, sdk: 'node' }, 'metadata');
 });
 
 await run.op('tokens update (metadata, deduplicateToken)', async () => {
   const tok = need(state.token, 'tokens create');
-  const got = await admin.tokens.update(tok.id, {
+  const got = await tokens.update(tok.id, {
     metadata: { run: run.runId, sdk: 'node', updated: 'yes' }, deduplicateToken: false,
   });
   eq(got.metadata.updated, 'yes', 'metadata after update');
-  eq((await admin.tokens.get(tok.id)).metadata.updated, 'yes', 'metadata read back');
+  eq((await tokens.get(tok.id)).metadata.updated, 'yes', 'metadata read back');
 });
 
 await run.op('tokenize (array)', async () => {
-  const arr = await admin.tokens.tokenize([
+  const arr = await tokens.tokenize([
     { type: 'token', data: 'a' },
     { type: 'card', data: CARD },
   ]);
   check(Array.isArray(arr) && arr.length === 2 && arr.every((t) => t.id), `array form: ${JSON.stringify(arr)}`);
-  eq((await admin.tokens.get(arr[0].id)).data, 'a', 'array form data read back');
+  eq((await tokens.get(arr[0].id)).data, 'a', 'array form data read back');
 });
 
 await run.op('tokenize (object of token requests)', async () => {
-  const obj = await admin.tokens.tokenize({
+  const obj = await tokens.tokenize({
     first: { type: 'token', data: 'x' },
     card: { type: 'card', data: CARD },
   });
   check(obj && obj.first?.id && obj.card?.id, `object form: ${JSON.stringify(obj)}`);
-  eq((await admin.tokens.get(obj.first.id)).data, 'x', 'object form data read back');
+  eq((await tokens.get(obj.first.id)).data, 'x', 'object form data read back');
 });
 
 await run.op('tokenize (single token request)', async () => {
-  const single = await admin.tokens.tokenize({ type: 'token', data: { k: 'v' } });
+  const single = await tokens.tokenize({ type: 'token', data: { k: 'v' } });
   check(single?.id, `single form: ${JSON.stringify(single)}`);
-  eq((await admin.tokens.get(single.id)).data, { k: 'v' }, 'single form data read back');
+  eq((await tokens.get(single.id)).data, { k: 'v' }, 'single form data read back');
 });
 
 await run.op('detokenize', async () => {
   const tok = need(state.token, 'tokens create');
-  const got = await admin.tokens.detokenize({
+  const got = await tokens.detokenize({
     n: `{{ ${tok.id} | json: '$.number' }}`,
     whole: `{{ ${tok.id} }}`,
   });
@@ -171,12 +173,12 @@ await run.op('detokenize', async () => {
 await run.op('tokens listV2 cursor walk (7 tokens, size 3)', async () => {
   const created = new Set();
   for (let i = 0; i < 7; i += 1) {
-    const t = await admin.tokens.create({ type: 'token', data: `walk-${i}`, metadata: { walk: run.runId } });
+    const t = await tokens.create({ type: 'token', data: `walk-${i}`, metadata: { walk: run.runId } });
     created.add(t.id);
   }
   state.walk = created;
   // Page by page, as the reference shows, checking each page's size.
-  let page = await admin.tokens.listV2({ size: 3 });
+  let page = await tokens.listV2({ size: 3 });
   const seen = [];
   for (let guard = 0; guard < 1000; guard += 1) {
     check(page.data.length <= 3, `a page of ${page.data.length} with size 3`);
@@ -192,34 +194,34 @@ await run.op('tokens listV2 cursor walk (7 tokens, size 3)', async () => {
 
 await run.op('tokens listV2 (for await, metadata filter sent as JSON)', async () => {
   const walk = need(state.walk, 'the cursor walk');
-  const filtered = (await collect(await admin.tokens.listV2({ metadata: { walk: run.runId }, size: 3 }))).map((t) => t.id);
+  const filtered = (await collect(await tokens.listV2({ metadata: { walk: run.runId }, size: 3 }))).map((t) => t.id);
   eq([...filtered].sort(), [...walk].sort(), 'listV2 filtered by metadata');
 });
 
 await run.op('tokens searchV2 (query)', async () => {
   const walk = need(state.walk, 'the cursor walk');
-  const found = (await collect(await admin.tokens.searchV2({ query: `metadata.walk:${run.runId}`, size: 3 }))).map((t) => t.id);
+  const found = (await collect(await tokens.searchV2({ query: `metadata.walk:${run.runId}`, size: 3 }))).map((t) => t.id);
   eq([...found].sort(), [...walk].sort(), 'tokens found by metadata.walk');
   const tok = need(state.token, 'tokens create');
-  const cards = await collect(await admin.tokens.searchV2({ query: `type:card AND metadata.run:${run.runId}` }));
+  const cards = await collect(await tokens.searchV2({ query: `type:card AND metadata.run:${run.runId}` }));
   eq(cards.map((t) => t.id), [tok.id], 'type:card AND metadata.run');
 });
 
 await run.op('tokens searchV2 (a field that cannot be searched: BadRequestError)', async () => {
-  const e = await expectError(() => admin.tokens.searchV2({ query: 'enrichments:4242' }), BasisTheory.BadRequestError, 400);
+  const e = await expectError(() => tokens.searchV2({ query: 'enrichments:4242' }), BasisTheory.BadRequestError, 400);
   check(JSON.stringify(e.body).includes('enrichments'), `the problem does not name the term: ${JSON.stringify(e.body)}`);
 });
 
 await run.op('tokens create with searchIndexes, found by a data: term', async () => {
   const last4 = String(Date.now()).slice(-4);
-  const tok = await admin.tokens.create({
+  const tok = await tokens.create({
     type: 'token', data: `acct-${run.runId}-${last4}`, metadata: { run: run.runId },
     searchIndexes: ['{{ data | last4 }}', '{{ data }}'],
   });
   eq(tok.searchIndexes, ['{{ data | last4 }}', '{{ data }}'], 'searchIndexes answered');
-  const found = await collect(await admin.tokens.searchV2({ query: `data:${last4} AND metadata.run:${run.runId}` }));
+  const found = await collect(await tokens.searchV2({ query: `data:${last4} AND metadata.run:${run.runId}` }));
   eq(found.map((t) => t.id), [tok.id], 'found by data:');
-  const whole = await collect(await admin.tokens.searchV2({ query: `data:"acct-${run.runId}-${last4}"` }));
+  const whole = await collect(await tokens.searchV2({ query: `data:"acct-${run.runId}-${last4}"` }));
   eq(whole.map((t) => t.id), [tok.id], 'found by the whole value');
 });
 
@@ -229,44 +231,44 @@ await run.op('tokens create with a fingerprintExpression that deduplicates', asy
     type: 'token', deduplicateToken: true, fingerprintExpression: '{{ data.account_number }}',
     data: { account_number: account, routing_number: routing },
   });
-  const first = await admin.tokens.create(body('021000021'));
+  const first = await tokens.create(body('021000021'));
   eq(first.fingerprintExpression, '{{ data.account_number }}', 'fingerprintExpression answered');
-  const again = await admin.tokens.create(body('011000015'));
+  const again = await tokens.create(body('011000015'));
   eq(again.id, first.id, 'deduplicated by the expression');
 });
 
 await run.op('tokens create an SSN (social_security_number: validation, defaults)', async () => {
-  const ssn = await admin.tokens.create({ type: 'social_security_number', data: '987-65-4320' });
+  const ssn = await tokens.create({ type: 'social_security_number', data: '987-65-4320' });
   eq(ssn.type, 'social_security_number', 'type');
   eq(ssn.containers, ['/pii/high/'], 'default container');
   eq(ssn.searchIndexes, ["{{ data }}", "{{ data | replace: '-' }}", '{{ data | last4 }}'], 'default indexes');
-  const found = await collect(await admin.tokens.searchV2({ query: 'data:987654320' }));
+  const found = await collect(await tokens.searchV2({ query: 'data:987654320' }));
   check(found.some((t) => t.id === ssn.id), 'the SSN is found without its dashes');
-  await expectError(() => admin.tokens.create({ type: 'social_security_number', data: '987-65-432' }), BasisTheory.BadRequestError, 400);
+  await expectError(() => tokens.create({ type: 'social_security_number', data: '987-65-432' }), BasisTheory.BadRequestError, 400);
 });
 
 await run.op('idempotency (BT-IDEMPOTENCY-KEY replay)', async () => {
   const idempotencyKey = uuid();
   const body = { type: 'token', data: `idem-${run.runId}`, metadata: { idem: run.runId } };
-  const first = await admin.tokens.create(body, { idempotencyKey });
-  const second = await admin.tokens.create(body, { idempotencyKey });
+  const first = await tokens.create(body, { idempotencyKey });
+  const second = await tokens.create(body, { idempotencyKey });
   // The replay answers with the first token, so no second one was created.
   eq(second.id, first.id, 'the replayed token id');
-  eq((await admin.tokens.get(first.id)).data, body.data, 'data read back');
+  eq((await tokens.get(first.id)).data, body.data, 'data read back');
 });
 
 await run.op('trace id (BT-TRACE-ID echoed as X-Request-Id)', async () => {
   const tok = need(state.token, 'tokens create');
   const correlationId = `trace-${run.runId}`;
-  const { data, rawResponse } = await admin.tokens.get(tok.id, { correlationId }).withRawResponse();
+  const { data, rawResponse } = await tokens.get(tok.id, { correlationId }).withRawResponse();
   eq(data.id, tok.id, 'id');
   eq(rawResponse.headers.get('x-request-id'), correlationId, 'X-Request-Id');
 });
 
 await run.op('tokens delete', async () => {
   const tok = need(state.token, 'tokens create');
-  await admin.tokens.delete(tok.id);
-  await expectError(() => admin.tokens.get(tok.id), BasisTheory.NotFoundError, 404);
+  await tokens.delete(tok.id);
+  await expectError(() => tokens.get(tok.id), BasisTheory.NotFoundError, 404);
 });
 
 // ------------------------------------------------------------------ proxies
@@ -303,7 +305,7 @@ await run.op('errors 401/403/404', async () => {
     name: `sdk-node-reader-${run.runId}`, type: 'private', permissions: ['token:read'],
   });
   await expectError(() => client(reader.key).applications.get(reader.id), BasisTheory.ForbiddenError, 403);
-  await expectError(() => admin.tokens.get(uuid()), BasisTheory.NotFoundError, 404);
+  await expectError(() => tokens.get(uuid()), BasisTheory.NotFoundError, 404);
   // 409 on DELETE /applications/{id}: the SDK maps no class for it, so it is the base error.
   const px = await admin.proxies.create({
     name: `sdk-node-409-${run.runId}`, destinationUrl: need(run.echo || undefined, 'ECHO_URL'),
@@ -316,29 +318,29 @@ await run.op('errors 401/403/404', async () => {
 
 await run.op('tokens create with a chosen id (409 ConflictError on reuse)', async () => {
   const id = uuid().toUpperCase();
-  const tok = await admin.tokens.create({ id, type: 'token', data: 'imported' });
+  const tok = await tokens.create({ id, type: 'token', data: 'imported' });
   eq(tok.id, id.toLowerCase(), 'the chosen id, lower-cased');
-  eq((await admin.tokens.get(id.toLowerCase())).data, 'imported', 'data read back');
-  await expectError(() => admin.tokens.create({ id, type: 'token', data: 'again' }), BasisTheory.ConflictError, 409);
+  eq((await tokens.get(id.toLowerCase())).data, 'imported', 'data read back');
+  await expectError(() => tokens.create({ id, type: 'token', data: 'again' }), BasisTheory.ConflictError, 409);
 });
 
 await run.op('tokens create with an alias id (read back by it)', async () => {
-  const tok = await admin.tokens.create({
+  const tok = await tokens.create({
     id: '{{ data | alias_preserve_format: 0, 4 }}', type: 'token', data: '111-22-3333',
   });
   check(/^\d{3}-\d{2}-3333$/.test(tok.id) && tok.id !== '111-22-3333', `alias id ${tok.id}`);
-  eq((await admin.tokens.get(tok.id)).data, '111-22-3333', 'data read back by the alias');
+  eq((await tokens.get(tok.id)).data, '111-22-3333', 'data read back by the alias');
 });
 
 await run.op('tokens create with a chosen non-UUID id (URL-encoded by the SDK)', async () => {
   const id = `phone_${run.runId}@example.com`;
-  const tok = await admin.tokens.create({ id, type: 'token', data: '+1 555 0100' });
+  const tok = await tokens.create({ id, type: 'token', data: '+1 555 0100' });
   eq(tok.id, id, 'the chosen id, as chosen');
-  eq((await admin.tokens.get(id)).data, '+1 555 0100', 'data read back');
-  const detok = await admin.tokens.detokenize({ phone: `{{ ${id} }}` });
+  eq((await tokens.get(id)).data, '+1 555 0100', 'data read back');
+  const detok = await tokens.detokenize({ phone: `{{ ${id} }}` });
   eq(detok, { phone: '+1 555 0100' }, 'detokenized by its id');
-  await admin.tokens.delete(id);
-  await expectError(() => admin.tokens.get(id), BasisTheory.NotFoundError, 404);
+  await tokens.delete(id);
+  await expectError(() => tokens.get(id), BasisTheory.NotFoundError, 404);
 });
 
 run.finish();

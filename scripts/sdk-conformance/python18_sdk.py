@@ -21,7 +21,7 @@ def client(key):
     return basistheory.ApiClient(configuration=basistheory.Configuration(host=r.url, api_key=key))
 
 
-tokens = TokensApi(client(r.key))
+tokens = TokensApi(client(r.token_key))
 state = {}
 
 
@@ -67,7 +67,7 @@ def search_query():
 
 def trace_id():
     # The SDK's correlation id goes out as bt-trace-id; the call must work with it.
-    api = TokensApi(client(r.key))
+    api = TokensApi(client(r.token_key))
     parent = need(state.get("parent"), "tokens create")
     got = api.get_by_id(parent.id, request_options=RequestOptions(correlation_id=f"trace-{r.run_id}"))
     eq(got.id, parent.id, "id")

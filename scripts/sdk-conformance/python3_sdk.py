@@ -23,6 +23,7 @@ from basistheory.exceptions import (
     NotFoundException,
     UnauthorizedException,
 )
+from basistheory.model.access_rule import AccessRule
 from basistheory.model.application import Application
 from basistheory.model.create_application_request import CreateApplicationRequest
 from basistheory.model.create_proxy_request import CreateProxyRequest
@@ -54,7 +55,8 @@ def client(key):
 admin = client(r.key)
 apps = ApplicationsApi(admin)
 app_keys = ApplicationKeysApi(admin)
-tokens = TokensApi(admin)
+token_client = client(r.token_key)
+tokens = TokensApi(token_client)
 proxies = ProxiesApi(admin)
 state = {}
 
@@ -209,6 +211,52 @@ def token_get():
     eq(got.containers, ["/pci/sdk/"], "containers")
 
 
+MASKED = {"number": "XXXXXXXXXXXX4242", "expiration_month": 12, "expiration_year": 2030}
+
+
+def rules_with_transforms():
+    """Access rules with a transform, created through the SDK's own models (as Terraform and
+    SDK users write them), decide what each application reads."""
+    tok = need(state.get("token"), "tokens create")
+    shown = {}
+    for transform in ("reveal", "mask", "redact"):
+        app = apps.create(CreateApplicationRequest(
+            name=f"sdk-py3-{transform}-{r.run_id}", type="private",
+            rules=[AccessRule(description=f"cards, {transform}", priority=1, container="/pci/",
+                              transform=transform, permissions=["token:read"])]))
+        eq(app.rules[0].transform, transform, "the rule's transform")
+        got = TokensApi(client(app.key)).get_by_id(tok.id)
+        shown[transform] = plain(getattr(got, "data", None))
+        apps.delete(app.id)
+    eq(shown["reveal"], CARD, "reveal: the plaintext")
+    eq(shown["mask"], MASKED, "mask: the card's mask, without its CVC")
+    eq(shown["redact"], None, "redact: no data")
+
+
+def implicit_mask():
+    """Under --implicit-transform mask, plain token:read reads a card as Basis Theory shows it."""
+    tok = need(state.get("token"), "tokens create")
+    app = apps.create(CreateApplicationRequest(
+        name=f"sdk-py3-plain-{r.run_id}", type="private", permissions=["token:read"]))
+    got = TokensApi(client(app.key)).get_by_id(tok.id)
+    eq(plain(got.data), MASKED, "a plain token:read key reads the mask")
+    apps.delete(app.id)
+
+
+def token_search_permission():
+    tok = need(state.get("token"), "tokens create")
+    app = apps.create(CreateApplicationRequest(
+        name=f"sdk-py3-search-{r.run_id}", type="private", permissions=["token:search"]))
+    eq(list(app.permissions), ["token:search"], "permissions")
+    searcher = TokensApi(client(app.key))
+    found = searcher.search_v2(search_tokens_request_v2=SearchTokensRequestV2(
+        query=f"type:card AND metadata.run:{r.run_id}", size=10))
+    eq([t.id for t in found.data], [tok.id], "found with token:search")
+    eq(plain(found.data[0].data), MASKED, "and shown masked (implicit transform)")
+    expect_error(lambda: searcher.get_by_id(tok.id), ForbiddenException, 403)
+    apps.delete(app.id)
+
+
 def token_update():
     tok = need(state.get("token"), "tokens create")
     got = tokens.update(tok.id, UpdateTokenRequest(
@@ -226,7 +274,7 @@ def token_list():
 
 
 def tokenize_array():
-    arr = TokenizeApi(admin).tokenize(body=[
+    arr = TokenizeApi(token_client).tokenize(body=[
         {"type": "token", "data": "a", "metadata": {"run": r.run_id}},
         {"type": "card", "data": CARD},
     ])
@@ -236,7 +284,7 @@ def tokenize_array():
 
 
 def tokenize_object():
-    obj = TokenizeApi(admin).tokenize(body={
+    obj = TokenizeApi(token_client).tokenize(body={
         "first": {"type": "token", "data": "x"},
         "card": {"type": "card", "data": CARD},
     })
@@ -246,7 +294,7 @@ def tokenize_object():
 
 
 def tokenize_single():
-    single = TokenizeApi(admin).tokenize(body={"type": "token", "data": {"k": "v"}})
+    single = TokenizeApi(token_client).tokenize(body={"type": "token", "data": {"k": "v"}})
     check(isinstance(single, dict) and single.get("id"), f"single form answered {single!r}")
     eq(plain(tokens.get_by_id(single["id"]).data), {"k": "v"}, "single form data read back")
 
@@ -255,7 +303,7 @@ def detokenize():
     tok = need(state.get("token"), "tokens create")
     # The SDK's model has no response type for detokenize (it returns None); a user reads the
     # answer with _preload_content=False, the generated client's raw-response switch.
-    resp = DetokenizeApi(admin).detokenize(
+    resp = DetokenizeApi(token_client).detokenize(
         body={"n": f"{{{{ {tok.id} | json: '$.number' }}}}", "whole": f"{{{{ {tok.id} }}}}"},
         _preload_content=False)
     got = json.loads(resp.data)
@@ -325,8 +373,8 @@ def idempotency():
     body = dict(type="token", data=f"idem-{r.run_id}", metadata={"idem": r.run_id})
     opts = RequestOptions(idempotency_key=key)
     # A client of its own: the SDK keeps the header on the client after the call.
-    first = TokensApi(client(r.key)).create(CreateTokenRequest(**body), request_options=opts)
-    second = TokensApi(client(r.key)).create(CreateTokenRequest(**body), request_options=opts)
+    first = TokensApi(client(r.token_key)).create(CreateTokenRequest(**body), request_options=opts)
+    second = TokensApi(client(r.token_key)).create(CreateTokenRequest(**body), request_options=opts)
     eq(second.id, first.id, "the replayed token id")
     found = tokens.get(metadata={"idem": r.run_id})
     eq(len(found.data), 1, "tokens created with one idempotency key")
@@ -442,6 +490,9 @@ r.op("applications regenerate revokes every key", app_regenerate_revokes_keys)
 r.op("applications delete", app_delete)
 r.op("tokens create (card, containers, expiry, metadata, dedup)", token_create)
 r.op("tokens get (data read back)", token_get)
+r.op("applications with rules carrying transforms (reveal, mask, redact)", rules_with_transforms)
+r.op("implicit transform mask (plain token:read reads the mask)", implicit_mask)
+r.op("token:search (searchV2, no read by id)", token_search_permission)
 r.op("tokens update (metadata, deduplicate_token)", token_update)
 r.op("tokens list (id, metadata deepObject)", token_list)
 r.op("tokenize (array)", tokenize_array)

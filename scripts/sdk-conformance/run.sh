@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Basis Theory's official SDKs, unchanged, against a live `api --header-prefix BT`.
+# Basis Theory's official SDKs, unchanged, against a live
+# `api --header-prefix BT --implicit-transform mask`, as docs/migrating.md says to run it.
 #
 # Installs the SDKs at the pinned versions (requirements-py3.txt, requirements-py18.txt,
 # package.json + package-lock.json) from PyPI and npm into a cache directory, reused while the pins
@@ -95,7 +96,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base="http://127.0.0.1:$port"
 NO_COLOR=1 "$api_bin" serve --listen "127.0.0.1:$port" --no-console --data-dir "$work" \
   --database-url "sqlite://$work/tessera.db" --allow-private-destinations \
-  --header-prefix BT >"$work/api.log" 2>&1 &
+  --header-prefix BT --implicit-transform mask >"$work/api.log" 2>&1 &
 api_pid=$!
 for _ in $(seq 1 200); do
   curl -fsS "$base/healthz" >/dev/null 2>&1 && break
@@ -106,7 +107,14 @@ curl -fsS "$base/healthz" >/dev/null 2>&1 || {
   echo "sdk-conformance: the api did not start"; cat "$work/api.log"; exit 1
 }
 admin_key=$(cat "$work/admin-key")
-echo "sdk-conformance: api at $base (--header-prefix BT), echo destination at $echo_url"
+# As a team moving from Basis Theory runs it (docs/migrating.md): under --implicit-transform
+# mask the admin's own permissions show masks, so tokens are read and written by a private
+# application whose rule on / reveals.
+token_key=$(curl -fsS -X POST "$base/applications" -H "BT-API-KEY: $admin_key" \
+  -H 'Content-Type: application/json' \
+  -d '{"name":"sdk-conformance tokens","type":"private","rules":[{"priority":1,"container":"/","transform":"reveal","permissions":["token:create","token:read","token:search","token:update","token:delete","token:use"]}]}' |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])')
+echo "sdk-conformance: api at $base (--header-prefix BT --implicit-transform mask), echo destination at $echo_url"
 
 # --- the scripts ------------------------------------------------------------------------------
 failed_scripts=()
@@ -120,7 +128,7 @@ for script in "${scripts[@]}"; do
   esac
   echo "--- $script"
   status=0
-  TESSERA_URL="$base" TESSERA_KEY="$admin_key" ECHO_URL="$echo_url" SDK_NODE_DIR="$node_dir" \
+  TESSERA_URL="$base" TESSERA_KEY="$admin_key" TESSERA_TOKEN_KEY="$token_key" ECHO_URL="$echo_url" SDK_NODE_DIR="$node_dir" \
     timeout "$per_script_timeout" "${cmd[@]}" 2>&1 | tee -a "$work/results" || status=$?
   [ "$status" -eq 0 ] || failed_scripts+=("$script (exit $status)")
 done

@@ -24,6 +24,9 @@ class Run:
         self.passed = 0
         self.url = os.environ["TESSERA_URL"].rstrip("/")
         self.key = os.environ["TESSERA_KEY"]
+        # A private application whose rule on / reveals: what reads and writes tokens (under
+        # --implicit-transform mask the admin's own permissions show masks, as in Basis Theory).
+        self.token_key = os.environ.get("TESSERA_TOKEN_KEY", self.key)
         self.echo = os.environ.get("ECHO_URL", "")
         # One suffix per run so that searches and filters find only this run's tokens.
         self.run_id = uuid.uuid4().hex[:12]
