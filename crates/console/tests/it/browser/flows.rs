@@ -18,6 +18,7 @@ backend_tests!(
     a_key_without_proxy_read_sees_not_permitted,
     a_forged_form_is_refused,
     every_field_is_labelled_and_the_keyboard_signs_in,
+    a_mask_reader_sees_the_mask_and_no_reveal_and_redact_shows_nothing,
 );
 
 /// Signs in through the form.
@@ -113,6 +114,64 @@ async fn search_a_token_see_it_masked_and_reveal_it(db: &TestDatabase) {
         text.contains("token.read") && text.contains(&card),
         "{text}"
     );
+    b.close().await;
+}
+
+/// A key whose rule masks `/` sees the console's mask with no Reveal, and a forged Reveal (a
+/// form posted with its own session's CSRF token) shows it no digit more; a key whose rule
+/// redacts sees no data at all (docs/console.md, docs/api.md "Transforms").
+async fn a_mask_reader_sees_the_mask_and_no_reveal_and_redact_shows_nothing(db: &TestDatabase) {
+    let s = crate::support::Setup::start(db, Duration::from_secs(60)).await;
+    let card = s.card().await;
+    let rule = |transform: &str| {
+        json!({"name": transform, "type": "private", "rules": [{"priority": 1, "container": "/",
+            "transform": transform, "permissions": ["token:read", "token:search"]}]})
+    };
+    let masker = s.key(rule("mask")).await;
+    let redactor = s.key(rule("redact")).await;
+    let Some(b) = browse_setup(s).await else {
+        return;
+    };
+    let tab = &b.tab;
+    sign_in(tab, &masker).await;
+    tab.go(&format!("/console/tokens/{card}")).await;
+    let text = tab.text().await;
+    assert!(
+        text.contains("•••• 1111") && text.contains("masked"),
+        "{text}"
+    );
+    assert_eq!(
+        tab.eval("document.querySelector('section.data button') === null")
+            .await,
+        json!(true),
+        "no Reveal offered"
+    );
+    assert!(
+        !text.contains("Fingerprint"),
+        "no fingerprint beside a mask"
+    );
+    tab.screenshot("token-mask-reader").await;
+    let forged = format!(
+        "(() => {{ const f = document.createElement('form'); f.method = 'post'; \
+         f.action = '/console/tokens/{card}/reveal'; \
+         f.appendChild(document.querySelector('input[name=csrf]').cloneNode()); \
+         document.body.appendChild(f); f.submit(); return true; }})()"
+    );
+    tab.navigating(|| async {
+        tab.eval(&forged).await;
+    })
+    .await;
+    assert!(
+        !tab.html().await.contains(&CARD[..8]),
+        "a posted Reveal shows a mask reader no more"
+    );
+    assert!(tab.text().await.contains("•••• 1111"));
+    tab.click("form.signout button[type=submit]").await;
+    sign_in(tab, &redactor).await;
+    tab.go(&format!("/console/tokens/{card}")).await;
+    let text = tab.text().await;
+    assert!(text.contains("redact") && !text.contains("1111"), "{text}");
+    assert!(!tab.html().await.contains(&CARD[..8]));
     b.close().await;
 }
 
