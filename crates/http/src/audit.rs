@@ -16,7 +16,19 @@ use tessera_domain::{
 
 /// What a handler did, for the audit trail: one entry per event.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Audited(pub(crate) Vec<(AuditAction, Vec<ResourceId>)>);
+pub(crate) struct Audited(pub(crate) Vec<Marked>);
+
+/// One event a handler marked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Marked {
+    /// What was done.
+    pub(crate) action: AuditAction,
+    /// To which resources.
+    pub(crate) ids: Vec<ResourceId>,
+    /// What the event says beside (its `reason`): a write that set a mask showing whole
+    /// fields of the data names them (docs/api.md, "Masks").
+    pub(crate) note: Option<String>,
+}
 
 /// The public reason of a refusal, set on 401/403 problem responses.
 #[derive(Debug, Clone)]
@@ -30,13 +42,36 @@ pub(crate) fn mark(
 ) -> HttpResponse {
     let ids = ids.into_iter().map(Into::into).collect();
     let mut extensions = response.extensions_mut();
+    let marked = Marked {
+        action,
+        ids,
+        note: None,
+    };
     match extensions.get_mut::<Audited>() {
-        Some(audited) => audited.0.push((action, ids)),
+        Some(audited) => audited.0.push(marked),
         None => {
-            extensions.insert(Audited(vec![(action, ids)]));
+            extensions.insert(Audited(vec![marked]));
         }
     }
     drop(extensions);
+    response
+}
+
+/// Adds `note` to the last event of `action` marked on `response`, when there is a note.
+pub(crate) fn note(
+    mut response: HttpResponse,
+    action: AuditAction,
+    note: Option<String>,
+) -> HttpResponse {
+    if let Some(note) = note {
+        let mut extensions = response.extensions_mut();
+        if let Some(marked) = extensions
+            .get_mut::<Audited>()
+            .and_then(|a| a.0.iter_mut().rev().find(|m| m.action == action))
+        {
+            marked.note = Some(note);
+        }
+    }
     response
 }
 
@@ -98,13 +133,17 @@ impl CallContext<'_> {
         audited
             .0
             .iter()
-            .map(|(action, ids)| {
-                self.finish(AuditEvent::success(
+            .map(|m| {
+                let event = AuditEvent::success(
                     principal.tenant_id(),
-                    *action,
+                    m.action,
                     self.actor(),
-                    ids.clone(),
-                ))
+                    m.ids.clone(),
+                );
+                self.finish(match &m.note {
+                    Some(note) => event.with_note(note),
+                    None => event,
+                })
             })
             .collect()
     }
@@ -139,12 +178,22 @@ mod tests {
             [a],
         );
         let res = mark(res, AuditAction::AssociationCreated, [b, a]);
+        let res = note(res, AuditAction::TokenCreated, Some("n".into()));
         let audited = res.extensions().get::<Audited>().cloned().expect("marked");
+        let marks: Vec<_> = audited
+            .0
+            .iter()
+            .map(|m| (m.action, m.ids.clone(), m.note.clone()))
+            .collect();
         assert_eq!(
-            audited.0,
+            marks,
             vec![
-                (AuditAction::TokenCreated, vec![a.into()]),
-                (AuditAction::AssociationCreated, vec![b.into(), a.into()])
+                (AuditAction::TokenCreated, vec![a.into()], Some("n".into())),
+                (
+                    AuditAction::AssociationCreated,
+                    vec![b.into(), a.into()],
+                    None
+                )
             ]
         );
     }

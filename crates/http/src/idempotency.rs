@@ -208,7 +208,7 @@ async fn remember(
     let resources: Vec<tessera_domain::audit::ResourceId> = response
         .extensions()
         .get::<Audited>()
-        .map(|audited| audited.0.iter().flat_map(|(_, ids)| ids.clone()).collect())
+        .map(|audited| audited.0.iter().flat_map(|m| m.ids.clone()).collect())
         .unwrap_or_default();
     let (head, body) = response.into_parts();
     let text = match actix_web::body::to_bytes(body).await {

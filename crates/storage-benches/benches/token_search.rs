@@ -130,6 +130,7 @@ fn row(admin: &Principal, start: time::OffsetDateTime, batch: usize, i: usize) -
         fingerprint_expression: None,
         search_hashes: Vec::new(),
         holds_cvc: false,
+        mask: None,
     }
 }
 

@@ -41,6 +41,7 @@ pub async fn run(path: &Path) -> Result<Value, Box<dyn Error>> {
                 destinations: None,
                 search_indexes: None,
                 fingerprint_expression: None,
+                mask: None,
             },
         )
         .await?;

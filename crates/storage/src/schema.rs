@@ -58,6 +58,7 @@ diesel::table! {
         search_indexes -> Nullable<Text>,
         fingerprint_expression -> Nullable<Text>,
         holds_cvc -> Bool,
+        mask_ciphertext -> Nullable<Binary>,
     }
 }
 

@@ -248,6 +248,7 @@ impl Harness {
             destinations: destinations.map(|d| d.iter().map(|p| p.to_string()).collect()),
             search_indexes: None,
             fingerprint_expression: None,
+            mask: None,
         };
         self.create_token(t).await
     }

@@ -347,6 +347,14 @@ impl AuditEvent {
         }
     }
 
+    /// Sets what an allowed event says beside its action, in `reason` (clipped to
+    /// [`MAX_TEXT_CHARS`]): a write that set a mask showing whole fields of the data names
+    /// them (docs/api.md, "Masks").
+    pub fn with_note(mut self, note: &str) -> Self {
+        self.reason = Some(clip(note));
+        self
+    }
+
     /// Sets the request id (clipped to [`MAX_TEXT_CHARS`]).
     pub fn with_request_id(mut self, request_id: &str) -> Self {
         self.request_id = Some(clip(request_id));

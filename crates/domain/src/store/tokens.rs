@@ -56,6 +56,9 @@ pub struct StoredToken {
     /// retention has passed (docs/operations.md, "CVC retention"). Every card stored before
     /// this mark existed carries it.
     pub holds_cvc: bool,
+    /// Its own mask, sealed under the tenant's data key and bound to the token
+    /// ([`crate::token::seal_mask`]); `None`: its type's.
+    pub mask: Option<Vec<u8>>,
 }
 
 /// The keyed hash of one search index value, under the tenant's search key.
@@ -160,6 +163,8 @@ pub struct TokenUpdate {
     pub fingerprint_expression: Option<Option<String>>,
     /// Whether the new data holds a card's CVC, when the data changed.
     pub holds_cvc: Option<bool>,
+    /// Its new sealed mask, when it changed (`Some(None)`: its type's).
+    pub mask: Option<Option<Vec<u8>>>,
     /// Write only if the row is still marked as holding a CVC: the CVC sweep's condition,
     /// which leaves `modified_at` as it was, so that of several sweeps one writes.
     pub only_if_holding_cvc: bool,

@@ -31,7 +31,10 @@ pub use indexing::{
     effective_fingerprint_expression, effective_search_indexes, reads_metadata, Indexing,
     MAX_SEARCH_INDEXES,
 };
-pub use mask::{default_mask, masked, render_mask};
+pub use mask::{
+    default_mask, masked, open_mask, render_mask, seal_mask, validate_mask, whole_fields,
+    MAX_MASK_BYTES, MAX_MASK_DEPTH, MAX_MASK_TEMPLATES,
+};
 pub use new::{NewToken, ValidToken};
 pub use patch::{TokenChanges, TokenPatch};
 pub use token_type::TokenType;

@@ -80,6 +80,12 @@ pub struct NewToken {
     /// decides deduplication); the type's default when absent.
     #[serde(default)]
     pub fingerprint_expression: Option<String>,
+    /// What the `mask` transform shows of this token: any JSON value whose strings are
+    /// templates over `data` (`{"number": "{{ data.number | reveal_last: 4 }}"}`), rendered
+    /// when read; the type's default mask when absent or `null` (docs/api.md, "Masks").
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub mask: Option<Value>,
 }
 
 /// A [`NewToken`] that passed validation.
@@ -103,6 +109,8 @@ pub struct ValidToken {
     pub destinations: Option<Destinations>,
     /// Its search indexes and fingerprint expression, rendered.
     pub indexing: Indexing,
+    /// Its own mask, checked over its data (`None`: its type's).
+    pub mask: Option<Value>,
 }
 
 impl NewToken {
@@ -119,6 +127,7 @@ impl NewToken {
             destinations: None,
             search_indexes: None,
             fingerprint_expression: None,
+            mask: None,
         }
     }
 
@@ -180,6 +189,10 @@ impl NewToken {
             ),
             _ => Indexing::default(),
         };
+        let mask = self.mask.filter(|m| !m.is_null());
+        if let (Some(mask), Some(d)) = (&mask, &data) {
+            super::mask::validate_mask(mask, d.expose(), &mut errors);
+        }
         let destinations = self
             .destinations
             .as_deref()
@@ -210,6 +223,7 @@ impl NewToken {
                 deduplicate: self.deduplicate_token,
                 destinations,
                 indexing,
+                mask,
             }),
             _ => Err(ValidationErrors::single("data", "is required")),
         }

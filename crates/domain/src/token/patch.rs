@@ -58,6 +58,12 @@ pub struct TokenPatch {
     /// follows it at once.
     #[serde(default, deserialize_with = "present")]
     pub fingerprint_expression: Option<Option<String>>,
+    /// A new mask for the `mask` transform (replacing the old, checked over the token's
+    /// data), or `null` for the type's default. Changing it needs `token:read` with the
+    /// `reveal` transform (docs/api.md, "Masks").
+    #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    pub mask: Option<Option<Value>>,
     /// Accepted as the SDKs send it, and changes nothing: deduplication is not a stored
     /// property of a token; a create asking for it finds any equal live token (docs/api.md).
     #[serde(default)]
@@ -94,6 +100,9 @@ pub struct TokenChanges {
     pub fingerprint_expression: Option<Option<String>>,
     /// Whether the metadata differs from the token's.
     pub metadata_changed: bool,
+    /// The new mask, when the patch changes it (`Some(None)`: the type's), not yet checked
+    /// over the data (the vault does, over the data the token will hold).
+    pub mask: Option<Option<Value>>,
 }
 
 impl TokenPatch {
@@ -168,6 +177,7 @@ impl TokenPatch {
             fingerprint_expression: self
                 .fingerprint_expression
                 .map(|named| super::indexing::named_expression(token_type, named)),
+            mask: self.mask.map(|m| m.filter(|v| !v.is_null())),
         })
     }
 }

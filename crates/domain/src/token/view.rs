@@ -49,6 +49,8 @@ pub struct Token {
     pub search_indexes: Option<Vec<String>>,
     /// The fingerprint expression its create or last update named (`None`: the type's).
     pub fingerprint_expression: Option<String>,
+    /// Its own mask (`None`: its type's), decrypted (docs/api.md, "Masks").
+    pub mask: Option<Value>,
 }
 
 // One shape for API responses, `token:` expressions and `req.svc` results; `Debug` prints the
@@ -100,6 +102,11 @@ pub struct TokenView {
     /// The template whose rendered text is fingerprinted; `null`: the type's own canonical
     /// input (`token`, `card`, `bank`).
     fingerprint_expression: Option<String>,
+    /// The token's own mask as stored, to readers shown the plaintext only; absent when it
+    /// has none (its type's mask applies) or the caller's transform is not `reveal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
+    mask: Option<Value>,
     /// On the answer to a card's create only: its brand, last four digits and expiry, for
     /// receipts (never the number or the CVC).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,6 +127,7 @@ impl TokenView {
             modified_by: t.modified_by,
             modified_at: t.modified_at,
             fingerprint: with_fingerprint.then_some(t.fingerprint),
+            mask: if with_fingerprint { t.mask } else { None },
             expires_at: t.expires_at,
             destinations: t.destinations,
             search_indexes: super::effective_search_indexes(
@@ -166,7 +174,9 @@ impl TokenView {
         let shown = viewer.shown_on(permission, &t.container);
         let data = match shown {
             DataTransform::Reveal => Some(std::mem::replace(&mut t.data, Secret::new(Value::Null))),
-            DataTransform::Mask => masked(t.token_type, t.data.expose()).map(Secret::new),
+            DataTransform::Mask => {
+                masked(t.token_type, t.mask.as_ref(), t.data.expose()).map(Secret::new)
+            }
             DataTransform::Redact => None,
         };
         Self::build(t, data, shown == DataTransform::Reveal)
@@ -178,7 +188,9 @@ impl TokenView {
     /// fingerprint only when `viewer` may read the plaintext.
     pub fn written(t: Token, viewer: &Principal, permission: Permission) -> Self {
         let data = match viewer.shown_on(permission, &t.container) {
-            DataTransform::Mask => masked(t.token_type, t.data.expose()).map(Secret::new),
+            DataTransform::Mask => {
+                masked(t.token_type, t.mask.as_ref(), t.data.expose()).map(Secret::new)
+            }
             DataTransform::Reveal | DataTransform::Redact => None,
         };
         let readable = viewer.may_see(Permission::TokenRead, &t.container);

@@ -105,6 +105,7 @@ impl Vault {
             fingerprint_expression: None,
             holds_cvc: Some(false),
             only_if_holding_cvc: true,
+            mask: None,
             modified_by: stored.modified_by,
             modified_at: stored.modified_at,
         };

@@ -105,6 +105,7 @@ impl Vault {
             may_apply(caller, &current, &changes)?;
             let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
             let ciphertext = sealed_changes(&key, &current, &changes)?;
+            let mask = sealed_mask(&key, &current, &changes)?;
             let (fingerprint, search) = reindexed(&key, &current, &changes)?;
             // Strictly after the version read, so a concurrent writer's expectation can never
             // match a row this write produced.
@@ -125,6 +126,7 @@ impl Vault {
                 fingerprint_expression: changes.fingerprint_expression.clone(),
                 holds_cvc,
                 only_if_holding_cvc: false,
+                mask: mask.clone(),
                 modified_by: caller.application_id(),
                 modified_at,
             };
@@ -144,6 +146,7 @@ impl Vault {
                     modified_by: caller.application_id(),
                     modified_at,
                     holds_cvc: holds_cvc.unwrap_or(current.holds_cvc),
+                    mask: mask.unwrap_or(current.mask.clone()),
                     ..current
                 };
                 return decrypt_with(&key, self.cvc, updated);
@@ -160,7 +163,8 @@ impl Vault {
 /// `token:use` could bind a token to its own host and send it there through an ephemeral
 /// proxy); so does rendering templates over data the caller did not send, since whether they
 /// render (a filter that does not apply, an empty value) tells something of that data
-/// (docs/api.md, "`PATCH /tokens/{id}`").
+/// (docs/api.md, "`PATCH /tokens/{id}`"); so does changing the mask, which a mask reader
+/// could otherwise set to show the whole data (docs/api.md, "Masks").
 fn may_apply(
     caller: &Principal,
     current: &StoredToken,
@@ -169,7 +173,10 @@ fn may_apply(
     if schedules_deletion(current.expires_at, changes.expires_at) {
         caller.require_on(Permission::TokenDelete, &current.container)?;
     }
-    if changes.destinations.is_some() || rerenders(current, changes) == Rerender::OverStoredData {
+    if changes.destinations.is_some()
+        || changes.mask.is_some()
+        || rerenders(current, changes) == Rerender::OverStoredData
+    {
         caller.require_reveal(&current.container)?;
     }
     Ok(())
@@ -204,6 +211,34 @@ fn rerenders(current: &StoredToken, changes: &TokenChanges) -> Rerender {
     } else {
         Rerender::No
     }
+}
+
+/// The sealed mask `changes` call for (`None`: unchanged; `Some(None)`: the type's): a new
+/// mask is checked over the data the token will hold (the update's, else the stored data).
+fn sealed_mask(
+    key: &DataKey,
+    current: &StoredToken,
+    changes: &TokenChanges,
+) -> Result<Option<Option<Vec<u8>>>, VaultError> {
+    let Some(change) = &changes.mask else {
+        return Ok(None);
+    };
+    let Some(mask) = change else {
+        return Ok(Some(None));
+    };
+    let stored;
+    let data = match &changes.data {
+        Some(data) => data.expose(),
+        None => {
+            stored = Secret::new(super::tokens::open_data(key, current)?);
+            stored.expose()
+        }
+    };
+    let mut errors = ValidationErrors::new();
+    crate::token::validate_mask(mask, data, &mut errors);
+    errors.into_result()?;
+    let sealed = crate::token::seal_mask(key, current.tenant_id, &current.id, mask)?;
+    Ok(Some(Some(sealed)))
 }
 
 /// Removes a card's CVC from an update's new `data` when the retention, counted from the

@@ -12,7 +12,7 @@ use crate::{
     secret::Secret,
     store::{StoreError, StoredToken},
     timestamp,
-    token::{holds_cvc, remove_cvc, CvcRetention, Token, ValidToken, ALIAS_DRAWS},
+    token::{holds_cvc, remove_cvc, seal_mask, CvcRetention, Token, ValidToken, ALIAS_DRAWS},
 };
 
 use super::Vault;
@@ -44,6 +44,7 @@ pub(super) fn seal_new_token(
         plaintext.expose(),
     )?;
     let now = timestamp::now();
+    let id_for_mask = id.clone();
     let stored = StoredToken {
         id,
         tenant_id: tenant,
@@ -68,6 +69,11 @@ pub(super) fn seal_new_token(
             .map(|value| key.search_hash(value))
             .collect(),
         holds_cvc: holds_cvc(valid.token_type, valid.data.expose()),
+        mask: valid
+            .mask
+            .as_ref()
+            .map(|mask| seal_mask(key, tenant, &id_for_mask, mask))
+            .transpose()?,
     };
     let token = Token {
         id: stored.id.clone(),
@@ -85,6 +91,7 @@ pub(super) fn seal_new_token(
         destinations: stored.destinations.clone(),
         search_indexes: stored.search_indexes.clone(),
         fingerprint_expression: stored.fingerprint_expression.clone(),
+        mask: valid.mask.clone(),
     };
     Ok((stored, token))
 }

@@ -278,6 +278,11 @@ pub(super) fn decrypt_with(
     } else {
         stored.fingerprint
     };
+    let mask = stored
+        .mask
+        .as_deref()
+        .map(|sealed| crate::token::open_mask(key, stored.tenant_id, &stored.id, sealed))
+        .transpose()?;
     Ok(Token {
         id: stored.id,
         tenant_id: stored.tenant_id,
@@ -294,6 +299,7 @@ pub(super) fn decrypt_with(
         destinations: stored.destinations,
         search_indexes: stored.search_indexes,
         fingerprint_expression: stored.fingerprint_expression,
+        mask,
     })
 }
 

@@ -9,7 +9,7 @@ use super::{
     tokens::{ids, read_data},
 };
 use crate::{
-    audit::mark,
+    audit::{mark, note},
     auth::{self, Caller},
     body::JsonBody,
     problem::ApiError,
@@ -102,11 +102,15 @@ async fn create_child(
         .create_child_token(&caller, parent.clone(), input)
         .await?;
     let child = token.id.clone();
+    let noted = created
+        .then(|| super::tokens::mask_note([&token]))
+        .flatten();
     let response = mark(
         child_created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
         [child.clone()],
     );
+    let response = note(response, AuditAction::TokenCreated, noted);
     let response = mark(
         response,
         AuditAction::AssociationCreated,

@@ -11,9 +11,10 @@ use tessera_service::header_names::HeaderNames;
 use self::shape::Shape;
 use super::{
     recorded::{self, Answer},
-    tokens::{ids, mark_imported},
+    tokens::{ids, mark_imported, mask_note},
 };
 use crate::{
+    audit::note,
     auth::{self, Caller},
     body::JsonBytes,
     browser,
@@ -64,6 +65,7 @@ async fn tokenize(
         .create_labelled_tokens(&caller, labelled)
         .await?;
     let created = ids(&tokens);
+    let noted = mask_note(&tokens);
     let imported = created
         .iter()
         .filter(|id| chosen.contains(id))
@@ -71,5 +73,6 @@ async fn tokenize(
         .collect();
     let answer = shape.answer(tokens, &caller);
     let response = recorded::created(answer, AuditAction::TokenCreated, created)?;
+    let response = note(response, AuditAction::TokenCreated, noted);
     Ok(mark_imported(response, imported))
 }

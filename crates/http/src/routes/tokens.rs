@@ -13,7 +13,7 @@ use tessera_service::header_names::HeaderNames;
 
 use super::{parse_id, recorded};
 use crate::{
-    audit::mark,
+    audit::{mark, note},
     auth::{self, Caller},
     body::JsonBody,
     browser,
@@ -71,11 +71,13 @@ async fn create(
     let chosen = input.chooses_id();
     let (token, created) = state.vault.create_or_find_token(&caller, input).await?;
     let id = token.id.clone();
+    let noted = created.then(|| mask_note([&token])).flatten();
     let response = mark(
         created_or_found(token, created, &caller),
         AuditAction::TokenCreated,
         [id.clone()],
     );
+    let response = note(response, AuditAction::TokenCreated, noted);
     Ok(mark_imported(
         response,
         (created && chosen).then_some(id).into_iter().collect(),
@@ -129,9 +131,12 @@ async fn update(
     JsonBody(patch): JsonBody<TokenPatch>,
 ) -> Result<HttpResponse, ApiError> {
     let id: TokenId = parse_id(&id, "token")?;
+    let sets_mask = matches!(patch.mask, Some(Some(_)));
     let token = state.vault.update_token(&caller, id.clone(), patch).await?;
+    let noted = sets_mask.then(|| mask_note([&token])).flatten();
     let view = TokenView::written(token, &caller, Permission::TokenUpdate);
-    recorded::ok(view, AuditAction::TokenUpdated, [id])
+    let response = recorded::ok(view, AuditAction::TokenUpdated, [id])?;
+    Ok(note(response, AuditAction::TokenUpdated, noted))
 }
 
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
@@ -189,6 +194,32 @@ pub(super) fn mark_imported(response: HttpResponse, imported: Vec<TokenId>) -> H
         response
     } else {
         mark(response, AuditAction::TokenImported, imported)
+    }
+}
+
+/// The note of a write that set the own masks of `tokens`: the places of data each mask
+/// shows whole (`mask shows whole: data.number`, with the token's id when there are several),
+/// recorded in the write's audit event (docs/api.md, "Masks"); `None` when no mask does.
+pub(super) fn mask_note<'a>(tokens: impl IntoIterator<Item = &'a Token>) -> Option<String> {
+    let shown: Vec<(String, Vec<String>)> = tokens
+        .into_iter()
+        .filter_map(|t| {
+            let mask = t.mask.as_ref()?;
+            let whole = tessera_domain::token::whole_fields(mask, t.data.expose());
+            (!whole.is_empty()).then(|| (t.id.to_string(), whole))
+        })
+        .collect();
+    match shown.as_slice() {
+        [] => None,
+        [(_, whole)] => Some(format!("mask shows whole: {}", whole.join(", "))),
+        several => Some(format!(
+            "masks show whole: {}",
+            several
+                .iter()
+                .map(|(id, whole)| format!("{id}: {}", whole.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
     }
 }
 

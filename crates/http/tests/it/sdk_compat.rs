@@ -729,7 +729,6 @@ async fn fields_for_features_tessera_lacks_are_refused_by_name(db: &TestDatabase
     let id = admin.create("/tokens", token_body()).await;
     for (field, value) in [
         ("privacy", json!({"classification": "general"})),
-        ("mask", json!("{{ data | reveal_last: 4 }}")),
         ("token_intent_id", json!("ti_1")),
     ] {
         let mut body = token_body();

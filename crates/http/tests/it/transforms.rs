@@ -21,6 +21,8 @@ backend_tests!(
     a_mask_reader_cannot_test_guesses,
     no_key_grants_a_transform_showing_more_than_its_own,
     rules_carry_their_transform_and_refuse_unknown_ones,
+    a_tokens_own_mask_is_what_mask_readers_see,
+    only_a_revealer_changes_a_mask_and_whole_fields_are_audited,
 );
 
 const NUMBER: &str = "4242424242424242";
@@ -384,4 +386,151 @@ async fn rules_carry_their_transform_and_refuse_unknown_ones(db: &TestDatabase) 
     admin
         .refuses("/applications", rule(Some("show")), "rules[0].transform")
         .await;
+}
+
+fn person() -> Value {
+    json!({"name": {"first": "John", "last": "Doe"}, "ssn": "123-45-6789"})
+}
+
+fn person_mask() -> Value {
+    json!({"name": {"first": "{{ data.name.first }}"}, "ssn": "{{ data.ssn | reveal_last: 4 }}",
+        "kind": "person"})
+}
+
+async fn a_tokens_own_mask_is_what_mask_readers_see(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let created = admin
+        .post(
+            "/tokens",
+            json!({"type": "token", "data": person(), "mask": person_mask(),
+            "containers": ["/pci/"]}),
+        )
+        .await
+        .expect(201)
+        .body;
+    let id = id_of(&created);
+    assert_eq!(
+        created["mask"],
+        person_mask(),
+        "a revealer's answer shows the mask as stored"
+    );
+    let shown = json!({"name": {"first": "John"}, "ssn": "XXX-XX-6789", "kind": "person"});
+    for (transform, data) in [
+        ("reveal", Some(person())),
+        ("mask", Some(shown.clone())),
+        ("redact", None),
+    ] {
+        let key = ruled_key(admin, transform).await;
+        let caller = admin.with_key(&key);
+        let read = caller.get(&format!("/tokens/{id}")).await.expect(200).body;
+        assert_eq!(read.get("data").cloned(), data, "{transform}");
+        assert_eq!(
+            read.get("mask").is_some(),
+            transform == "reveal",
+            "{transform}: the mask itself only beside the plaintext"
+        );
+        let listed = caller.page("/tokens").await;
+        let want = data
+            .clone()
+            .unwrap_or_else(|| Value::String("<absent>".into()));
+        assert_eq!(
+            item_data(&listed, &id).unwrap_or_else(|| Value::String("<absent>".into())),
+            want,
+            "{transform}: list"
+        );
+    }
+    // Checked over the data it is given: a filter that does not apply is a 400 naming it.
+    admin
+        .refuses(
+            "/tokens",
+            json!({"type": "token", "data": person(), "mask": {"x": "{{ data.name | reveal_last: 4 }}"}}),
+            "mask.x",
+        )
+        .await;
+    // Sealed: a copy of the database holds neither the template nor what it shows.
+    let stored = db.stored_bytes().await;
+    for plain in [&b"reveal_last"[..], b"John"] {
+        assert!(
+            !stored.windows(plain.len()).any(|w| w == plain),
+            "{}",
+            String::from_utf8_lossy(plain)
+        );
+    }
+}
+
+async fn only_a_revealer_changes_a_mask_and_whole_fields_are_audited(db: &TestDatabase) {
+    let (app, t) = one_tenant(db).await;
+    let admin = Caller::new(&app, &t.admin_key);
+    let id = admin
+        .create(
+            "/tokens",
+            json!({"type": "token", "data": person(), "mask": person_mask(),
+            "containers": ["/pci/"]}),
+        )
+        .await;
+    // A key that may update and read masks would otherwise choose a mask showing everything.
+    let masker = ruled_key(admin, "mask").await;
+    let masker = admin.with_key(&masker);
+    let widen = json!({"mask": {"ssn": "{{ data.ssn }}"}});
+    masker
+        .patch(&format!("/tokens/{id}"), widen.clone())
+        .await
+        .expect(403);
+    let read = masker.get(&format!("/tokens/{id}")).await.expect(200).body;
+    assert_eq!(read["data"]["ssn"], json!("XXX-XX-6789"), "unchanged");
+    // Its own data with a whole-field mask: allowed on create, and written down.
+    let created = masker
+        .post(
+            "/tokens",
+            json!({"type": "token", "data": person(),
+            "mask": {"ssn": "{{ data.ssn }}"}, "containers": ["/pci/"]}),
+        )
+        .await
+        .expect(201)
+        .body;
+    assert_eq!(
+        created["data"],
+        json!({"ssn": "123-45-6789"}),
+        "the mask, as written"
+    );
+    // An admin changes it, and the event says which field it shows whole.
+    admin
+        .patch(&format!("/tokens/{id}"), widen)
+        .await
+        .expect(200);
+    let read = masker.get(&format!("/tokens/{id}")).await.expect(200).body;
+    assert_eq!(read["data"], json!({"ssn": "123-45-6789"}));
+    let events = admin
+        .get(&format!(
+            "/audit-events?resource_id={id}&action=token.updated"
+        ))
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(
+        events["data"][0]["reason"],
+        json!("mask shows whole: data.ssn"),
+        "{events}"
+    );
+    let events = admin
+        .get(&format!(
+            "/audit-events?resource_id={}&action=token.created",
+            id_of(&created)
+        ))
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(
+        events["data"][0]["reason"],
+        json!("mask shows whole: data.ssn"),
+        "{events}"
+    );
+    // `null` goes back to the type's mask: a `token` has none, so a mask reader sees no data.
+    admin
+        .patch(&format!("/tokens/{id}"), json!({"mask": null}))
+        .await
+        .expect(200);
+    let read = masker.get(&format!("/tokens/{id}")).await.expect(200).body;
+    assert!(read.get("data").is_none(), "{read}");
 }

@@ -35,6 +35,7 @@ pub(crate) struct TokenRow {
     pub search_indexes: Option<String>,
     pub fingerprint_expression: Option<String>,
     pub holds_cvc: bool,
+    pub mask_ciphertext: Option<Vec<u8>>,
 }
 
 impl From<&StoredToken> for TokenRow {
@@ -56,6 +57,7 @@ impl From<&StoredToken> for TokenRow {
             search_indexes: t.search_indexes.as_ref().map(to_json),
             fingerprint_expression: t.fingerprint_expression.clone(),
             holds_cvc: t.holds_cvc,
+            mask_ciphertext: t.mask.clone(),
         }
     }
 }
@@ -93,6 +95,7 @@ impl TryFrom<TokenRow> for StoredToken {
             fingerprint_expression: r.fingerprint_expression,
             search_hashes: Vec::new(),
             holds_cvc: r.holds_cvc,
+            mask: r.mask_ciphertext,
         })
     }
 }

@@ -30,6 +30,7 @@ struct TokenChangeset {
     search_indexes: Option<Option<String>>,
     fingerprint_expression: Option<Option<String>>,
     holds_cvc: Option<bool>,
+    mask_ciphertext: Option<Option<Vec<u8>>>,
     modified_by: String,
     modified_at: PrimitiveDateTime,
 }
@@ -194,6 +195,7 @@ impl Database {
                 .map(|(indexes, _)| indexes.as_ref().map(to_json)),
             fingerprint_expression: update.fingerprint_expression.clone(),
             holds_cvc: update.holds_cvc,
+            mask_ciphertext: update.mask.clone(),
             modified_by: update.modified_by.to_string(),
             modified_at: to_db_time(update.modified_at),
         };

@@ -35,6 +35,7 @@ fn token_at(tenant: TenantId, at: time::OffsetDateTime) -> StoredToken {
         fingerprint_expression: None,
         search_hashes: Vec::new(),
         holds_cvc: false,
+        mask: None,
     }
 }
 

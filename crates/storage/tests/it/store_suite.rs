@@ -136,6 +136,7 @@ fn token(
         fingerprint_expression: None,
         search_hashes: Vec::new(),
         holds_cvc: false,
+        mask: None,
     }
 }
 
