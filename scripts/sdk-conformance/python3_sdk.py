@@ -243,6 +243,24 @@ def implicit_mask():
     apps.delete(app.id)
 
 
+def own_mask():
+    """A token created through the SDK with its own mask reads back as that mask to a mask
+    reader, and as the plaintext (with the mask as stored) to a revealer."""
+    mask = {"last4": "{{ data.number | last4 }}", "brand": "visa"}
+    tok = tokens.create(CreateTokenRequest(
+        type="card", data=CARD, mask=mask, containers=["/pci/mask/"],
+        metadata={"mask_run": r.run_id}))
+    eq(plain(tokens.get_by_id(tok.id).mask), mask, "the mask as stored, to a revealer")
+    app = apps.create(CreateApplicationRequest(
+        name=f"sdk-py3-mask-{r.run_id}", type="private",
+        rules=[AccessRule(priority=1, container="/pci/", transform="mask",
+                          permissions=["token:read"])]))
+    got = TokensApi(client(app.key)).get_by_id(tok.id)
+    eq(plain(got.data), {"last4": "4242", "brand": "visa"}, "a mask reader reads the mask")
+    eq(getattr(got, "mask", None), None, "and not the mask itself")
+    apps.delete(app.id)
+
+
 def token_search_permission():
     tok = need(state.get("token"), "tokens create")
     app = apps.create(CreateApplicationRequest(
@@ -493,6 +511,7 @@ r.op("tokens get (data read back)", token_get)
 r.op("applications with rules carrying transforms (reveal, mask, redact)", rules_with_transforms)
 r.op("implicit transform mask (plain token:read reads the mask)", implicit_mask)
 r.op("token:search (searchV2, no read by id)", token_search_permission)
+r.op("tokens create with its own mask, read back by a mask reader", own_mask)
 r.op("tokens update (metadata, deduplicate_token)", token_update)
 r.op("tokens list (id, metadata deepObject)", token_list)
 r.op("tokenize (array)", tokenize_array)
