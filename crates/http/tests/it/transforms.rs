@@ -213,6 +213,24 @@ async fn the_implicit_transform_decides_for_plain_permissions(db: &TestDatabase)
             .body;
         let want = (implicit == DataTransform::Reveal).then(|| json!("secret"));
         assert_eq!(read.get("data").cloned(), want, "{implicit}: a token");
+        // Every reading route, for permissions granted without rules.
+        let parent = reader
+            .create("/tokens", json!({"type": "token", "data": "p"}))
+            .await;
+        let child = admin
+            .post(
+                &format!("/tokens/{parent}/children"),
+                json!({"type": "card_number", "data": NUMBER}),
+            )
+            .await
+            .expect(201)
+            .body;
+        let want = shown
+            .clone()
+            .unwrap_or_else(|| Value::String("<absent>".into()));
+        for (route, got) in reads(reader, &id_of(&child), &parent).await {
+            assert_eq!(got, want, "{implicit}: {route}");
+        }
         // Rules carry their own transform whatever the setting.
         let revealer = ruled_key(admin, "reveal").await;
         let created = admin
@@ -303,6 +321,17 @@ async fn a_mask_reader_cannot_test_guesses(db: &TestDatabase) {
             .expect(403);
         masker
             .post("/v2/tokens/search", json!({"query": query}))
+            .await
+            .expect(403);
+    }
+    // Rendering new search indexes over its data would let a `data:` term test guesses, and a
+    // fingerprint expression would fingerprint them.
+    for templates in [
+        json!({"search_indexes": ["{{ data }}"]}),
+        json!({"fingerprint_expression": "{{ data | slice: 0, 12 }}"}),
+    ] {
+        masker
+            .patch(&format!("/tokens/{id}"), templates)
             .await
             .expect(403);
     }
