@@ -217,6 +217,38 @@ fn render_value(mask: &Value, scope: &Scope<'_>, budget: &mut u64) -> Option<Val
     }
 }
 
+/// A token's own mask (`None`: it has none) with `patch` merged in as RFC 7396 merges a JSON
+/// merge patch: members of an object patch are set, or removed when `null`, recursively; any
+/// other patch replaces the mask. `None` when nothing is left (an emptied object, `null`): the
+/// type's mask applies again.
+pub fn merge_patch(own: Option<Value>, patch: &Value) -> Option<Value> {
+    let merged = merge_value(own.unwrap_or(Value::Null), patch);
+    match &merged {
+        Value::Null => None,
+        Value::Object(members) if members.is_empty() => None,
+        _ => Some(merged),
+    }
+}
+
+fn merge_value(target: Value, patch: &Value) -> Value {
+    let Value::Object(members) = patch else {
+        return patch.clone();
+    };
+    let mut target = match target {
+        Value::Object(existing) => existing,
+        _ => serde_json::Map::new(),
+    };
+    for (name, value) in members {
+        if value.is_null() {
+            target.remove(name);
+        } else {
+            let current = target.remove(name).unwrap_or(Value::Null);
+            target.insert(name.clone(), merge_value(current, value));
+        }
+    }
+    Value::Object(target)
+}
+
 /// What a token's own mask is sealed for: the purpose of its additional data.
 const MASK_PURPOSE: &str = "token-mask";
 
@@ -368,6 +400,32 @@ mod tests {
         assert_eq!(
             whole_fields(&json!("{{ data }}"), &json!("123-45-6789")),
             vec!["data"]
+        );
+    }
+
+    #[test]
+    fn a_mask_is_merge_patched_as_rfc_7396_says() {
+        let own = json!({"name": {"first": "{{ data.first }}", "last": "{{ data.last }}"},
+            "kind": "person"});
+        assert_eq!(
+            merge_patch(
+                Some(own.clone()),
+                &json!({"name": {"last": null}, "ssn": "x"})
+            ),
+            Some(json!({"name": {"first": "{{ data.first }}"}, "kind": "person", "ssn": "x"}))
+        );
+        assert_eq!(
+            merge_patch(Some(own.clone()), &json!("{{ data | last4 }}")),
+            Some(json!("{{ data | last4 }}")),
+            "not an object: replaces"
+        );
+        assert_eq!(
+            merge_patch(None, &json!({"a": "x", "b": null})),
+            Some(json!({"a": "x"}))
+        );
+        assert_eq!(
+            merge_patch(Some(json!({"a": "x"})), &json!({"a": null})),
+            None
         );
     }
 }

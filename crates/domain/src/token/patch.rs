@@ -58,9 +58,10 @@ pub struct TokenPatch {
     /// follows it at once.
     #[serde(default, deserialize_with = "present")]
     pub fingerprint_expression: Option<Option<String>>,
-    /// A new mask for the `mask` transform (replacing the old, checked over the token's
-    /// data), or `null` for the type's default. Changing it needs `token:read` with the
-    /// `reveal` transform (docs/api.md, "Masks").
+    /// Merged into the token's own mask as a JSON merge patch (RFC 7396: an object's members
+    /// set, or removed when `null`; anything else replaces it), checked over the token's
+    /// data; `null` for the type's mask. Changing it needs `token:read` with the `reveal`
+    /// transform (docs/api.md, "Masks").
     #[serde(default, deserialize_with = "present")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Value>))]
     pub mask: Option<Option<Value>>,

@@ -223,9 +223,20 @@ fn sealed_mask(
     let Some(change) = &changes.mask else {
         return Ok(None);
     };
-    let Some(mask) = change else {
+    let Some(patch) = change else {
         return Ok(Some(None));
     };
+    // Merged into the token's own mask as RFC 7396 merges (a member set to `null` removed);
+    // a patch that is not an object replaces it.
+    let own = current
+        .mask
+        .as_deref()
+        .map(|sealed| crate::token::open_mask(key, current.tenant_id, &current.id, sealed))
+        .transpose()?;
+    let Some(mask) = crate::token::merge_patch(own, patch) else {
+        return Ok(Some(None));
+    };
+    let mask = &mask;
     let stored;
     let data = match &changes.data {
         Some(data) => data.expose(),

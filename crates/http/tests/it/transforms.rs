@@ -523,13 +523,17 @@ async fn only_a_revealer_changes_a_mask_and_whole_fields_are_audited(db: &TestDa
         json!({"ssn": "123-45-6789"}),
         "the mask, as written"
     );
-    // An admin changes it, and the event says which field it shows whole.
+    // An admin changes it (merged into the mask as a JSON merge patch), and the event says
+    // which field it shows whole.
     admin
         .patch(&format!("/tokens/{id}"), widen)
         .await
         .expect(200);
     let read = masker.get(&format!("/tokens/{id}")).await.expect(200).body;
-    assert_eq!(read["data"], json!({"ssn": "123-45-6789"}));
+    assert_eq!(
+        read["data"],
+        json!({"name": {"first": "John"}, "ssn": "123-45-6789", "kind": "person"})
+    );
     let events = admin
         .get(&format!(
             "/audit-events?resource_id={id}&action=token.updated"
@@ -539,7 +543,7 @@ async fn only_a_revealer_changes_a_mask_and_whole_fields_are_audited(db: &TestDa
         .body;
     assert_eq!(
         events["data"][0]["reason"],
-        json!("mask shows whole: data.ssn"),
+        json!("mask shows whole: data.name.first, data.ssn"),
         "{events}"
     );
     let events = admin
@@ -554,6 +558,19 @@ async fn only_a_revealer_changes_a_mask_and_whole_fields_are_audited(db: &TestDa
         events["data"][0]["reason"],
         json!("mask shows whole: data.ssn"),
         "{events}"
+    );
+    admin
+        .patch(
+            &format!("/tokens/{id}"),
+            json!({"mask": {"kind": null, "name": null}}),
+        )
+        .await
+        .expect(200);
+    let read = masker.get(&format!("/tokens/{id}")).await.expect(200).body;
+    assert_eq!(
+        read["data"],
+        json!({"ssn": "123-45-6789"}),
+        "members set to null removed"
     );
     // `null` goes back to the type's mask: a `token` has none, so a mask reader sees no data.
     admin
