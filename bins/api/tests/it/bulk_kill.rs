@@ -15,9 +15,7 @@ use serde_json::{json, Value};
 use tessera_storage::DatabaseUrl;
 use tessera_testkit::db::TestDatabase;
 
-use crate::cli::{bootstrap, get, post, serve};
-
-const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+use crate::cli::{bootstrap, get, post, serve, MASTER_KEY};
 
 #[test]
 fn acknowledged_bulk_imports_survive_a_kill() {

@@ -11,6 +11,9 @@ use tessera_testkit::process::{call, free_port, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_api");
 
+/// A fixed master key (base64 of bytes 0..32) for the tests that restart a server on its data.
+pub(crate) const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
 pub(crate) fn command(dir: &Path) -> Command {
     let mut c = Command::new(BIN);
     c.current_dir(dir)

@@ -11,9 +11,7 @@ use serde_json::{json, Value};
 use tessera_storage::DatabaseUrl;
 use tessera_testkit::db::TestDatabase;
 
-use crate::cli::{bootstrap, get, post, serve};
-
-const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+use crate::cli::{bootstrap, get, post, serve, MASTER_KEY};
 
 #[test]
 fn a_cards_cvc_goes_once_its_retention_passes_in_every_process() {

@@ -13,11 +13,9 @@ use tessera_testkit::{
     upstream::{TestPki, Upstream},
 };
 
-use crate::cli::{bootstrap, command, get, serve};
+use crate::cli::{bootstrap, command, get, serve, MASTER_KEY};
 
 const ROWS: usize = 10_000;
-const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-
 #[test]
 fn an_import_killed_halfway_resumes_and_reports_every_bad_row() {
     let dir = tempfile::tempdir().expect("tempdir");
