@@ -36,6 +36,19 @@ pub struct Indexing {
 }
 
 impl Indexing {
+    /// The keyed hashes of its search index values under the tenant's `key`: what the index
+    /// stores (docs/api.md, "Search indexes").
+    pub(crate) fn search_hashes(
+        &self,
+        key: &crate::crypto::DataKey,
+    ) -> Vec<crate::store::SearchHash> {
+        self.search_values
+            .expose()
+            .iter()
+            .map(|v| key.search_hash(v))
+            .collect()
+    }
+
     /// Renders `search_indexes` (or the type's defaults) and `fingerprint_expression` (or the
     /// type's default) over `data` and `metadata`, recording problems under the fields'
     /// names (`search_indexes[2]`, `fingerprint_expression`). A card renders without its CVC,

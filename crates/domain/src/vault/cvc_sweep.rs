@@ -15,7 +15,10 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{tokens::open_data, Vault};
+use super::{
+    tokens::{open_data, seal_data},
+    Vault,
+};
 
 /// Rows read per round of the sweep.
 const CVC_BATCH: u32 = 200;
@@ -130,15 +133,12 @@ fn resealed(
     data: &Secret<serde_json::Value>,
     update: &mut TokenUpdate,
 ) -> Result<(), VaultError> {
-    let plaintext = Secret::new(
-        serde_json::to_vec(data.expose())
-            .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
-    );
-    update.ciphertext = Some(key.seal_token(
+    update.ciphertext = Some(seal_data(
+        key,
         stored.tenant_id,
         &stored.id,
-        &crate::binding::sealed_form(stored.destinations.as_ref()),
-        plaintext.expose(),
+        stored.destinations.as_ref(),
+        data.expose(),
     )?);
     let mut errors = ValidationErrors::new();
     let indexing = Indexing::read(
@@ -151,12 +151,7 @@ fn resealed(
     );
     let hashes = if errors.is_empty() {
         update.fingerprint = Some(key.fingerprint(indexing.fingerprint_input.expose()));
-        indexing
-            .search_values
-            .expose()
-            .iter()
-            .map(|v| key.search_hash(v))
-            .collect()
+        indexing.search_hashes(key)
     } else {
         Vec::new()
     };

@@ -277,21 +277,20 @@ fn sealed_changes(
     changes: &TokenChanges,
 ) -> Result<Option<Vec<u8>>, VaultError> {
     let (tenant, id) = (current.tenant_id, &current.id);
-    let binding = crate::binding::sealed_form(
-        changes
-            .destinations
-            .as_ref()
-            .unwrap_or(&current.destinations)
-            .as_ref(),
-    );
+    let destinations = changes
+        .destinations
+        .as_ref()
+        .unwrap_or(&current.destinations)
+        .as_ref();
+    let binding = crate::binding::sealed_form(destinations);
     Ok(match &changes.data {
-        Some(data) => {
-            let plaintext = Secret::new(
-                serde_json::to_vec(data.expose())
-                    .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
-            );
-            Some(key.seal_token(tenant, id, &binding, plaintext.expose())?)
-        }
+        Some(data) => Some(super::tokens::seal_data(
+            key,
+            tenant,
+            id,
+            destinations,
+            data.expose(),
+        )?),
         None if changes.destinations.is_some() => {
             let old = crate::binding::sealed_form(current.destinations.as_ref());
             let plaintext = key.open_token(tenant, id, &old, &current.ciphertext)?;
@@ -355,12 +354,7 @@ fn reindexed(
         &mut errors,
     );
     errors.into_result()?;
-    let hashes = indexing
-        .search_values
-        .expose()
-        .iter()
-        .map(|v| key.search_hash(v))
-        .collect();
+    let hashes = indexing.search_hashes(key);
     Ok((
         Some(key.fingerprint(indexing.fingerprint_input.expose())),
         Some((indexes, hashes)),

@@ -9,13 +9,12 @@ use crate::{
     crypto::DataKey,
     error::VaultError,
     ids::TokenId,
-    secret::Secret,
     store::{StoreError, StoredToken},
     timestamp,
     token::{holds_cvc, remove_cvc, seal_mask, CvcRetention, Token, ValidToken, ALIAS_DRAWS},
 };
 
-use super::Vault;
+use super::{tokens::seal_data, Vault};
 
 /// The fingerprint of a validated token under its tenant's `key`: of what its fingerprint
 /// expression (or its type's default) renders.
@@ -33,15 +32,12 @@ pub(super) fn seal_new_token(
     fingerprint: String,
 ) -> Result<(StoredToken, Token), VaultError> {
     let tenant = caller.tenant_id();
-    let plaintext = Secret::new(
-        serde_json::to_vec(valid.data.expose())
-            .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
-    );
-    let ciphertext = key.seal_token(
+    let ciphertext = seal_data(
+        key,
         tenant,
         &id,
-        &crate::binding::sealed_form(valid.destinations.as_ref()),
-        plaintext.expose(),
+        valid.destinations.as_ref(),
+        valid.data.expose(),
     )?;
     let now = timestamp::now();
     let id_for_mask = id.clone();
@@ -61,13 +57,7 @@ pub(super) fn seal_new_token(
         destinations: valid.destinations.clone(),
         search_indexes: valid.indexing.search_indexes.clone(),
         fingerprint_expression: valid.indexing.fingerprint_expression.clone(),
-        search_hashes: valid
-            .indexing
-            .search_values
-            .expose()
-            .iter()
-            .map(|value| key.search_hash(value))
-            .collect(),
+        search_hashes: valid.indexing.search_hashes(key),
         holds_cvc: holds_cvc(valid.token_type, valid.data.expose()),
         mask: valid
             .mask

@@ -303,6 +303,27 @@ pub(super) fn decrypt_with(
     })
 }
 
+/// Seals a token's `data` as it is stored: its JSON text under the tenant's data key, bound to
+/// the tenant, the token and its `destinations` (the twin of [`open_data`]).
+pub(super) fn seal_data(
+    key: &crate::crypto::DataKey,
+    tenant: crate::ids::TenantId,
+    id: &TokenId,
+    destinations: Option<&crate::binding::Destinations>,
+    data: &Value,
+) -> Result<Vec<u8>, VaultError> {
+    let plaintext = Secret::new(
+        serde_json::to_vec(data)
+            .map_err(|e| StoreError::Backend(format!("serialising token data: {e}")))?,
+    );
+    Ok(key.seal_token(
+        tenant,
+        id,
+        &crate::binding::sealed_form(destinations),
+        plaintext.expose(),
+    )?)
+}
+
 /// A stored token's data as sealed, nothing removed.
 pub(super) fn open_data(
     key: &crate::crypto::DataKey,
