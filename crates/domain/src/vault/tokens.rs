@@ -262,14 +262,19 @@ pub(super) fn require_dedup_read(caller: &Principal, valid: &ValidToken) -> Resu
 }
 
 /// Decrypts a stored token. A card's CVC past `cvc` is gone from the data whether or not the
-/// sweep has sealed it again without it (docs/operations.md, "CVC retention").
+/// sweep has sealed it again without it, and whatever the row's mark says (docs/operations.md,
+/// "CVC retention").
 pub(super) fn decrypt_with(
     key: &crate::crypto::DataKey,
     cvc: crate::token::CvcRetention,
     stored: StoredToken,
 ) -> Result<Token, VaultError> {
     let mut data = open_data(key, &stored)?;
-    if stored.holds_cvc && cvc.is_past(stored.created_at, crate::timestamp::now()) {
+    // Decided from the sealed data and the creation time, not from the row's `holds_cvc` mark:
+    // a mark cleared directly in the database stops the sweep, never shows a CVC to a reader.
+    if stored.token_type == crate::token::TokenType::Card
+        && cvc.is_past(stored.created_at, crate::timestamp::now())
+    {
         crate::token::remove_cvc(stored.token_type, &mut data);
     }
     // A row from before fingerprints that start-up has not reached yet: computed here.

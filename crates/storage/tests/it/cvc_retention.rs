@@ -111,6 +111,17 @@ async fn reads_stop_at_the_retention_and_sweeps_remove_each_cvc_once(t: &TestDat
     assert_eq!(cvc_of(&week, &admin, &without).await, None);
     let again = sweepers[0].sweep().await.expect("sweep");
     assert_eq!(again.cvcs_removed, 0, "idempotent");
+    // A mark cleared in the database stops the sweep, never shows a CVC past the retention.
+    let late = create(&week, &admin, card(Some("999"))).await;
+    t.execute(&format!(
+        "UPDATE tokens SET holds_cvc = FALSE WHERE id = '{late}'"
+    ))
+    .await;
+    t.execute(&format!(
+        "UPDATE tokens SET created_at = '2026-01-01 00:00:00' WHERE id = '{late}'"
+    ))
+    .await;
+    assert_eq!(cvc_of(&sweepers[0], &admin, &late).await, None);
 }
 
 async fn a_retention_of_zero_never_stores_a_cvc(t: &TestDatabase) {
