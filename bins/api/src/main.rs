@@ -39,8 +39,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::RotateMasterKey(db) => {
             telemetry::init(db.log_format);
             // The default trail (sync, no stream): each re-wrap is committed as it happens.
+            let (vault, audit_store) = open_vault(&db).await?;
             let vault = tessera_startup::audit::start_audit(
-                open_vault(&db).await?,
+                vault,
+                audit_store,
                 &tessera_startup::audit::AuditArgs::default(),
             )?;
             let report = vault
@@ -67,7 +69,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             telemetry::init(db.log_format);
             let (database, _) = open_database(&db).await?;
-            let report = tessera_domain::audit::verify(&database, tenant)
+            let report = tessera_audit::verify(&database, tenant)
                 .await
                 .context("reading the audit trail")?;
             println!("{}", serde_json::to_string_pretty(&report)?);
@@ -92,7 +94,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: TenantsCommand::Create { name, db },
         } => {
             telemetry::init(db.log_format);
-            let vault = open_vault(&db).await?;
+            let (vault, _) = open_vault(&db).await?;
             let created = vault
                 .create_tenant(&name)
                 .await
@@ -156,11 +158,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Every port is bound before the database is touched: a taken one stops start-up before
     // a database, a key or a tenant is created (docs/operations.md, "Start-up").
     let sockets = Sockets::bind(&args, &plan)?;
-    let vault = open_vault(&args.db).await?;
+    let (vault, audit_store) = open_vault(&args.db).await?;
     if !args.no_bootstrap {
         bootstrap(&vault, &args.db.data_dir).await?;
     }
-    let vault = tessera_startup::audit::start_audit(args.gateway.apply_to(vault), &args.audit)?;
+    let vault = tessera_startup::audit::start_audit(
+        args.gateway.apply_to(vault),
+        audit_store,
+        &args.audit,
+    )?;
     let sockets = sockets.listen()?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();

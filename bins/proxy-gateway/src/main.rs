@@ -45,8 +45,8 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     telemetry::init(args.db.log_format);
     args.gateway.validate()?;
-    let vault = tessera_startup::open_vault(&args.db).await?;
-    let vault = tessera_startup::audit::start_audit(vault, &args.audit)?;
+    let (vault, audit_store) = tessera_startup::open_vault(&args.db).await?;
+    let vault = tessera_startup::audit::start_audit(vault, audit_store, &args.audit)?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let audit = vault.clone();
     let registry = Registry::new();

@@ -1,8 +1,9 @@
 //! The audit flags of serving processes, and starting the audit writer they configure.
 
-use std::{fs::OpenOptions, io::Write, path::PathBuf};
+use std::{fs::OpenOptions, io::Write, path::PathBuf, sync::Arc};
 
 use clap::{Args, ValueEnum};
+use tessera_audit::AuditStore;
 use tessera_domain::{audit::Durability, Vault};
 
 use crate::StartupError;
@@ -45,12 +46,17 @@ impl Default for AuditArgs {
     }
 }
 
-/// Turns the trail on for `vault` as `args` say and starts its writer on a thread of its own.
-/// Call [`tessera_domain::audit::AuditLog::flush`] (through `vault.audit()`) before exiting.
+/// Turns the trail on for `vault` as `args` say, kept in `store`, and starts its writer on a
+/// thread of its own. Call [`tessera_domain::audit::AuditLog::flush`] (through
+/// `vault.audit()`) before exiting.
 ///
 /// # Errors
 /// When the stream file cannot be opened.
-pub fn start_audit(vault: Vault, args: &AuditArgs) -> Result<Vault, StartupError> {
+pub fn start_audit(
+    vault: Vault,
+    store: Arc<dyn AuditStore>,
+    args: &AuditArgs,
+) -> Result<Vault, StartupError> {
     let vault = if args.audit_retention_days == 0 {
         vault
     } else {
@@ -69,7 +75,8 @@ pub fn start_audit(vault: Vault, args: &AuditArgs) -> Result<Vault, StartupError
         Some("-") => Some(Box::new(std::io::stdout())),
         Some(path) => Some(Box::new(open_stream(&PathBuf::from(path))?)),
     };
-    let (vault, writer) = vault.with_audit_trail(durability, stream);
+    let (log, writer) = tessera_audit::start(store, durability, stream);
+    let vault = vault.with_audit(log);
     writer
         .spawn()
         .map_err(|e| StartupError::AuditWriter(e.to_string()))?;

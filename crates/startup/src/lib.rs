@@ -275,14 +275,21 @@ pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), Start
 }
 
 /// Opens the database and builds the vault: checks that the master key opens the existing data,
-/// and seals the secrets of proxies an earlier release stored in clear.
-pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
+/// and seals the secrets of proxies an earlier release stored in clear. The vault reads the
+/// audit trail kept in the database; [`audit::start_audit`] over the returned store records
+/// it.
+pub async fn open_vault(
+    db: &DbArgs,
+) -> Result<(Vault, Arc<dyn tessera_audit::AuditStore>), StartupError> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url = db.url()?;
     let (custody, previous) = custody::load(db, &url)?;
     let (database, _) = open_database(db).await?;
     tracing::info!(custody = %custody.describe(), "key-encrypting key");
-    let vault = Vault::with_custody(Arc::new(DetachedStore::new(database)), custody, previous)
+    let store = Arc::new(DetachedStore::new(database));
+    let audit_store: Arc<dyn tessera_audit::AuditStore> = store.clone();
+    let vault = Vault::with_custody(store, custody, previous)
+        .with_audit(tessera_audit::reader(audit_store.clone()))
         .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
         .with_implicit_transform(db.implicit_transform.into())
         .with_cvc_retention(tessera_domain::token::CvcRetention::new(
@@ -312,7 +319,7 @@ pub async fn open_vault(db: &DbArgs) -> Result<Vault, StartupError> {
             "computed the fingerprints of tokens written by an earlier release"
         );
     }
-    Ok(vault)
+    Ok((vault, audit_store))
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).

@@ -16,9 +16,9 @@ use std::time::Duration;
 use criterion::{
     criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
+use tessera_audit::{AuditAppender, AuditStore, ChainEvents, EncodedEvents};
 use tessera_domain::{
-    audit::{Actor, AuditAction, AuditAppender, AuditEvent, ChainEvents, EncodedEvents},
-    store::AuditStore,
+    audit::{Actor, AuditAction, AuditEvent},
     ApplicationId, ProxyId, TenantId,
 };
 use tessera_storage::DetachedStore;

@@ -107,15 +107,14 @@ pub fn state_implicit(
 /// A vault over `db` (the shared test master key) with `policy`, recording its audit trail
 /// in sync mode as a server does by default (the writer runs on the calling runtime).
 pub fn vault_with(db: &TestDatabase, policy: DestinationPolicy) -> Vault {
-    let (vault, writer) = Vault::new(
-        Arc::new(DetachedStore::new(db.db.clone())),
-        crate::master_key(),
-    )
-    .with_destination_policy(policy)
-    .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
-    .with_audit_trail(tessera_domain::audit::Durability::Sync, None);
+    let store = Arc::new(DetachedStore::new(db.db.clone()));
+    let (log, writer) =
+        tessera_audit::start(store.clone(), tessera_domain::audit::Durability::Sync, None);
     writer.spawn().expect("audit writer");
-    vault
+    Vault::new(store, crate::master_key())
+        .with_destination_policy(policy)
+        .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
+        .with_audit(log)
 }
 
 /// State whose proxies may target loopback (the tests' upstreams), with a tenant and its admin

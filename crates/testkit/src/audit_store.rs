@@ -11,11 +11,12 @@ use std::{
 };
 
 use async_trait::async_trait;
+use tessera_audit::{
+    seal_encoded, AuditAppender, AuditBlock, AuditStore, BlockSpan, ChainAppend, ChainEvents,
+    ChainHead, EncodedEvent, EncodedEvents,
+};
 use tessera_domain::{
-    audit::{
-        seal_encoded, AuditAppender, AuditBlock, AuditEvent, AuditStore, BlockSpan, ChainAppend,
-        ChainEvents, ChainHead, ChainedEvent, EncodedEvent, EncodedEvents,
-    },
+    audit::{AuditEvent, ChainedEvent},
     store::StoreError,
     TenantId,
 };

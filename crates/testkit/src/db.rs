@@ -122,7 +122,7 @@ impl TestDatabase {
         &self,
         chain: Option<tessera_domain::TenantId>,
     ) -> Vec<tessera_domain::audit::ChainedEvent> {
-        use tessera_domain::audit::AuditStore;
+        use tessera_audit::AuditStore;
         self.db
             .audit_blocks(chain, i64::MIN, u32::MAX)
             .await

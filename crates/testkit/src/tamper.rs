@@ -7,7 +7,7 @@ use diesel::{
     Connection as _, QueryableByName,
 };
 use diesel_async::{AsyncConnection as _, AsyncPgConnection};
-use tessera_domain::audit::codec;
+use tessera_audit::codec;
 use tessera_storage::DatabaseUrl;
 
 #[derive(QueryableByName)]

@@ -7,7 +7,7 @@
 //!
 //! One file per aggregate: tenants, applications, tokens, associations, proxies, idempotency
 //! keys, console sessions and the database's health; the audit trail's port lives with the audit trail
-//! ([`crate::audit::AuditStore`]).
+//! (the `tessera-audit` crate's `AuditStore`).
 
 mod applications;
 mod associations;
@@ -18,7 +18,6 @@ mod proxies;
 mod tenants;
 mod tokens;
 
-pub use crate::audit::{AuditStore, BlockSpan, ChainAppend};
 pub use crate::error::StoreError;
 pub use applications::{
     ApplicationFilter, ApplicationStore, KeyAdded, KeyedApplication, StoredApplication,
@@ -54,6 +53,5 @@ store_of!(
     ProxyStore,
     IdempotencyStore,
     ConsoleSessionStore,
-    AuditStore,
     HealthStore
 );

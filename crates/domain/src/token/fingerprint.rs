@@ -51,7 +51,7 @@ pub(crate) fn expression_input(token_type: TokenType, rendered: &str) -> Vec<u8>
 /// Writes `value` as JSON with object keys in byte order and no whitespace (numbers and
 /// strings as `serde_json` writes them), so equal data gives equal bytes whatever order its
 /// keys arrived in.
-pub(crate) fn canonical_json(value: &Value, out: &mut Vec<u8>) {
+pub fn canonical_json(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();

@@ -18,14 +18,12 @@ mod patch;
 mod token_type;
 mod view;
 
-// The audit trail's encoding test checks its canonical JSON against this one.
 pub use card_summary::{brand as card_brand, CardSummary};
 pub use cvc::{
     holds_cvc, remove_cvc, without_cvc, CvcRetention, DEFAULT_CVC_RETENTION, MAX_CVC_RETENTION,
 };
-#[cfg(test)]
-pub(crate) use fingerprint::canonical_json;
-pub use fingerprint::fingerprint_input;
+// The audit trail's encoding test checks its canonical JSON against this one.
+pub use fingerprint::{canonical_json, fingerprint_input};
 pub use id_choice::{IdChoice, ALIAS_DRAWS};
 pub use indexing::{
     effective_fingerprint_expression, effective_search_indexes, reads_metadata, Indexing,

@@ -1,14 +1,13 @@
 //! The audit trail's use-cases: recording (through the vault's [`AuditLog`]), reading one's
-//! own tenant's events, verifying the chains and applying retention.
-
-use std::{io::Write, sync::Arc};
+//! own tenant's events, verifying the chains and applying retention (the trail itself is the
+//! `tessera-audit` crate).
 
 use time::{Duration, OffsetDateTime};
 
 use super::Vault;
 use crate::{
     access::Principal,
-    audit::{self, AuditFilter, AuditLog, AuditWriter, ChainedEvent, Durability, VerifyReport},
+    audit::{AuditFilter, AuditLog, ChainedEvent, VerifyReport},
     error::VaultError,
     ids::TenantId,
     pagination::{Page, PageRequest},
@@ -20,19 +19,6 @@ impl Vault {
     pub fn with_audit(mut self, log: AuditLog) -> Self {
         self.audit = log;
         self
-    }
-
-    /// Records audit events in this vault's own store with `durability`, also writing each
-    /// committed event as a JSON line to `stream`. The returned writer must be spawned
-    /// (`tokio::spawn(writer.run())`) for events to be committed.
-    pub fn with_audit_trail(
-        self,
-        durability: Durability,
-        stream: Option<Box<dyn Write + Send>>,
-    ) -> (Self, AuditWriter) {
-        let store: Arc<dyn crate::store::AuditStore> = self.store.clone();
-        let (log, writer) = AuditLog::new(store, durability, stream);
-        (self.with_audit(log), writer)
     }
 
     /// Keeps audit events for `retention`: [`Vault::sweep`] removes older ones.
@@ -54,19 +40,19 @@ impl Vault {
         page: PageRequest,
     ) -> Result<Page<ChainedEvent>, VaultError> {
         caller.require(Permission::AuditRead)?;
-        Ok(audit::list(self.store.as_ref(), caller.tenant_id(), filter, page).await?)
+        Ok(self.audit.list(caller.tenant_id(), filter, page).await?)
     }
 
-    /// Re-walks the caller's own tenant's chain (see [`audit::verify`]): what the console's
+    /// Re-walks the caller's own tenant's chain (see [`AuditLog::verify`]): what the console's
     /// Verify button shows. Needs `audit:read`; other tenants' chains are never walked.
     pub async fn verify_own_audit(&self, caller: &Principal) -> Result<VerifyReport, VaultError> {
         caller.require(Permission::AuditRead)?;
         self.verify_audit(Some(caller.tenant_id())).await
     }
 
-    /// Re-walks every chain, or `tenant`'s (see [`audit::verify`]).
+    /// Re-walks every chain, or `tenant`'s (see [`AuditLog::verify`]).
     pub async fn verify_audit(&self, tenant: Option<TenantId>) -> Result<VerifyReport, VaultError> {
-        Ok(audit::verify(self.store.as_ref(), tenant).await?)
+        Ok(self.audit.verify(tenant).await?)
     }
 
     /// Removes events older than `retention` (from `now`); returns how many.
@@ -75,6 +61,6 @@ impl Vault {
         retention: Duration,
         now: OffsetDateTime,
     ) -> Result<u64, VaultError> {
-        Ok(self.store.prune_audit_events(now - retention).await?)
+        Ok(self.audit.prune(now - retention).await?)
     }
 }

@@ -450,11 +450,13 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 /// The API state over `db` whose audit trail is also streamed to `sink`.
 fn streaming_to(db: &TestDatabase, sink: &Sink) -> ApiState {
-    let (vault, writer) = Vault::new(
-        Arc::new(DetachedStore::new(db.db.clone())),
-        tessera_testkit::master_key(),
-    )
-    .with_audit_trail(Durability::Sync, Some(Box::new(sink.clone())));
+    let store = Arc::new(DetachedStore::new(db.db.clone()));
+    let (log, writer) = tessera_audit::start(
+        store.clone(),
+        Durability::Sync,
+        Some(Box::new(sink.clone())),
+    );
+    let vault = Vault::new(store, tessera_testkit::master_key()).with_audit(log);
     writer.spawn().expect("audit writer");
     ApiState::new(
         vault,

@@ -18,7 +18,7 @@
 //! alone too. (SQLite holds one write lock for the whole database: a wait for it fails the
 //! transaction before any chain.)
 //!
-//! A backlog is written as several blocks of bounded size ([`audit::seal_blocks`]). Events
+//! A backlog is written as several blocks of bounded size ([`tessera_audit::seal_blocks`]). Events
 //! retried after a commit whose outcome was unknown are not written twice: the head names the
 //! last one written.
 
@@ -26,14 +26,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use diesel::{ExpressionMethods, QueryDsl};
-use tessera_domain::{
-    audit::{
-        self, AuditAppender, AuditBlock, ChainAppend, ChainEvents, ChainHead, EncodedEvent,
-        EncodedEvents,
-    },
-    store::StoreError,
-    TenantId,
+use tessera_audit::{
+    AuditAppender, AuditBlock, ChainAppend, ChainEvents, ChainHead, EncodedEvent, EncodedEvents,
 };
+use tessera_domain::{store::StoreError, TenantId};
 
 use super::rows::{chain_key, head, BlockRow};
 use crate::{
@@ -47,7 +43,7 @@ type Heads = HashMap<String, ChainHead>;
 /// One chain's outcome and, when written, its new head (kept once the transaction commits).
 type Outcome = Result<(Vec<AuditBlock>, ChainHead), StoreError>;
 
-/// The audit writer's appender ([`tessera_domain::audit::AuditStore::audit_appender`]).
+/// The audit writer's appender ([`tessera_audit::AuditStore::audit_appender`]).
 pub(crate) struct Appender {
     conn: Dedicated,
     heads: Heads,
@@ -87,7 +83,7 @@ impl AuditAppender for Appender {
     }
 }
 
-/// [`tessera_domain::audit::AuditStore::append_audit_events`]: the same statements on a pooled
+/// [`tessera_audit::AuditStore::append_audit_events`]: the same statements on a pooled
 /// connection, knowing no head.
 pub(super) async fn append(
     db: &Database,
@@ -247,7 +243,7 @@ macro_rules! append_chain {
         // Fast path: the head as this appender last wrote it.
         if let Some(known) = $heads.get(key) {
             let mut new = known.clone();
-            let blocks = audit::seal_blocks(&mut new, events);
+            let blocks = tessera_audit::seal_blocks(&mut new, events);
             if $exec!(advance_head!(key, known, new).execute($conn)) == 1 {
                 if insert_blocks!($conn, key, blocks, $exec) {
                     outcome = Some(Ok((blocks, new)));
@@ -269,7 +265,7 @@ macro_rules! append_chain {
                     Ok(stored) => {
                         let events = unwritten(&stored, events);
                         let mut new = stored.clone();
-                        let blocks = audit::seal_blocks(&mut new, events);
+                        let blocks = tessera_audit::seal_blocks(&mut new, events);
                         if blocks.is_empty() {
                             Ok((blocks, new))
                         } else if insert_blocks!($conn, key, blocks, $exec) {

@@ -14,11 +14,9 @@ macro_rules! ensure_head {
             .values((
                 $crate::schema::audit_chains::tenant_id.eq($key),
                 $crate::schema::audit_chains::last_seq.eq(0),
-                $crate::schema::audit_chains::last_hash
-                    .eq(tessera_domain::audit::GENESIS.as_slice()),
+                $crate::schema::audit_chains::last_hash.eq(tessera_audit::GENESIS.as_slice()),
                 $crate::schema::audit_chains::pruned_seq.eq(0),
-                $crate::schema::audit_chains::pruned_hash
-                    .eq(tessera_domain::audit::GENESIS.as_slice()),
+                $crate::schema::audit_chains::pruned_hash.eq(tessera_audit::GENESIS.as_slice()),
             ))
             .on_conflict_do_nothing()
     };

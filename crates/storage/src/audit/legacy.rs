@@ -4,15 +4,13 @@
 //! Each chain's rows move in position order, [`MOVE_STEP`] per block, under the chain's head
 //! lock, and are deleted in the same transaction: an interrupted move resumes where it
 //! stopped, and several processes starting at once take turns. A block's lines are built from
-//! the rows' stored text as it is (see [`tessera_domain::audit::encode_legacy`]), so a row
+//! the rows' stored text as it is (see [`tessera_audit::encode_legacy`]), so a row
 //! edited before the move still fails verification afterwards; the hashes are the stored ones.
 
 use diesel::{ExpressionMethods, QueryDsl, Queryable, Selectable, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use tessera_domain::{
-    audit::{encode_legacy, AuditBlock, LegacyColumns},
-    store::StoreError,
-};
+use tessera_audit::{encode_legacy, AuditBlock, LegacyColumns};
+use tessera_domain::store::StoreError;
 use time::PrimitiveDateTime;
 
 use super::rows::{chain_tenant, hash32, BlockRow};

@@ -12,14 +12,10 @@ mod rows;
 use async_trait::async_trait;
 use diesel::{ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
-use tessera_domain::{
-    audit::{
-        AuditAppender, AuditBlock, AuditEvent, AuditStore, BlockSpan, ChainAppend, ChainHead,
-        EncodedEvents,
-    },
-    store::StoreError,
-    TenantId,
+use tessera_audit::{
+    AuditAppender, AuditBlock, AuditStore, BlockSpan, ChainAppend, ChainHead, EncodedEvents,
 };
+use tessera_domain::{audit::AuditEvent, store::StoreError, TenantId};
 use time::OffsetDateTime;
 
 use crate::{

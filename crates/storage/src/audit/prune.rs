@@ -6,10 +6,8 @@
 
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use tessera_domain::{
-    audit::{self, AuditEvent, ChainHead},
-    store::StoreError,
-};
+use tessera_audit::ChainHead;
+use tessera_domain::{audit::AuditEvent, store::StoreError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::rows::{hash32, head, BlockRow};
@@ -22,7 +20,7 @@ use crate::{
 /// Blocks examined per pruning step.
 const PRUNE_STEP: i64 = 256;
 
-/// [`tessera_domain::audit::AuditStore::prune_audit_events`].
+/// [`tessera_audit::AuditStore::prune_audit_events`].
 pub(super) async fn prune(db: &Database, before: OffsetDateTime) -> Result<u64, StoreError> {
     let before = to_db_time(before);
     let mut removed = 0;
@@ -132,7 +130,7 @@ impl Database {
                 .await?;
                 let record =
                     AuditEvent::pruning(head.tenant_id, cut.through_seq, last_hash, cut.events);
-                let (block, _) = audit::seal(&mut head, &[record]);
+                let (block, _) = tessera_audit::seal(&mut head, &[record]);
                 diesel::insert_into(audit_blocks::table)
                     .values(BlockRow::from(&block))
                     .execute(conn)

@@ -1,11 +1,8 @@
 //! The rows of the trail: blocks and chain heads, and their conversions.
 
 use diesel::{Insertable, Queryable, Selectable};
-use tessera_domain::{
-    audit::{codec, AuditBlock, ChainHead},
-    store::StoreError,
-    TenantId,
-};
+use tessera_audit::{codec, AuditBlock, ChainHead};
+use tessera_domain::{store::StoreError, TenantId};
 use time::PrimitiveDateTime;
 use uuid::Uuid;
 
@@ -53,7 +50,7 @@ pub(super) struct BlockRow {
 }
 
 impl From<&AuditBlock> for BlockRow {
-    /// The row to store: the lines compressed ([`tessera_domain::audit::codec`]).
+    /// The row to store: the lines compressed ([`tessera_audit::codec`]).
     fn from(b: &AuditBlock) -> Self {
         let (encoding, events) = codec::compress(&b.lines);
         Self {
@@ -74,7 +71,7 @@ impl TryFrom<BlockRow> for AuditBlock {
     type Error = StoreError;
 
     /// Only the columns' types and the encoding are checked here: what the block says is for
-    /// [`tessera_domain::audit::ChainCheck`] to judge.
+    /// [`tessera_audit::ChainCheck`] to judge.
     fn try_from(r: BlockRow) -> Result<Self, StoreError> {
         // A block that does not decompress is handed on as unreadable: verification names
         // it, where an error here would stop the walk without saying where.

@@ -1,9 +1,10 @@
 //! The audit trail: [`AuditStore`] on [`DetachedStore`](super::DetachedStore).
 
-use tessera_domain::audit::{
-    AuditAppender, AuditBlock, AuditEvent, BlockSpan, ChainAppend, ChainHead,
-};
-use tessera_domain::store::{AuditStore, StoreError};
+use tessera_domain::audit::AuditEvent;
+
+use tessera_audit::AuditStore;
+use tessera_audit::{AuditAppender, AuditBlock, BlockSpan, ChainAppend, ChainHead};
+use tessera_domain::store::StoreError;
 use tessera_domain::TenantId;
 use time::OffsetDateTime;
 

@@ -6,11 +6,9 @@
 
 use std::sync::Arc;
 
+use tessera_audit::{AuditStore, ChainHead};
 use tessera_domain::{
-    audit::{
-        self, Actor, AuditAction, AuditEvent, AuditFilter, AuditStore, BrokenLink, ChainHead,
-        ChainedEvent, Outcome,
-    },
+    audit::{Actor, AuditAction, AuditEvent, AuditFilter, BrokenLink, ChainedEvent, Outcome},
     store::StoreError,
     ApplicationId, Page, PageRequest, TenantId,
 };
@@ -67,13 +65,13 @@ async fn list(
     filter: &AuditFilter,
     page: PageRequest,
 ) -> Page<ChainedEvent> {
-    audit::list(&t.db, tenant, filter, page)
+    tessera_audit::list(&t.db, tenant, filter, page)
         .await
         .expect("list")
 }
 
 async fn broken(t: &TestDatabase, tenant: TenantId) -> BrokenLink {
-    audit::verify(&t.db, Some(tenant))
+    tessera_audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
         .broken
@@ -125,16 +123,16 @@ async fn chains_are_per_tenant_and_listed_newest_first(t: &TestDatabase) {
     let second = list(t, a, &AuditFilter::default(), page(2, 3)).await;
     let seqs: Vec<i64> = second.items.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![2, 1]);
-    assert_eq!(second.items[1].prev_hash, audit::GENESIS);
+    assert_eq!(second.items[1].prev_hash, tessera_audit::GENESIS);
     assert_eq!(second.items[0].prev_hash, second.items[1].hash, "linked");
     let past = list(t, a, &AuditFilter::default(), page(3, 3)).await;
     assert!(past.items.is_empty() && past.total_items == 5);
 
-    let report = audit::verify(&t.db, None).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, None).await.expect("verify");
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.events_checked, 11);
     assert_eq!(report.chains.len(), 3, "a, b and the deployment chain");
-    let only_b = audit::verify(&t.db, Some(b)).await.expect("verify");
+    let only_b = tessera_audit::verify(&t.db, Some(b)).await.expect("verify");
     assert_eq!(only_b.events_checked, 5);
 }
 
@@ -289,7 +287,9 @@ async fn concurrent_appends_never_fork_a_chain(t: &TestDatabase) {
     for task in tasks {
         task.await.expect("task");
     }
-    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify");
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.events_checked, 160);
 }
@@ -301,7 +301,7 @@ async fn three(t: &TestDatabase, tenant: TenantId) -> Vec<Uuid> {
         .map(|_| created(tenant, app, Uuid::new_v4()))
         .collect();
     append(t, &events).await;
-    assert!(audit::verify(&t.db, Some(tenant))
+    assert!(tessera_audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
         .ok());
@@ -318,7 +318,9 @@ async fn verification_names_an_altered_event(t: &TestDatabase) {
         .resource_ids[0]
         .to_string();
     edit_events(t, tenant, &middle, &Uuid::new_v4().to_string()).await;
-    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify");
     let broken = report.broken.expect("the edit is detected");
     assert_eq!(broken.event_id, Some(ids[1]));
     assert_eq!(broken.seq, 2);
@@ -370,7 +372,7 @@ async fn tampering_inside_a_block_and_across_blocks_is_named(t: &TestDatabase) {
     assert_eq!((b.seq, b.event_id), (5, Some(ids[4])), "{b:?}");
     assert!(b.problem.contains("cannot be read"), "{}", b.problem);
     edit_events(t, tenant, &target.to_uppercase(), &target).await;
-    assert!(audit::verify(&t.db, Some(tenant))
+    assert!(tessera_audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
         .ok());
@@ -415,7 +417,9 @@ async fn blocks_are_stored_compressed_and_a_damaged_one_is_named(t: &TestDatabas
         "UPDATE audit_blocks SET events = {cut} WHERE tenant_id = '{tenant}' AND first_seq = 2"
     ))
     .await;
-    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify");
     let b = report.broken.expect("the damage is detected");
     assert_eq!(b.seq, 2, "{b:?}");
     assert!(b.problem.contains("cannot be read"), "{}", b.problem);
@@ -427,7 +431,7 @@ async fn blocks_are_stored_compressed_and_a_damaged_one_is_named(t: &TestDatabas
 async fn a_backlog_is_written_in_bounded_blocks(t: &TestDatabase) {
     let tenant = TenantId::new();
     let app = ApplicationId::new();
-    let events: Vec<AuditEvent> = (0..audit::MAX_BLOCK_EVENTS + 10)
+    let events: Vec<AuditEvent> = (0..tessera_audit::MAX_BLOCK_EVENTS + 10)
         .map(|_| created(tenant, app, Uuid::new_v4()))
         .collect();
     let outcome = t.db.append_audit_events(&events).await.expect("append");
@@ -439,7 +443,9 @@ async fn a_backlog_is_written_in_bounded_blocks(t: &TestDatabase) {
             .collect::<Vec<_>>(),
         [(1, 1024), (1025, 1034)]
     );
-    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify");
     assert!(report.ok() && report.events_checked == 1034, "{report:?}");
 }
 
@@ -472,7 +478,9 @@ async fn events_retried_after_an_unknown_outcome_are_not_written_twice(t: &TestD
             .collect::<Vec<_>>(),
         [(4, more[0].id), (5, more[1].id)]
     );
-    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify");
     assert!(report.ok() && report.events_checked == 5, "{report:?}");
 }
 
@@ -537,7 +545,7 @@ async fn a_planted_record_fails_its_chain_alone_and_is_reported(t: &TestDatabase
         "{}",
         b.problem
     );
-    assert!(audit::verify(&t.db, Some(bystander))
+    assert!(tessera_audit::verify(&t.db, Some(bystander))
         .await
         .expect("verify")
         .ok());
@@ -614,12 +622,14 @@ async fn retention_is_recorded_in_the_chain_and_keeps_it_verifiable(t: &TestData
         "the removal changes the head"
     );
     assert_eq!((head.pruned_seq, head.pruned_hash), (2, pruned.last_hash));
-    let report = audit::verify(&t.db, Some(tenant)).await.expect("verify");
+    let report = tessera_audit::verify(&t.db, Some(tenant))
+        .await
+        .expect("verify");
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.events_checked, 2, "the recent event and the pruning");
     // Appending after a prune continues the chain.
     append(t, &[created(tenant, app, Uuid::new_v4())]).await;
-    assert!(audit::verify(&t.db, Some(tenant))
+    assert!(tessera_audit::verify(&t.db, Some(tenant))
         .await
         .expect("verify")
         .ok());

@@ -2,8 +2,9 @@
 //! An untouched trail verifies and lists as before; a row edited before the move is still
 //! named by verification after it.
 
+use tessera_audit::{encode, link_hash, GENESIS};
 use tessera_domain::{
-    audit::{self, encode, link_hash, Actor, AuditAction, AuditEvent, AuditFilter, GENESIS},
+    audit::{Actor, AuditAction, AuditEvent, AuditFilter},
     ApplicationId, PageRequest, TenantId,
 };
 use tessera_testkit::db::{postgres_required, TestDatabase, PG_URL_VAR};
@@ -117,11 +118,13 @@ async fn check_move(db: TestDatabase) {
     assert_eq!(db.db.move_legacy_audit_events().await.expect("move"), 8);
     assert_eq!(db.db.move_legacy_audit_events().await.expect("again"), 0);
 
-    let report = audit::verify(&db.db, Some(kept)).await.expect("verify");
+    let report = tessera_audit::verify(&db.db, Some(kept))
+        .await
+        .expect("verify");
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.events_checked, 5);
     let page = PageRequest::new(Some(1), Some(10)).expect("page");
-    let listed = audit::list(&db.db, kept, &AuditFilter::default(), page)
+    let listed = tessera_audit::list(&db.db, kept, &AuditFilter::default(), page)
         .await
         .expect("list");
     let ids: Vec<Uuid> = listed.items.iter().rev().map(|e| e.event.id).collect();
@@ -130,7 +133,7 @@ async fn check_move(db: TestDatabase) {
         listed.items[3].event.reason.as_deref(),
         Some("it's \"quoted\"")
     );
-    let broken = audit::verify(&db.db, Some(edited))
+    let broken = tessera_audit::verify(&db.db, Some(edited))
         .await
         .expect("verify")
         .broken
@@ -138,10 +141,10 @@ async fn check_move(db: TestDatabase) {
     assert_eq!((broken.seq, broken.event_id), (3, Some(edited_ids[2])));
     // The chains go on in blocks.
     let next = AuditEvent::success(kept, AuditAction::TokenRead, Actor::Anonymous, vec![]);
-    use tessera_domain::audit::AuditStore;
+    use tessera_audit::AuditStore;
     let outcome = db.db.append_audit_events(&[next]).await.expect("append");
     assert_eq!(outcome[0].result.as_ref().expect("written")[0].first_seq, 6);
-    assert!(audit::verify(&db.db, Some(kept))
+    assert!(tessera_audit::verify(&db.db, Some(kept))
         .await
         .expect("verify")
         .ok());

@@ -2,12 +2,15 @@
 //! (the reverse of its children, confined to what the caller may read and to its tenant) and
 //! the verification of one's own tenant's audit chain (needs `audit:read`).
 
+use std::sync::Arc;
+
 use serde_json::json;
 use tessera_domain::{
     audit::{Actor, AuditAction, AuditEvent, Durability},
     error::Resource,
     ApplicationInput, NewToken, Principal, TokenId, TokenType, Vault, VaultError,
 };
+use tessera_storage::DetachedStore;
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 use crate::vaults::{admin, vault};
@@ -95,7 +98,9 @@ async fn admin_of_other_tenant(vault: &Vault) -> Principal {
 
 /// `verify_own_audit` refuses a key without `audit:read` and walks only the caller's chain.
 async fn own_audit_verification_needs_audit_read_and_walks_one_chain(t: &TestDatabase) {
-    let (vault, writer) = vault(t).with_audit_trail(Durability::Sync, None);
+    let store = Arc::new(DetachedStore::new(t.db.clone()));
+    let (log, writer) = tessera_audit::start(store, Durability::Sync, None);
+    let vault = vault(t).with_audit(log);
     writer.spawn().expect("audit writer");
     let acme = admin(&vault, "acme").await;
     let globex = admin(&vault, "globex").await;

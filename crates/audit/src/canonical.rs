@@ -8,11 +8,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{
-    event::{Actor, AuditAction, AuditEvent, Outcome, Pruned},
-    ResourceId,
-};
-use crate::{
+use tessera_domain::audit::{Actor, AuditAction, AuditEvent, Outcome, Pruned, ResourceId};
+use tessera_domain::{
     hex,
     ids::{ProxyId, TenantId},
     timestamp,
@@ -64,7 +61,7 @@ pub fn encode(seq: i64, event: &AuditEvent) -> Vec<u8> {
 
 /// Appends `event`'s encoding with its position left out to `out`, and returns where in `out`
 /// the position goes (the bytes before it end with `"seq":`). Writing the position's digits
-/// there gives exactly [`encode`]'s bytes ([`super::encoded`]).
+/// there gives exactly [`encode`]'s bytes ([`crate::encoded`]).
 pub(crate) fn encode_unplaced(event: &AuditEvent, out: &mut Vec<u8>) -> usize {
     /// What follows the placeholder position 0: only `tenant_id` comes after `seq`, and its
     /// value (a UUID or null) holds no quote, so the last occurrence is the field itself (a
@@ -308,7 +305,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::audit::{Actor, AuditAction};
+    use tessera_domain::audit::{Actor, AuditAction};
 
     fn sample() -> AuditEvent {
         let mut event = AuditEvent::denied(
@@ -341,7 +338,7 @@ mod tests {
             "reason": event.reason,
         });
         let mut expected = Vec::new();
-        crate::token::canonical_json(&tree, &mut expected);
+        tessera_domain::token::canonical_json(&tree, &mut expected);
         assert_eq!(
             String::from_utf8(encode(7, &event)).expect("utf-8"),
             String::from_utf8(expected).expect("utf-8")

@@ -6,13 +6,13 @@
 
 use time::OffsetDateTime;
 
-use super::{
+use crate::{
     canonical::{self, DecodeError},
     encoded::{EncodedEvent, EncodedEvents},
-    event::{AuditEvent, ChainedEvent},
     head::ChainHead,
 };
-use crate::ids::TenantId;
+use tessera_domain::audit::{AuditEvent, ChainedEvent};
+use tessera_domain::ids::TenantId;
 
 /// One chain's events of one committed batch, as stored.
 #[derive(Clone, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl AuditBlock {
     }
 
     /// The events as stored, decoded, with their positions and hashes as the block states
-    /// them (for listing and streaming; [`super::ChainCheck`] is what checks them).
+    /// them (for listing and streaming; [`crate::ChainCheck`] is what checks them).
     pub fn events(&self) -> Result<Vec<ChainedEvent>, DecodeError> {
         if let Some(why) = &self.unreadable {
             return Err(DecodeError(why.clone()));
@@ -125,7 +125,7 @@ pub fn seal(head: &mut ChainHead, events: &[AuditEvent]) -> (AuditBlock, Vec<Cha
 /// Most events one block holds.
 pub const MAX_BLOCK_EVENTS: usize = 1024;
 /// Most bytes of lines one block holds, unless a single event is larger: a block is read and
-/// decompressed whole, so its size is bounded (and [`super::codec`] refuses to decompress much
+/// decompressed whole, so its size is bounded (and [`crate::codec`] refuses to decompress much
 /// more).
 pub const MAX_BLOCK_BYTES: usize = 4 * 1024 * 1024;
 
@@ -173,7 +173,7 @@ pub fn seal_encoded(head: &mut ChainHead, events: &[EncodedEvent<'_>]) -> AuditB
         head.last_hash = hash;
         head.last_event_id = Some(event.id);
     }
-    let now = crate::timestamp::now();
+    let now = tessera_domain::timestamp::now();
     AuditBlock {
         tenant_id: head.tenant_id,
         first_seq,
@@ -190,7 +190,7 @@ pub fn seal_encoded(head: &mut ChainHead, events: &[EncodedEvent<'_>]) -> AuditB
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::test_events as events;
+    use crate::test_events as events;
 
     #[test]
     fn a_backlog_is_sealed_into_bounded_blocks_that_chain() {

@@ -1,12 +1,12 @@
 //! Lanes: how events travel from the threads that make them to the writer.
 //!
-//! Each thread that records events has a lane of its own per [`super::AuditLog`]: a queue that
+//! Each thread that records events has a lane of its own per [`crate::AuditLog`]: a queue that
 //! only it and the writer touch, so its lock is never contended but for the instant the writer
-//! swaps the queue out. Recording an event encodes it into the lane ([`super::EncodedEvents`]);
+//! swaps the queue out. Recording an event encodes it into the lane ([`crate::EncodedEvents`]);
 //! nothing is allocated per request, and no message is sent: only a lane that was empty wakes
 //! the writer, so a busy thread wakes it once per commit, not once per event.
 //!
-//! A request that must wait for its events' commit ([`super::Durability::Sync`]) takes a
+//! A request that must wait for its events' commit ([`crate::Durability::Sync`]) takes a
 //! *ticket*, numbered in its lane. After each commit the writer raises the lane's answered
 //! ticket and wakes the lane's waiters once; a waiter whose events went to a chain that could
 //! not be written finds its ticket among the lane's failures. A waiter that starts to wait
@@ -24,10 +24,8 @@ use std::{
 
 use tokio::sync::Notify;
 
-use super::{
-    encoded::{EncodedEvent, EncodedEvents},
-    event::{AuditEvent, Outcome},
-};
+use crate::encoded::{EncodedEvent, EncodedEvents};
+use tessera_domain::audit::{AuditEvent, Outcome};
 
 /// Events a lane may hold before its recorders wait for the writer (backpressure when the
 /// database is slow).
@@ -337,7 +335,7 @@ impl Lane {
         }
     }
 }
-/// The writer's running totals, shared with every [`super::AuditLog`] clone (they live with the lanes both sides share).
+/// The writer's running totals, shared with every [`crate::AuditLog`] clone (they live with the lanes both sides share).
 #[derive(Debug, Default)]
 pub(super) struct Counters {
     pub(super) events: AtomicU64,

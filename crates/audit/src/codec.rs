@@ -2,14 +2,14 @@
 //! the encoding's field names and common values, so that even a block of one event shrinks.
 //!
 //! Compression is a storage encoding below the chain: every event's hash is over its
-//! canonical line ([`super::canonical`]), which is what listing shows and what verification
+//! canonical line ([`crate::canonical`]), which is what listing shows and what verification
 //! re-hashes after decompressing. A block whose stored bytes do not decompress (tampered) is
 //! reported by verification like any unreadable event. Blocks written before compression
 //! existed are stored as they are ([`PLAIN`]) and read unchanged.
 
 use std::cell::RefCell;
 
-use super::canonical::DecodeError;
+use crate::canonical::DecodeError;
 
 /// Lines stored as they are.
 pub const PLAIN: i16 = 0;
@@ -17,10 +17,10 @@ pub const PLAIN: i16 = 0;
 pub const ZSTD: i16 = 1;
 
 /// The most bytes a block's lines may decompress to: four times what the writer puts in one
-/// block ([`super::MAX_BLOCK_BYTES`], which only a single huge event exceeds). A stored frame
+/// block ([`crate::MAX_BLOCK_BYTES`], which only a single huge event exceeds). A stored frame
 /// claiming more is refused rather than allocated, so a tampered row of a few kilobytes cannot
 /// make a reader allocate more than this.
-const MAX_LINES: u64 = 4 * super::MAX_BLOCK_BYTES as u64;
+const MAX_LINES: u64 = 4 * crate::MAX_BLOCK_BYTES as u64;
 
 /// zstd's level: its fastest standard level; the dictionary, not the level, does most of the
 /// work on blocks this small.

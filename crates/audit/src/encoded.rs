@@ -1,6 +1,6 @@
 //! Events encoded where they are made, before they have a place in their chain.
 //!
-//! An event's canonical encoding ([`super::canonical`]) holds its position `seq`, which only
+//! An event's canonical encoding ([`crate::canonical`]) holds its position `seq`, which only
 //! the writer knows, at commit. Every other byte is known as soon as the event is: so the
 //! thread that makes an event encodes it at once, into one buffer with the position left out,
 //! and the writer only writes the position in between while it seals the block. The result is
@@ -10,8 +10,9 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{canonical, event::AuditEvent};
-use crate::ids::TenantId;
+use crate::canonical;
+use tessera_domain::audit::AuditEvent;
+use tessera_domain::ids::TenantId;
 
 /// Where one encoded event lies in its buffer.
 #[derive(Debug, Clone, Copy)]
@@ -152,8 +153,9 @@ impl EncodedEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        audit::{canonical::encode, Actor, AuditAction},
+    use crate::canonical::encode;
+    use tessera_domain::{
+        audit::{Actor, AuditAction},
         ids::ProxyId,
     };
 

@@ -2,7 +2,7 @@
 //!
 //! A commit's fixed cost (a transaction, the chain heads, a flush on PostgreSQL) dwarfs its
 //! cost per event, so under load a commit should carry many events. The writer holds one open
-//! while nobody waits for it ([`super::lanes`]) for a short window sized from the recent
+//! while nobody waits for it ([`crate::lanes`]) for a short window sized from the recent
 //! arrival rate, until about [`TARGET_BATCH`] events are in it, never longer than
 //! [`MAX_WINDOW`]. When events arrive too slowly to add even one in the longest window,
 //! nothing is held; and a window that gained nothing makes the next batches skip windows, for

@@ -1,7 +1,7 @@
 //! The hash chain that makes a tenant's trail tamper-evident.
 //!
 //! Each event's hash is `SHA-256("tessera-audit-v1\n" ‖ prev_hash ‖ canonical(event))` (see
-//! [`super::canonical`]). The first event's `prev_hash` is all zeros, or — once retention has
+//! [`crate::canonical`]). The first event's `prev_hash` is all zeros, or — once retention has
 //! removed older events — the hash of the last removed one, which the chain's head keeps and
 //! an `audit.pruned` event in the chain repeats. Altering an event changes its hash; deleting
 //! one breaks the next event's link or the head; re-hashing everything after an edit still
@@ -11,26 +11,8 @@
 
 use uuid::Uuid;
 
-use super::{
-    block::AuditBlock,
-    canonical,
-    event::{AuditAction, Pruned},
-    head::ChainHead,
-};
-use crate::ids::TenantId;
-
-/// The first place a chain does not hold.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct BrokenLink {
-    /// The chain's tenant.
-    pub tenant_id: Option<TenantId>,
-    /// The position at which the chain breaks.
-    pub seq: i64,
-    /// The event at that position, when it is there (else the one the head names, if any).
-    pub event_id: Option<Uuid>,
-    /// What is wrong, for a person.
-    pub problem: String,
-}
+use crate::{block::AuditBlock, canonical, head::ChainHead};
+use tessera_domain::audit::{AuditAction, BrokenLink, Pruned};
 
 /// Re-walks one chain: feed it every stored block of the chain in `first_seq` order (all of
 /// them: also those outside the range the head vouches for), then [`ChainCheck::finish`].
@@ -215,9 +197,10 @@ impl ChainCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        audit::{block::seal, test_events as events, Actor, AuditEvent},
-        ApplicationId,
+    use crate::{block::seal, test_events as events};
+    use tessera_domain::{
+        audit::{Actor, AuditEvent},
+        ApplicationId, TenantId,
     };
 
     fn walk(head: &ChainHead, blocks: &[AuditBlock]) -> Result<u64, BrokenLink> {

@@ -1,16 +1,16 @@
 //! The writer: one task per process that takes what the lanes hold and commits it in one
-//! transaction, one block per chain ([`super::AuditAppender`]), then answers the lanes'
+//! transaction, one block per chain ([`crate::AuditAppender`]), then answers the lanes'
 //! waiters and writes the committed events to the optional stream.
 //!
 //! Under load it holds a commit open for more events while nobody waits for it
-//! ([`super::window`]). In `sync` mode a request submits its event before it forwards and
+//! ([`crate::window`]). In `sync` mode a request submits its event before it forwards and
 //! waits only after, so a commit gathers the events of every request in flight until the
 //! first of them needs its answer.
 //!
 //! A chain that cannot be extended (a record already at its next position: planted, or left
 //! by a failure) fails alone: its waiting requests are answered 503, its events are held and
 //! retried, a metric and a loud log line say so — and the other chains of the batch commit.
-//! Floods of identical refusals are folded ([`super::denials`]).
+//! Floods of identical refusals are folded ([`crate::denials`]).
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -21,14 +21,14 @@ use std::{
 
 use tokio::time::Instant;
 
-use super::{
+use crate::{
     denials::Denials,
     encoded::{EncodedEvent, EncodedEvents},
     lanes::{Shared, Taken},
     store::{AuditAppender, AuditStore, ChainEvents},
     window::{Arrivals, TARGET_BATCH},
 };
-use crate::{error::StoreError, ids::TenantId};
+use tessera_domain::{error::StoreError, ids::TenantId};
 
 /// Most events held for chains that could not be written; beyond, the oldest are dropped
 /// (counted, and logged as errors).
@@ -39,7 +39,7 @@ const RETRY_MAX: Duration = Duration::from_secs(1);
 /// Attempts made at held events once every recorder is gone (shutdown), before giving up.
 const RETRIES_AT_SHUTDOWN: u32 = 5;
 
-/// The task that commits events. It ends when every [`super::AuditLog`] clone is dropped,
+/// The task that commits events. It ends when every [`crate::AuditLog`] clone is dropped,
 /// after committing what was queued. Start it with [`AuditWriter::spawn`]: its appender may
 /// block its thread (a SQLite commit runs on it, waiting for the database's write lock), which
 /// must never be a thread that serves, nor one whose other tasks hold that lock.

@@ -7,11 +7,9 @@ use std::{
     time::Duration,
 };
 
+use tessera_audit::{DENIAL_WINDOW, LANE_LIMIT};
 use tessera_domain::{
-    audit::{
-        self, Actor, AuditAction, AuditError, AuditEvent, AuditLog, Durability, DENIAL_WINDOW,
-        LANE_LIMIT,
-    },
+    audit::{Actor, AuditAction, AuditError, AuditEvent, AuditLog, Durability},
     TenantId,
 };
 use tessera_testkit::audit_store::MemoryAuditStore;
@@ -28,7 +26,7 @@ fn event(tenant: TenantId) -> AuditEvent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_share_commits_and_form_one_chain() {
     let store = Arc::new(MemoryAuditStore::default());
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
     let mut tasks = Vec::new();
@@ -53,7 +51,7 @@ async fn concurrent_requests_share_commits_and_form_one_chain() {
         appends < 200,
         "grouped: {appends} transactions for 200 requests"
     );
-    let report = audit::verify(store.as_ref(), Some(tenant))
+    let report = tessera_audit::verify(store.as_ref(), Some(tenant))
         .await
         .expect("verify");
     assert!(report.ok() && report.events_checked == 200, "{report:?}");
@@ -74,7 +72,7 @@ async fn a_failed_commit_answers_the_waiter_and_is_retried() {
             Ok(())
         }
     }
-    let (log, writer) = AuditLog::new(
+    let (log, writer) = tessera_audit::start(
         store.clone(),
         Durability::Sync,
         Some(Box::new(Shared(stream.clone()))),
@@ -97,7 +95,7 @@ async fn a_failed_commit_answers_the_waiter_and_is_retried() {
 #[tokio::test]
 async fn async_mode_returns_at_once_and_flush_commits() {
     let store = Arc::new(MemoryAuditStore::default());
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Async, None);
     let tenant = TenantId::new();
     // The writer is not running yet: async submissions still return.
     log.record(vec![event(tenant), event(tenant)])
@@ -121,7 +119,7 @@ async fn async_mode_returns_at_once_and_flush_commits() {
 #[tokio::test]
 async fn a_chain_that_cannot_be_extended_fails_alone_and_loses_nothing() {
     let store = Arc::new(MemoryAuditStore::default());
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let (victim, other) = (TenantId::new(), TenantId::new());
     store.planted.lock().expect("planted").insert(Some(victim));
@@ -152,7 +150,7 @@ async fn a_chain_that_cannot_be_extended_fails_alone_and_loses_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_flood_of_refusals_is_folded() {
     let store = Arc::new(MemoryAuditStore::default());
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let refusal = || {
         AuditEvent::denied(
@@ -188,7 +186,7 @@ fn quick_store() -> Arc<MemoryAuditStore> {
 #[tokio::test(start_paused = true)]
 async fn under_load_a_commit_is_held_open_until_it_fills() {
     let store = quick_store();
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Async, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
     // 10 events a millisecond (the timer's resolution), each submitted on its own.
@@ -210,7 +208,7 @@ async fn under_load_a_commit_is_held_open_until_it_fills() {
         stats.windows_held > 0 && stats.window_micros > 0,
         "{stats:?}"
     );
-    let report = audit::verify(store.as_ref(), Some(tenant))
+    let report = tessera_audit::verify(store.as_ref(), Some(tenant))
         .await
         .expect("verify");
     assert!(report.ok() && report.events_checked == 4000, "{report:?}");
@@ -221,7 +219,7 @@ async fn under_load_a_commit_is_held_open_until_it_fills() {
 #[tokio::test(start_paused = true)]
 async fn a_waiting_callers_commit_is_never_held() {
     let store = quick_store();
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
     for _ in 0..200 {
@@ -243,7 +241,7 @@ async fn a_waiting_callers_commit_is_never_held() {
 #[tokio::test(start_paused = true)]
 async fn a_window_that_gains_nothing_is_not_held_again_soon() {
     let store = quick_store();
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Async, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
     for _ in 0..100 {
@@ -264,7 +262,7 @@ async fn a_window_that_gains_nothing_is_not_held_again_soon() {
 #[tokio::test(start_paused = true)]
 async fn a_sync_commit_gathers_requests_in_flight_until_one_waits() {
     let store = quick_store();
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Sync, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Sync, None);
     tokio::spawn(writer.run());
     let tenant = TenantId::new();
     // 20 requests a millisecond (the timer's resolution), each forwarding for 5 ms between
@@ -294,7 +292,7 @@ async fn a_sync_commit_gathers_requests_in_flight_until_one_waits() {
         per_commit >= 35,
         "{per_commit} events per commit: {stats:?}"
     );
-    let report = audit::verify(store.as_ref(), Some(tenant))
+    let report = tessera_audit::verify(store.as_ref(), Some(tenant))
         .await
         .expect("verify");
     assert!(report.ok() && report.events_checked == 400, "{report:?}");
@@ -305,7 +303,7 @@ async fn a_sync_commit_gathers_requests_in_flight_until_one_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_lane_waits_for_the_writer_and_loses_nothing() {
     let store = quick_store();
-    let (log, writer) = AuditLog::new(store.clone(), Durability::Async, None);
+    let (log, writer) = tessera_audit::start(store.clone(), Durability::Async, None);
     let tenant = TenantId::new();
     let total = LANE_LIMIT + 500;
     let writer = tokio::spawn(async move {

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::{hex, ids::TenantId};
+use tessera_domain::{hex, ids::TenantId};
 
 /// The `prev_hash` of a chain's first event.
 pub const GENESIS: [u8; 32] = [0; 32];

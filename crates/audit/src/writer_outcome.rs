@@ -5,14 +5,11 @@ use std::{collections::HashMap, io::Write, sync::atomic::Ordering};
 
 use super::{AuditWriter, Batch, MAX_HELD};
 use crate::{
-    audit::{
-        encoded::{EncodedEvent, EncodedEvents},
-        store::ChainAppend,
-        AuditBlock,
-    },
-    error::StoreError,
-    ids::TenantId,
+    encoded::{EncodedEvent, EncodedEvents},
+    store::ChainAppend,
+    AuditBlock,
 };
+use tessera_domain::{error::StoreError, ids::TenantId};
 
 impl AuditWriter {
     /// Counts and streams the blocks written; returns the chains that failed, with why.

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use super::{AuditBlock, AuditEvent, ChainHead, EncodedEvent};
-use crate::{error::StoreError, ids::TenantId};
+use crate::{AuditBlock, AuditEvent, ChainHead, EncodedEvent};
+use tessera_domain::{error::StoreError, ids::TenantId};
 
 /// What one chain's share of an append came to.
 #[derive(Debug)]
@@ -51,11 +51,11 @@ pub struct BlockSpan {
     pub to: Option<OffsetDateTime>,
 }
 
-/// The audit trail's chains (see [`crate::audit`]).
+/// The audit trail's chains (see [`crate`]).
 #[async_trait]
 pub trait AuditStore: Send + Sync {
     /// Appends `events` to their chains in one transaction, one block per chain: each chain's
-    /// head is locked, its events sealed after it ([`super::seal`]) and stored, and the head
+    /// head is locked, its events sealed after it ([`crate::seal`]) and stored, and the head
     /// advanced, so concurrent writers (other processes) never fork a chain. A chain whose
     /// block cannot be written (a record already at its next position: planted, or left by an
     /// earlier failure) fails alone, reported in its [`ChainAppend`]; the others commit. The
@@ -64,7 +64,7 @@ pub trait AuditStore: Send + Sync {
         &self,
         events: &[AuditEvent],
     ) -> Result<Vec<ChainAppend>, StoreError>;
-    /// An appender for the one writer of this process ([`super::AuditWriter`]), with a
+    /// An appender for the one writer of this process ([`crate::AuditWriter`]), with a
     /// connection of its own.
     async fn audit_appender(&self) -> Result<Box<dyn AuditAppender>, StoreError>;
     /// Every chain's head (deployment-wide: for verification).

@@ -16,8 +16,8 @@ use tokio::time::Instant;
 
 use uuid::Uuid;
 
-use super::event::{Actor, AuditAction, AuditEvent, Outcome};
-use crate::{
+use tessera_domain::audit::{Actor, AuditAction, AuditEvent, Outcome};
+use tessera_domain::{
     ids::{ProxyId, TenantId},
     timestamp,
 };
@@ -54,7 +54,7 @@ impl Kind {
 struct Window {
     closes: Instant,
     folded: u32,
-    resources: Vec<super::ResourceId>,
+    resources: Vec<tessera_domain::audit::ResourceId>,
 }
 
 /// The open windows.

@@ -7,12 +7,12 @@
 //! the store skipping blocks outside a `from`/`to` range by their time bounds (the trail keeps
 //! no per-event index: each index entry would be paid by every proxied request).
 
-use super::{
+use crate::{
     block::AuditBlock,
     store::{AuditStore, BlockSpan},
-    AuditFilter, ChainedEvent,
 };
-use crate::{
+use tessera_domain::audit::{AuditFilter, ChainedEvent};
+use tessera_domain::{
     error::StoreError,
     ids::TenantId,
     pagination::{Page, PageRequest},

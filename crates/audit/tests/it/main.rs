@@ -1,0 +1,3 @@
+//! The audit crate's black-box tests, one binary.
+
+mod audit_writer;
