@@ -35,7 +35,6 @@ pub mod pagination;
 pub mod permission;
 pub mod proxy;
 pub mod search;
-pub mod seconds;
 pub mod secret;
 pub mod store;
 pub mod tenant;

@@ -4,7 +4,8 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
-use tessera_domain::{proxy::DestinationPolicy, seconds::SecondsRange, Vault};
+use tessera_domain::{proxy::DestinationPolicy, Vault};
+use tessera_service::seconds::SecondsRange;
 use tessera_service::{
     header_names::HeaderNames, rate_limit::RateLimit, unsafe_settings::UnsafeSetting,
 };

@@ -12,6 +12,7 @@
 //!   contended atomics on the hot path), summed when `/metrics` is scraped;
 //! * [`proxy_error`]: the kinds of proxy failure with their statuses, metric labels and
 //!   documentation, one table for the gateway and the API's OpenAPI document;
+//! * [`seconds`]: the bounds of the servers' flags that take a number of seconds;
 //! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
 //!   while only the binary knows both.
 
@@ -23,6 +24,7 @@ pub mod problem;
 pub mod proxy_error;
 pub mod rate_limit;
 pub mod request_id;
+pub mod seconds;
 pub mod unsafe_settings;
 
 /// Default request body limit: 1 MiB (docs/api.md, "Errors").

@@ -15,7 +15,8 @@ pub mod telemetry;
 use std::{path::PathBuf, sync::Arc};
 
 use clap::{Args, ValueEnum};
-use tessera_domain::{seconds::SecondsRange, Vault, VaultError};
+use tessera_domain::{Vault, VaultError};
+use tessera_service::seconds::SecondsRange;
 use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
 
 /// Why the process could not start. Each message names what to fix.

@@ -22,7 +22,10 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{lifecycle::IDEMPOTENCY_WINDOW, Vault};
+use super::Vault;
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_WINDOW: time::Duration = time::Duration::hours(24);
 
 /// Longest key accepted.
 pub const MAX_KEY_LEN: usize = 255;

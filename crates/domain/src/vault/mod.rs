@@ -5,17 +5,20 @@ mod application_keys;
 mod applications;
 mod associations;
 mod audit;
+mod bulk_create;
 mod caches;
 mod console_sessions;
 mod cvc_sweep;
 mod gateway;
 mod idempotency;
 mod keyring;
-mod lifecycle;
 mod new_tokens;
 mod proxies;
 mod proxy_secrets;
+mod sweep;
 mod tenants;
+mod token_search;
+mod token_update;
 mod token_walk;
 mod tokens;
 
@@ -24,6 +27,7 @@ use std::{sync::Arc, time::Duration};
 pub use application_keys::NewApplicationKey;
 pub use applications::{CreatedApplication, IssuedKey};
 pub use associations::MAX_PARENTS;
+pub use bulk_create::MAX_BULK;
 pub use caches::CachesUsage;
 pub use console_sessions::{
     random_token, session_csrf, session_id_hash, tokens_match, ConsoleSession, SessionLimits,
@@ -32,9 +36,10 @@ pub use console_sessions::{
 pub use gateway::{SealedTokens, TokenSize};
 pub use idempotency::{
     validate_key as validate_idempotency_key, IdempotencyClaim, IdempotencyTicket,
-    IdempotentRequest, ReplayedResponse, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
+    IdempotentRequest, ReplayedResponse, IDEMPOTENCY_WINDOW,
+    MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
 };
-pub use lifecycle::{SweepReport, IDEMPOTENCY_WINDOW, MAX_BULK};
+pub use sweep::SweepReport;
 pub use tenants::CreatedTenant;
 
 use crate::{

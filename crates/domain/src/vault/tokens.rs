@@ -1,6 +1,6 @@
 //! Token use-cases: create (with deduplication), read, list, delete. Expired tokens answer
-//! as unknown everywhere; update, bulk creation, search and the sweep are in
-//! [`super::lifecycle`].
+//! as unknown everywhere; update (`token_update.rs`), bulk creation (`bulk_create.rs`),
+//! search (`token_search.rs`) and the sweep (`sweep.rs`) have files of their own.
 
 use std::sync::Arc;
 

@@ -1,56 +1,26 @@
-//! Token lifecycle beyond create/read/delete: merge-patch updates, bulk creation,
-//! search, the sweep of expired tokens, and fingerprints for tokens written before them.
-
-use std::collections::HashMap;
+//! `PATCH /tokens/{id}`: a JSON merge patch applied to a token, serialised optimistically with
+//! concurrent updates of the same token.
 
 use time::OffsetDateTime;
 
 use crate::{
     access::Principal,
-    container::Container,
     crypto::DataKey,
     error::VaultError,
     ids::TokenId,
-    pagination::{Page, PageRequest},
     permission::Permission,
     secret::Secret,
-    store::{
-        ContainerScope, SearchHash, StoreError, StoredToken, TokenFilter, TokenSearch, TokenUpdate,
-    },
+    store::{SearchHash, StoreError, StoredToken, TokenUpdate},
     timestamp,
-    token::{
-        reads_metadata, IdChoice, Indexing, NewToken, Token, TokenChanges, TokenPatch, TokenType,
-    },
+    token::{reads_metadata, Indexing, Token, TokenChanges, TokenPatch},
     validation::ValidationErrors,
 };
 
-use super::{
-    new_tokens::{fingerprint_of, Drawn},
-    tokens::{decrypt_with, may_create, may_name_id, scope_where},
-    Vault,
-};
-
-/// What one request of a bulk create is answered with.
-enum Answer {
-    /// The token created for it (or for an equal earlier one): its position among those
-    /// created.
-    Created(usize),
-    /// The existing token it duplicates.
-    Found(Box<Token>),
-}
-
-/// Most tokens one `POST /tokenize` may create.
-pub const MAX_BULK: usize = 100;
+use super::{tokens::decrypt_with, Vault};
 
 /// How often an update re-reads and retries when another update to the same token landed
 /// between its read and its write.
 const UPDATE_ATTEMPTS: usize = 8;
-
-/// Rows one sweep round deletes at most (the sweep repeats rounds until none are left).
-const SWEEP_BATCH: u32 = 500;
-
-/// How long an `Idempotency-Key` is remembered.
-pub const IDEMPOTENCY_WINDOW: time::Duration = time::Duration::hours(24);
 
 /// Whether moving a token's expiry from `current` to `next` brings its deletion forward: an
 /// expiry set where there was none, or an earlier one. An expiry is a scheduled delete, so this
@@ -62,19 +32,6 @@ fn schedules_deletion(current: Option<OffsetDateTime>, next: Option<OffsetDateTi
         (None, Some(_)) => true,
         (Some(current), Some(next)) => next < current,
     }
-}
-
-/// What one sweep removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepReport {
-    /// Expired tokens deleted (with their metadata and associations).
-    pub expired_tokens: u64,
-    /// `Idempotency-Key`s older than the window deleted.
-    pub idempotency_keys: u64,
-    /// Audit events older than the retention removed.
-    pub audit_events: u64,
-    /// Cards whose CVC was removed, its retention past.
-    pub cvcs_removed: u64,
 }
 
 impl Vault {
@@ -300,10 +257,6 @@ fn sealed_changes(
     })
 }
 
-/// What makes two tokens of one bulk create equal for `deduplicate_token`: type, container,
-/// fingerprint expression (`None`: the type's) and fingerprint.
-type Identity = (TokenType, Container, Option<String>, String);
-
 /// New search index templates (`None`: the type's) and the hashes of their values.
 type Reindexed = (Option<Vec<String>>, Vec<SearchHash>);
 
@@ -359,243 +312,4 @@ fn reindexed(
         Some(key.fingerprint(indexing.fingerprint_input.expose())),
         Some((indexes, hashes)),
     ))
-}
-
-impl Vault {
-    /// Creates 1–[`MAX_BULK`] tokens, all or none, returned in request order. Every element is
-    /// validated first (problems keyed `[i].field`); `token:create` is needed on every target
-    /// container. Elements asking to deduplicate are answered with an existing equal token
-    /// (or an earlier element of the same request) instead.
-    pub async fn create_tokens(
-        &self,
-        caller: &Principal,
-        inputs: Vec<NewToken>,
-    ) -> Result<Vec<Token>, VaultError> {
-        let labelled = inputs
-            .into_iter()
-            .enumerate()
-            .map(|(i, input)| (format!("[{i}]."), input))
-            .collect();
-        self.create_labelled_tokens(caller, labelled).await
-    }
-
-    /// As [`Vault::create_tokens`], each request with the prefix its problems are keyed under
-    /// (`card.` for a member of an object, `` for a lone request).
-    pub async fn create_labelled_tokens(
-        &self,
-        caller: &Principal,
-        inputs: Vec<(String, NewToken)>,
-    ) -> Result<Vec<Token>, VaultError> {
-        caller.require_somewhere(Permission::TokenCreate)?;
-        if inputs.is_empty() || inputs.len() > MAX_BULK {
-            return Err(ValidationErrors::single(
-                "body",
-                format!("must hold 1 to {MAX_BULK} token requests"),
-            )
-            .into());
-        }
-        for (_, input) in &inputs {
-            may_name_id(caller, input)?;
-        }
-        let now = timestamp::now();
-        let mut errors = ValidationErrors::new();
-        let mut valid = Vec::with_capacity(inputs.len());
-        let mut chosen: HashMap<TokenId, String> = HashMap::new();
-        for (label, input) in inputs {
-            match input.validate_at(now) {
-                Ok(v) => {
-                    if let IdChoice::Chosen(id) = &v.id {
-                        if let Some(first) = chosen.insert(id.clone(), label.clone()) {
-                            errors.add(format!("{label}id"), format!("repeats {first}id"));
-                        }
-                    }
-                    valid.push((label, v));
-                }
-                Err(e) => errors.extend_under(&label, e),
-            }
-        }
-        errors.into_result()?;
-        for (_, v) in &valid {
-            may_create(caller, v)?;
-        }
-        let key = self
-            .keys
-            .data_key(self.store.as_ref(), caller.tenant_id())
-            .await?;
-        // Each answer: a token created here (its position in `drawn`), or an existing one.
-        let mut answers: Vec<Answer> = Vec::with_capacity(valid.len());
-        let mut drawn = Drawn::with_capacity(valid.len(), self.cvc);
-        // (type, container, fingerprint expression, fingerprint) → the answer of the token
-        // created for it.
-        let mut created_here: HashMap<Identity, usize> = HashMap::new();
-        for (label, v) in valid {
-            let fingerprint = fingerprint_of(&key, &v);
-            let identity = (
-                v.token_type,
-                v.container.clone(),
-                v.indexing.fingerprint_expression.clone(),
-                fingerprint.clone(),
-            );
-            if v.deduplicate {
-                if let Some(&earlier) = created_here.get(&identity) {
-                    answers.push(Answer::Created(earlier));
-                    continue;
-                }
-                if let Some(found) = self
-                    .find_duplicate(caller, &key, &v, &fingerprint, now)
-                    .await?
-                {
-                    answers.push(Answer::Found(Box::new(found)));
-                    continue;
-                }
-            }
-            let at = drawn.push(caller, &key, label, v, fingerprint)?;
-            created_here.entry(identity).or_insert(at);
-            answers.push(Answer::Created(at));
-        }
-        if !drawn.rows.is_empty() {
-            let insert = async |rows: &[StoredToken]| self.store.insert_tokens(rows).await;
-            self.insert_settled(caller, &key, &mut drawn, insert)
-                .await?;
-        }
-        Ok(answers
-            .into_iter()
-            .map(|answer| match answer {
-                Answer::Created(at) => drawn.tokens[at].clone(),
-                Answer::Found(found) => *found,
-            })
-            .collect())
-    }
-
-    /// Searches the caller's tenant (`POST /tokens/search`), newest first. Needs
-    /// `token:search` or `token:read`; tokens in containers the caller may not search are
-    /// neither returned nor counted, and expired tokens never appear.
-    pub async fn search_tokens(
-        &self,
-        caller: &Principal,
-        search: &TokenSearch,
-        page: PageRequest,
-    ) -> Result<Page<Token>, VaultError> {
-        caller.require_access_somewhere(Permission::TokenSearch)?;
-        let tenant = caller.tenant_id();
-        let (search, scope) = self
-            .readable_live_search(caller, search, Permission::TokenSearch)
-            .await?;
-        let stored = self
-            .store
-            .search_tokens(tenant, &search, &scope, page)
-            .await?;
-        let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-        stored.try_map(|t| decrypt_with(&key, self.cvc, t))
-    }
-
-    /// `search` limited to live tokens, and the containers among its matches that the caller
-    /// may act on with `permission` (`token:read` to list, `token:search` to search): what
-    /// every search (paged or walked) runs over.
-    ///
-    /// A `data:` or `fingerprint:` term answers whether a guess equals stored data, so it
-    /// reaches only containers whose plaintext the caller may see; a caller that may see it
-    /// nowhere is refused (docs/api.md, "Transforms").
-    pub(super) async fn readable_live_search(
-        &self,
-        caller: &Principal,
-        search: &TokenSearch,
-        permission: Permission,
-    ) -> Result<(TokenSearch, ContainerScope), VaultError> {
-        let guesses = !search.data.is_empty() || search.fingerprint.is_some();
-        if guesses && !caller.may_reveal_somewhere(permission) {
-            return Err(VaultError::RevealNeeded(crate::container::Container::root()));
-        }
-        let allowed = |c: &crate::container::Container| {
-            if guesses {
-                caller.may_reveal_by(permission, c)
-            } else {
-                caller.may_access(permission, c)
-            }
-        };
-        let mut search = TokenSearch {
-            live_at: Some(timestamp::now()),
-            ..search.clone()
-        };
-        // `data:` terms reach the store as keyed hashes only, like the index they match.
-        if !search.data.is_empty() {
-            let key = self
-                .keys
-                .data_key(self.store.as_ref(), caller.tenant_id())
-                .await?;
-            let terms = std::mem::take(&mut search.data);
-            search
-                .data_hashes
-                .extend(terms.iter().map(|t| key.search_hash(t.expose())));
-        }
-        let tenant = caller.tenant_id();
-        // With `data:` terms, the containers searched are those the caller may read among all
-        // of the tenant's, not among the matches: which tokens of other containers are indexed
-        // under a value then changes neither the answer, nor the count, nor the rows read
-        // (docs/api.md, "Search indexes").
-        let scope = if search.data_hashes.is_empty() {
-            let matching = self.store.search_containers(tenant, &search);
-            scope_where(caller, allowed, matching).await?
-        } else {
-            let everything = TokenFilter::default();
-            let every = self.store.token_containers(tenant, &everything);
-            scope_where(caller, allowed, every).await?
-        };
-        Ok((search, scope))
-    }
-
-    /// One round of maintenance: deletes every token expired by now (in batches) and every
-    /// `Idempotency-Key` older than [`IDEMPOTENCY_WINDOW`], and removes every card's CVC past
-    /// its retention. Safe to run in several processes
-    /// over one database at once.
-    pub async fn sweep(&self) -> Result<SweepReport, VaultError> {
-        self.sweep_at(timestamp::now()).await
-    }
-
-    /// [`Vault::sweep`] as of `now`.
-    pub async fn sweep_at(&self, now: OffsetDateTime) -> Result<SweepReport, VaultError> {
-        let mut report = SweepReport::default();
-        loop {
-            let deleted = self.store.delete_expired_tokens(now, SWEEP_BATCH).await?;
-            report.expired_tokens += deleted;
-            if deleted < u64::from(SWEEP_BATCH) {
-                break;
-            }
-        }
-        if report.expired_tokens > 0 {
-            // Rows cached by the gateway are checked for expiry on use; dropping them frees
-            // the memory sooner.
-            self.token_rows.remove_where(|_, row| !row.is_live_at(now));
-        }
-        report.idempotency_keys = self
-            .store
-            .delete_idempotency_keys_before(now - IDEMPOTENCY_WINDOW)
-            .await?;
-        report.cvcs_removed = self.remove_expired_cvcs(now).await?;
-        if let Some(retention) = self.audit_retention {
-            report.audit_events = self.prune_audit_at(retention, now).await?;
-        }
-        Ok(report)
-    }
-
-    /// Computes the fingerprint of every token written before fingerprints existed (start-up
-    /// runs this; rows not reached yet get theirs computed when read). Returns how many.
-    pub async fn backfill_fingerprints(&self) -> Result<u64, VaultError> {
-        let mut done = 0u64;
-        loop {
-            let batch = self.store.unfingerprinted_tokens(SWEEP_BATCH).await?;
-            if batch.is_empty() {
-                return Ok(done);
-            }
-            for stored in batch {
-                let (tenant, id) = (stored.tenant_id, stored.id.clone());
-                let key = self.keys.data_key(self.store.as_ref(), tenant).await?;
-                let token = decrypt_with(&key, self.cvc, stored)?;
-                self.store
-                    .set_token_fingerprint(tenant, id, &token.fingerprint)
-                    .await?;
-                done += 1;
-            }
-        }
-    }
 }
