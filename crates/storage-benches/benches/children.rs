@@ -12,7 +12,7 @@ use std::{hint::black_box, sync::Arc};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use tessera_domain::{
-    store::{ContainerScope, TokenFilter, TokenStore},
+    store::{ContainerScope, TokenFilter, TokenListing},
     MasterKey, NewToken, PageRequest, Principal, TokenId, TokenType, Vault,
 };
 use tessera_testkit::{

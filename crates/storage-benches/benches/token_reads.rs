@@ -13,7 +13,7 @@ use std::{hint::black_box, sync::Arc};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use tessera_domain::{
-    store::{ApplicationStore, TokenStore},
+    store::{ApplicationStore, TokenRecords},
     ApiKey, MasterKey, TenantId, TokenId, Vault,
 };
 use tessera_storage::DetachedStore;

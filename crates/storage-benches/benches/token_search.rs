@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use tessera_domain::{
     search::TokenSearchRequest,
-    store::{ContainerScope, StoredToken, TokenSearch, TokenStore},
+    store::{ContainerScope, StoredToken, TokenInserts, TokenSearch, TokenSearching},
     Container, Principal, TenantId, TokenId, TokenType, Vault,
 };
 use tessera_storage::DetachedStore;

@@ -38,7 +38,7 @@ use std::{
 
 use diesel::sql_types::{Array, Text};
 use tessera_domain::{
-    store::{StoreError, StoredToken, TokenStore},
+    store::{StoreError, StoredToken, TokenRecords},
     TenantId, TokenId,
 };
 use thread_local::ThreadLocal;

@@ -30,8 +30,8 @@ pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
 pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
 pub use tenants::{StoredTenant, TenantStore};
 pub use tokens::{
-    ContainerScope, Duplicate, SearchHash, StoredToken, TokenFilter, TokenSearch, TokenStore,
-    TokenUpdate,
+    ContainerScope, Duplicate, SearchHash, StoredToken, TokenFilter, TokenInserts, TokenListing,
+    TokenRecords, TokenSearch, TokenSearching, TokenStore, TokenUpdate, TokenUpkeep,
 };
 
 /// Declares [`Store`], everything the vault needs from storage, and implements it for every

@@ -183,11 +183,18 @@ pub enum ContainerScope {
     Only(Vec<Container>),
 }
 
-/// Tokens.
+/// New tokens: their rows, metadata and search index entries.
 #[async_trait]
-pub trait TokenStore: Send + Sync {
+pub trait TokenInserts: Send + Sync {
     /// Inserts a token with its metadata, in one transaction.
     async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError>;
+    /// Inserts several tokens with their metadata in one transaction: all or none.
+    async fn insert_tokens(&self, tokens: &[StoredToken]) -> Result<(), StoreError>;
+}
+
+/// Tokens by id: point reads, the optimistic update, delete, and the duplicate lookup.
+#[async_trait]
+pub trait TokenRecords: Send + Sync {
     /// One token of `tenant`.
     async fn get_token(
         &self,
@@ -201,6 +208,24 @@ pub trait TokenStore: Send + Sync {
         tenant: TenantId,
         ids: &[TokenId],
     ) -> Result<Vec<StoredToken>, StoreError>;
+    /// Writes `update` if the token still has its expected `modified_at` and is live; `false`
+    /// otherwise (changed concurrently, expired or gone: the caller re-reads).
+    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError>;
+    /// Deletes a token with its metadata and its associations in both directions (the tokens
+    /// at the other end remain); `false` when absent.
+    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError>;
+    /// The oldest token of `tenant` live at `live_at` that `duplicate` describes.
+    async fn find_duplicate_token(
+        &self,
+        tenant: TenantId,
+        duplicate: &Duplicate<'_>,
+        live_at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, StoreError>;
+}
+
+/// `GET /tokens` and a parent's children: a filtered list and its containers.
+#[async_trait]
+pub trait TokenListing: Send + Sync {
     /// The distinct containers of `tenant`'s tokens that pass `filter`, so the caller's rules can
     /// be evaluated per container before listing.
     async fn token_containers(
@@ -217,21 +242,11 @@ pub trait TokenStore: Send + Sync {
         scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError>;
-    /// Deletes a token with its metadata and its associations in both directions (the tokens
-    /// at the other end remain); `false` when absent.
-    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError>;
-    /// Inserts several tokens with their metadata in one transaction: all or none.
-    async fn insert_tokens(&self, tokens: &[StoredToken]) -> Result<(), StoreError>;
-    /// Writes `update` if the token still has its expected `modified_at` and is live; `false`
-    /// otherwise (changed concurrently, expired or gone: the caller re-reads).
-    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError>;
-    /// The oldest token of `tenant` live at `live_at` that `duplicate` describes.
-    async fn find_duplicate_token(
-        &self,
-        tenant: TenantId,
-        duplicate: &Duplicate<'_>,
-        live_at: OffsetDateTime,
-    ) -> Result<Option<StoredToken>, StoreError>;
+}
+
+/// `POST /tokens/search`: a page of a search, its containers, and cursor walks.
+#[async_trait]
+pub trait TokenSearching: Send + Sync {
     /// The distinct containers of `tenant`'s tokens that pass `search` (ignoring any scope).
     async fn search_containers(
         &self,
@@ -258,6 +273,12 @@ pub trait TokenStore: Send + Sync {
         after: Option<Position>,
         limit: u32,
     ) -> Result<Vec<StoredToken>, StoreError>;
+}
+
+/// Upkeep across tenants: the sweep of expired tokens, the CVC sweep's reads, and the
+/// fingerprint backfill.
+#[async_trait]
+pub trait TokenUpkeep: Send + Sync {
     /// Deletes up to `limit` tokens (of any tenant) expired at `now`, with their metadata and
     /// associations; returns how many. Safe to run from several processes at once: a token
     /// is deleted only if it is still expired when the delete runs.
@@ -282,4 +303,15 @@ pub trait TokenStore: Send + Sync {
         id: TokenId,
         fingerprint: &str,
     ) -> Result<(), StoreError>;
+}
+
+/// Tokens: every part above. Implemented for every type with all of them.
+pub trait TokenStore:
+    TokenInserts + TokenRecords + TokenListing + TokenSearching + TokenUpkeep
+{
+}
+
+impl<T> TokenStore for T where
+    T: TokenInserts + TokenRecords + TokenListing + TokenSearching + TokenUpkeep
+{
 }

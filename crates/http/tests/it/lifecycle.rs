@@ -11,7 +11,7 @@ use actix_web::{
     test, Error,
 };
 use serde_json::{json, Value};
-use tessera_domain::{store::TokenStore, TokenId};
+use tessera_domain::{store::TokenRecords, TokenId};
 use tessera_testkit::api::{app_key, app_with_tenant, send_raw, state, tenant, Caller, Reply};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 

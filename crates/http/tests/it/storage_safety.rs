@@ -13,7 +13,7 @@ backend_tests!(
 
 async fn stored_bytes_hold_no_plaintext_and_keys_are_hashed(db: &TestDatabase) {
     use sha2::{Digest, Sha256};
-    use tessera_domain::store::{ApplicationStore, TokenStore};
+    use tessera_domain::store::{ApplicationStore, TokenRecords};
     let (app, t) = one_tenant(db).await;
     let admin = Caller::new(&app, &t.admin_key);
     let secret = "SSN-078-05-1120-PLAINTEXT-MARKER";

@@ -285,12 +285,7 @@ mod sqlite {
     use diesel::{RunQueryDsl, SqliteConnection};
 
     use super::*;
-
-    macro_rules! now {
-        ($e:expr) => {
-            $e?
-        };
-    }
+    use crate::database::now;
 
     pub(super) fn append_in(
         conn: &mut SqliteConnection,
@@ -310,12 +305,7 @@ mod postgres {
     use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
     use super::*;
-
-    macro_rules! later {
-        ($e:expr) => {
-            $e.await?
-        };
-    }
+    use crate::database::later;
 
     pub(super) async fn append_in(
         conn: &mut AsyncPgConnection,

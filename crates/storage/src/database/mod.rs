@@ -17,8 +17,8 @@ mod sqlite;
 
 pub(crate) use pools::{checkout, Dedicated, PerThreadPools, Pools, WriteTurn};
 pub(crate) use queries::{
-    only_row, page_of, read_unique_row, window, with_conn, with_read_conn, with_write_conn,
-    DbResultExt,
+    later, now, only_row, page_of, read_unique_row, window, with_conn, with_read_conn,
+    with_write_conn, DbResultExt,
 };
 use sqlite::{sqlite_path, sqlite_settings};
 pub(crate) use sqlite::{SqliteConn, SqliteReadConn};

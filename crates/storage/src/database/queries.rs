@@ -80,6 +80,30 @@ macro_rules! with_conn {
 }
 pub(crate) use with_conn;
 
+/// Finishes a step of code written once for both backends' connections, on SQLite's
+/// synchronous one: `now!(conn, statement)` executes a statement, `now!(step)` takes a step's
+/// result. Its twin [`later!`] awaits the same on PostgreSQL's asynchronous connection.
+macro_rules! now {
+    ($conn:ident, $statement:expr) => {
+        diesel::RunQueryDsl::execute($statement, $conn)?
+    };
+    ($step:expr) => {
+        $step?
+    };
+}
+pub(crate) use now;
+
+/// [`now!`] on PostgreSQL's asynchronous connection: the statement or step is awaited.
+macro_rules! later {
+    ($conn:ident, $statement:expr) => {
+        diesel_async::RunQueryDsl::execute($statement, $conn).await?
+    };
+    ($step:expr) => {
+        $step.await?
+    };
+}
+pub(crate) use later;
+
 /// Like [`with_conn!`], for a statement or transaction that writes: on SQLite it first takes
 /// the process's [`WriteTurn`], held until `$body` is done.
 macro_rules! with_write_conn {

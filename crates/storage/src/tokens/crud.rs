@@ -4,7 +4,7 @@
 use diesel::{AsChangeset, BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
-    store::{Duplicate, StoreError, StoredToken, TokenUpdate},
+    store::{Duplicate, StoreError, StoredToken, TokenRecords, TokenUpdate},
     TenantId, TokenId,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
@@ -18,7 +18,7 @@ use crate::{
     schema::{token_associations, token_metadata, token_search_index, tokens},
 };
 
-/// The columns `TokenStore::update_token` writes; `None` leaves a column alone.
+/// The columns `update_token` writes; `None` leaves a column alone.
 #[derive(AsChangeset)]
 #[diesel(table_name = tokens)]
 struct TokenChangeset {
@@ -35,6 +35,32 @@ struct TokenChangeset {
     modified_at: PrimitiveDateTime,
 }
 
+impl TokenChangeset {
+    /// What `update` writes to the token's row.
+    fn of(update: &TokenUpdate) -> Result<Self, StoreError> {
+        Ok(Self {
+            metadata: serde_json::to_string(&update.metadata)
+                .map_err(|e| StoreError::Backend(format!("serialising metadata: {e}")))?,
+            data_ciphertext: update.ciphertext.clone(),
+            fingerprint: update.fingerprint.clone(),
+            expires_at: Some(update.expires_at.map(to_db_time)),
+            destinations: update
+                .destinations
+                .as_ref()
+                .map(|d| d.as_ref().map(|d| d.to_json())),
+            search_indexes: update
+                .search
+                .as_ref()
+                .map(|(indexes, _)| indexes.as_ref().map(to_json)),
+            fingerprint_expression: update.fingerprint_expression.clone(),
+            holds_cvc: update.holds_cvc,
+            mask_ciphertext: update.mask.clone(),
+            modified_by: update.modified_by.to_string(),
+            modified_at: to_db_time(update.modified_at),
+        })
+    }
+}
+
 /// Deletes the search index rows of token `id` (which reference their tenant, not their
 /// token, as metadata rows do: docs/architecture.md "Writing tokens"), on either backend's
 /// connection.
@@ -49,9 +75,10 @@ macro_rules! delete_search_rows {
     };
 }
 
-impl Database {
-    /// `TokenStore::get_token`: one point read.
-    pub(super) async fn read_token(
+#[async_trait::async_trait]
+impl TokenRecords for Database {
+    /// One point read.
+    async fn get_token(
         &self,
         tenant: TenantId,
         id: TokenId,
@@ -67,8 +94,8 @@ impl Database {
         row.map(StoredToken::try_from).transpose()
     }
 
-    /// `TokenStore::get_tokens`: point reads, pipelined on PostgreSQL.
-    pub(super) async fn read_tokens(
+    /// Point reads, pipelined on PostgreSQL.
+    async fn get_tokens(
         &self,
         tenant: TenantId,
         ids: &[TokenId],
@@ -85,7 +112,7 @@ impl Database {
             Pools::Sqlite { .. } => {
                 let mut found = Vec::with_capacity(ids.len());
                 for id in ids {
-                    found.extend(self.read_token(tenant, id).await?);
+                    found.extend(self.get_token(tenant, id).await?);
                 }
                 Ok(found)
             }
@@ -122,12 +149,8 @@ impl Database {
         }
     }
 
-    /// `TokenStore::delete_token`: the token, its metadata and its links, in one transaction.
-    pub(super) async fn remove_token(
-        &self,
-        tenant: TenantId,
-        id: TokenId,
-    ) -> Result<bool, StoreError> {
+    /// The token, its metadata and its links, in one transaction.
+    async fn delete_token(&self, tenant: TenantId, id: TokenId) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let deleted = with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -170,35 +193,13 @@ impl Database {
         Ok(deleted == 1)
     }
 
-    /// `TokenStore::update_token`: an optimistic write of the row, its metadata replaced.
-    pub(super) async fn write_token_update(
-        &self,
-        update: &TokenUpdate,
-    ) -> Result<bool, StoreError> {
+    /// An optimistic write of the row, its metadata replaced.
+    async fn update_token(&self, update: &TokenUpdate) -> Result<bool, StoreError> {
         let (tenant, id) = (update.tenant_id.to_string(), update.id.to_string());
         let expected = to_db_time(update.expected_modified_at);
         let live_at = to_db_time(update.live_at);
         let holding = update.only_if_holding_cvc;
-        let changes = TokenChangeset {
-            metadata: serde_json::to_string(&update.metadata)
-                .map_err(|e| StoreError::Backend(format!("serialising metadata: {e}")))?,
-            data_ciphertext: update.ciphertext.clone(),
-            fingerprint: update.fingerprint.clone(),
-            expires_at: Some(update.expires_at.map(to_db_time)),
-            destinations: update
-                .destinations
-                .as_ref()
-                .map(|d| d.as_ref().map(|d| d.to_json())),
-            search_indexes: update
-                .search
-                .as_ref()
-                .map(|(indexes, _)| indexes.as_ref().map(to_json)),
-            fingerprint_expression: update.fingerprint_expression.clone(),
-            holds_cvc: update.holds_cvc,
-            mask_ciphertext: update.mask.clone(),
-            modified_by: update.modified_by.to_string(),
-            modified_at: to_db_time(update.modified_at),
-        };
+        let changes = TokenChangeset::of(update)?;
         let search = update.search.as_ref().map(|(_, hashes)| {
             TokenSearchRow::hashes(update.tenant_id, &update.id, &update.container, hashes)
         });
@@ -259,9 +260,8 @@ impl Database {
         })
     }
 
-    /// `TokenStore::find_duplicate_token`: the oldest token of `tenant` that `key` describes,
-    /// live at `live_at`.
-    pub(super) async fn oldest_duplicate(
+    /// The oldest token of `tenant` that `key` describes, live at `live_at`.
+    async fn find_duplicate_token(
         &self,
         tenant: TenantId,
         key: &Duplicate<'_>,

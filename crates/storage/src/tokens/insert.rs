@@ -12,12 +12,12 @@
 
 use diesel::SqliteConnection;
 use diesel_async::AsyncConnection;
-use tessera_domain::store::{NewAssociation, StoreError, StoredToken};
+use tessera_domain::store::{NewAssociation, StoreError, StoredToken, TokenInserts};
 use tokio::sync::oneshot;
 
 use crate::{
     create_queue::{NewRows, Waiting},
-    database::{checkout, Database, DbResultExt, Pools, SqliteConn},
+    database::{checkout, later, now, Database, DbResultExt, Pools, SqliteConn},
     schema::{token_associations, token_metadata, token_search_index, tokens},
 };
 
@@ -77,18 +77,16 @@ macro_rules! insert_rows {
     }};
 }
 
-/// Runs a statement on SQLite's synchronous connection.
-macro_rules! now {
-    ($conn:ident, $statement:expr) => {
-        diesel::RunQueryDsl::execute($statement, $conn)?
-    };
-}
+#[async_trait::async_trait]
+impl TokenInserts for Database {
+    async fn insert_token(&self, token: &StoredToken) -> Result<(), StoreError> {
+        self.insert_token_rows(token, None).await
+    }
 
-/// Runs a statement on PostgreSQL's asynchronous connection.
-macro_rules! later {
-    ($conn:ident, $statement:expr) => {
-        diesel_async::RunQueryDsl::execute($statement, $conn).await?
-    };
+    /// Several tokens with their metadata in one transaction, all or none.
+    async fn insert_tokens(&self, tokens: &[StoredToken]) -> Result<(), StoreError> {
+        self.insert_new_rows(NewRows::of(tokens, None)).await
+    }
 }
 
 impl Database {
@@ -101,11 +99,6 @@ impl Database {
     ) -> Result<(), StoreError> {
         self.insert_new_rows(NewRows::of(std::slice::from_ref(token), link))
             .await
-    }
-
-    /// Writes several tokens with their metadata in one transaction, all or none.
-    pub(super) async fn insert_token_batch(&self, batch: &[StoredToken]) -> Result<(), StoreError> {
-        self.insert_new_rows(NewRows::of(batch, None)).await
     }
 
     async fn insert_new_rows(&self, rows: NewRows) -> Result<(), StoreError> {

@@ -3,12 +3,13 @@
 use diesel::{BoolExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
-    store::{StoreError, StoredToken},
-    Container, Page, PageRequest,
+    store::{ContainerScope, StoreError, StoredToken, TokenFilter, TokenListing},
+    Container, Page, PageRequest, TenantId,
 };
 
 use super::queries::{
-    distinct_containers, filtered_children, filtered_tokens, parse_containers, FilterParams,
+    distinct_containers, empty_page, filtered_children, filtered_tokens, parse_containers,
+    FilterParams,
 };
 use crate::{
     database::{page_of, window, Database, DbResultExt},
@@ -17,12 +18,15 @@ use crate::{
     schema::{token_associations, token_metadata, tokens},
 };
 
-impl Database {
-    /// `TokenStore::token_containers`: the distinct containers of a list.
-    pub(super) async fn listed_containers(
+#[async_trait::async_trait]
+impl TokenListing for Database {
+    /// The distinct containers of a list.
+    async fn token_containers(
         &self,
-        params: &FilterParams,
+        tenant: TenantId,
+        filter: &TokenFilter,
     ) -> Result<Vec<Container>, StoreError> {
+        let params = &FilterParams::new(tenant, filter, &ContainerScope::All);
         let raw: Vec<String> = with_scan_conn!(self, |conn| {
             match &params.parent {
                 Some(parent) => distinct_containers!(
@@ -39,12 +43,18 @@ impl Database {
         parse_containers(&raw)
     }
 
-    /// `TokenStore::list_tokens`: a page of a list, or of a parent's children.
-    pub(super) async fn list_page(
+    /// A page of a list, or of a parent's children.
+    async fn list_tokens(
         &self,
-        params: &FilterParams,
+        tenant: TenantId,
+        filter: &TokenFilter,
+        scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
+        if let Some(empty) = empty_page(scope, page) {
+            return Ok(empty);
+        }
+        let params = &FilterParams::new(tenant, filter, scope);
         let (total, rows) = if let Some(parent) = &params.parent {
             self.list_children(params, parent, page).await?
         } else {

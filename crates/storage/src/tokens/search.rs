@@ -1,4 +1,5 @@
-//! `POST /tokens/search`: which metadata pair drives a search, and its pages and containers.
+//! `POST /tokens/search`: which metadata pair drives a search, and its pages, its containers
+//! and its cursor walks (keyset pages, newest first).
 
 use diesel::{
     BoolExpressionMethods, EscapeExpressionMethods, ExpressionMethods, JoinOnDsl, QueryDsl,
@@ -6,17 +7,18 @@ use diesel::{
 };
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
-    store::{StoreError, StoredToken},
-    Container, Page, PageRequest,
+    cursor::Position,
+    store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenSearching},
+    Container, Page, PageRequest, TenantId,
 };
 
 use super::queries::{
-    distinct_containers, parse_containers, searched_by_pair, searched_tokens, with_token_criteria,
-    SearchParams, FIRST_PAIR,
+    distinct_containers, empty_page, parse_containers, searched_by_pair, searched_tokens,
+    with_token_criteria, SearchParams, FIRST_PAIR,
 };
 use crate::{
     database::{page_of, window, Database, DbResultExt},
-    rows::TokenRow,
+    rows::{to_db_time, TokenRow},
     scan::with_scan_conn,
     schema::{token_metadata, tokens},
 };
@@ -66,12 +68,17 @@ impl Database {
         params.metadata = ranked.into_iter().map(|(_, pair)| pair).collect();
         Ok(true)
     }
+}
 
-    /// `TokenStore::search_containers`: the distinct containers of a search.
-    pub(super) async fn searched_containers(
+#[async_trait::async_trait]
+impl TokenSearching for Database {
+    /// The distinct containers of a search.
+    async fn search_containers(
         &self,
-        mut params: SearchParams,
+        tenant: TenantId,
+        search: &TokenSearch,
     ) -> Result<Vec<Container>, StoreError> {
+        let mut params = SearchParams::new(tenant, search, &ContainerScope::All);
         if !self.rarest_pair_first(&mut params).await? {
             return Ok(Vec::new());
         }
@@ -84,12 +91,18 @@ impl Database {
         parse_containers(&raw)
     }
 
-    /// `TokenStore::search_tokens`: a page of a search, newest first.
-    pub(super) async fn search_page(
+    /// A page of a search, newest first.
+    async fn search_tokens(
         &self,
-        mut params: SearchParams,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
         page: PageRequest,
     ) -> Result<Page<StoredToken>, StoreError> {
+        if let Some(empty) = empty_page(scope, page) {
+            return Ok(empty);
+        }
+        let mut params = SearchParams::new(tenant, search, scope);
         if !self.rarest_pair_first(&mut params).await? {
             return page_of(Vec::<TokenRow>::new(), 0, page, StoredToken::try_from);
         }
@@ -127,5 +140,66 @@ impl Database {
             Ok::<_, StoreError>((total, rows))
         })?;
         page_of(rows, total, page, StoredToken::try_from)
+    }
+
+    /// Up to `limit` tokens of a search strictly after `after`: one keyset page of a cursor
+    /// walk (docs/api.md "Cursor pages"), with a range condition instead of an offset, so a
+    /// page costs what it returns however deep the walk is, and tokens created meanwhile
+    /// (newer than the walk's start) never shift it.
+    async fn search_tokens_after(
+        &self,
+        tenant: TenantId,
+        search: &TokenSearch,
+        scope: &ContainerScope,
+        after: Option<Position>,
+        limit: u32,
+    ) -> Result<Vec<StoredToken>, StoreError> {
+        if matches!(scope, ContainerScope::Only(cs) if cs.is_empty()) {
+            return Ok(Vec::new());
+        }
+        let mut params = SearchParams::new(tenant, search, scope);
+        if !self.rarest_pair_first(&mut params).await? {
+            return Ok(Vec::new());
+        }
+        let after = after.map(|p| (to_db_time(p.created_at), p.id.to_string()));
+        let limit = i64::from(limit);
+        let rows: Vec<TokenRow> = with_scan_conn!(self, |conn| {
+            match <[_]>::first(&params.metadata) {
+                Some(first) => {
+                    let pair = FIRST_PAIR;
+                    let (at, id) = (
+                        pair.field(token_metadata::created_at),
+                        pair.field(token_metadata::token_id),
+                    );
+                    let mut q = searched_by_pair!(&params, first);
+                    if let Some((c, i)) = &after {
+                        q = q.filter(at.lt(*c).or(at.eq(*c).and(id.lt(i))));
+                    }
+                    q.order((at.desc(), id.desc()))
+                        .limit(limit)
+                        .select(TokenRow::as_select())
+                        .load(conn)
+                        .await
+                        .db()
+                }
+                None => {
+                    let mut q = searched_tokens!(&params);
+                    if let Some((c, i)) = &after {
+                        q = q.filter(
+                            tokens::created_at
+                                .lt(*c)
+                                .or(tokens::created_at.eq(*c).and(tokens::id.lt(i))),
+                        );
+                    }
+                    q.order((tokens::created_at.desc(), tokens::id.desc()))
+                        .limit(limit)
+                        .select(TokenRow::as_select())
+                        .load(conn)
+                        .await
+                        .db()
+                }
+            }
+        })?;
+        rows.into_iter().map(StoredToken::try_from).collect()
     }
 }

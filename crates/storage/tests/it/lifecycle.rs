@@ -3,7 +3,7 @@
 //! at start-up, equal to what a new token with the same data gets.
 
 use serde_json::json;
-use tessera_domain::{store::TokenStore, NewToken, TokenType, Vault};
+use tessera_domain::{store::TokenRecords, NewToken, TokenType, Vault};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
 use crate::vaults::{admin, vault};

@@ -8,7 +8,7 @@
 use std::{collections::BTreeSet, sync::Arc};
 
 use serde_json::json;
-use tessera_domain::{store::TokenStore, Principal, TenantId, TokenId, Vault};
+use tessera_domain::{store::TokenRecords, Principal, TenantId, TokenId, Vault};
 use tessera_storage::{Backend, DetachedStore};
 use tessera_testkit::{
     backend_tests,

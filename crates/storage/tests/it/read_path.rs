@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tessera_domain::{
-    store::{StoreError, TokenStore},
+    store::{StoreError, TokenRecords},
     MasterKey, Principal, Vault,
 };
 use tessera_storage::DetachedStore;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use tessera_domain::{
-    store::{ContainerScope, StoreError, TokenSearch, TokenStore},
+    store::{ContainerScope, StoreError, TokenSearch, TokenSearching},
     PageRequest, TenantId,
 };
 use tessera_storage::{Backend, Database, PoolOptions, DEFAULT_QUERY_TIMEOUT};

@@ -8,7 +8,7 @@ use tessera_domain::{
     store::{
         ApplicationFilter, ApplicationStore, ContainerScope, HealthStore, KeyAdded, StoreError,
         StoredApplication, StoredApplicationKey, StoredTenant, StoredToken, TenantStore,
-        TokenFilter, TokenStore,
+        TokenFilter, TokenInserts, TokenListing, TokenRecords,
     },
     timestamp, ApiKey, ApiKeyHash, ApplicationId, ApplicationKeyId, Container, MasterKey,
     PageRequest, Permission, Tenant, TenantId, TokenId, TokenType,
