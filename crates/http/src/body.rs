@@ -183,17 +183,15 @@ impl FromRequest for JsonBytes {
 mod tests {
     use super::*;
 
-    #[derive(serde::Deserialize, Debug)]
+    #[derive(serde::Deserialize, Debug, PartialEq)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct T {
         name: String,
         inner: Option<Inner>,
     }
 
-    #[derive(serde::Deserialize, Debug)]
+    #[derive(serde::Deserialize, Debug, PartialEq)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Inner {
         n: u8,
     }
@@ -224,6 +222,12 @@ mod tests {
             field_of(r#"{"name": "a", "inner": {"n": 1, "n": 2}}"#),
             "inner.n"
         );
-        assert!(parse_json::<T>(br#"{"name": "a"}"#).is_ok());
+        assert_eq!(
+            parse_json::<T>(br#"{"name": "a", "inner": {"n": 7}}"#).expect("parses"),
+            T {
+                name: "a".into(),
+                inner: Some(Inner { n: 7 }),
+            }
+        );
     }
 }

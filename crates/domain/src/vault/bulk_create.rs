@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use time::OffsetDateTime;
+
 use crate::{
     access::Principal,
     container::Container,
@@ -10,7 +12,7 @@ use crate::{
     permission::Permission,
     store::StoredToken,
     timestamp,
-    token::{IdChoice, NewToken, Token, TokenType},
+    token::{IdChoice, NewToken, Token, TokenType, ValidToken},
     validation::ValidationErrors,
 };
 
@@ -73,23 +75,7 @@ impl Vault {
             may_name_id(caller, input)?;
         }
         let now = timestamp::now();
-        let mut errors = ValidationErrors::new();
-        let mut valid = Vec::with_capacity(inputs.len());
-        let mut chosen: HashMap<TokenId, String> = HashMap::new();
-        for (label, input) in inputs {
-            match input.validate_at(now) {
-                Ok(v) => {
-                    if let IdChoice::Chosen(id) = &v.id {
-                        if let Some(first) = chosen.insert(id.clone(), label.clone()) {
-                            errors.add(format!("{label}id"), format!("repeats {first}id"));
-                        }
-                    }
-                    valid.push((label, v));
-                }
-                Err(e) => errors.extend_under(&label, e),
-            }
-        }
-        errors.into_result()?;
+        let valid = validate_all(inputs, now)?;
         for (_, v) in &valid {
             may_create(caller, v)?;
         }
@@ -141,4 +127,30 @@ impl Vault {
             })
             .collect())
     }
+}
+
+/// Every request validated at `now`, or every problem keyed under its request's label (a
+/// chosen id given twice names the first request that gave it).
+fn validate_all(
+    inputs: Vec<(String, NewToken)>,
+    now: OffsetDateTime,
+) -> Result<Vec<(String, ValidToken)>, ValidationErrors> {
+    let mut errors = ValidationErrors::new();
+    let mut valid = Vec::with_capacity(inputs.len());
+    let mut chosen: HashMap<TokenId, String> = HashMap::new();
+    for (label, input) in inputs {
+        match input.validate_at(now) {
+            Ok(v) => {
+                if let IdChoice::Chosen(id) = &v.id {
+                    if let Some(first) = chosen.insert(id.clone(), label.clone()) {
+                        errors.add(format!("{label}id"), format!("repeats {first}id"));
+                    }
+                }
+                valid.push((label, v));
+            }
+            Err(e) => errors.extend_under(&label, e),
+        }
+    }
+    errors.into_result()?;
+    Ok(valid)
 }

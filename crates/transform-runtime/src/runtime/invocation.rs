@@ -72,42 +72,8 @@ impl JsRuntime {
         self.shared.logged.set(0);
         let body = std::mem::replace(&mut job.input.args.body, Body::Text(String::new()));
         let started = context.with(|ctx| {
-            let result: rquickjs::Result<Option<(Called, Option<LazyBody>)>> = (|| {
-                let handler = handler.restore(&ctx)?;
-                let Some(handler) = handler.as_function() else {
-                    return Ok(None);
-                };
-                let builders = Builders {
-                    parse_body: exports.parse_body.clone().restore(&ctx)?,
-                    accessors: exports.accessors.clone().restore(&ctx)?,
-                    texts: exports.texts.clone().restore(&ctx)?,
-                    cache: exports.accessor_cache.clone(),
-                };
-                let built = to_js(&ctx, &job.input, body, &builders)?;
-                let req = Object::new(ctx.clone())?;
-                req.set("args", built.args)?;
-                req.set("configuration", built.configuration)?;
-                if job.svc {
-                    let svc = exports.svc.clone().restore(&ctx)?;
-                    if let Some(alias) = &self.limits.client_alias {
-                        req.set(alias.as_str(), svc.clone())?;
-                    }
-                    req.set("svc", svc)?;
-                }
-                let called = match handler.call::<_, Value>((req,)) {
-                    Ok(value) => match value.as_promise() {
-                        Some(promise) => Called::Promise(Persistent::save(&ctx, promise.clone())),
-                        None => Called::Returned(Persistent::save(&ctx, value)),
-                    },
-                    Err(rquickjs::Error::Exception) => {
-                        Called::Threw(Persistent::save(&ctx, ctx.catch()))
-                    }
-                    Err(e) => return Err(e),
-                };
-                drain(&ctx);
-                Ok(Some((called, built.lazy)))
-            })();
-            result.map_err(|_| exception_message(&ctx))
+            self.call_handler(&ctx, handler, &exports, &job, body)
+                .map_err(|_| exception_message(&ctx))
         });
         self.leave();
         let (state, lazy) = started
@@ -134,6 +100,50 @@ impl JsRuntime {
         };
         let step = invocation.outcome();
         Ok((invocation, step))
+    }
+
+    /// Calls the handler with `req` built from `job` (its body taken as `body`): what it
+    /// returned or threw, and the body left to parse lazily; `None` when the module exports
+    /// no function.
+    fn call_handler<'js>(
+        &self,
+        ctx: &rquickjs::Ctx<'js>,
+        handler: Persistent<Value<'static>>,
+        exports: &Exports,
+        job: &Job<'_>,
+        body: Body,
+    ) -> rquickjs::Result<Option<(Called, Option<LazyBody>)>> {
+        let handler = handler.restore(ctx)?;
+        let Some(handler) = handler.as_function() else {
+            return Ok(None);
+        };
+        let builders = Builders {
+            parse_body: exports.parse_body.clone().restore(ctx)?,
+            accessors: exports.accessors.clone().restore(ctx)?,
+            texts: exports.texts.clone().restore(ctx)?,
+            cache: exports.accessor_cache.clone(),
+        };
+        let built = to_js(ctx, &job.input, body, &builders)?;
+        let req = Object::new(ctx.clone())?;
+        req.set("args", built.args)?;
+        req.set("configuration", built.configuration)?;
+        if job.svc {
+            let svc = exports.svc.clone().restore(ctx)?;
+            if let Some(alias) = &self.limits.client_alias {
+                req.set(alias.as_str(), svc.clone())?;
+            }
+            req.set("svc", svc)?;
+        }
+        let called = match handler.call::<_, Value>((req,)) {
+            Ok(value) => match value.as_promise() {
+                Some(promise) => Called::Promise(Persistent::save(ctx, promise.clone())),
+                None => Called::Returned(Persistent::save(ctx, value)),
+            },
+            Err(rquickjs::Error::Exception) => Called::Threw(Persistent::save(ctx, ctx.catch())),
+            Err(e) => return Err(e),
+        };
+        drain(ctx);
+        Ok(Some((called, built.lazy)))
     }
 }
 
