@@ -180,23 +180,23 @@ impl GatewayClient {
         }
     }
 
-    /// Sends `request` with the two keys; `Err(Ok(problems))` for a bad form, `Err(Err(..))`
-    /// when the gateway could not be reached.
+    /// Sends `request` with the two keys: the answer, or why there is none (a bad form, or
+    /// the gateway could not be reached or did not answer).
     pub(crate) async fn send(
         &self,
         request: &TryRequest,
         proxy_key: &Secret<String>,
         api_key: &Secret<String>,
-    ) -> Result<TryResponse, Result<ValidationErrors, String>> {
+    ) -> Result<TryResponse, TryError> {
         let req = request
             .build(&self.base, proxy_key.expose(), api_key.expose())
-            .map_err(Ok)?;
+            .map_err(TryError::Form)?;
         let exchange = async {
             let res = self
                 .client
                 .request(req)
                 .await
-                .map_err(|e| format!("the gateway could not be reached: {e}"))?;
+                .map_err(TryError::Unreachable)?;
             let status = res.status().as_u16();
             let headers = res
                 .headers()
@@ -206,11 +206,11 @@ impl GatewayClient {
             let body = Limited::new(res.into_body(), MAX_BODY_BYTES)
                 .collect()
                 .await
-                .map_err(|e| format!("the answer could not be read: {e}"))?
+                .map_err(TryError::Unreadable)?
                 .to_bytes();
             let truncated = body.len() > SHOWN_BODY_BYTES;
             let shown = &body[..body.len().min(SHOWN_BODY_BYTES)];
-            Ok::<_, String>(TryResponse {
+            Ok::<_, TryError>(TryResponse {
                 status,
                 headers,
                 body: pretty(shown),
@@ -219,9 +219,25 @@ impl GatewayClient {
         };
         tokio::time::timeout(TIMEOUT, exchange)
             .await
-            .map_err(|_| Err(format!("no answer within {} s", TIMEOUT.as_secs())))?
-            .map_err(Err)
+            .map_err(|_| TryError::Timeout(TIMEOUT.as_secs()))?
     }
+}
+
+/// Why "Try it" shows no answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TryError {
+    /// The form does not make a request.
+    #[error("the form does not make a request")]
+    Form(ValidationErrors),
+    /// The gateway could not be reached.
+    #[error("the gateway could not be reached: {0}")]
+    Unreachable(hyper_util::client::legacy::Error),
+    /// The answer broke off or was too large.
+    #[error("the answer could not be read: {0}")]
+    Unreadable(Box<dyn std::error::Error + Send + Sync>),
+    /// No answer within this many seconds.
+    #[error("no answer within {0} s")]
+    Timeout(u64),
 }
 
 /// JSON indented for reading; anything else as (lossy) text.

@@ -162,8 +162,8 @@ impl ProxyInput {
         check_name(&self.name, MAX_NAME_CHARS, &mut errors);
         if has_nul(&self.destination_url) {
             errors.add("destination_url", NUL_MESSAGE);
-        } else if let Err(message) = check_destination(&self.destination_url, policy) {
-            errors.add("destination_url", message);
+        } else if let Err(problem) = check_destination(&self.destination_url, policy) {
+            errors.add("destination_url", problem.to_string());
         }
         for (field, transform) in [
             ("request_transform.code", &self.request_transform),
@@ -222,35 +222,68 @@ impl ProxyInput {
 /// Checks a destination URL: absolute, `https` (or `http` when private destinations are
 /// allowed), a host, no credentials or fragment, at most 400 characters, and no IP literal in an
 /// internal range unless allowed. Host names are checked when the gateway connects.
-pub fn check_destination(raw: &str, policy: DestinationPolicy) -> Result<url::Url, String> {
+pub fn check_destination(
+    raw: &str,
+    policy: DestinationPolicy,
+) -> Result<url::Url, DestinationError> {
     if char_len(raw) > MAX_URL_CHARS {
-        return Err(format!("must be at most {MAX_URL_CHARS} characters"));
+        return Err(DestinationError::TooLong);
     }
-    let url = url::Url::parse(raw).map_err(|e| format!("must be an absolute URL ({e})"))?;
+    let url = url::Url::parse(raw).map_err(DestinationError::NotAbsolute)?;
     match url.scheme() {
         "https" => {}
         "http" if policy.allow_private_destinations => {}
-        "http" => return Err("must use https".into()),
-        other => return Err(format!("scheme `{other}` is not supported; use https")),
+        "http" => return Err(DestinationError::NotHttps),
+        other => return Err(DestinationError::Scheme(other.to_string())),
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err("must not carry credentials; put them in `configuration` and inject them with a transform".into());
+        return Err(DestinationError::Credentials);
     }
     if url.fragment().is_some() {
-        return Err("must not have a fragment".into());
+        return Err(DestinationError::Fragment);
     }
     let internal = match url.host() {
-        None => return Err("must name a host".into()),
+        None => return Err(DestinationError::NoHost),
         Some(url::Host::Domain(_)) => false,
         Some(url::Host::Ipv4(ip)) => network::is_internal(ip.into()),
         Some(url::Host::Ipv6(ip)) => network::is_internal(ip.into()),
     };
     if internal && !policy.allow_private_destinations {
-        return Err(
-            "points at a private, loopback, link-local or otherwise internal address".into(),
-        );
+        return Err(DestinationError::Internal);
     }
     Ok(url)
+}
+
+/// Why a destination URL is refused ([`check_destination`]); its text completes
+/// "`destination_url` …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DestinationError {
+    /// Longer than [`MAX_URL_CHARS`].
+    #[error("must be at most {MAX_URL_CHARS} characters")]
+    TooLong,
+    /// Not an absolute URL.
+    #[error("must be an absolute URL ({0})")]
+    NotAbsolute(url::ParseError),
+    /// `http` where private destinations are not allowed.
+    #[error("must use https")]
+    NotHttps,
+    /// Neither `https` nor `http`.
+    #[error("scheme `{0}` is not supported; use https")]
+    Scheme(String),
+    /// A user name or password in the URL.
+    #[error(
+        "must not carry credentials; put them in `configuration` and inject them with a transform"
+    )]
+    Credentials,
+    /// A `#fragment`.
+    #[error("must not have a fragment")]
+    Fragment,
+    /// No host.
+    #[error("must name a host")]
+    NoHost,
+    /// An IP literal in an internal range, where private destinations are not allowed.
+    #[error("points at a private, loopback, link-local or otherwise internal address")]
+    Internal,
 }
 
 /// A fresh invocation key: 32 base62 characters from the OS CSPRNG.

@@ -177,7 +177,7 @@ pub struct GatewayArgs {
     /// the chosen names are read; `SVC-*` headers are still never forwarded. See
     /// docs/migrating.md.
     #[arg(long, env = "TESSERA_HEADER_PREFIX", default_value = "SVC",
-          value_parser = HeaderNames::parse_flag)]
+          value_parser = HeaderNames::new)]
     pub header_prefix: HeaderNames,
 }
 

@@ -14,7 +14,7 @@ pub fn destination_uri(
     destination: &url::Url,
     suffix: &str,
     forwarded: &str,
-) -> Result<Uri, String> {
+) -> Result<Uri, DestinationUriError> {
     let origin = &destination[..url::Position::BeforePath];
     let base = destination.path();
     let own = destination.query().filter(|q| !q.is_empty());
@@ -53,8 +53,13 @@ pub fn destination_uri(
         }
         (None, true) => {}
     }
-    Uri::try_from(out).map_err(|e| format!("cannot build the destination URI: {e}"))
+    Ok(Uri::try_from(out)?)
 }
+
+/// The joined destination is not a URI the `http` crate takes.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the destination URI: {0}")]
+pub struct DestinationUriError(#[from] http::uri::InvalidUri);
 
 /// How many layers of percent-encoding a sub-path may carry before it is refused outright.
 const MAX_ENCODING_LAYERS: usize = 4;

@@ -160,20 +160,30 @@ pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Why headers a transform returned cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HeaderError {
+    /// Not a valid header name.
+    #[error("invalid header name `{0}`")]
+    Name(String),
+    /// Not a valid value for the named header.
+    #[error("invalid value for header `{0}`")]
+    Value(String),
+}
+
 /// Returned `headers` replace the header set; absent → unchanged.
 pub(crate) fn replace_headers(
     returned: Option<Vec<(String, String)>>,
     current: HeaderMap,
-) -> Result<HeaderMap, String> {
+) -> Result<HeaderMap, HeaderError> {
     let Some(returned) = returned else {
         return Ok(current);
     };
     let mut out = HeaderMap::with_capacity(returned.len());
     for (name, value) in returned {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("invalid header name `{name}`"))?;
-        let value = HeaderValue::from_str(&value)
-            .map_err(|_| format!("invalid value for header `{name}`"))?;
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HeaderError::Name(name))?;
+        let value =
+            HeaderValue::from_str(&value).map_err(|_| HeaderError::Value(name.to_string()))?;
         out.append(name, value);
     }
     Ok(out)

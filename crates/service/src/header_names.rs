@@ -112,11 +112,6 @@ impl HeaderNames {
         Ok(Self::build(&upper))
     }
 
-    /// For clap's `value_parser`.
-    pub fn parse_flag(prefix: &str) -> Result<Self, String> {
-        Self::new(prefix).map_err(|e| e.to_string())
-    }
-
     /// Builds the names of a prefix already checked to be 2–16 letters and digits.
     fn build(upper: &str) -> Self {
         let dashed = format!("{}-", upper.to_ascii_lowercase());
@@ -224,6 +219,6 @@ mod tests {
         }
         assert!(HeaderNames::new("X").is_err());
         assert!(HeaderNames::new("VGS2").is_ok());
-        assert!(HeaderNames::parse_flag("x").is_err());
+        assert!(HeaderNames::new("x").is_err());
     }
 }

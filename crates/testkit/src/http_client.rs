@@ -42,26 +42,23 @@ pub fn send(
     url: &str,
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
-) -> Result<Answer, String> {
+) -> Result<Answer, SendError> {
     let mut request = Request::builder()
-        .method(Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?)
+        .method(Method::from_bytes(method.as_bytes())?)
         .uri(url);
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let request = request
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .map_err(|e| e.to_string())?;
+    let request = request.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         runtime.block_on(async move {
             let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-            let response = client.request(request).await.map_err(|e| e.to_string())?;
+            let response = client.request(request).await?;
             let (parts, body) = response.into_parts();
-            let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+            let body = body.collect().await.map_err(SendError::Body)?.to_bytes();
             Ok(Answer {
                 status: parts.status.as_u16(),
                 headers: parts.headers,
@@ -70,7 +67,30 @@ pub fn send(
         })
     })
     .join()
-    .map_err(|_| "the request's thread panicked".to_string())?
+    .map_err(|_| SendError::Panicked)?
+}
+
+/// Why [`send`] got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// Not a method.
+    #[error("invalid method: {0}")]
+    Method(#[from] http::method::InvalidMethod),
+    /// The request could not be built (a bad URL or header).
+    #[error("invalid request: {0}")]
+    Request(#[from] http::Error),
+    /// No runtime for the request's thread.
+    #[error("no runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+    /// Refused, reset, or timed out.
+    #[error("{0}")]
+    Transport(#[from] hyper_util::client::legacy::Error),
+    /// The body broke off.
+    #[error("reading the body: {0}")]
+    Body(hyper::Error),
+    /// The request's thread panicked.
+    #[error("the request's thread panicked")]
+    Panicked,
 }
 
 /// `GET url`: the answer, which must come.

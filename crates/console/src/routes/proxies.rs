@@ -134,7 +134,8 @@ pub(crate) struct PageParts<'a> {
     pub(crate) problems: &'a Problems,
     pub(crate) try_request: &'a TryRequest,
     pub(crate) try_problems: &'a Problems,
-    pub(crate) try_outcome: Option<&'a Result<crate::gateway_client::TryResponse, String>>,
+    pub(crate) try_outcome:
+        Option<&'a Result<crate::gateway_client::TryResponse, crate::gateway_client::TryError>>,
     pub(crate) saved: bool,
     /// When the proxy was created and modified, and by whom (when it was read).
     pub(crate) stamps: Option<Stamps>,

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     context::Posted,
-    gateway_client::TryRequest,
+    gateway_client::{TryError, TryRequest},
     inputs::proxy::ProxyForm,
     views::{components::Problems, Section},
 };
@@ -35,13 +35,13 @@ pub(crate) async fn send(posted: Posted, id: web::Path<String>) -> HttpResponse 
             .await
         {
             Ok(res) => outcome = Some(Ok(res)),
-            Err(Ok(problems)) => {
+            Err(TryError::Form(problems)) => {
                 status = StatusCode::BAD_REQUEST;
                 try_problems = Problems::from_fields(&problems);
             }
-            Err(Err(message)) => {
-                tracing::warn!(request_id = %ctx.request_id, error = %message, "console Try it: no answer from the gateway");
-                outcome = Some(Err(message));
+            Err(e) => {
+                tracing::warn!(request_id = %ctx.request_id, error = %e, "console Try it: no answer from the gateway");
+                outcome = Some(Err(e));
             }
         }
     }

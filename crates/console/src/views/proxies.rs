@@ -9,7 +9,7 @@ use super::components::{
     when, Input, Problems,
 };
 use crate::{
-    gateway_client::{TryRequest, TryResponse, METHODS, PLACEHOLDER},
+    gateway_client::{TryError, TryRequest, TryResponse, METHODS, PLACEHOLDER},
     inputs::proxy::ProxyForm,
 };
 
@@ -278,7 +278,7 @@ pub(crate) fn try_it(
     request: &TryRequest,
     recent: &RecentTokens,
     problems: &Problems,
-    outcome: Option<&Result<TryResponse, String>>,
+    outcome: Option<&Result<TryResponse, TryError>>,
 ) -> Markup {
     html! {
         section.try aria-labelledby="h-try" id="try" {
@@ -302,7 +302,7 @@ pub(crate) fn try_it(
                 }
                 @match outcome {
                     None => {},
-                    Some(Err(message)) => div.notice role="alert" { p { (message) } },
+                    Some(Err(e)) => div.notice role="alert" { p { (e.to_string()) } },
                     Some(Ok(res)) => (response(res)),
                 }
             }

@@ -1,4 +1,6 @@
-//! A token as read back: with its data decrypted ([`Token`]), and as shown ([`TokenView`]).
+//! A token as read back: with its data decrypted ([`Token`]), and its JSON shape as every
+//! answer shows it ([`TokenView`]: the management API, `req.svc` and detokenization's whole
+//! token object).
 
 use serde::Serialize;
 use serde_json::Value;

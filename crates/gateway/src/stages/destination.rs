@@ -27,5 +27,5 @@ pub(crate) fn destination(ctx: &mut RequestContext<'_>, proxy: &Proxy) -> Result
     ctx.audit.destination = ctx.target.as_ref().map(Target::display);
     ctx.audit.ephemeral = ctx.ephemeral;
     destination_uri(parsed, ctx.suffix(), &ctx.forwarded_query)
-        .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e).into())
+        .map_err(|e| GatewayError::new(ErrorKind::Unreachable, e.to_string()).into())
 }

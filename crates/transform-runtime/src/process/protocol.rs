@@ -70,6 +70,6 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, String> {
 }
 
 /// Decodes a frame body (without its length).
-pub(crate) fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, String> {
-    postcard::from_bytes(body).map_err(|e| e.to_string())
+pub(crate) fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, postcard::Error> {
+    postcard::from_bytes(body)
 }
