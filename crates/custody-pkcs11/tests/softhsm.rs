@@ -37,8 +37,34 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         return;
     };
     let module = &hsm.module;
+    start_up_refusals_name_what_to_fix(module);
+    let custody = Pkcs11Custody::open(&config(module, TOKEN, KEY, PIN)).expect("custody");
+    assert!(custody.describe().contains("kek"));
+    let (a, secret) = (TenantId::new(), [7u8; 32]);
+    let wrapped = wrappings_are_fresh_and_bound_to_their_purpose(&custody, a, &secret).await;
 
-    // What stops start-up, naming what to fix.
+    // A session the token dropped (the HSM restarted) is opened again on the next call.
+    custody.forget_session();
+    let reopened = custody
+        .unwrap(WrapPurpose::DataKey(a), &wrapped)
+        .await
+        .expect("a new session");
+    assert_eq!(reopened.as_slice(), &secret);
+
+    // A vault's keys move from a file key into the token.
+    for db in [
+        Some(TestDatabase::sqlite().await),
+        TestDatabase::postgres().await,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        moves_a_vault_into_the_token(&db, module).await;
+    }
+}
+
+/// What stops start-up, naming what to fix (and never the PIN).
+fn start_up_refusals_name_what_to_fix(module: &Path) {
     for (cfg, expected) in [
         (config(module, TOKEN, LEAKY_KEY, PIN), "extractable"),
         (config(module, TOKEN, "absent", PIN), "exactly one"),
@@ -56,13 +82,19 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
             assert!(matches!(err, Pkcs11Error::Extractable(_)));
         }
     }
+}
 
-    let custody = Pkcs11Custody::open(&config(module, TOKEN, KEY, PIN)).expect("custody");
-    assert!(custody.describe().contains("kek"));
-    let (a, b) = (TenantId::new(), TenantId::new());
-    let secret = [7u8; 32];
+/// `secret` wrapped for tenant `a`'s data key: not in clear, with a fresh IV each time, and
+/// opened only for that purpose, untampered, and never as a file key's wrapping. Returns one
+/// wrapping.
+async fn wrappings_are_fresh_and_bound_to_their_purpose(
+    custody: &Pkcs11Custody,
+    a: TenantId,
+    secret: &[u8; 32],
+) -> Vec<u8> {
+    let b = TenantId::new();
     let wrapped = custody
-        .wrap(WrapPurpose::DataKey(a), &secret)
+        .wrap(WrapPurpose::DataKey(a), secret)
         .await
         .expect("wrap");
     assert_eq!(wrapped[0], 2, "a PKCS#11 wrapping says so");
@@ -71,7 +103,7 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         "not in clear"
     );
     let again = custody
-        .wrap(WrapPurpose::DataKey(a), &secret)
+        .wrap(WrapPurpose::DataKey(a), secret)
         .await
         .expect("wrap");
     assert_ne!(wrapped, again, "a fresh IV each time");
@@ -79,7 +111,7 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
         .unwrap(WrapPurpose::DataKey(a), &wrapped)
         .await
         .expect("unwrap");
-    assert_eq!(opened.as_slice(), &secret);
+    assert_eq!(opened.as_slice(), secret);
     // Bound to its purpose: not another tenant's, not a vault key; tampering is refused.
     for purpose in [
         WrapPurpose::DataKey(b),
@@ -104,7 +136,7 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
     );
     let file = MasterKey::generate();
     let by_file = file
-        .wrap(WrapPurpose::DataKey(a), &secret)
+        .wrap(WrapPurpose::DataKey(a), secret)
         .await
         .expect("file wrap");
     assert_eq!(
@@ -114,25 +146,7 @@ async fn a_token_key_wraps_binds_refuses_and_takes_over_from_a_file_key() {
             .expect_err("a file key's"),
         CryptoError::Authentication
     );
-
-    // A session the token dropped (the HSM restarted) is opened again on the next call.
-    custody.forget_session();
-    let reopened = custody
-        .unwrap(WrapPurpose::DataKey(a), &wrapped)
-        .await
-        .expect("a new session");
-    assert_eq!(reopened.as_slice(), &secret);
-
-    // A vault's keys move from a file key into the token.
-    for db in [
-        Some(TestDatabase::sqlite().await),
-        TestDatabase::postgres().await,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        moves_a_vault_into_the_token(&db, module).await;
-    }
+    wrapped
 }
 
 async fn moves_a_vault_into_the_token(db: &TestDatabase, module: &Path) {

@@ -75,27 +75,39 @@ pub(crate) fn note(
     response
 }
 
-/// The action a refused call on `pattern` was attempting, when the route is audited.
+/// The action a refused call on `pattern` was attempting, when the route is audited: the
+/// route modules' own path constants, so a route's path is written once.
 pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
+    use crate::routes::{
+        applications::{APPLICATION, APPLICATIONS, APPLICATION_KEY, APPLICATION_KEYS, REGENERATE},
+        children::{CHILD, CHILDREN},
+        detokenize::DETOKENIZE,
+        proxies::{PROXIES, PROXY},
+        tokenize::TOKENIZE,
+        tokens::{
+            v2::{SEARCH_V2, TOKENS_V2},
+            SEARCH, TOKEN, TOKENS,
+        },
+    };
     use AuditAction as A;
     let action = match (method.as_str(), pattern) {
-        ("POST", "/tokens" | "/tokenize" | "/tokens/{parent_id}/children") => A::TokenCreated,
-        ("GET", "/tokens" | "/tokens/{id}" | "/tokens/{parent_id}/children") => A::TokenRead,
-        ("POST", "/tokens/search" | "/detokenize" | "/v2/tokens/search") => A::TokenRead,
-        ("GET", "/v2/tokens") => A::TokenRead,
-        ("PATCH", "/tokens/{id}") => A::TokenUpdated,
-        ("DELETE", "/tokens/{id}") => A::TokenDeleted,
-        ("POST", "/tokens/{parent_id}/children/{child_id}") => A::AssociationCreated,
-        ("DELETE", "/tokens/{parent_id}/children/{child_id}") => A::AssociationDeleted,
-        ("POST", "/applications") => A::ApplicationCreated,
-        ("PUT", "/applications/{id}") => A::ApplicationUpdated,
-        ("DELETE", "/applications/{id}") => A::ApplicationDeleted,
-        ("POST", "/applications/{id}/regenerate") => A::ApplicationKeyRegenerated,
-        ("POST", "/applications/{id}/keys") => A::ApplicationKeyCreated,
-        ("DELETE", "/applications/{id}/keys/{key_id}") => A::ApplicationKeyRevoked,
-        ("POST", "/proxies") => A::ProxyCreated,
-        ("PUT", "/proxies/{id}") => A::ProxyUpdated,
-        ("DELETE", "/proxies/{id}") => A::ProxyDeleted,
+        ("POST", TOKENS | TOKENIZE | CHILDREN) => A::TokenCreated,
+        ("GET", TOKENS | TOKEN | CHILDREN) => A::TokenRead,
+        ("POST", SEARCH | DETOKENIZE | SEARCH_V2) => A::TokenRead,
+        ("GET", TOKENS_V2) => A::TokenRead,
+        ("PATCH", TOKEN) => A::TokenUpdated,
+        ("DELETE", TOKEN) => A::TokenDeleted,
+        ("POST", CHILD) => A::AssociationCreated,
+        ("DELETE", CHILD) => A::AssociationDeleted,
+        ("POST", APPLICATIONS) => A::ApplicationCreated,
+        ("PUT", APPLICATION) => A::ApplicationUpdated,
+        ("DELETE", APPLICATION) => A::ApplicationDeleted,
+        ("POST", REGENERATE) => A::ApplicationKeyRegenerated,
+        ("POST", APPLICATION_KEYS) => A::ApplicationKeyCreated,
+        ("DELETE", APPLICATION_KEY) => A::ApplicationKeyRevoked,
+        ("POST", PROXIES) => A::ProxyCreated,
+        ("PUT", PROXY) => A::ProxyUpdated,
+        ("DELETE", PROXY) => A::ProxyDeleted,
         _ => return None,
     };
     Some(action)

@@ -150,6 +150,18 @@ fn killed_and_resumed(dir: &Path, database: Option<&str>) {
         good
     );
     assert!(summary["skipped"].as_u64().expect("skipped") >= partly);
+    each_refusal_and_dropped_field_is_reported(&summary);
+    // Read back: data and metadata as exported.
+    let (status, token) = get(&format!("{base}/tokens/imp_04242"), &admin);
+    assert_eq!(status, 200);
+    assert_eq!(token["data"], json!("value 4242"));
+    assert_eq!(token["metadata"], json!({"row": "4242"}));
+    assert!(server.terminate().success());
+}
+
+/// The rerun's summary names each bad row by its line, with a reason naming what is wrong,
+/// and the export's fields it did not keep.
+fn each_refusal_and_dropped_field_is_reported(summary: &Value) {
     let refusals = summary["refusals"].as_array().expect("refusals");
     let lines: Vec<u64> = refusals
         .iter()
@@ -181,10 +193,4 @@ fn killed_and_resumed(dir: &Path, database: Option<&str>) {
         .map(|d| d["field"].as_str().expect("field"))
         .collect();
     assert_eq!(dropped, vec!["created_at", "fingerprint", "tenant_id"]);
-    // Read back: data and metadata as exported.
-    let (status, token) = get(&format!("{base}/tokens/imp_04242"), &admin);
-    assert_eq!(status, 200);
-    assert_eq!(token["data"], json!("value 4242"));
-    assert_eq!(token["metadata"], json!({"row": "4242"}));
-    assert!(server.terminate().success());
 }

@@ -329,9 +329,18 @@ mod tests {
     /// What a refusal must be.
     type Expected = fn(&QueryError) -> bool;
 
+    /// Each of `cases` is refused as expected, with a message.
+    fn refused(cases: &[(&str, Expected)]) {
+        for (query, expected) in cases {
+            let e = parse(query).expect_err(query);
+            assert!(expected(&e), "{query}: {e:?}");
+            assert!(!e.to_string().is_empty());
+        }
+    }
+
     #[test]
-    fn every_refused_form_names_its_term() {
-        let cases: &[(&str, Expected)] = &[
+    fn every_refused_field_operator_and_syntax_names_its_term() {
+        refused(&[
             (
                 "enrichments:4242",
                 |e| matches!(e, QueryError::UnknownField { field, .. } if field == "enrichments"),
@@ -376,6 +385,12 @@ mod tests {
             ("metadata.k:\"ab\"~2", |e| {
                 matches!(e, QueryError::Syntax(_))
             }),
+        ]);
+    }
+
+    #[test]
+    fn every_refused_quote_term_and_value_names_its_term() {
+        refused(&[
             ("metadata.k:\"open", |e| matches!(e, QueryError::Quote(_))),
             ("metadata.k:\"bad \\n escape\"", |e| {
                 matches!(e, QueryError::Quote(_))
@@ -408,12 +423,7 @@ mod tests {
             ("container:/a/ AND container:/b/", |e| {
                 matches!(e, QueryError::Repeated(_))
             }),
-        ];
-        for (query, expected) in cases {
-            let e = parse(query).expect_err(query);
-            assert!(expected(&e), "{query}: {e:?}");
-            assert!(!e.to_string().is_empty());
-        }
+        ]);
     }
 
     #[test]

@@ -18,6 +18,19 @@ use crate::{
     views::{ApplicationKeyView, ApplicationView, PageView},
 };
 
+/// The applications: `/applications`.
+pub(crate) const APPLICATIONS: &str = "/applications";
+/// The calling key's application: `/applications/key`.
+pub(crate) const APPLICATION_BY_KEY: &str = "/applications/key";
+/// One application: `/applications/{id}`.
+pub(crate) const APPLICATION: &str = "/applications/{id}";
+/// An application's key, regenerated: `/applications/{id}/regenerate`.
+pub(crate) const REGENERATE: &str = "/applications/{id}/regenerate";
+/// An application's keys: `/applications/{id}/keys`.
+pub(crate) const APPLICATION_KEYS: &str = "/applications/{id}/keys";
+/// One key of an application: `/applications/{id}/keys/{key_id}`.
+pub(crate) const APPLICATION_KEY: &str = "/applications/{id}/keys/{key_id}";
+
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
@@ -28,7 +41,7 @@ pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/applications")
+        web::resource(APPLICATIONS)
             .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
@@ -36,32 +49,32 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     )
     // Before `/applications/{id}`, which would take `key` for an id.
     .service(
-        web::resource("/applications/key")
+        web::resource(APPLICATION_BY_KEY)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get_by_key)),
     )
     .service(
-        web::resource("/applications/{id}")
+        web::resource(APPLICATION)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
             .route(web::put().to(update))
             .route(web::delete().to(delete)),
     )
     .service(
-        web::resource("/applications/{id}/regenerate")
+        web::resource(REGENERATE)
             .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(regenerate)),
     )
     .service(
-        web::resource("/applications/{id}/keys")
+        web::resource(APPLICATION_KEYS)
             .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create_key))
             .route(web::get().to(list_keys)),
     )
     .service(
-        web::resource("/applications/{id}/keys/{key_id}")
+        web::resource(APPLICATION_KEY)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get_key))
             .route(web::delete().to(delete_key)),
@@ -70,7 +83,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 
 /// Creates an application. The response is the only time its key is shown; with
 /// `create_key: false` it has none, and keys are added through `/applications/{id}/keys`.
-#[utoipa::path(post, path = "/applications", tag = "applications",
+#[utoipa::path(post, path = APPLICATIONS, tag = "applications",
     request_body = ApplicationInput,
     responses((status = 201, description = "Created; `key` holds the new API key (absent with `create_key: false`).", body = ApplicationView)))]
 async fn create(
@@ -88,7 +101,7 @@ async fn create(
 }
 
 /// Lists the tenant's applications, oldest first; `id` and `type` (each repeatable) filter.
-#[utoipa::path(get, path = "/applications", tag = "applications",
+#[utoipa::path(get, path = APPLICATIONS, tag = "applications",
     params(crate::query::PageParams, crate::query::ApplicationListParams),
     responses((status = 200, description = "A page of applications; a page past the end has no `data`.", body = PageView<ApplicationView>)))]
 async fn list(
@@ -105,7 +118,7 @@ async fn list(
 }
 
 /// The application of the calling key: any valid key may read it, without a permission.
-#[utoipa::path(get, path = "/applications/key", tag = "applications",
+#[utoipa::path(get, path = APPLICATION_BY_KEY, tag = "applications",
     responses((status = 200, description = "The calling application (never its key).", body = ApplicationView)))]
 async fn get_by_key(
     state: web::Data<ApiState>,
@@ -116,7 +129,7 @@ async fn get_by_key(
 }
 
 /// Reads an application (never its key).
-#[utoipa::path(get, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+#[utoipa::path(get, path = APPLICATION, tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
     responses((status = 200, description = "The application.", body = ApplicationView)))]
 async fn get(
     state: web::Data<ApiState>,
@@ -130,7 +143,7 @@ async fn get(
 
 /// Replaces an application's name, permissions and rules, and its type when `type` is given
 /// (left out, the type is kept). The key is unchanged.
-#[utoipa::path(put, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+#[utoipa::path(put, path = APPLICATION, tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
     request_body = ApplicationUpdate,
     responses((status = 200, description = "The updated application.", body = ApplicationView)))]
 async fn update(
@@ -149,7 +162,7 @@ async fn update(
 }
 
 /// Deletes an application; its key stops working at once.
-#[utoipa::path(delete, path = "/applications/{id}", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+#[utoipa::path(delete, path = APPLICATION, tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
     responses(
         (status = 204, description = "Deleted."),
         (status = 409, description = "Proxies still use the application; `detail` names them.",
@@ -165,7 +178,7 @@ async fn delete(
 }
 
 /// Revokes every key of the application and issues one; the old ones stop working at once.
-#[utoipa::path(post, path = "/applications/{id}/regenerate", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+#[utoipa::path(post, path = REGENERATE, tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
     responses((status = 200, description = "The application with its new `key`.", body = ApplicationView)))]
 async fn regenerate(
     state: web::Data<ApiState>,
@@ -192,7 +205,7 @@ fn key_path(path: &(String, String)) -> Result<(ApplicationId, ApplicationKeyId)
 
 /// Adds a key to the application (`application:update`, and every grant of the application).
 /// The response is the only time the key is shown.
-#[utoipa::path(post, path = "/applications/{id}/keys", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+#[utoipa::path(post, path = APPLICATION_KEYS, tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
     responses((status = 201, description = "The new key; `key` is shown this once.", body = ApplicationKeyView)))]
 async fn create_key(
     state: web::Data<ApiState>,
@@ -211,7 +224,7 @@ async fn create_key(
 
 /// The application's keys (`application:read`), oldest first, without their secrets: a bare
 /// JSON array. It takes no query parameters.
-#[utoipa::path(get, path = "/applications/{id}/keys", tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
+#[utoipa::path(get, path = APPLICATION_KEYS, tag = "applications", params(("id" = uuid::Uuid, Path, description = "The application id.")),
     responses((status = 200, description = "Its keys.", body = Vec<ApplicationKeyView>)))]
 async fn list_keys(
     state: web::Data<ApiState>,
@@ -227,7 +240,7 @@ async fn list_keys(
 }
 
 /// One key of the application (`application:read`), without its secret.
-#[utoipa::path(get, path = "/applications/{id}/keys/{key_id}", tag = "applications",
+#[utoipa::path(get, path = APPLICATION_KEY, tag = "applications",
     params(("id" = uuid::Uuid, Path, description = "The application id."),
            ("key_id" = uuid::Uuid, Path, description = "The key id.")),
     responses((status = 200, description = "The key.", body = ApplicationKeyView)))]
@@ -243,7 +256,7 @@ async fn get_key(
 
 /// Revokes one key (`application:update`, and every grant of the application); it stops
 /// working at once.
-#[utoipa::path(delete, path = "/applications/{id}/keys/{key_id}", tag = "applications",
+#[utoipa::path(delete, path = APPLICATION_KEY, tag = "applications",
     params(("id" = uuid::Uuid, Path, description = "The application id."),
            ("key_id" = uuid::Uuid, Path, description = "The key id.")),
     responses((status = 204, description = "Revoked.")))]

@@ -10,6 +10,9 @@ use crate::{
     views::{AuditEventView, PageView},
 };
 
+/// The caller's tenant's audit events: `/audit-events`.
+pub(crate) const AUDIT_EVENTS: &str = "/audit-events";
+
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(list))]
@@ -17,7 +20,7 @@ pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/audit-events")
+        web::resource(AUDIT_EVENTS)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(list)),
     );
@@ -25,7 +28,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 
 /// Lists the tenant's audit events, newest first. Every given filter must match; `action`
 /// may repeat (any of them). Needs `audit:read`. Another tenant's events are never listed.
-#[utoipa::path(get, path = "/audit-events", tag = "audit",
+#[utoipa::path(get, path = AUDIT_EVENTS, tag = "audit",
     params(crate::query::AuditListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of events, newest first.", body = PageView<AuditEventView>)))]
 async fn list(

@@ -18,6 +18,11 @@ use crate::{
     views::{child_created_or_found, PageView, TokenView},
 };
 
+/// A token's children: `/tokens/{parent_id}/children`.
+pub(crate) const CHILDREN: &str = "/tokens/{parent_id}/children";
+/// One child link of a token: `/tokens/{parent_id}/children/{child_id}`.
+pub(crate) const CHILD: &str = "/tokens/{parent_id}/children/{child_id}";
+
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(associate, dissociate, create_child, list_children))]
@@ -25,14 +30,14 @@ pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/tokens/{parent_id}/children")
+        web::resource(CHILDREN)
             .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create_child))
             .route(web::get().to(list_children)),
     )
     .service(
-        web::resource("/tokens/{parent_id}/children/{child_id}")
+        web::resource(CHILD)
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(associate))
             .route(web::delete().to(dissociate)),
@@ -53,7 +58,7 @@ fn link(path: &(String, String)) -> Result<(TokenId, TokenId), ApiError> {
 }
 
 /// Links two existing tokens as parent and child (idempotent). Needs `token:read` on both.
-#[utoipa::path(post, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
+#[utoipa::path(post, path = CHILD, tag = "associations",
     params(("parent_id" = String, Path, description = "The parent token id (URL-encoded)."), ("child_id" = String, Path, description = "The child token id (URL-encoded).")),
     responses((status = 204, description = "Associated (or already was).")))]
 async fn associate(
@@ -68,7 +73,7 @@ async fn associate(
 }
 
 /// Removes an association; both tokens remain. Needs `token:delete` on the parent's container.
-#[utoipa::path(delete, path = "/tokens/{parent_id}/children/{child_id}", tag = "associations",
+#[utoipa::path(delete, path = CHILD, tag = "associations",
     params(("parent_id" = String, Path, description = "The parent token id (URL-encoded)."), ("child_id" = String, Path, description = "The child token id (URL-encoded).")),
     responses((status = 204, description = "Removed.")))]
 async fn dissociate(
@@ -84,7 +89,7 @@ async fn dissociate(
 
 /// Creates a token and links it as a child of `parent_id`. Needs `token:read` on the parent
 /// and `token:create` on the child's container.
-#[utoipa::path(post, path = "/tokens/{parent_id}/children", tag = "associations",
+#[utoipa::path(post, path = CHILDREN, tag = "associations",
     params(("parent_id" = String, Path, description = "The parent token id (URL-encoded).")), request_body = NewToken,
     responses(
         (status = 201, description = "The child token (without data).", body = TokenView),
@@ -123,7 +128,7 @@ async fn create_child(
 }
 
 /// Lists the children of `parent_id` that the caller may read, with data.
-#[utoipa::path(get, path = "/tokens/{parent_id}/children", tag = "associations",
+#[utoipa::path(get, path = CHILDREN, tag = "associations",
     params(("parent_id" = String, Path, description = "The parent token id (URL-encoded)."), crate::query::TokenListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of child tokens.", body = PageView<TokenView>)))]
 async fn list_children(

@@ -20,6 +20,9 @@ use crate::{
     state::ApiState,
 };
 
+/// Detokenization of a body: `/detokenize`.
+pub(crate) const DETOKENIZE: &str = "/detokenize";
+
 /// Largest rendered answer, in bytes: the gateway's default `--max-rendered-bytes`.
 pub(crate) const MAX_RENDERED_BYTES: u64 = 10 * 1024 * 1024;
 
@@ -30,7 +33,7 @@ pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/detokenize")
+        web::resource(DETOKENIZE)
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(detokenize)),
     );
@@ -42,7 +45,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 /// Needs `token:read` on each token's container; destination-bound
 /// tokens are refused. Unknown tokens and other tenants' are the same 400; at most 100
 /// distinct tokens; a rendering that could exceed 10 MiB is a 413, decided before decrypting.
-#[utoipa::path(post, path = "/detokenize", tag = "tokens",
+#[utoipa::path(post, path = DETOKENIZE, tag = "tokens",
     request_body(content = serde_json::Value, description = "Any JSON value holding detokenization expressions."),
     responses((status = 200, description = "The body with every expression replaced.", body = serde_json::Value)))]
 async fn detokenize(

@@ -6,10 +6,17 @@ use serde::Serialize;
 
 use crate::{problem::ApiError, problem::Problem, state::ApiState};
 
+/// Liveness: `/healthz`.
+pub(crate) const HEALTHZ: &str = "/healthz";
+/// Readiness: `/readyz`.
+pub(crate) const READYZ: &str = "/readyz";
+/// Prometheus metrics: `/metrics`.
+pub(crate) const METRICS: &str = "/metrics";
+
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz))
-        .route("/metrics", web::get().to(metrics));
+    cfg.route(HEALTHZ, web::get().to(healthz))
+        .route(READYZ, web::get().to(readyz))
+        .route(METRICS, web::get().to(metrics));
 }
 
 /// The OpenAPI operations of this module.
@@ -26,14 +33,14 @@ pub(crate) struct Status {
 }
 
 /// The process is up.
-#[utoipa::path(get, path = "/healthz", tag = "operations", security(()),
+#[utoipa::path(get, path = HEALTHZ, tag = "operations", security(()),
     responses((status = 200, description = "The process is alive.", body = Status)))]
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(Status { status: "ok" })
 }
 
 /// The process can reach its database.
-#[utoipa::path(get, path = "/readyz", tag = "operations", security(()),
+#[utoipa::path(get, path = READYZ, tag = "operations", security(()),
     responses(
         (status = 200, description = "The database answers.", body = Status),
         (status = 503, description = "The database is unreachable.", body = Problem,
@@ -52,7 +59,7 @@ async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
 }
 
 /// Prometheus metrics (no key; counts only, no tenant data).
-#[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
+#[utoipa::path(get, path = METRICS, tag = "operations", security(()),
     responses((status = 200, description = "Prometheus text exposition format.", body = String,
         content_type = "text/plain")))]
 async fn metrics(state: web::Data<ApiState>) -> HttpResponse {

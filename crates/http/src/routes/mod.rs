@@ -1,14 +1,14 @@
 //! Route table.
 
-mod applications;
+pub(crate) mod applications;
 mod audit;
-mod children;
-mod detokenize;
+pub(crate) mod children;
+pub(crate) mod detokenize;
 mod health;
-mod proxies;
+pub(crate) mod proxies;
 mod recorded;
-mod tokenize;
-mod tokens;
+pub(crate) mod tokenize;
+pub(crate) mod tokens;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
 use tessera_service::header_names::HeaderNames;

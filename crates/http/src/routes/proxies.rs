@@ -13,6 +13,11 @@ use crate::{
     views::{PageView, ProxyView},
 };
 
+/// The proxies: `/proxies`.
+pub(crate) const PROXIES: &str = "/proxies";
+/// One proxy: `/proxies/{id}`.
+pub(crate) const PROXY: &str = "/proxies/{id}";
+
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(create, list, get, update, patch, delete))]
@@ -20,14 +25,14 @@ pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/proxies")
+        web::resource(PROXIES)
             .wrap(from_fn(crate::idempotency::idempotent))
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(create))
             .route(web::get().to(list)),
     )
     .service(
-        web::resource("/proxies/{id}")
+        web::resource(PROXY)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
             .route(web::put().to(update))
@@ -37,7 +42,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// Creates a pre-configured proxy; the response holds its generated `key`.
-#[utoipa::path(post, path = "/proxies", tag = "proxies",
+#[utoipa::path(post, path = PROXIES, tag = "proxies",
     request_body = ProxyInput,
     responses((status = 201, description = "Created (no `modified_*` fields).", body = ProxyView)))]
 async fn create(
@@ -51,7 +56,7 @@ async fn create(
 }
 
 /// Lists proxies, oldest first.
-#[utoipa::path(get, path = "/proxies", tag = "proxies",
+#[utoipa::path(get, path = PROXIES, tag = "proxies",
     params(crate::query::ProxyListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of proxies.", body = PageView<ProxyView>)))]
 async fn list(
@@ -65,7 +70,7 @@ async fn list(
 }
 
 /// Reads a proxy.
-#[utoipa::path(get, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+#[utoipa::path(get, path = PROXY, tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
     responses((status = 200, description = "The proxy.", body = ProxyView)))]
 async fn get(
     state: web::Data<ApiState>,
@@ -78,7 +83,7 @@ async fn get(
 }
 
 /// Replaces a proxy's settings; its key is unchanged.
-#[utoipa::path(put, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+#[utoipa::path(put, path = PROXY, tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
     request_body = ProxyInput,
     responses((status = 200, description = "The updated proxy.", body = ProxyView)))]
 async fn update(
@@ -100,7 +105,7 @@ async fn update(
 /// `application/json`): present fields replace, `null` removes an optional field (`name` and
 /// `destination_url` cannot be removed), `configuration` is merged key by key. The result is
 /// checked as `PUT` checks its body; the key is unchanged.
-#[utoipa::path(patch, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+#[utoipa::path(patch, path = PROXY, tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
     request_body(content = ProxyPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, description = "The updated proxy.", body = ProxyView)))]
 async fn patch(
@@ -119,7 +124,7 @@ async fn patch(
 }
 
 /// Deletes a proxy; its key stops working.
-#[utoipa::path(delete, path = "/proxies/{id}", tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
+#[utoipa::path(delete, path = PROXY, tag = "proxies", params(("id" = uuid::Uuid, Path, description = "The proxy id.")),
     responses((status = 204, description = "Deleted.")))]
 async fn delete(
     state: web::Data<ApiState>,

@@ -22,6 +22,9 @@ use crate::{
     state::ApiState,
 };
 
+/// Bulk and composite tokenization: `/tokenize`.
+pub(crate) const TOKENIZE: &str = "/tokenize";
+
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(tokenize))]
@@ -29,7 +32,7 @@ pub(super) struct Doc;
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
     cfg.service(
-        web::resource("/tokenize")
+        web::resource(TOKENIZE)
             .wrap(from_fn(idempotent))
             .wrap(from_fn(auth::require_api_key))
             .wrap(browser::cors(names))
@@ -45,7 +48,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
 /// the answer has the body's shape. Needs `token:create` on every target container; one
 /// invalid request is a 400 naming it (`[3].data.number`, `card.data.number`,
 /// `tags[1].data`), and nothing is stored.
-#[utoipa::path(post, path = "/tokenize", tag = "tokens",
+#[utoipa::path(post, path = TOKENIZE, tag = "tokens",
     request_body(content = serde_json::Value, description = "Token create requests and bare values (1 to 100 in all), alone or in arrays and objects nested at most 8 levels deep."),
     responses((status = 201, description = "The tokens, in the shape of the request.", body = serde_json::Value)))]
 async fn tokenize(

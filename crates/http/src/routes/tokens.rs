@@ -1,7 +1,7 @@
 //! `/tokens`: create, read, list, update, delete and search (docs/api.md "Tokens"); bulk
 //! creation in [`super::tokenize`]; cursor pages under `/v2/tokens` in [`v2`].
 
-mod v2;
+pub(crate) mod v2;
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{
@@ -24,6 +24,13 @@ use crate::{
     views::{created_or_found, PageView, TokenView},
 };
 
+/// Token search: `/tokens/search`.
+pub(crate) const SEARCH: &str = "/tokens/search";
+/// The tokens: `/tokens`.
+pub(crate) const TOKENS: &str = "/tokens";
+/// One token: `/tokens/{id}`.
+pub(crate) const TOKEN: &str = "/tokens/{id}";
+
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(create, list, get, update, delete, search, v2::list_v2, v2::search_v2))]
@@ -33,12 +40,12 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
     v2::configure(cfg);
     // `/tokens/search` before `/tokens/{id}`: actix matches resources in registration order.
     cfg.service(
-        web::resource("/tokens/search")
+        web::resource(SEARCH)
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(search)),
     )
     .service(
-        web::resource("/tokens")
+        web::resource(TOKENS)
             .wrap(from_fn(idempotent))
             .wrap(from_fn(auth::require_api_key))
             .wrap(browser::cors(names))
@@ -47,7 +54,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
             .route(web::get().to(list)),
     )
     .service(
-        web::resource("/tokens/{id}")
+        web::resource(TOKEN)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(get))
             .route(web::patch().to(update))
@@ -58,7 +65,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
 /// Stores a secret and returns its token (without the data). Needs `token:create` on the
 /// target container. With `deduplicate_token: true`, an existing live token of the same type,
 /// container and fingerprint is returned instead, with 200.
-#[utoipa::path(post, path = "/tokens", tag = "tokens",
+#[utoipa::path(post, path = TOKENS, tag = "tokens",
     request_body = NewToken,
     responses(
         (status = 201, description = "Created.", body = TokenView),
@@ -89,7 +96,7 @@ async fn create(
 /// string (`type:card AND metadata.customer:c_42`; docs/api.md "Search query"). `data` is left
 /// out unless `include_data` is true. Pages are numbered (`page`); `start` is refused, cursor
 /// pages are `POST /v2/tokens/search`.
-#[utoipa::path(post, path = "/tokens/search", tag = "tokens",
+#[utoipa::path(post, path = SEARCH, tag = "tokens",
     request_body = TokenSearchRequest,
     responses((status = 200, description = "A page of tokens, newest first.", body = PageView<TokenView>)))]
 async fn search(
@@ -121,7 +128,7 @@ async fn search(
 /// `application/json`): `data` replaced, `metadata` merged (a key set to `null` is removed),
 /// `expires_at` set or cleared with `null`. `type`, `containers` and `id` cannot change. Needs
 /// `token:update` on its container.
-#[utoipa::path(patch, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
+#[utoipa::path(patch, path = TOKEN, tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     request_body(content = TokenPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, description = "The updated token: `data` only under a `mask` transform, as its mask.", body = TokenView)))]
 async fn update(
@@ -141,7 +148,7 @@ async fn update(
 
 /// Lists tokens the caller may read (with data), oldest first. Tokens in containers without
 /// `token:read` are neither listed nor counted.
-#[utoipa::path(get, path = "/tokens", tag = "tokens",
+#[utoipa::path(get, path = TOKENS, tag = "tokens",
     params(crate::query::TokenListParams, crate::query::PageParams),
     responses((status = 200, description = "A page of tokens.", body = PageView<TokenView>)))]
 async fn list(
@@ -161,7 +168,7 @@ async fn list(
 }
 
 /// Reads a token with its data. Needs `token:read` on its container.
-#[utoipa::path(get, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
+#[utoipa::path(get, path = TOKEN, tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     responses((status = 200, description = "The token.", body = TokenView)))]
 async fn get(
     state: web::Data<ApiState>,
@@ -175,7 +182,7 @@ async fn get(
 }
 
 /// Deletes a token and its associations (its children remain). Needs `token:delete`.
-#[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
+#[utoipa::path(delete, path = TOKEN, tag = "tokens", params(("id" = String, Path, description = "The token id: a UUID, or the id its creator chose (URL-encoded).")),
     responses((status = 204, description = "Deleted.")))]
 async fn delete(
     state: web::Data<ApiState>,

@@ -142,8 +142,41 @@ async fn repeated_member_names_are_refused_at_every_depth(db: &TestDatabase) {
     let id = c
         .create("/tokens", json!({"type": "token", "data": "kept"}))
         .await;
+    for (method, path, body, field) in repeated_member_cases(&id) {
+        let content_type = if method == Method::PATCH {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
+        let req = TestRequest::default()
+            .method(method.clone())
+            .uri(&path)
+            .insert_header(("SVC-API-KEY", t.admin_key.clone()))
+            .insert_header(("content-type", content_type))
+            .set_payload(body.clone());
+        let r = send_raw(&app, req).await;
+        assert_eq!(r.status, 400, "{method} {path} {body}: {}", r.body);
+        assert_eq!(r.error_fields(), vec![field.to_string()], "{body}");
+        assert!(!String::from_utf8_lossy(&r.raw).contains("4242424242424242"));
+    }
+    let tokens = c.get("/tokens").await.expect(200);
+    assert_eq!(
+        tokens.body["pagination"]["total_items"], 1,
+        "only the first"
+    );
+    let kept = c.get(&format!("/tokens/{id}")).await.expect(200);
+    assert_eq!(kept.body["data"], "kept");
+    assert!(kept.body["metadata"]
+        .as_object()
+        .is_none_or(|m| m.is_empty()));
+    let apps = c.get("/applications").await.expect(200);
+    assert_eq!(apps.body["pagination"]["total_items"], 1, "only the admin");
+}
+
+/// Bodies repeating a member name at some depth, by route, with the path each must name.
+fn repeated_member_cases(id: &str) -> Vec<(Method, String, String, &'static str)> {
     let card = r#"{"type": "card", "data": {"number": "4242424242424242"}}"#;
-    let cases: Vec<(Method, String, String, &str)> = vec![
+    vec![
         (Method::POST, "/tokenize".into(), format!(r#"{{"card": {card}, "card": {card}}}"#), "card"),
         (
             Method::POST,
@@ -193,36 +226,7 @@ async fn repeated_member_names_are_refused_at_every_depth(db: &TestDatabase) {
             r#"{"metadata": {"k": "1", "k": "2"}}"#.into(),
             "metadata.k",
         ),
-    ];
-    for (method, path, body, field) in cases {
-        let content_type = if method == Method::PATCH {
-            "application/merge-patch+json"
-        } else {
-            "application/json"
-        };
-        let req = TestRequest::default()
-            .method(method.clone())
-            .uri(&path)
-            .insert_header(("SVC-API-KEY", t.admin_key.clone()))
-            .insert_header(("content-type", content_type))
-            .set_payload(body.clone());
-        let r = send_raw(&app, req).await;
-        assert_eq!(r.status, 400, "{method} {path} {body}: {}", r.body);
-        assert_eq!(r.error_fields(), vec![field.to_string()], "{body}");
-        assert!(!String::from_utf8_lossy(&r.raw).contains("4242424242424242"));
-    }
-    let tokens = c.get("/tokens").await.expect(200);
-    assert_eq!(
-        tokens.body["pagination"]["total_items"], 1,
-        "only the first"
-    );
-    let kept = c.get(&format!("/tokens/{id}")).await.expect(200);
-    assert_eq!(kept.body["data"], "kept");
-    assert!(kept.body["metadata"]
-        .as_object()
-        .is_none_or(|m| m.is_empty()));
-    let apps = c.get("/applications").await.expect(200);
-    assert_eq!(apps.body["pagination"]["total_items"], 1, "only the admin");
+    ]
 }
 
 /// Expressions and templates whose parsing or rendering could cost far more than the data

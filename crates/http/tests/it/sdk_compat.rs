@@ -260,6 +260,38 @@ async fn management_routes_answer_with_one_trailing_slash(db: &TestDatabase) {
             json!({"name": "p", "destination_url": "https://api.example.com"}),
         )
         .await;
+    token_routes_answer_with_one_trailing_slash(&admin, &parent, &other).await;
+    application_and_proxy_routes_answer_with_one_trailing_slash(&admin, &application, &proxy).await;
+    for path in ["/healthz/", "/readyz/", "/openapi.json/", "/metrics/"] {
+        Caller::anonymous(&app).get(path).await.expect(200);
+    }
+    for gone in [
+        format!("/tokens/{child}/"),
+        format!("/proxies/{proxy}/"),
+        format!("/applications/{application}/"),
+    ] {
+        admin.delete(&gone).await.expect(204);
+    }
+    assert_eq!(admin.total("/tokens").await, json!(4));
+    // One slash only, and a method a route does not take is still a 405.
+    admin.get("/tokens//").await.expect(404);
+    admin.get("/applications//").await.expect(404);
+    admin
+        .send(Method::PATCH, "/tokens/", None)
+        .await
+        .expect(405);
+}
+
+/// The token routes, with one trailing slash: list, get, patch, filter, search, and linking
+/// and unlinking `other` as a child of `parent`.
+async fn token_routes_answer_with_one_trailing_slash<S, B>(
+    admin: &Caller<'_, S>,
+    parent: &str,
+    other: &str,
+) where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     assert_eq!(admin.total("/tokens/?size=5").await, json!(5));
     assert_eq!(
         admin.page(&format!("/tokens/{parent}/")).await["data"],
@@ -289,6 +321,17 @@ async fn management_routes_answer_with_one_trailing_slash(db: &TestDatabase) {
         .delete(&format!("/tokens/{parent}/children/{other}/"))
         .await
         .expect(204);
+}
+
+/// The application and proxy routes, with one trailing slash, and the audit list.
+async fn application_and_proxy_routes_answer_with_one_trailing_slash<S, B>(
+    admin: &Caller<'_, S>,
+    application: &str,
+    proxy: &str,
+) where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     assert_eq!(admin.total("/applications/").await, json!(2));
     admin
         .get(&format!("/applications/{application}/"))
@@ -313,24 +356,6 @@ async fn management_routes_answer_with_one_trailing_slash(db: &TestDatabase) {
         .await
         .expect(200);
     admin.get("/audit-events/?size=1").await.expect(200);
-    for path in ["/healthz/", "/readyz/", "/openapi.json/", "/metrics/"] {
-        Caller::anonymous(&app).get(path).await.expect(200);
-    }
-    for gone in [
-        format!("/tokens/{child}/"),
-        format!("/proxies/{proxy}/"),
-        format!("/applications/{application}/"),
-    ] {
-        admin.delete(&gone).await.expect(204);
-    }
-    assert_eq!(admin.total("/tokens").await, json!(4));
-    // One slash only, and a method a route does not take is still a 405.
-    admin.get("/tokens//").await.expect(404);
-    admin.get("/applications//").await.expect(404);
-    admin
-        .send(Method::PATCH, "/tokens/", None)
-        .await
-        .expect(405);
 }
 
 /// `tessera_http_requests_total{class="2xx",component="api"}`.

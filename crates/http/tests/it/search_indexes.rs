@@ -3,6 +3,11 @@
 //! both backends: what is found, what is never found (other containers, other tenants), what
 //! an update changes, and what each type accepts.
 
+use actix_web::{
+    body::MessageBody,
+    dev::{Service, ServiceResponse},
+    Error,
+};
 use serde_json::{json, Value};
 use tessera_testkit::{api::Caller, backend_tests, db::TestDatabase};
 
@@ -280,6 +285,24 @@ async fn rendering_over_stored_data_needs_read(db: &TestDatabase) {
 async fn fingerprint_expressions_decide_deduplication(db: &TestDatabase) {
     let (app, a, _) = two_tenants(db).await;
     let admin = Caller::new(&app, &a.admin_key);
+    accounts_are_equal_by_their_expression(&admin).await;
+    text_metadata_and_type_defaults_make_fingerprints(&admin).await;
+    a_cards_fingerprint_is_its_number_and_cannot_be_forged(&admin).await;
+    admin
+        .refuses(
+            "/tokens",
+            json!({"type": "token", "data": "x", "fingerprint_expression": "{{ data.none }}"}),
+            "fingerprint_expression",
+        )
+        .await;
+}
+
+/// Bank accounts deduplicated by their account number alone.
+async fn accounts_are_equal_by_their_expression<S, B>(admin: &Caller<'_, S>)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     let by_account = |account: &str, routing: &str| {
         json!({"type": "token", "deduplicate_token": true,
             "data": {"bank": {"routing_number": routing, "account_number": account}},
@@ -304,6 +327,14 @@ async fn fingerprint_expressions_decide_deduplication(db: &TestDatabase) {
         .await
         .expect(201);
     assert_ne!(id_of(&other.body), id_of(&first.body));
+}
+
+/// Static text and metadata (Basis Theory's examples), and an SSN's default.
+async fn text_metadata_and_type_defaults_make_fingerprints<S, B>(admin: &Caller<'_, S>)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     // Static text and metadata (Basis Theory's examples).
     let with_prefix = json!({"type": "token", "data": "111-22-3333", "fingerprint_expression": "customer-{{ data }}"});
     let a1 = admin.post("/tokens", with_prefix.clone()).await.expect(201);
@@ -329,6 +360,14 @@ async fn fingerprint_expressions_decide_deduplication(db: &TestDatabase) {
         s1.body["fingerprint_expression"],
         json!("{{ data | remove: '-' }}")
     );
+}
+
+/// A card's fingerprint, and an expression that renders another card's number.
+async fn a_cards_fingerprint_is_its_number_and_cannot_be_forged<S, B>(admin: &Caller<'_, S>)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     // A card's fingerprint is the one it always had: its number.
     let card = json!({"type": "card", "data": {"number": "4242424242424242"}});
     let c = admin.post("/tokens", card).await.expect(201);
@@ -366,13 +405,6 @@ async fn fingerprint_expressions_decide_deduplication(db: &TestDatabase) {
     );
     let again = admin.post("/tokens", genuine).await.expect(200);
     assert_eq!(id_of(&again.body), id_of(&first.body));
-    admin
-        .refuses(
-            "/tokens",
-            json!({"type": "token", "data": "x", "fingerprint_expression": "{{ data.none }}"}),
-            "fingerprint_expression",
-        )
-        .await;
 }
 
 async fn basis_theorys_token_types_validate_and_default(db: &TestDatabase) {

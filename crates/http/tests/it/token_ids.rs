@@ -4,7 +4,11 @@
 //! terms, cursors, associations, `/detokenize` and proxy expressions; a taken id is a 409
 //! naming it; a public key may choose neither.
 
-use actix_web::test;
+use actix_web::{
+    body::MessageBody,
+    dev::{Service, ServiceResponse},
+    test, Error,
+};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use tessera_testkit::{
@@ -196,8 +200,25 @@ async fn alias_templates_draw_ids_from_the_data(db: &TestDatabase) {
         alias.starts_with("42424242") && alias.ends_with("4242") && alias.len() == 16,
         "{alias}"
     );
-    // A template that always draws the same id: once taken, later tokens get random UUIDs,
-    // in one request as across requests.
+    a_taken_alias_is_drawn_again_as_a_uuid(&admin).await;
+    a_template_without_a_valid_id_stores_nothing(&admin).await;
+    // Aliased tokens are recorded under the id they got.
+    let events = admin
+        .page(&format!(
+            "/audit-events?action=token.created&resource_id={}",
+            path(&id)
+        ))
+        .await;
+    assert_eq!(events["pagination"]["total_items"], json!(1));
+}
+
+/// A template that always draws the same id: once taken, later tokens get random UUIDs, in
+/// one request as across requests.
+async fn a_taken_alias_is_drawn_again_as_a_uuid<S, B>(admin: &Caller<'_, S>)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     let fixed =
         json!({"id": "{{ data | reveal_last: 4 }}", "type": "token", "data": "123-45-6789"});
     let first = admin.post("/tokens", fixed.clone()).await.expect(201);
@@ -224,7 +245,14 @@ async fn alias_templates_draw_ids_from_the_data(db: &TestDatabase) {
         "{drawn:?}"
     );
     assert_ne!(drawn[0], drawn[1]);
-    // A template that renders no valid id is a 400 on `id`, and stores nothing.
+}
+
+/// A template that renders no valid id is a 400 on `id`, and stores nothing.
+async fn a_template_without_a_valid_id_stores_nothing<S, B>(admin: &Caller<'_, S>)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     let before = admin.total("/tokens").await;
     for (template, data) in [
         ("{{ data.missing }}", json!({})),
@@ -240,14 +268,6 @@ async fn alias_templates_draw_ids_from_the_data(db: &TestDatabase) {
             .await;
     }
     assert_eq!(admin.total("/tokens").await, before);
-    // Aliased tokens are recorded under the id they got.
-    let events = admin
-        .page(&format!(
-            "/audit-events?action=token.created&resource_id={}",
-            path(&id)
-        ))
-        .await;
-    assert_eq!(events["pagination"]["total_items"], json!(1));
 }
 
 async fn a_taken_id_is_a_409_naming_it(db: &TestDatabase) {

@@ -3,7 +3,11 @@
 //! implicit transform; `token:search`; and what a mask reader cannot learn by another route
 //! (fingerprints, deduplication, `data:` and `fingerprint:` terms, bindings, escalation).
 
-use actix_web::body::MessageBody;
+use actix_web::{
+    body::MessageBody,
+    dev::{Service, ServiceResponse},
+    Error,
+};
 use serde_json::{json, Value};
 use tessera_domain::DataTransform;
 use tessera_testkit::{
@@ -534,31 +538,40 @@ async fn only_a_revealer_changes_a_mask_and_whole_fields_are_audited(db: &TestDa
         read["data"],
         json!({"name": {"first": "John"}, "ssn": "123-45-6789", "kind": "person"})
     );
+    assert_eq!(
+        newest_reason(&admin, &id, "token.updated").await,
+        json!("mask shows whole: data.name.first, data.ssn")
+    );
+    assert_eq!(
+        newest_reason(&admin, &id_of(&created), "token.created").await,
+        json!("mask shows whole: data.ssn")
+    );
+    a_mask_merges_as_a_json_merge_patch(&admin, &masker, &id).await;
+}
+
+/// The `reason` of the newest `action` event naming `id`.
+async fn newest_reason<S, B>(admin: &Caller<'_, S>, id: &str, action: &str) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     let events = admin
-        .get(&format!(
-            "/audit-events?resource_id={id}&action=token.updated"
-        ))
+        .get(&format!("/audit-events?resource_id={id}&action={action}"))
         .await
         .expect(200)
         .body;
-    assert_eq!(
-        events["data"][0]["reason"],
-        json!("mask shows whole: data.name.first, data.ssn"),
-        "{events}"
-    );
-    let events = admin
-        .get(&format!(
-            "/audit-events?resource_id={}&action=token.created",
-            id_of(&created)
-        ))
-        .await
-        .expect(200)
-        .body;
-    assert_eq!(
-        events["data"][0]["reason"],
-        json!("mask shows whole: data.ssn"),
-        "{events}"
-    );
+    events["data"][0]["reason"].clone()
+}
+
+/// Members set to `null` leave the mask; `null` itself goes back to the type's.
+async fn a_mask_merges_as_a_json_merge_patch<S, B>(
+    admin: &Caller<'_, S>,
+    masker: &Caller<'_, S>,
+    id: &str,
+) where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
     admin
         .patch(
             &format!("/tokens/{id}"),

@@ -676,7 +676,46 @@ async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase
     assert!(keys(vec![id]).await.is_empty());
 
     let (first, second) = (new_key(tenant_id, id), new_key(tenant_id, id));
-    for k in [&first, &second] {
+    keys_are_added_up_to_the_cap_and_found(t, tenant_id, (id, admin_id), [&first, &second]).await;
+    a_key_is_revoked_once_and_only_by_its_application(
+        t,
+        tenant_id,
+        (id, admin_id),
+        [&first, &second],
+    )
+    .await;
+    applications_are_filtered_by_id_and_type(t, tenant_id, (id, admin_id)).await;
+    assert!(t
+        .db
+        .delete_application(tenant_id, id)
+        .await
+        .expect("delete"));
+    assert!(
+        keys(vec![id]).await.is_empty(),
+        "keys go with their application"
+    );
+    assert!(t
+        .db
+        .find_application_by_key_hash(&second.key_hash)
+        .await
+        .expect("gone")
+        .is_none());
+}
+
+/// Two keys added to `app` (a third finds the cap of two), listed beside `admin`'s, and
+/// found by their hash.
+async fn keys_are_added_up_to_the_cap_and_found(
+    t: &TestDatabase,
+    tenant_id: TenantId,
+    (id, admin_id): (ApplicationId, ApplicationId),
+    [first, second]: [&StoredApplicationKey; 2],
+) {
+    let keys = |apps: Vec<ApplicationId>| async move {
+        t.db.list_application_keys(tenant_id, &apps)
+            .await
+            .expect("keys")
+    };
+    for k in [first, second] {
         let added = t.db.insert_application_key(k, 2).await.expect("add");
         assert_eq!(added, KeyAdded::Added);
     }
@@ -694,7 +733,16 @@ async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase
             .await
             .expect("find");
     assert_eq!(found.map(|f| f.key.key.id), Some(second.key.id));
+}
 
+/// `first` revoked once (again: `false`), never through another application, and no longer
+/// found.
+async fn a_key_is_revoked_once_and_only_by_its_application(
+    t: &TestDatabase,
+    tenant_id: TenantId,
+    (id, admin_id): (ApplicationId, ApplicationId),
+    [first, second]: [&StoredApplicationKey; 2],
+) {
     assert!(t
         .db
         .delete_application_key(tenant_id, id, first.key.id)
@@ -716,7 +764,14 @@ async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase
         .await
         .expect("gone")
         .is_none());
+}
 
+/// The list's filters: by id, by type, both, and an unknown id.
+async fn applications_are_filtered_by_id_and_type(
+    t: &TestDatabase,
+    tenant_id: TenantId,
+    (id, admin_id): (ApplicationId, ApplicationId),
+) {
     let filter =
         |ids: Vec<ApplicationId>, types: Vec<ApplicationType>| ApplicationFilter { ids, types };
     let total = |f: ApplicationFilter| async move {
@@ -735,22 +790,6 @@ async fn application_keys_are_added_listed_revoked_and_filtered(t: &TestDatabase
         1
     );
     assert_eq!(total(filter(vec![ApplicationId::new()], vec![])).await, 0);
-
-    assert!(t
-        .db
-        .delete_application(tenant_id, id)
-        .await
-        .expect("delete"));
-    assert!(
-        keys(vec![id]).await.is_empty(),
-        "keys go with their application"
-    );
-    assert!(t
-        .db
-        .find_application_by_key_hash(&second.key_hash)
-        .await
-        .expect("gone")
-        .is_none());
 }
 
 /// Twelve additions at once to an application holding 96 keys (cap 100): four are added,

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tessera_domain::{ApplicationId, ProxyId};
+use tessera_domain::{ApplicationId, Proxy, ProxyId};
 use tessera_testkit::{backend_tests, db::TestDatabase};
 
-use super::{browse_as_admin, browse_setup, browse_with_card, flows::sign_in};
+use super::{browse_as_admin, browse_setup, browse_with_card, flows::sign_in, Browsing};
 use crate::support::{Setup, CARD};
 
 backend_tests!(
@@ -69,6 +69,14 @@ async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
         "what is true of it: {text}"
     );
     tab.screenshot("proxy-key").await;
+    try_it_shows_what_the_destination_received(&b, &proxy, &card).await;
+    b.close().await;
+}
+
+/// On the proxy's page (its key hidden until Show key), "Try it" sends a request naming
+/// `card` and shows the destination's answer: the request detokenized and transformed.
+async fn try_it_shows_what_the_destination_received(b: &Browsing, proxy: &Proxy, card: &str) {
+    let (s, tab, id) = (&b.s, &b.tab, proxy.id);
     tab.click(&format!("a[href='/console/proxies/{id}']")).await;
     assert!(
         !tab.html().await.contains(proxy.key.expose().as_str()),
@@ -99,7 +107,6 @@ async fn create_a_proxy_through_a_compile_error_and_try_it(db: &TestDatabase) {
         "detokenized, transformed"
     );
     tab.screenshot("proxy-try-it").await;
-    b.close().await;
 }
 
 async fn edit_an_applications_container_rules(db: &TestDatabase) {

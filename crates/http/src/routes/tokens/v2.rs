@@ -17,14 +17,19 @@ use crate::{
     views::{CursorPageView, TokenView},
 };
 
+/// Token search, in cursor pages: `/v2/tokens/search`.
+pub(crate) const SEARCH_V2: &str = "/v2/tokens/search";
+/// The tokens, in cursor pages: `/v2/tokens`.
+pub(crate) const TOKENS_V2: &str = "/v2/tokens";
+
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/v2/tokens/search")
+        web::resource(SEARCH_V2)
             .wrap(from_fn(auth::require_api_key))
             .route(web::post().to(search_v2)),
     )
     .service(
-        web::resource("/v2/tokens")
+        web::resource(TOKENS_V2)
             .wrap(from_fn(auth::require_api_key))
             .route(web::get().to(list_v2)),
     );
@@ -34,7 +39,7 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
 /// pass `pagination.next` as `start` for the next page; it is `null` on the last one. A
 /// cursor works only for the key, tenant and filters it was issued to. Tokens in containers
 /// without `token:read` are never listed.
-#[utoipa::path(get, path = "/v2/tokens", tag = "tokens",
+#[utoipa::path(get, path = TOKENS_V2, tag = "tokens",
     params(crate::query::TokenListV2Params),
     responses((status = 200, description = "A cursor page of tokens, newest first.", body = CursorPageView<TokenView>)))]
 pub(super) async fn list_v2(
@@ -48,7 +53,7 @@ pub(super) async fn list_v2(
 
 /// Searches the tokens the caller may read (with data) with a `query` string, newest first,
 /// one cursor page at a time, as `GET /v2/tokens` pages.
-#[utoipa::path(post, path = "/v2/tokens/search", tag = "tokens",
+#[utoipa::path(post, path = SEARCH_V2, tag = "tokens",
     request_body = TokenSearchV2Request,
     responses((status = 200, description = "A cursor page of tokens, newest first.", body = CursorPageView<TokenView>)))]
 pub(super) async fn search_v2(
