@@ -3,9 +3,10 @@
 //! Metadata filters may also be written `metadata[<key>]=<value>` (docs/migrating.md).
 //!
 //! The parameters every list shares (`page`, `size`) are parsed here; each list's own filters
-//! in a file of their own (`tokens.rs`, `proxies.rs`, `applications.rs`, `audit.rs`). The
-//! `*Params` structs describe the parameters to the OpenAPI document; a test
-//! (`tests/it/query_params.rs`) keeps them and the parsers in step.
+//! in a file of their own (`tokens.rs`, `proxies.rs`, `applications.rs`, `audit.rs`). Each
+//! list's `*Params` struct is both what its parser fills, one field per parameter, and what
+//! the OpenAPI document describes (a test, `tests/it/query_params.rs`, checks every
+//! documented parameter is accepted).
 
 use tessera_domain::{PageRequest, ValidationErrors};
 
@@ -21,39 +22,37 @@ pub(crate) use audit::{audit_list, AuditListParams};
 pub(crate) use proxies::{proxy_list, ProxyListParams};
 pub(crate) use tokens::{token_list, token_list_v2, TokenListParams, TokenListV2Params};
 
-/// `page` and `size`, as every list accepts them (OpenAPI description only).
-#[derive(utoipa::IntoParams)]
+/// `page` and `size`, as every list accepts them: documented (OpenAPI) and collected here
+/// (anything unparsable is out of range).
+#[derive(Debug, Default, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)] // read by the OpenAPI derive, never constructed
 pub(crate) struct PageParams {
     /// Page number, from 1.
-    #[param(minimum = 1, default = 1)]
-    page: Option<u32>,
+    #[param(minimum = 1, default = 1, value_type = Option<u32>)]
+    page: Option<i64>,
     /// Items per page.
-    #[param(minimum = 1, maximum = 100, default = 20)]
-    size: Option<u32>,
+    #[param(minimum = 1, maximum = 100, default = 20, value_type = Option<u32>)]
+    size: Option<i64>,
 }
 
 fn parse_int(raw: &str) -> Option<i64> {
     raw.trim().parse::<i64>().ok()
 }
 
-/// Collects `page` and `size` (anything unparsable is out of range).
-fn page_param(key: &str, value: &str, page: &mut Option<i64>, size: &mut Option<i64>) {
-    let n = Some(parse_int(value).unwrap_or(i64::MIN));
-    if key == "page" {
-        *page = n;
-    } else {
-        *size = n;
+impl PageParams {
+    /// Collects `page` or `size` (anything unparsable is out of range).
+    fn take(&mut self, key: &str, value: &str) {
+        let n = Some(parse_int(value).unwrap_or(i64::MIN));
+        if key == "page" {
+            self.page = n;
+        } else {
+            self.size = n;
+        }
     }
 }
 
-fn finish_page(
-    page: Option<i64>,
-    size: Option<i64>,
-    errors: &mut ValidationErrors,
-) -> Option<PageRequest> {
-    match PageRequest::new(page, size) {
+fn finish_page(paging: &PageParams, errors: &mut ValidationErrors) -> Option<PageRequest> {
+    match PageRequest::new(paging.page, paging.size) {
         Ok(p) => Some(p),
         Err(e) => {
             errors.extend_under("", e);
