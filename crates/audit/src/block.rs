@@ -73,7 +73,7 @@ impl AuditBlock {
     }
 
     /// The events as stored, decoded, with their positions and hashes as the block states
-    /// them (for listing and streaming; [`crate::ChainCheck`] is what checks them).
+    /// them (for listing and streaming; [`crate::chain::ChainCheck`] is what checks them).
     pub fn events(&self) -> Result<Vec<ChainedEvent>, DecodeError> {
         if let Some(why) = &self.unreadable {
             return Err(DecodeError(why.clone()));

@@ -17,10 +17,10 @@ pub const PLAIN: i16 = 0;
 pub const ZSTD: i16 = 1;
 
 /// The most bytes a block's lines may decompress to: four times what the writer puts in one
-/// block ([`crate::MAX_BLOCK_BYTES`], which only a single huge event exceeds). A stored frame
+/// block ([`crate::block::MAX_BLOCK_BYTES`], which only a single huge event exceeds). A stored frame
 /// claiming more is refused rather than allocated, so a tampered row of a few kilobytes cannot
 /// make a reader allocate more than this.
-const MAX_LINES: u64 = 4 * crate::MAX_BLOCK_BYTES as u64;
+const MAX_LINES: u64 = 4 * crate::block::MAX_BLOCK_BYTES as u64;
 
 /// zstd's level: its fastest standard level; the dictionary, not the level, does most of the
 /// work on blocks this small.

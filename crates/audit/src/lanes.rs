@@ -1,12 +1,12 @@
 //! Lanes: how events travel from the threads that make them to the writer.
 //!
-//! Each thread that records events has a lane of its own per [`crate::AuditLog`]: a queue that
+//! Each thread that records events has a lane of its own per [`tessera_domain::audit::AuditLog`]: a queue that
 //! only it and the writer touch, so its lock is never contended but for the instant the writer
-//! swaps the queue out. Recording an event encodes it into the lane ([`crate::EncodedEvents`]);
+//! swaps the queue out. Recording an event encodes it into the lane ([`crate::encoded::EncodedEvents`]);
 //! nothing is allocated per request, and no message is sent: only a lane that was empty wakes
 //! the writer, so a busy thread wakes it once per commit, not once per event.
 //!
-//! A request that must wait for its events' commit ([`crate::Durability::Sync`]) takes a
+//! A request that must wait for its events' commit ([`tessera_domain::audit::Durability::Sync`]) takes a
 //! *ticket*, numbered in its lane. After each commit the writer raises the lane's answered
 //! ticket and wakes the lane's waiters once; a waiter whose events went to a chain that could
 //! not be written finds its ticket among the lane's failures. A waiter that starts to wait
@@ -335,7 +335,7 @@ impl Lane {
         }
     }
 }
-/// The writer's running totals, shared with every [`crate::AuditLog`] clone (they live with the lanes both sides share).
+/// The writer's running totals, shared with every [`tessera_domain::audit::AuditLog`] clone (they live with the lanes both sides share).
 #[derive(Debug, Default)]
 pub(super) struct Counters {
     pub(super) events: AtomicU64,

@@ -28,6 +28,7 @@ mod lanes;
 mod list;
 mod log;
 mod store;
+mod verify;
 mod window;
 mod writer;
 
@@ -56,66 +57,8 @@ pub use lanes::LANE_LIMIT;
 pub use list::list;
 pub use log::{reader, start};
 pub use store::{AuditAppender, AuditStore, BlockSpan, ChainAppend, ChainEvents};
+pub use verify::verify;
 pub use writer::AuditWriter;
 
-use tessera_domain::{
-    audit::{AuditEvent, ChainReport, VerifyReport},
-    error::StoreError,
-    ids::TenantId,
-};
-
-/// Blocks read per query while verifying.
-const VERIFY_BLOCKS: u32 = 64;
-
-/// Re-walks the chains (all, or `tenant`'s only): every stored block of each, also those
-/// outside what its head vouches for, from what retention left to the head. Events appended
-/// while it runs are past the heads it read and are reported as outside them only if their
-/// block was stored before the heads were read; run it again to be sure of such a report.
-pub async fn verify(
-    store: &dyn AuditStore,
-    tenant: Option<TenantId>,
-) -> Result<VerifyReport, StoreError> {
-    let mut report = VerifyReport {
-        events_checked: 0,
-        chains: Vec::new(),
-        broken: None,
-    };
-    for head in store.audit_chain_heads().await? {
-        if tenant.is_some() && head.tenant_id != tenant {
-            continue;
-        }
-        let anchor = head_json(&head);
-        let chain = head.tenant_id;
-        let mut check = ChainCheck::new(head);
-        let mut after = i64::MIN;
-        let mut broken = None;
-        'walk: loop {
-            let blocks = store.audit_blocks(chain, after, VERIFY_BLOCKS).await?;
-            let Some(end) = blocks.last().map(|b| b.first_seq) else {
-                break;
-            };
-            for block in &blocks {
-                if let Err(b) = check.check_block(block) {
-                    broken = Some(b);
-                    break 'walk;
-                }
-            }
-            after = end;
-        }
-        let checked = check.checked();
-        if broken.is_none() {
-            broken = check.finish().err();
-        }
-        report.events_checked += checked;
-        if report.broken.is_none() {
-            report.broken.clone_from(&broken);
-        }
-        report.chains.push(ChainReport {
-            tenant_id: chain,
-            events_checked: checked,
-            head: anchor,
-            broken,
-        });
-    }
-    Ok(report)
-}
+#[cfg(test)]
+use tessera_domain::{audit::AuditEvent, ids::TenantId};

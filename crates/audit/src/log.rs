@@ -31,7 +31,9 @@ use time::OffsetDateTime;
 
 use crate::{
     lanes::{Lane, Shared},
+    list::list,
     store::AuditStore,
+    verify::verify,
     writer::AuditWriter,
 };
 
@@ -48,14 +50,16 @@ pub fn start(
     stream: Option<Box<dyn Write + Send>>,
 ) -> (AuditLog, AuditWriter) {
     let shared = Arc::new(Shared::default());
-    let recorder = Recorder {
+    let trail = Trail {
         store: store.clone(),
-        shared: shared.clone(),
-        durability,
-        _open: Open(shared.clone()),
+        recording: Some(Recording {
+            shared: shared.clone(),
+            durability,
+            _open: Open(shared.clone()),
+        }),
     };
     (
-        AuditLog::new(Arc::new(recorder)),
+        AuditLog::new(Arc::new(trail)),
         AuditWriter::new(shared, store, stream),
     )
 }
@@ -63,22 +67,32 @@ pub fn start(
 /// A trail that records nothing but lists, verifies and prunes what `store` holds (a process
 /// run with the trail off still answers `GET /audit-events` and applies retention).
 pub fn reader(store: Arc<dyn AuditStore>) -> AuditLog {
-    AuditLog::new(Arc::new(Reader { store }))
+    AuditLog::new(Arc::new(Trail {
+        store,
+        recording: None,
+    }))
 }
 
-/// Records into the lanes of `shared`, read by one [`AuditWriter`].
-struct Recorder {
+/// The trail kept in `store`, recording into lanes read by one [`AuditWriter`] unless it only
+/// reads.
+struct Trail {
     store: Arc<dyn AuditStore>,
+    recording: Option<Recording>,
+}
+
+/// Where a recording trail's events go.
+#[derive(Debug)]
+struct Recording {
     shared: Arc<Shared>,
     durability: Durability,
-    /// Dropped with the last [`AuditLog`] holding this recorder: tells the writer to finish.
+    /// Dropped with the last [`AuditLog`] holding this trail: tells the writer to finish.
     _open: Open,
 }
 
-impl fmt::Debug for Recorder {
+impl fmt::Debug for Trail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Recorder")
-            .field("durability", &self.durability)
+        f.debug_struct("Trail")
+            .field("recording", &self.recording.as_ref().map(|r| r.durability))
             .finish_non_exhaustive()
     }
 }
@@ -94,7 +108,7 @@ impl Drop for Open {
     }
 }
 
-impl Recorder {
+impl Recording {
     fn totals(&self) -> AuditStats {
         let shared = &self.shared;
         let c = &shared.stats;
@@ -113,35 +127,6 @@ impl Recorder {
             window_micros: load(&c.window_micros),
         }
     }
-}
-
-#[async_trait]
-impl AuditTrail for Recorder {
-    fn is_on(&self) -> bool {
-        true
-    }
-
-    fn stats(&self) -> Option<AuditStats> {
-        Some(self.totals())
-    }
-
-    async fn submit(
-        &self,
-        events: Vec<AuditEvent>,
-    ) -> Result<Option<Box<dyn CommitWait>>, AuditError> {
-        if self.shared.stopped.load(Ordering::SeqCst) {
-            return Err(AuditError::Stopped);
-        }
-        let wait = self.durability == Durability::Sync;
-        let ticket = self.shared.submit(events, wait).await;
-        Ok(ticket.map(|(lane, ticket)| {
-            Box::new(Waiting {
-                shared: self.shared.clone(),
-                lane,
-                ticket,
-            }) as Box<dyn CommitWait>
-        }))
-    }
 
     async fn flush(&self) {
         let shared = &self.shared;
@@ -159,54 +144,45 @@ impl AuditTrail for Recorder {
             notified.await;
         }
     }
-
-    async fn list(
-        &self,
-        tenant: TenantId,
-        filter: &AuditFilter,
-        page: PageRequest,
-    ) -> Result<Page<ChainedEvent>, StoreError> {
-        crate::list(self.store.as_ref(), tenant, filter, page).await
-    }
-
-    async fn verify(&self, tenant: Option<TenantId>) -> Result<VerifyReport, StoreError> {
-        crate::verify(self.store.as_ref(), tenant).await
-    }
-
-    async fn prune(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
-        self.store.prune_audit_events(before).await
-    }
-}
-
-/// Reads what a store holds; records nothing.
-struct Reader {
-    store: Arc<dyn AuditStore>,
-}
-
-impl fmt::Debug for Reader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reader").finish_non_exhaustive()
-    }
 }
 
 #[async_trait]
-impl AuditTrail for Reader {
+impl AuditTrail for Trail {
     fn is_on(&self) -> bool {
-        false
+        self.recording.is_some()
     }
 
     fn stats(&self) -> Option<AuditStats> {
-        None
+        self.recording.as_ref().map(Recording::totals)
     }
 
     async fn submit(
         &self,
-        _events: Vec<AuditEvent>,
+        events: Vec<AuditEvent>,
     ) -> Result<Option<Box<dyn CommitWait>>, AuditError> {
-        Ok(None)
+        let Some(recording) = &self.recording else {
+            return Ok(None);
+        };
+        let shared = &recording.shared;
+        if shared.stopped.load(Ordering::SeqCst) {
+            return Err(AuditError::Stopped);
+        }
+        let wait = recording.durability == Durability::Sync;
+        let ticket = shared.submit(events, wait).await;
+        Ok(ticket.map(|(lane, ticket)| {
+            Box::new(Waiting {
+                shared: shared.clone(),
+                lane,
+                ticket,
+            }) as Box<dyn CommitWait>
+        }))
     }
 
-    async fn flush(&self) {}
+    async fn flush(&self) {
+        if let Some(recording) = &self.recording {
+            recording.flush().await;
+        }
+    }
 
     async fn list(
         &self,
@@ -214,11 +190,11 @@ impl AuditTrail for Reader {
         filter: &AuditFilter,
         page: PageRequest,
     ) -> Result<Page<ChainedEvent>, StoreError> {
-        crate::list(self.store.as_ref(), tenant, filter, page).await
+        list(self.store.as_ref(), tenant, filter, page).await
     }
 
     async fn verify(&self, tenant: Option<TenantId>) -> Result<VerifyReport, StoreError> {
-        crate::verify(self.store.as_ref(), tenant).await
+        verify(self.store.as_ref(), tenant).await
     }
 
     async fn prune(&self, before: OffsetDateTime) -> Result<u64, StoreError> {

@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::{AuditBlock, AuditEvent, ChainHead, EncodedEvent};
+use crate::{block::AuditBlock, encoded::EncodedEvent, head::ChainHead};
+use tessera_domain::audit::AuditEvent;
 use tessera_domain::{error::StoreError, ids::TenantId};
 
 /// What one chain's share of an append came to.
@@ -55,7 +56,7 @@ pub struct BlockSpan {
 #[async_trait]
 pub trait AuditStore: Send + Sync {
     /// Appends `events` to their chains in one transaction, one block per chain: each chain's
-    /// head is locked, its events sealed after it ([`crate::seal`]) and stored, and the head
+    /// head is locked, its events sealed after it ([`crate::block::seal`]) and stored, and the head
     /// advanced, so concurrent writers (other processes) never fork a chain. A chain whose
     /// block cannot be written (a record already at its next position: planted, or left by an
     /// earlier failure) fails alone, reported in its [`ChainAppend`]; the others commit. The
@@ -64,7 +65,7 @@ pub trait AuditStore: Send + Sync {
         &self,
         events: &[AuditEvent],
     ) -> Result<Vec<ChainAppend>, StoreError>;
-    /// An appender for the one writer of this process ([`crate::AuditWriter`]), with a
+    /// An appender for the one writer of this process ([`crate::writer::AuditWriter`]), with a
     /// connection of its own.
     async fn audit_appender(&self) -> Result<Box<dyn AuditAppender>, StoreError>;
     /// Every chain's head (deployment-wide: for verification).

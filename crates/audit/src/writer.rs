@@ -1,5 +1,5 @@
 //! The writer: one task per process that takes what the lanes hold and commits it in one
-//! transaction, one block per chain ([`crate::AuditAppender`]), then answers the lanes'
+//! transaction, one block per chain ([`crate::store::AuditAppender`]), then answers the lanes'
 //! waiters and writes the committed events to the optional stream.
 //!
 //! Under load it holds a commit open for more events while nobody waits for it
@@ -39,7 +39,7 @@ const RETRY_MAX: Duration = Duration::from_secs(1);
 /// Attempts made at held events once every recorder is gone (shutdown), before giving up.
 const RETRIES_AT_SHUTDOWN: u32 = 5;
 
-/// The task that commits events. It ends when every [`crate::AuditLog`] clone is dropped,
+/// The task that commits events. It ends when every [`tessera_domain::audit::AuditLog`] clone is dropped,
 /// after committing what was queued. Start it with [`AuditWriter::spawn`]: its appender may
 /// block its thread (a SQLite commit runs on it, waiting for the database's write lock), which
 /// must never be a thread that serves, nor one whose other tasks hold that lock.

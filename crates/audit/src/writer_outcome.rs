@@ -5,9 +5,9 @@ use std::{collections::HashMap, io::Write, sync::atomic::Ordering};
 
 use super::{AuditWriter, Batch, MAX_HELD};
 use crate::{
+    block::AuditBlock,
     encoded::{EncodedEvent, EncodedEvents},
     store::ChainAppend,
-    AuditBlock,
 };
 use tessera_domain::{error::StoreError, ids::TenantId};
 

@@ -23,8 +23,8 @@ use crate::{
     names::Names,
     security::RequestId,
     session::{self, Presented},
+    state::State,
     views::{self, layout::Chrome, Section},
-    State,
 };
 
 /// A signed-in request.

@@ -4,8 +4,8 @@
 use actix_web::{http::StatusCode, HttpResponse, ResponseError};
 
 use crate::{
+    mount::MOUNT,
     views::{self, see_other},
-    MOUNT,
 };
 
 /// Why a request cannot go on; each renders its own answer.

@@ -32,11 +32,13 @@ mod gateway_client;
 mod inputs;
 mod links;
 mod mask;
+mod mount;
 mod names;
 mod recent_tokens;
 mod routes;
 mod security;
 mod session;
+mod state;
 mod throttle;
 mod views;
 
@@ -46,26 +48,9 @@ use tessera_domain::{vault::SessionLimits, Vault};
 pub use config::{
     ConsoleArgs, ConsoleConfig, DEFAULT_CONSOLE_LISTEN, DEFAULT_SESSION_TTL_SECS, MAX_SESSION_AGE,
 };
+pub use mount::{MOUNT, SESSION_COOKIE, SIGN_IN_COOKIE};
 pub use security::{CONTENT_SECURITY_POLICY, SECURITY_HEADERS};
-
-/// Where the console is mounted.
-pub const MOUNT: &str = "/console";
-
-/// The session cookie's name (`__Host-` before it over TLS).
-pub const SESSION_COOKIE: &str = "tessera_console";
-
-/// The cookie that carries the sign-in form's CSRF token before a session exists (`__Host-`
-/// before it over TLS).
-pub const SIGN_IN_COOKIE: &str = "tessera_console_signin";
-
-/// What every console handler shares.
-pub(crate) struct State {
-    pub(crate) vault: Vault,
-    pub(crate) config: ConsoleConfig,
-    pub(crate) limits: SessionLimits,
-    pub(crate) sign_ins: throttle::SignInThrottle,
-    pub(crate) gateway: Option<gateway_client::GatewayClient>,
-}
+use state::State;
 
 /// The console: its state (sessions included) shared by every worker of the server.
 #[derive(Clone)]

@@ -17,7 +17,7 @@ use actix_web::{
     HttpRequest,
 };
 
-use crate::{MOUNT, SESSION_COOKIE};
+use crate::mount::{MOUNT, SESSION_COOKIE};
 
 /// The prefix that binds a cookie to the exact host, `Secure` and `Path=/`.
 const HOST_PREFIX: &str = "__Host-";

@@ -265,7 +265,7 @@ impl Template {
             Shape::Text(_, exprs) => Box::new(exprs.iter()),
         };
         exprs
-            .filter(|e| e.binding == crate::Binding::Token)
+            .filter(|e| e.binding == crate::expression::Binding::Token)
             .map(|e| &e.token_id)
     }
 

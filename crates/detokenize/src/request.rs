@@ -104,7 +104,7 @@ impl RequestTemplate {
     }
 
     /// Where the body holds `{{` that was not looked at as an expression, if it does.
-    pub fn unscanned(&self) -> Option<crate::Unscanned> {
+    pub fn unscanned(&self) -> Option<crate::body::Unscanned> {
         self.body.unscanned()
     }
 
@@ -238,7 +238,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::ResolvedToken;
+    use crate::render::ResolvedToken;
 
     const A: &str = "6f9619ff-8b86-4011-b42d-00c04fc964ff";
 

@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use crate::{
     ids::{ApplicationId, TenantId, TokenId},
-    store::TokenSearch,
+    store::{Position, TokenSearch},
 };
 
 /// Name under which the cursor key is stored (wrapped by the master key) among the vault keys.
@@ -82,16 +82,6 @@ pub struct CursorPage<T> {
     pub size: u32,
     /// The cursor of the next page; `None` on the last one.
     pub next: Option<String>,
-}
-
-/// Where a page ended: the last token's creation time and id. The next page holds the tokens
-/// strictly before it in the walk's order (`created_at`, then id, both descending).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
-    /// The token's creation time, as stored.
-    pub created_at: OffsetDateTime,
-    /// The token's id.
-    pub id: TokenId,
 }
 
 /// What a cursor is bound to: the caller's tenant and application and the walk's criteria.

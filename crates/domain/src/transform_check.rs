@@ -7,7 +7,10 @@
 //! embedding the vault check transforms the same way, in the same order, without depending on
 //! the engine themselves.
 
-use crate::{proxy::MAX_TRANSFORM_CHARS, validation::ValidationErrors, ProxyInput};
+use crate::{
+    proxy::{ProxyInput, MAX_TRANSFORM_CHARS},
+    validation::ValidationErrors,
+};
 
 /// Compiles a transform's code without running it.
 pub trait TransformCheck: Send + Sync {

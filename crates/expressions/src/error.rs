@@ -1,6 +1,6 @@
 //! Why an expression or a template failed. Messages never include data values.
 
-use crate::filter::Unapplicable;
+use crate::filter::flow::Unapplicable;
 
 /// Text that does not follow the grammar, at a byte offset of the text parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum TemplateError {
     /// A filter did not apply to the data.
     #[error("{0}")]
     Unapplicable(#[from] Unapplicable),
-    /// The rendering could grow past [`crate::MAX_RENDERED`] bytes.
+    /// The rendering could grow past [`crate::template::MAX_RENDERED`] bytes.
     #[error("the template could render more than {max} bytes")]
     TooLarge {
         /// The limit.

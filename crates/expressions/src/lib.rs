@@ -18,20 +18,11 @@ mod chain;
 mod error;
 pub mod filter;
 mod template;
+mod text;
 
 pub use chain::Chain;
 pub use chain::MAX_FILTERS;
 pub use error::{SyntaxError, TemplateError};
 pub use filter::{Filter, Flow, Unapplicable};
 pub use template::{Scope, Template, MAX_OBJECTS, MAX_RENDERED, MAX_TEMPLATE_BYTES};
-
-/// Keeps error messages short when the offending text is long: at most 40 characters, then
-/// `…`. Shared with the scanning of expressions in requests (`tessera-detokenize`).
-pub fn truncate(s: &str) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    }
-}
+pub use text::truncate;

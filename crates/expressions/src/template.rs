@@ -14,7 +14,7 @@ use crate::{
     chain::Chain,
     error::{SyntaxError, TemplateError},
     filter::encoding::text_of,
-    truncate,
+    text::truncate,
 };
 
 /// The most bytes a template may render, checked from the data's size before it renders.

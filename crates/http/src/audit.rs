@@ -78,16 +78,9 @@ pub(crate) fn note(
 /// The action a refused call on `pattern` was attempting, when the route is audited: the
 /// route modules' own path constants, so a route's path is written once.
 pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
-    use crate::routes::{
-        applications::{APPLICATION, APPLICATIONS, APPLICATION_KEY, APPLICATION_KEYS, REGENERATE},
-        children::{CHILD, CHILDREN},
-        detokenize::DETOKENIZE,
-        proxies::{PROXIES, PROXY},
-        tokenize::TOKENIZE,
-        tokens::{
-            v2::{SEARCH_V2, TOKENS_V2},
-            SEARCH, TOKEN, TOKENS,
-        },
+    use crate::paths::{
+        APPLICATION, APPLICATIONS, APPLICATION_KEY, APPLICATION_KEYS, CHILD, CHILDREN, DETOKENIZE,
+        PROXIES, PROXY, REGENERATE, SEARCH, SEARCH_V2, TOKEN, TOKENIZE, TOKENS, TOKENS_V2,
     };
     use AuditAction as A;
     let action = match (method.as_str(), pattern) {

@@ -65,7 +65,9 @@ pub(crate) fn read_limited(
 /// The body limit configured for this app.
 pub(crate) fn body_limit(req: &HttpRequest) -> usize {
     req.app_data::<web::Data<ApiState>>()
-        .map_or(crate::DEFAULT_MAX_BODY_BYTES, |s| s.config.max_body_bytes)
+        .map_or(tessera_service::DEFAULT_MAX_BODY_BYTES, |s| {
+            s.config.max_body_bytes
+        })
 }
 
 /// Whether the request declares a JSON body (`application/json` or any `+json` type).

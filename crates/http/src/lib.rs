@@ -18,6 +18,7 @@ pub mod browser;
 mod idempotency;
 mod json_shapes;
 pub mod openapi;
+mod paths;
 mod problem;
 mod proxy_mount;
 mod query;

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::{
     client::{NoAnswer, Server},
+    error::ImportError,
     rows::Row,
     tally::Tally,
-    ImportError,
 };
 
 /// How many times a batch is sent before the import gives up on the server.

@@ -22,7 +22,7 @@ use hyper_util::{
 use rustls::pki_types::{pem::PemObject, CertificateDer};
 use serde_json::Value;
 
-use crate::ImportError;
+use crate::error::ImportError;
 
 /// How long one batch may take before it is tried again.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);

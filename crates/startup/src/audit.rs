@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 use tessera_audit::AuditStore;
 use tessera_domain::{audit::Durability, Vault};
 
-use crate::StartupError;
+use crate::error::StartupError;
 
 /// When a request's audit events are committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

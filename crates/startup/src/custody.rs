@@ -10,7 +10,10 @@ use tessera_domain::{custody::KeyCustody, Secret};
 use tessera_storage::DatabaseUrl;
 use zeroize::Zeroizing;
 
-use crate::{master_key, DbArgs, StartupError};
+use crate::{
+    error::StartupError,
+    master_key::{self, KeyFiles},
+};
 
 /// Environment variable holding the PKCS#11 user PIN.
 pub const PIN_ENV: &str = "TESSERA_PKCS11_PIN";
@@ -55,14 +58,18 @@ fn custody_error(message: String) -> StartupError {
 pub type Custodies = (Arc<dyn KeyCustody>, Vec<Arc<dyn KeyCustody>>);
 
 /// The configured custody, and the previous file keys of a move or rotation under way.
-pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<Custodies, StartupError> {
-    let previous = master_key::load_previous(db)?
+pub fn load(
+    files: KeyFiles<'_>,
+    custody: &CustodyArgs,
+    url: &DatabaseUrl,
+) -> Result<Custodies, StartupError> {
+    let previous = master_key::load_previous(files)?
         .into_iter()
         .map(|k| Arc::new(k) as Arc<dyn KeyCustody>)
         .collect();
-    let current: Arc<dyn KeyCustody> = match db.custody.master_key_provider {
-        MasterKeyProvider::File => Arc::new(master_key::load(db, url)?),
-        MasterKeyProvider::Pkcs11 => Arc::new(pkcs11(&db.custody)?),
+    let current: Arc<dyn KeyCustody> = match custody.master_key_provider {
+        MasterKeyProvider::File => Arc::new(master_key::load(files, url)?),
+        MasterKeyProvider::Pkcs11 => Arc::new(pkcs11(custody)?),
     };
     Ok((current, previous))
 }

@@ -7,172 +7,21 @@
 
 pub mod audit;
 pub mod custody;
+mod db_args;
+mod error;
 pub mod listener;
 pub mod master_key;
 pub mod secret_file;
 pub mod telemetry;
 
-use std::{path::PathBuf, sync::Arc};
+use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
-use tessera_domain::{Vault, VaultError};
-use tessera_service::seconds::SecondsRange;
-use tessera_storage::{Database, DatabaseUrl, DetachedStore, PoolOptions};
+use tessera_domain::Vault;
+use tessera_storage::{Database, DatabaseUrl, DetachedStore};
 
-/// Why the process could not start. Each message names what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    /// `--database-url` does not parse.
-    #[error("--database-url: {0}")]
-    DatabaseUrl(String),
-    /// The master key is missing, malformed or unreadable.
-    #[error("{0}")]
-    MasterKey(String),
-    /// The database could not be opened.
-    #[error("cannot open the database at {url}: {source}")]
-    Open {
-        /// Where (password hidden).
-        url: String,
-        /// Why.
-        source: tessera_domain::store::StoreError,
-    },
-    /// Migrations failed.
-    #[error("cannot migrate the database at {url}: {source}")]
-    Migrate {
-        /// Where (password hidden).
-        url: String,
-        /// Why.
-        source: tessera_domain::store::StoreError,
-    },
-    /// The master key does not open the data.
-    #[error("the master key does not open the data in this database (wrong TESSERA_MASTER_KEY or key file?): {0}")]
-    WrongKey(VaultError),
-    /// Sealing proxies written by an earlier release failed.
-    #[error("sealing the keys and code of proxies written by an earlier release: {0}")]
-    Sealing(VaultError),
-    /// The audit stream file cannot be opened.
-    #[error("--audit-stream {path}: {source}")]
-    AuditStream {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Fingerprinting tokens written by an earlier release failed.
-    #[error("computing the fingerprints of tokens written by an earlier release: {0}")]
-    Fingerprints(VaultError),
-    /// The audit writer's thread could not be started.
-    #[error("cannot start the audit writer: {0}")]
-    AuditWriter(String),
-}
-
-/// Log line format.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
-/// What permissions granted without access rules show of token data (docs/api.md,
-/// "Transforms").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImplicitTransform {
-    /// The plaintext to `token:read` and `token:search`, and no data in the answers to
-    /// `token:create` and `token:update` (what Tessera always did).
-    Reveal,
-    /// Basis Theory's implicit transforms: `mask` for `token:create`, `token:update`,
-    /// `token:read` and `token:search`; `reveal` for `token:use`.
-    Mask,
-}
-
-impl From<ImplicitTransform> for tessera_domain::DataTransform {
-    fn from(t: ImplicitTransform) -> Self {
-        match t {
-            ImplicitTransform::Reveal => tessera_domain::DataTransform::Reveal,
-            ImplicitTransform::Mask => tessera_domain::DataTransform::Mask,
-        }
-    }
-}
-
-/// Where the data is and how it is protected.
-///
-/// `Debug` is written by hand: the database URL may hold a password.
-#[derive(Clone, Args)]
-pub struct DbArgs {
-    /// `sqlite://PATH` (embedded, the default) or `postgres://USER@HOST:PORT/DB`.
-    #[arg(
-        long,
-        env = "TESSERA_DATABASE_URL",
-        default_value = "sqlite://./data/tessera.db",
-        hide_env_values = true
-    )]
-    pub database_url: String,
-    /// Directory for the generated master key (SQLite only) and the bootstrap admin key.
-    #[arg(long, env = "TESSERA_DATA_DIR", default_value = "./data")]
-    pub data_dir: PathBuf,
-    /// File holding the base64 master key. `TESSERA_MASTER_KEY` (the key itself) takes
-    /// precedence. Required on PostgreSQL when that variable is unset.
-    #[arg(long, env = "TESSERA_MASTER_KEY_FILE")]
-    pub master_key_file: Option<PathBuf>,
-    /// During a master-key rotation: file holding the previous base64 master key, which still
-    /// opens tenants not yet re-wrapped (`TESSERA_PREVIOUS_MASTER_KEY`, the key itself, takes
-    /// precedence). Remove it once `api rotate-master-key` has run.
-    #[arg(long, env = "TESSERA_PREVIOUS_MASTER_KEY_FILE")]
-    pub previous_master_key_file: Option<PathBuf>,
-    /// Where the key-encrypting key lives (file or an HSM).
-    #[command(flatten)]
-    pub custody: custody::CustodyArgs,
-    /// Log format.
-    #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
-    /// Seconds between sweeps of a serving process (expired tokens, idempotency keys older
-    /// than 24 h); fractions allowed, at most 60. `0` turns sweeping off in this process
-    /// (another process on the same database must then sweep).
-    #[arg(long, env = "TESSERA_SWEEP_INTERVAL", default_value_t = 30.0, value_parser = SWEEP_INTERVAL.parser())]
-    pub sweep_interval: f64,
-    /// Longest one SQL statement may run, in seconds (fractions allowed); a request whose
-    /// query runs longer gets 503. `0` turns the limit off. PostgreSQL: `statement_timeout`;
-    /// SQLite: a progress handler.
-    #[arg(long, env = "TESSERA_QUERY_TIMEOUT", default_value_t = tessera_storage::DEFAULT_QUERY_TIMEOUT.as_secs_f64(), value_parser = QUERY_TIMEOUT.parser())]
-    pub query_timeout: f64,
-    /// What permissions granted without access rules show of token data: `reveal` (the
-    /// plaintext to readers, the default) or `mask` (Basis Theory's implicit transforms; set it
-    /// when moving from Basis Theory). Access rules always carry their own transform.
-    #[arg(long, env = "TESSERA_IMPLICIT_TRANSFORM", value_enum, default_value_t = ImplicitTransform::Reveal)]
-    pub implicit_transform: ImplicitTransform,
-    /// Seconds a card's CVC is kept after the token's creation (fractions allowed, at most a
-    /// week); `0`: never stored. Past it, reads no longer see the CVC and the sweep seals the
-    /// data again without it (PCI DSS 3.3.1.2).
-    #[arg(long, env = "TESSERA_CVC_RETENTION", default_value_t = tessera_domain::token::DEFAULT_CVC_RETENTION.as_seconds_f64(), value_parser = CVC_RETENTION.parser())]
-    pub cvc_retention: f64,
-}
-
-impl std::fmt::Debug for DbArgs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbArgs")
-            .field("database_url", &self.database_url_display())
-            .field("data_dir", &self.data_dir)
-            .field("master_key_file", &self.master_key_file)
-            .field("previous_master_key_file", &self.previous_master_key_file)
-            .field("custody", &self.custody)
-            .field("log_format", &self.log_format)
-            .field("sweep_interval", &self.sweep_interval)
-            .field("query_timeout", &self.query_timeout)
-            .field("implicit_transform", &self.implicit_transform)
-            .field("cvc_retention", &self.cvc_retention)
-            .finish()
-    }
-}
-
-/// What `--query-timeout` accepts (0: no limit).
-const QUERY_TIMEOUT: SecondsRange = SecondsRange::between(0.0, 3600.0);
-/// What `--cvc-retention` accepts (0: never stored; at most a week).
-/// The week is `tessera_domain::token::MAX_CVC_RETENTION`.
-const CVC_RETENTION: SecondsRange = SecondsRange::between(0.0, 604_800.0);
-/// What `--sweep-interval` accepts (0: no sweeping).
-const SWEEP_INTERVAL: SecondsRange = SecondsRange::between(0.0, 60.0);
+pub use db_args::{DbArgs, ImplicitTransform};
+pub use error::StartupError;
+pub use telemetry::LogFormat;
 
 /// Sweeps expired tokens, old idempotency keys and audit events past retention every `interval` (see [`Vault::sweep`]),
 /// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the
@@ -210,37 +59,6 @@ pub fn spawn_sweeper(
             }
         }
     }))
-}
-
-impl DbArgs {
-    /// The database URL with any password hidden, for logs.
-    pub fn database_url_display(&self) -> String {
-        self.database_url
-            .parse::<DatabaseUrl>()
-            .map_or_else(|_| "(invalid)".to_string(), |u| u.to_string())
-    }
-
-    /// The sweep interval as a duration (zero: off).
-    pub fn sweep_interval(&self) -> std::time::Duration {
-        std::time::Duration::from_secs_f64(self.sweep_interval)
-    }
-
-    /// The pool options these flags ask for.
-    pub fn pool_options(&self, url: &DatabaseUrl) -> PoolOptions {
-        let timeout = std::time::Duration::from_secs_f64(self.query_timeout);
-        PoolOptions {
-            query_timeout: (!timeout.is_zero()).then_some(timeout),
-            ..PoolOptions::default_for(url)
-        }
-    }
-
-    fn url(&self) -> Result<DatabaseUrl, StartupError> {
-        self.database_url
-            .parse()
-            .map_err(|e: tessera_storage::DatabaseUrlError| {
-                StartupError::DatabaseUrl(e.to_string())
-            })
-    }
 }
 
 /// Opens the pool and applies pending migrations.
@@ -284,7 +102,7 @@ pub async fn open_vault(
 ) -> Result<(Vault, Arc<dyn tessera_audit::AuditStore>), StartupError> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url = db.url()?;
-    let (custody, previous) = custody::load(db, &url)?;
+    let (custody, previous) = custody::load(db.key_files(), &db.custody, &url)?;
     let (database, _) = open_database(db).await?;
     tracing::info!(custody = %custody.describe(), "key-encrypting key");
     let store = Arc::new(DetachedStore::new(database));

@@ -1,11 +1,13 @@
 //! Where the master key comes from: `TESSERA_MASTER_KEY`, else `--master-key-file`, else (on
 //! SQLite only) `<data-dir>/master.key`, generated on first start.
 
+use std::path::Path;
+
 use tessera_domain::MasterKey;
 use tessera_storage::DatabaseUrl;
 use zeroize::Zeroizing;
 
-use crate::{secret_file, DbArgs, StartupError};
+use crate::{error::StartupError, secret_file};
 
 /// Environment variable holding the base64 master key itself.
 pub const ENV: &str = "TESSERA_MASTER_KEY";
@@ -17,12 +19,23 @@ fn key_error(message: String) -> StartupError {
     StartupError::MasterKey(message)
 }
 
+/// Where the flags say the master key files are.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyFiles<'a> {
+    /// `--master-key-file`.
+    pub master_key_file: Option<&'a Path>,
+    /// `--previous-master-key-file`.
+    pub previous_master_key_file: Option<&'a Path>,
+    /// `--data-dir`: where a SQLite deployment's generated key is kept.
+    pub data_dir: &'a Path,
+}
+
 /// Resolves the master key for `url`.
-pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
+pub fn load(db: KeyFiles<'_>, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
     if let Some(encoded) = env_key(ENV) {
         return MasterKey::from_base64(&encoded).map_err(|e| key_error(format!("{ENV}: {e}")));
     }
-    if let Some(path) = &db.master_key_file {
+    if let Some(path) = db.master_key_file {
         return read_key_file(path);
     }
     match url {
@@ -53,13 +66,13 @@ pub fn load(db: &DbArgs, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
 }
 
 /// The previous master key, when a rotation is under way (none otherwise).
-pub fn load_previous(db: &DbArgs) -> Result<Vec<MasterKey>, StartupError> {
+pub fn load_previous(db: KeyFiles<'_>) -> Result<Vec<MasterKey>, StartupError> {
     if let Some(encoded) = env_key(PREVIOUS_ENV) {
         return MasterKey::from_base64(&encoded)
             .map(|k| vec![k])
             .map_err(|e| key_error(format!("{PREVIOUS_ENV}: {e}")));
     }
-    match &db.previous_master_key_file {
+    match db.previous_master_key_file {
         Some(path) => Ok(vec![read_key_file(path)?]),
         None => Ok(Vec::new()),
     }

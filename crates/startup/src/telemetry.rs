@@ -7,6 +7,7 @@
 //! instead, at most one a second per process, each with the number left out before it
 //! ([`PeerErrors`]).
 
+use clap::ValueEnum;
 use std::{
     sync::{Mutex, PoisonError},
     time::{Duration, Instant},
@@ -26,7 +27,14 @@ use tracing_subscriber::{
     EnvFilter, Layer,
 };
 
-use crate::LogFormat;
+/// Log line format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Installs the global subscriber (once).
 pub fn init(format: LogFormat) {

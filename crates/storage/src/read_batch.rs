@@ -45,9 +45,8 @@ use thread_local::ThreadLocal;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::{
-    database::{checkout, DbResultExt, PerThreadPools, Pools},
+    database::{checkout, Database, DbResultExt, PerThreadPools, Pools},
     rows::TokenRow,
-    Database,
 };
 
 /// The rows a batch found, by tenant and id. A row that cannot be understood is an error for

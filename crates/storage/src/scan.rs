@@ -85,7 +85,10 @@ mod tests {
 
     use diesel_async::SimpleAsyncConnection;
 
-    use crate::{database::Pools, Database, DatabaseUrl, PoolOptions};
+    use crate::{
+        database::{Database, PoolOptions, Pools},
+        url::DatabaseUrl,
+    };
 
     /// PostgreSQL's URL for tests, when set (required under `CI=true`).
     fn postgres_url() -> Option<String> {

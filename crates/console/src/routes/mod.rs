@@ -92,7 +92,7 @@ where
 /// `GET`/`HEAD /` on the console's listener: to the console (303). The target is fixed, so
 /// nothing in the request can choose where the browser goes.
 pub(crate) async fn to_console() -> actix_web::HttpResponse {
-    see_other(crate::MOUNT)
+    see_other(crate::mount::MOUNT)
 }
 
 /// Any other path under `/console`.

@@ -18,14 +18,15 @@ use crate::{
     context::{Ctx, Posted},
     error::ConsoleError,
     form::Form,
+    mount::{SESSION_COOKIE, SIGN_IN_COOKIE},
     session::{self, Presented},
+    state::State,
     views::{
         self,
         components::Problems,
         see_other,
         sign_in::{self, Notice},
     },
-    State, SESSION_COOKIE, SIGN_IN_COOKIE,
 };
 
 /// Longest sign-in form accepted (a key is 36 characters).

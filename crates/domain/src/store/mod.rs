@@ -19,6 +19,7 @@ mod tenants;
 mod tokens;
 
 pub use crate::error::StoreError;
+pub use crate::token::SearchHash;
 pub use applications::{
     ApplicationFilter, ApplicationStore, KeyAdded, KeyedApplication, StoredApplication,
     StoredApplicationKey,
@@ -30,7 +31,7 @@ pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
 pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
 pub use tenants::{StoredTenant, TenantStore};
 pub use tokens::{
-    ContainerScope, Duplicate, SearchHash, StoredToken, TokenFilter, TokenInserts, TokenListing,
+    ContainerScope, Duplicate, Position, StoredToken, TokenFilter, TokenInserts, TokenListing,
     TokenRecords, TokenSearch, TokenSearching, TokenStore, TokenUpdate, TokenUpkeep,
 };
 

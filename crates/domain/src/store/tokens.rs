@@ -7,12 +7,21 @@ use super::StoreError;
 use crate::{
     binding::Destinations,
     container::Container,
-    cursor::Position,
     ids::{ApplicationId, TenantId, TokenId},
     metadata::Metadata,
     pagination::{Page, PageRequest},
-    token::TokenType,
+    token::{SearchHash, TokenType},
 };
+
+/// Where a page ended: the last token's creation time and id. The next page holds the tokens
+/// strictly before it in the walk's order (`created_at`, then id, both descending).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    /// The token's creation time, as stored.
+    pub created_at: OffsetDateTime,
+    /// The token's id.
+    pub id: TokenId,
+}
 
 /// A token as stored: data encrypted.
 #[derive(Debug, Clone)]
@@ -60,9 +69,6 @@ pub struct StoredToken {
     /// ([`crate::token::seal_mask`]); `None`: its type's.
     pub mask: Option<Vec<u8>>,
 }
-
-/// The keyed hash of one search index value, under the tenant's search key.
-pub type SearchHash = [u8; 32];
 
 impl StoredToken {
     /// Whether the token is still live at `now` (not expired).

@@ -16,6 +16,9 @@ use super::{
 };
 use crate::{metadata::Metadata, secret::Secret, validation::ValidationErrors};
 
+/// The keyed hash of one search index value, under the tenant's search key.
+pub type SearchHash = [u8; 32];
+
 /// Most search indexes one token may have.
 pub const MAX_SEARCH_INDEXES: usize = 10;
 /// Longest template, in characters, of a search index or a fingerprint expression.
@@ -38,10 +41,7 @@ pub struct Indexing {
 impl Indexing {
     /// The keyed hashes of its search index values under the tenant's `key`: what the index
     /// stores (docs/api.md, "Search indexes").
-    pub(crate) fn search_hashes(
-        &self,
-        key: &crate::crypto::DataKey,
-    ) -> Vec<crate::store::SearchHash> {
+    pub(crate) fn search_hashes(&self, key: &crate::crypto::DataKey) -> Vec<SearchHash> {
         self.search_values
             .expose()
             .iter()

@@ -261,7 +261,7 @@ pub fn seal_mask(
     mask: &Value,
 ) -> Result<Vec<u8>, crate::error::VaultError> {
     let text = serde_json::to_vec(mask).map_err(|e| {
-        crate::store::StoreError::Backend(format!("serialising a token's mask: {e}"))
+        crate::error::StoreError::Backend(format!("serialising a token's mask: {e}"))
     })?;
     Ok(key.seal_record(tenant, MASK_PURPOSE, token.to_string().as_bytes(), &text)?)
 }
@@ -275,7 +275,7 @@ pub fn open_mask(
 ) -> Result<Value, crate::error::VaultError> {
     let text = key.open_record(tenant, MASK_PURPOSE, token.to_string().as_bytes(), sealed)?;
     serde_json::from_slice(&text).map_err(|_| {
-        crate::store::StoreError::Corrupt(format!("token {token}'s mask is not JSON")).into()
+        crate::error::StoreError::Corrupt(format!("token {token}'s mask is not JSON")).into()
     })
 }
 

@@ -27,7 +27,7 @@ pub use fingerprint::{canonical_json, fingerprint_input};
 pub use id_choice::{IdChoice, ALIAS_DRAWS};
 pub use indexing::{
     effective_fingerprint_expression, effective_search_indexes, reads_metadata, Indexing,
-    MAX_SEARCH_INDEXES,
+    SearchHash, MAX_SEARCH_INDEXES,
 };
 pub use json::{Token, TokenView};
 pub use mask::{

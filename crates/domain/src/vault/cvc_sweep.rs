@@ -16,7 +16,7 @@ use crate::{
 };
 
 use super::{
-    tokens::{open_data, seal_data},
+    sealing::{open_data, seal_data},
     Vault,
 };
 

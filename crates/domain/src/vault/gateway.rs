@@ -16,7 +16,7 @@ use crate::{
     token::Token,
 };
 
-use super::{tokens::decrypt_with, Vault};
+use super::{sealing::decrypt_with, Vault};
 
 impl Vault {
     /// The proxy holding invocation key `key`, in whatever tenant; `None` when no proxy has it.

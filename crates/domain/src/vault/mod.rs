@@ -15,6 +15,7 @@ mod keyring;
 mod new_tokens;
 mod proxies;
 mod proxy_secrets;
+mod sealing;
 mod sweep;
 mod tenants;
 mod token_search;
@@ -86,7 +87,7 @@ pub struct Vault {
     audit_retention: Option<time::Duration>,
     /// Compiles proxies' transforms when they are created or updated (none: not checked,
     /// until [`Vault::with_transform_check`]).
-    transform_check: Option<Arc<dyn crate::TransformCheck>>,
+    transform_check: Option<Arc<dyn crate::transform_check::TransformCheck>>,
     /// What permissions granted without rules show of token data
     /// ([`Vault::with_implicit_transform`]).
     implicit: crate::data_transform::DataTransform,
@@ -172,7 +173,7 @@ impl Vault {
     }
 
     /// The caller `app` is, under this vault's implicit transform.
-    pub(crate) fn principal(&self, app: &crate::Application) -> Principal {
+    pub(crate) fn principal(&self, app: &crate::application::Application) -> Principal {
         Principal::new(app).with_implicit_transform(self.implicit)
     }
 
@@ -211,7 +212,10 @@ impl Vault {
     /// Compiles proxies' transform code with `check` when they are created or updated, refusing
     /// code that does not compile (a validation error naming the field). The servers always
     /// set it; a vault without one stores transform code unchecked.
-    pub fn with_transform_check(mut self, check: Arc<dyn crate::TransformCheck>) -> Self {
+    pub fn with_transform_check(
+        mut self,
+        check: Arc<dyn crate::transform_check::TransformCheck>,
+    ) -> Self {
         self.transform_check = Some(check);
         self
     }

@@ -14,7 +14,7 @@ use crate::{
     token::{holds_cvc, remove_cvc, seal_mask, CvcRetention, Token, ValidToken, ALIAS_DRAWS},
 };
 
-use super::{tokens::seal_data, Vault};
+use super::{sealing::seal_data, Vault};
 
 /// The fingerprint of a validated token under its tenant's `key`: of what its fingerprint
 /// expression (or its type's default) renders.

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use crate::{error::VaultError, timestamp};
 
-use super::{idempotency::IDEMPOTENCY_WINDOW, tokens::decrypt_with, Vault};
+use super::{idempotency::IDEMPOTENCY_WINDOW, sealing::decrypt_with, Vault};
 
 /// Rows one sweep round deletes at most (the sweep repeats rounds until none are left).
 const SWEEP_BATCH: u32 = 500;

@@ -11,10 +11,7 @@ use crate::{
     token::Token,
 };
 
-use super::{
-    tokens::{decrypt_with, scope_where},
-    Vault,
-};
+use super::{sealing::decrypt_with, tokens::scope_where, Vault};
 
 impl Vault {
     /// Searches the caller's tenant (`POST /tokens/search`), newest first. Needs

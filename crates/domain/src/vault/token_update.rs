@@ -16,7 +16,7 @@ use crate::{
     validation::ValidationErrors,
 };
 
-use super::{tokens::decrypt_with, Vault};
+use super::{sealing::decrypt_with, Vault};
 
 /// How often an update re-reads and retries when another update to the same token landed
 /// between its read and its write.
@@ -198,7 +198,7 @@ fn sealed_mask(
     let data = match &changes.data {
         Some(data) => data.expose(),
         None => {
-            stored = Secret::new(super::tokens::open_data(key, current)?);
+            stored = Secret::new(super::sealing::open_data(key, current)?);
             stored.expose()
         }
     };
@@ -241,7 +241,7 @@ fn sealed_changes(
         .as_ref();
     let binding = crate::binding::sealed_form(destinations);
     Ok(match &changes.data {
-        Some(data) => Some(super::tokens::seal_data(
+        Some(data) => Some(super::sealing::seal_data(
             key,
             tenant,
             id,

@@ -3,15 +3,15 @@
 
 use crate::{
     access::Principal,
-    cursor::{Binding, CursorError, CursorPage, CursorRequest, Position},
+    cursor::{Binding, CursorError, CursorPage, CursorRequest},
     error::VaultError,
     permission::Permission,
-    store::TokenSearch,
+    store::{Position, TokenSearch},
     token::Token,
     validation::ValidationErrors,
 };
 
-use super::{tokens::decrypt_with, Vault};
+use super::{sealing::decrypt_with, Vault};
 
 impl Vault {
     /// One page of a walk over the caller's tenant's tokens passing `search`, newest first

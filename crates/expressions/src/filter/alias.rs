@@ -10,7 +10,11 @@
 
 use rand::{rand_core::UnwrapErr, rngs::StdRng, rngs::SysRng, RngExt, SeedableRng};
 
-use super::{args::Args, masks::bin_len, text_for, unapplicable, Flow, Unapplicable};
+use super::{
+    args::Args,
+    flow::{text_for, unapplicable, Flow, Unapplicable},
+    masks::bin_len,
+};
 
 /// The most characters an alias argument may reveal.
 const MAX_REVEAL: usize = 400;

@@ -5,7 +5,10 @@ use base64::{engine::general_purpose::STANDARD, Engine as _};
 use hmac::{Hmac, Mac};
 use serde_json::{Number, Value};
 
-use super::{args::Args, unapplicable, Flow, Unapplicable};
+use super::{
+    args::Args,
+    flow::{hex_upper, unapplicable, Flow, Unapplicable},
+};
 
 /// The hash of an `hmac` filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,17 +203,6 @@ fn bytes_of(input: &Flow, name: &'static str) -> Result<Vec<u8>, Unapplicable> {
         Flow::Json(Value::String(s)) => Ok(s.as_bytes().to_vec()),
         Flow::Json(other) => Ok(other.to_string().into_bytes()),
     }
-}
-
-/// Upper-case hex, as Basis Theory's `to_base16` writes it.
-pub(crate) fn hex_upper(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    out
 }
 
 /// Strings as they are; anything else as compact JSON.

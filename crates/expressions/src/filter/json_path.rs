@@ -5,7 +5,7 @@
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
-use crate::truncate;
+use crate::text::truncate;
 
 /// How deep a stored value can nest: token data is parsed by `serde_json`, which refuses more
 /// than 128 levels, so a descendant segment (`..`) visits every node at most 129 times over.

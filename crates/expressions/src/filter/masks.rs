@@ -9,7 +9,10 @@
 
 use serde_json::Value;
 
-use super::{args::Args, chars_bound, text_for, unapplicable, Flow, Unapplicable};
+use super::{
+    args::Args,
+    flow::{chars_bound, text_for, unapplicable, Flow, Unapplicable},
+};
 
 /// The longest count a mask argument may give.
 const MAX_COUNT: usize = 10_000;

@@ -5,7 +5,10 @@
 
 use serde_json::Value;
 
-use super::{args::Args, chars_bound, text_for, unapplicable, Flow, Unapplicable, MAX_CHAR_JSON};
+use super::{
+    args::Args,
+    flow::{chars_bound, text_for, unapplicable, Flow, Unapplicable, MAX_CHAR_JSON},
+};
 
 /// The longest length `pad_left` and `pad_right` may ask for, and the largest `slice` count.
 const MAX_LENGTH: usize = 10_000;

@@ -9,6 +9,9 @@ use tessera_domain::{
 use crate::problem::Problem;
 
 use super::{parse_id, recorded};
+use crate::paths::{
+    APPLICATION, APPLICATIONS, APPLICATION_BY_KEY, APPLICATION_KEY, APPLICATION_KEYS, REGENERATE,
+};
 use crate::{
     auth::{self, Caller},
     body::JsonBody,
@@ -17,19 +20,6 @@ use crate::{
     state::ApiState,
     views::{ApplicationKeyView, ApplicationView, PageView},
 };
-
-/// The applications: `/applications`.
-pub(crate) const APPLICATIONS: &str = "/applications";
-/// The calling key's application: `/applications/key`.
-pub(crate) const APPLICATION_BY_KEY: &str = "/applications/key";
-/// One application: `/applications/{id}`.
-pub(crate) const APPLICATION: &str = "/applications/{id}";
-/// An application's key, regenerated: `/applications/{id}/regenerate`.
-pub(crate) const REGENERATE: &str = "/applications/{id}/regenerate";
-/// An application's keys: `/applications/{id}/keys`.
-pub(crate) const APPLICATION_KEYS: &str = "/applications/{id}/keys";
-/// One key of an application: `/applications/{id}/keys/{key_id}`.
-pub(crate) const APPLICATION_KEY: &str = "/applications/{id}/keys/{key_id}";
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]

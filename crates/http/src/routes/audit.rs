@@ -2,6 +2,7 @@
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 
+use crate::paths::AUDIT_EVENTS;
 use crate::{
     auth::{self, Caller},
     problem::ApiError,
@@ -9,9 +10,6 @@ use crate::{
     state::ApiState,
     views::{AuditEventView, PageView},
 };
-
-/// The caller's tenant's audit events: `/audit-events`.
-pub(crate) const AUDIT_EVENTS: &str = "/audit-events";
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]

@@ -8,6 +8,7 @@ use super::{
     recorded,
     tokens::{ids, read_data},
 };
+use crate::paths::{CHILD, CHILDREN};
 use crate::{
     audit::{mark, note},
     auth::{self, Caller},
@@ -17,11 +18,6 @@ use crate::{
     state::ApiState,
     views::{child_created_or_found, PageView, TokenView},
 };
-
-/// A token's children: `/tokens/{parent_id}/children`.
-pub(crate) const CHILDREN: &str = "/tokens/{parent_id}/children";
-/// One child link of a token: `/tokens/{parent_id}/children/{child_id}`.
-pub(crate) const CHILD: &str = "/tokens/{parent_id}/children/{child_id}";
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]

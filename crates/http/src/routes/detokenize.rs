@@ -12,6 +12,7 @@ use tessera_detokenize::{DetokenizeError, RequestTemplate, Values, DEFAULT_MAX_T
 use tessera_domain::{audit::AuditAction, Principal, TokenId};
 
 use super::recorded::Answer;
+use crate::paths::DETOKENIZE;
 use crate::{
     audit::mark,
     auth::{self, Caller},
@@ -19,9 +20,6 @@ use crate::{
     problem::ApiError,
     state::ApiState,
 };
-
-/// Detokenization of a body: `/detokenize`.
-pub(crate) const DETOKENIZE: &str = "/detokenize";
 
 /// Largest rendered answer, in bytes: the gateway's default `--max-rendered-bytes`.
 pub(crate) const MAX_RENDERED_BYTES: u64 = 10 * 1024 * 1024;

@@ -4,14 +4,8 @@
 use actix_web::{http::StatusCode, web, HttpResponse};
 use serde::Serialize;
 
+use crate::paths::{HEALTHZ, METRICS, READYZ};
 use crate::{problem::ApiError, problem::Problem, state::ApiState};
-
-/// Liveness: `/healthz`.
-pub(crate) const HEALTHZ: &str = "/healthz";
-/// Readiness: `/readyz`.
-pub(crate) const READYZ: &str = "/readyz";
-/// Prometheus metrics: `/metrics`.
-pub(crate) const METRICS: &str = "/metrics";
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route(HEALTHZ, web::get().to(healthz))

@@ -1,14 +1,14 @@
 //! Route table.
 
-pub(crate) mod applications;
+mod applications;
 mod audit;
-pub(crate) mod children;
-pub(crate) mod detokenize;
+mod children;
+mod detokenize;
 mod health;
-pub(crate) mod proxies;
+mod proxies;
 mod recorded;
-pub(crate) mod tokenize;
-pub(crate) mod tokens;
+mod tokenize;
+mod tokens;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
 use tessera_service::header_names::HeaderNames;

@@ -4,6 +4,7 @@ use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{audit::AuditAction, ProxyId, ProxyInput, ProxyPatch};
 
 use super::{parse_id, recorded};
+use crate::paths::{PROXIES, PROXY};
 use crate::{
     auth::{self, Caller},
     body::JsonBody,
@@ -12,11 +13,6 @@ use crate::{
     state::ApiState,
     views::{PageView, ProxyView},
 };
-
-/// The proxies: `/proxies`.
-pub(crate) const PROXIES: &str = "/proxies";
-/// One proxy: `/proxies/{id}`.
-pub(crate) const PROXY: &str = "/proxies/{id}";
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]

@@ -13,6 +13,7 @@ use super::{
     recorded::{self, Answer},
     tokens::{ids, mark_imported, mask_note},
 };
+use crate::paths::TOKENIZE;
 use crate::{
     audit::note,
     auth::{self, Caller},
@@ -21,9 +22,6 @@ use crate::{
     idempotency::idempotent,
     state::ApiState,
 };
-
-/// Bulk and composite tokenization: `/tokenize`.
-pub(crate) const TOKENIZE: &str = "/tokenize";
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]

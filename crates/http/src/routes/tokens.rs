@@ -1,7 +1,7 @@
 //! `/tokens`: create, read, list, update, delete and search (docs/api.md "Tokens"); bulk
 //! creation in [`super::tokenize`]; cursor pages under `/v2/tokens` in [`v2`].
 
-pub(crate) mod v2;
+mod v2;
 
 use actix_web::{middleware::from_fn, web, HttpRequest, HttpResponse};
 use tessera_domain::{
@@ -12,6 +12,7 @@ use tessera_domain::{
 use tessera_service::header_names::HeaderNames;
 
 use super::{parse_id, recorded};
+use crate::paths::{SEARCH, TOKEN, TOKENS};
 use crate::{
     audit::{mark, note},
     auth::{self, Caller},
@@ -23,13 +24,6 @@ use crate::{
     state::ApiState,
     views::{created_or_found, PageView, TokenView},
 };
-
-/// Token search: `/tokens/search`.
-pub(crate) const SEARCH: &str = "/tokens/search";
-/// The tokens: `/tokens`.
-pub(crate) const TOKENS: &str = "/tokens";
-/// One token: `/tokens/{id}`.
-pub(crate) const TOKEN: &str = "/tokens/{id}";
 
 /// The OpenAPI operations of this module.
 #[derive(utoipa::OpenApi)]

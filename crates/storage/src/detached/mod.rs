@@ -22,8 +22,8 @@ use tessera_domain::store::StoreError;
 use tokio::runtime::Handle;
 
 use crate::{
+    database::Database,
     read_batch::{ReadBatchCounts, ReadBatcher},
-    Database,
 };
 
 /// Writes `impl $trait for DetachedStore` from one line per method (its name, parameters and

@@ -1,7 +1,7 @@
 //! Tokens: each part of [`TokenStore`](tessera_domain::store::TokenStore) on
 //! [`DetachedStore`](super::DetachedStore).
 
-use tessera_domain::cursor::Position;
+use tessera_domain::store::Position;
 use tessera_domain::store::{
     ContainerScope, Duplicate, StoreError, StoredToken, TokenFilter, TokenInserts, TokenListing,
     TokenRecords, TokenSearch, TokenSearching, TokenUpdate, TokenUpkeep,

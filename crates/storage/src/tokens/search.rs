@@ -7,8 +7,7 @@ use diesel::{
 };
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
-    cursor::Position,
-    store::{ContainerScope, StoreError, StoredToken, TokenSearch, TokenSearching},
+    store::{ContainerScope, Position, StoreError, StoredToken, TokenSearch, TokenSearching},
     Container, Page, PageRequest, TenantId,
 };
 

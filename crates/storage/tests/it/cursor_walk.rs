@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use tessera_domain::{
-    cursor::Position,
-    store::{ContainerScope, StoredToken, TokenInserts, TokenSearch, TokenSearching},
+    store::{ContainerScope, Position, StoredToken, TokenInserts, TokenSearch, TokenSearching},
     timestamp, ApplicationId, Container, TenantId, TokenId, TokenType,
 };
 use tessera_testkit::{backend_tests, db::TestDatabase};

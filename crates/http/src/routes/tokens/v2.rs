@@ -8,6 +8,7 @@ use tessera_domain::{
 };
 
 use super::{ids, read_data};
+use crate::paths::{SEARCH_V2, TOKENS_V2};
 use crate::{
     auth::{self, Caller},
     body::JsonBody,
@@ -16,11 +17,6 @@ use crate::{
     state::ApiState,
     views::{CursorPageView, TokenView},
 };
-
-/// Token search, in cursor pages: `/v2/tokens/search`.
-pub(crate) const SEARCH_V2: &str = "/v2/tokens/search";
-/// The tokens, in cursor pages: `/v2/tokens`.
-pub(crate) const TOKENS_V2: &str = "/v2/tokens";
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
