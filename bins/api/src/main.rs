@@ -4,17 +4,17 @@
 //! Thin by design: parse configuration, open storage, wire the vault into the management app
 //! and the gateway, run.
 
+mod bootstrap;
 mod cli;
 mod dev_echo;
 
 use std::{process::ExitCode, sync::Arc};
 
 use anyhow::Context;
-use serde::Serialize;
-use tessera_domain::vault::CreatedTenant;
 use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
-use tessera_startup::{open_database, open_vault, secret_file, telemetry};
+use tessera_startup::{open_database, open_vault, telemetry};
 
+use bootstrap::{bootstrap, tenant_json};
 use cli::{AuditCommand, Cli, Command, ServeArgs, TenantsCommand};
 
 /// mimalloc: measurably cheaper than the system allocator on the gateway's hot path.
@@ -134,21 +134,6 @@ async fn import(args: cli::ImportArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-#[derive(Serialize)]
-struct TenantOutput<'a> {
-    tenant_id: String,
-    application_id: String,
-    api_key: &'a str,
-}
-
-fn tenant_json(created: &CreatedTenant) -> anyhow::Result<String> {
-    Ok(serde_json::to_string(&TenantOutput {
-        tenant_id: created.tenant.id.to_string(),
-        application_id: created.admin.id.to_string(),
-        api_key: created.api_key.expose(),
-    })?)
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -309,37 +294,6 @@ impl Sockets<tessera_startup::listener::Bound> {
             echo: self.echo.map(|s| s.listen()).transpose()?,
         })
     }
-}
-
-/// Creates the `default` tenant on an empty database: its admin key is printed on stdout and
-/// written to `<data-dir>/admin-key`.
-async fn bootstrap(
-    vault: &tessera_domain::Vault,
-    data_dir: &std::path::Path,
-) -> anyhow::Result<()> {
-    let Some(created) = vault
-        .bootstrap()
-        .await
-        .context("bootstrapping the default tenant")?
-    else {
-        return Ok(());
-    };
-    // Print first: the tenant exists now, and its key must not be lost if the file cannot be
-    // written.
-    println!("{}", tenant_json(&created)?);
-    let path = data_dir.join("admin-key");
-    match secret_file::replace(&path, created.api_key.expose().as_bytes()) {
-        Ok(()) => tracing::warn!(
-            path = %path.display(),
-            "created tenant `default`; its admin API key was printed above and written to the file (mode 0600). It is not shown again."
-        ),
-        Err(e) => tracing::error!(
-            path = %path.display(),
-            error = %e,
-            "created tenant `default`; its admin API key was printed above but could not be written to the file: keep the printed key"
-        ),
-    }
-    Ok(())
 }
 
 /// The management API's state: the vault, the gateway mounted at `/proxy` (unless

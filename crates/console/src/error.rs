@@ -37,6 +37,15 @@ pub(crate) enum ConsoleError {
     Unavailable(String),
 }
 
+impl From<crate::form::FormRefused> for ConsoleError {
+    fn from(refused: crate::form::FormRefused) -> Self {
+        ConsoleError::Body {
+            status: refused.status,
+            message: refused.message,
+        }
+    }
+}
+
 impl ResponseError for ConsoleError {
     fn status_code(&self) -> StatusCode {
         match self {

@@ -5,7 +5,14 @@
 use actix_web::{dev::Payload, http::StatusCode, web::BytesMut, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 
-use crate::error::ConsoleError;
+/// Why a form body was refused: the status to answer and what to tell the person.
+#[derive(Debug)]
+pub(crate) struct FormRefused {
+    /// The status to answer.
+    pub(crate) status: StatusCode,
+    /// What went wrong.
+    pub(crate) message: String,
+}
 
 /// Decoded name/value pairs, in the order sent.
 #[derive(Default)]
@@ -37,24 +44,24 @@ impl Form {
         req: &HttpRequest,
         mut payload: Payload,
         limit: usize,
-    ) -> Result<Self, ConsoleError> {
+    ) -> Result<Self, FormRefused> {
         let is_form =
             req.mime_type().ok().flatten().is_some_and(|m| {
                 m.type_() == "application" && m.subtype() == "x-www-form-urlencoded"
             });
         if !is_form {
-            return Err(ConsoleError::Body {
+            return Err(FormRefused {
                 status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 message: "console forms are sent as application/x-www-form-urlencoded".into(),
             });
         }
-        let too_large = || ConsoleError::Body {
+        let too_large = || FormRefused {
             status: StatusCode::PAYLOAD_TOO_LARGE,
             message: format!("The form is larger than the limit of {limit} bytes."),
         };
         let mut buf = BytesMut::new();
         while let Some(chunk) = payload.next().await {
-            let chunk = chunk.map_err(|e| ConsoleError::Body {
+            let chunk = chunk.map_err(|e| FormRefused {
                 status: StatusCode::BAD_REQUEST,
                 message: format!("The form could not be read: {e}"),
             })?;

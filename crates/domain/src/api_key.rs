@@ -72,6 +72,20 @@ impl std::fmt::Debug for ApiKeyHash {
     }
 }
 
+/// One of an application's API keys, without the key: only its hash is stored, and the key
+/// is shown once, when it is issued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplicationKey {
+    /// Identifier.
+    pub id: crate::ids::ApplicationKeyId,
+    /// The application it authenticates as.
+    pub application_id: crate::ids::ApplicationId,
+    /// Application that issued it.
+    pub created_by: crate::ids::ApplicationId,
+    /// When it was issued.
+    pub created_at: time::OffsetDateTime,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,11 +8,13 @@ use time::OffsetDateTime;
 use crate::{
     container::Container,
     data_transform::DataTransform,
-    ids::{ApplicationId, ApplicationKeyId, TenantId},
+    ids::{ApplicationId, TenantId},
     origin::{Origin, MAX_ALLOWED_ORIGINS},
     permission::Permission,
     validation::{char_len, check_name, ValidationErrors},
 };
+
+pub use crate::api_key::ApplicationKey;
 
 /// Longest application name, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
@@ -386,20 +388,6 @@ impl Application {
     pub fn is_expired(&self, now: OffsetDateTime) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
     }
-}
-
-/// One of an application's API keys, without the key: only its hash is stored, and the key
-/// is shown once, when it is issued.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApplicationKey {
-    /// Identifier.
-    pub id: ApplicationKeyId,
-    /// The application it authenticates as.
-    pub application_id: ApplicationId,
-    /// Application that issued it.
-    pub created_by: ApplicationId,
-    /// When it was issued.
-    pub created_at: OffsetDateTime,
 }
 
 #[cfg(test)]

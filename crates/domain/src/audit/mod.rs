@@ -6,6 +6,7 @@
 //! in groups, listing and verification) is the `tessera-audit` crate, which implements
 //! [`AuditTrail`] over storage; docs/architecture.md shows where each part lives.
 
+mod action;
 mod event;
 mod filter;
 mod log;
@@ -13,9 +14,8 @@ mod report;
 mod resource_id;
 mod trail;
 
-pub use event::{
-    Actor, AuditAction, AuditEvent, ChainedEvent, Outcome, Pruned, UnknownAction, MAX_TEXT_CHARS,
-};
+pub use action::{AuditAction, UnknownAction};
+pub use event::{Actor, AuditEvent, ChainedEvent, Outcome, Pruned, MAX_TEXT_CHARS};
 pub use filter::AuditFilter;
 pub use log::{AuditLog, Pending};
 pub use report::{BrokenLink, ChainReport, VerifyReport};
