@@ -29,7 +29,7 @@ pub struct NewAssociation {
 }
 
 /// Parent → child links between tokens. Listing children goes through
-/// [`TokenStore::list_tokens`] with [`TokenFilter::parent`] set.
+/// [`TokenListing::list_tokens`](super::TokenListing::list_tokens) with [`TokenFilter::parent`] set.
 #[async_trait]
 pub trait AssociationStore: Send + Sync {
     /// Links parent → child; linking an existing pair again changes nothing.

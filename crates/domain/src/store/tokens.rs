@@ -136,7 +136,7 @@ pub struct TokenSearch {
     pub data_hashes: Vec<SearchHash>,
 }
 
-/// A token's new state, written by [`TokenStore::update_token`].
+/// A token's new state, written by [`TokenRecords::update_token`](super::TokenRecords::update_token).
 #[derive(Debug, Clone)]
 pub struct TokenUpdate {
     /// The token's tenant.

@@ -9,6 +9,7 @@ use tessera_domain::{
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
+use super::queries::delete_search_rows;
 use crate::{
     database::{
         checkout, only_row, read_unique_row, with_conn, with_write_conn, Database, DbResultExt,
@@ -59,20 +60,6 @@ impl TokenChangeset {
             modified_at: to_db_time(update.modified_at),
         })
     }
-}
-
-/// Deletes the search index rows of token `id` (which reference their tenant, not their
-/// token, as metadata rows do: docs/architecture.md "Writing tokens"), on either backend's
-/// connection.
-macro_rules! delete_search_rows {
-    ($conn:expr, $tenant:expr, $id:expr) => {
-        diesel::delete(
-            token_search_index::table
-                .filter(token_search_index::tenant_id.eq($tenant))
-                .filter(token_search_index::token_id.eq($id)),
-        )
-        .execute($conn)
-    };
 }
 
 #[async_trait::async_trait]

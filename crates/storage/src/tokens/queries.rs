@@ -48,6 +48,21 @@ impl FilterParams {
     }
 }
 
+/// Deletes the search index rows of token `id` (which reference their tenant, not their
+/// token, as metadata rows do: docs/architecture.md "Writing tokens"), on either backend's
+/// connection.
+macro_rules! delete_search_rows {
+    ($conn:expr, $tenant:expr, $id:expr) => {
+        diesel::delete(
+            token_search_index::table
+                .filter(token_search_index::tenant_id.eq($tenant))
+                .filter(token_search_index::token_id.eq($id)),
+        )
+        .execute($conn)
+    };
+}
+pub(super) use delete_search_rows;
+
 /// Whether the token in the outer row (`$tenant`, `$token`: its columns) has the metadata pair
 /// `$key` = `$value`, as a scalar subquery on `(tenant, token, key)`: one primary-key probe per
 /// outer row, whatever the planner believes about the pairs' sizes (see

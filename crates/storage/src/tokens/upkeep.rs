@@ -9,6 +9,7 @@ use tessera_domain::{
 };
 use time::OffsetDateTime;
 
+use super::queries::delete_search_rows;
 use crate::{
     database::{with_conn, with_write_conn, Database, DbResultExt},
     rows::{to_db_time, TokenRow},
@@ -57,13 +58,7 @@ impl TokenUpkeep for Database {
                         )
                         .execute(conn)
                         .await?;
-                        diesel::delete(
-                            token_search_index::table
-                                .filter(token_search_index::tenant_id.eq(tenant))
-                                .filter(token_search_index::token_id.eq(id)),
-                        )
-                        .execute(conn)
-                        .await?;
+                        delete_search_rows!(conn, tenant, id).await?;
                     }
                     deleted += n as u64;
                 }
