@@ -31,8 +31,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: TenantsCommand,
     },
-    /// Apply pending database migrations and exit.
-    Migrate(DbArgs),
+    /// Apply pending database migrations and exit; with `--status`, list every migration
+    /// (applied, pending, or applied by a newer release) instead.
+    Migrate(MigrateArgs),
     /// Print the OpenAPI 3.1 document (the one served at `/openapi.json`) and exit.
     Openapi,
     /// Re-wrap every tenant's data key under the current master key (the previous one given by
@@ -50,6 +51,20 @@ pub(crate) enum Command {
     /// skipped by id (a rerun resumes), what is not kept reported. Prints a JSON summary;
     /// exits 1 when rows were refused.
     Import(ImportArgs),
+}
+
+/// Flags of `migrate`.
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// List every migration, by version and name, applied or pending, and change nothing.
+    #[arg(long)]
+    pub(crate) status: bool,
+    /// With `--status`: print JSON (`[{"version", "name", "state"}]`) instead of a table.
+    #[arg(long, requires = "status")]
+    pub(crate) json: bool,
+    /// Database flags.
+    #[command(flatten)]
+    pub(crate) db: DbArgs,
 }
 
 /// Flags of `import`.

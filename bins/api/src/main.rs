@@ -30,12 +30,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(Box::new(cli.serve))) {
         Command::Serve(args) => serve(*args).await,
-        Command::Migrate(db) => {
-            telemetry::init(db.log_format);
-            open_database(&db).await?;
-            println!("migrations applied");
-            Ok(())
-        }
+        Command::Migrate(args) => migrate(args).await,
         Command::RotateMasterKey(db) => {
             telemetry::init(db.log_format);
             // The default trail (sync, no stream): each re-wrap is committed as it happens.
@@ -103,6 +98,37 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `api migrate`: applies pending migrations (whatever `--no-migrate` says), or with
+/// `--status` lists them and changes nothing.
+async fn migrate(mut args: cli::MigrateArgs) -> anyhow::Result<()> {
+    telemetry::init(args.db.log_format);
+    if !args.status {
+        args.db.no_migrate = false;
+        open_database(&args.db).await?;
+        println!("migrations applied");
+        return Ok(());
+    }
+    let (database, _) = tessera_startup::connect_database(&args.db).await?;
+    let status = database
+        .schema_status()
+        .await
+        .context("reading the schema's migrations")?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(());
+    }
+    println!("{:<16}{:<36}state", "version", "name");
+    for entry in &status {
+        let state = match entry.state {
+            tessera_startup::MigrationState::Applied => "applied",
+            tessera_startup::MigrationState::Pending => "pending",
+            tessera_startup::MigrationState::Unknown => "applied by a newer release",
+        };
+        println!("{:<16}{:<36}{state}", entry.version, entry.name);
+    }
+    Ok(())
 }
 
 /// `api import`: prints the summary; an error when rows were refused, so that scripts see it.

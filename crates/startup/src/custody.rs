@@ -54,8 +54,17 @@ fn custody_error(message: String) -> StartupError {
     StartupError::MasterKey(message)
 }
 
-/// The custody that wraps from now on, and those that still open keys not yet re-wrapped.
-pub type Custodies = (Arc<dyn KeyCustody>, Vec<Arc<dyn KeyCustody>>);
+/// The custodies of one process.
+#[derive(Debug)]
+pub struct Custodies {
+    /// Wraps from now on.
+    pub current: Arc<dyn KeyCustody>,
+    /// Still open keys not yet re-wrapped (a move or rotation under way).
+    pub previous: Vec<Arc<dyn KeyCustody>>,
+    /// A file key generated for a new SQLite deployment, to be written only if the database
+    /// holds nothing yet.
+    pub new_key_file: Option<master_key::NewKeyFile>,
+}
 
 /// The configured custody, and the previous file keys of a move or rotation under way.
 pub fn load(
@@ -67,11 +76,18 @@ pub fn load(
         .into_iter()
         .map(|k| Arc::new(k) as Arc<dyn KeyCustody>)
         .collect();
-    let current: Arc<dyn KeyCustody> = match custody.master_key_provider {
-        MasterKeyProvider::File => Arc::new(master_key::load(files, url)?),
-        MasterKeyProvider::Pkcs11 => Arc::new(pkcs11(custody)?),
+    let (current, new_key_file): (Arc<dyn KeyCustody>, _) = match custody.master_key_provider {
+        MasterKeyProvider::File => {
+            let (key, new_key_file) = master_key::load(files, url)?;
+            (Arc::new(key), new_key_file)
+        }
+        MasterKeyProvider::Pkcs11 => (Arc::new(pkcs11(custody)?), None),
     };
-    Ok((current, previous))
+    Ok(Custodies {
+        current,
+        previous,
+        new_key_file,
+    })
 }
 
 fn pkcs11(args: &CustodyArgs) -> Result<Pkcs11Custody, StartupError> {

@@ -57,6 +57,11 @@ pub struct DbArgs {
     /// Where the key-encrypting key lives (file or an HSM).
     #[command(flatten)]
     pub custody: custody::CustodyArgs,
+    /// Do not run pending migrations at start-up: refuse to start until `api migrate` has run
+    /// (docs/operations.md, "Upgrading"). Without it, the first process to take the migration
+    /// lock runs them. Either way a schema newer than this binary is refused.
+    #[arg(long, env = "TESSERA_NO_MIGRATE")]
+    pub no_migrate: bool,
     /// Log format.
     #[arg(long, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -90,6 +95,7 @@ impl std::fmt::Debug for DbArgs {
             .field("master_key_file", &self.master_key_file)
             .field("previous_master_key_file", &self.previous_master_key_file)
             .field("custody", &self.custody)
+            .field("no_migrate", &self.no_migrate)
             .field("log_format", &self.log_format)
             .field("sweep_interval", &self.sweep_interval)
             .field("query_timeout", &self.query_timeout)

@@ -17,11 +17,12 @@ pub mod telemetry;
 use std::sync::Arc;
 
 use tessera_domain::Vault;
-use tessera_storage::{Database, DatabaseUrl, DetachedStore};
+use tessera_storage::{Database, DatabaseUrl, DetachedStore, OnPending};
 
 pub use db_args::{DbArgs, ImplicitTransform};
 pub use error::StartupError;
 pub use telemetry::LogFormat;
+pub use tessera_storage::{MigrationEntry, MigrationState};
 
 /// Sweeps expired tokens, old idempotency keys and audit events past retention every `interval` (see [`Vault::sweep`]),
 /// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the
@@ -61,8 +62,8 @@ pub fn spawn_sweeper(
     }))
 }
 
-/// Opens the pool and applies pending migrations.
-pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), StartupError> {
+/// Opens the pool, without looking at the schema (for `api migrate --status`).
+pub async fn connect_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), StartupError> {
     let url = db.url()?;
     let database = Database::connect(&url, db.pool_options(&url))
         .await
@@ -70,8 +71,20 @@ pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), Start
             url: url.to_string(),
             source,
         })?;
+    Ok((database, url))
+}
+
+/// Opens the pool, refuses a schema newer than this binary, and applies pending migrations
+/// (or, under `--no-migrate`, refuses to start while any are pending).
+pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), StartupError> {
+    let (database, url) = connect_database(db).await?;
+    let on_pending = if db.no_migrate {
+        OnPending::Refuse
+    } else {
+        OnPending::Migrate
+    };
     database
-        .migrate()
+        .prepare_schema(on_pending)
         .await
         .map_err(|source| StartupError::Migrate {
             url: url.to_string(),
@@ -80,7 +93,7 @@ pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), Start
     let moved = database
         .move_legacy_audit_events()
         .await
-        .map_err(|source| StartupError::Migrate {
+        .map_err(|source| StartupError::LegacyAudit {
             url: url.to_string(),
             source,
         })?;
@@ -102,18 +115,31 @@ pub async fn open_vault(
 ) -> Result<(Vault, Arc<dyn tessera_audit::AuditStore>), StartupError> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url = db.url()?;
-    let (custody, previous) = custody::load(db.key_files(), &db.custody, &url)?;
+    let custodies = custody::load(db.key_files(), &db.custody, &url)?;
     let (database, _) = open_database(db).await?;
-    tracing::info!(custody = %custody.describe(), "key-encrypting key");
+    tracing::info!(custody = %custodies.current.describe(), "key-encrypting key");
     let store = Arc::new(DetachedStore::new(database));
     let audit_store: Arc<dyn tessera_audit::AuditStore> = store.clone();
-    let vault = Vault::with_custody(store, custody, previous)
+    let vault = Vault::with_custody(store, custodies.current, custodies.previous)
         .with_audit(tessera_audit::reader(audit_store.clone()))
         .with_transform_check(Arc::new(tessera_transform_runtime::CompileCheck))
         .with_implicit_transform(db.implicit_transform.into())
         .with_cvc_retention(tessera_domain::token::CvcRetention::new(
             time::Duration::seconds_f64(db.cvc_retention),
         ));
+    if let Some(new_key_file) = custodies.new_key_file {
+        // A restored database without its key: refuse, and write nothing.
+        if vault
+            .holds_wrapped_keys()
+            .await
+            .map_err(StartupError::WrongKey)?
+        {
+            return Err(StartupError::KeyMissing {
+                path: new_key_file.path().to_path_buf(),
+            });
+        }
+        new_key_file.write()?;
+    }
     vault
         .verify_master_key()
         .await

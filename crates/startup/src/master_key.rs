@@ -1,7 +1,9 @@
 //! Where the master key comes from: `TESSERA_MASTER_KEY`, else `--master-key-file`, else (on
-//! SQLite only) `<data-dir>/master.key`, generated on first start.
+//! SQLite only) `<data-dir>/master.key`, generated on first start — and only for a database
+//! that holds nothing yet (docs/operations.md, "Backups": a restored database without its key
+//! is refused, never given a new key).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tessera_domain::MasterKey;
 use tessera_storage::DatabaseUrl;
@@ -30,34 +32,66 @@ pub struct KeyFiles<'a> {
     pub data_dir: &'a Path,
 }
 
-/// Resolves the master key for `url`.
-pub fn load(db: KeyFiles<'_>, url: &DatabaseUrl) -> Result<MasterKey, StartupError> {
+/// A master key generated for a new SQLite deployment, not yet written: [`NewKeyFile::write`]
+/// stores it once the database is known to hold nothing that another key wrapped.
+pub struct NewKeyFile {
+    path: PathBuf,
+    line: Zeroizing<String>,
+}
+
+impl NewKeyFile {
+    /// Where the key will be kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the key file (owner-only, never over an existing file).
+    pub fn write(&self) -> Result<(), StartupError> {
+        secret_file::write_new(&self.path, self.line.as_bytes()).map_err(|e| {
+            key_error(format!(
+                "writing the generated master key to {}: {e}",
+                self.path.display()
+            ))
+        })?;
+        tracing::warn!(
+            path = %self.path.display(),
+            "no master key configured: generated one and stored it beside the database. Back it up; without it the data cannot be decrypted. For production set {ENV} or --master-key-file."
+        );
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for NewKeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewKeyFile")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolves the master key for `url`; on SQLite with no key configured or kept, a new key and
+/// the file to keep it in, which the caller writes only for an empty database.
+pub fn load(
+    db: KeyFiles<'_>,
+    url: &DatabaseUrl,
+) -> Result<(MasterKey, Option<NewKeyFile>), StartupError> {
     if let Some(encoded) = env_key(ENV) {
-        return MasterKey::from_base64(&encoded).map_err(|e| key_error(format!("{ENV}: {e}")));
+        return MasterKey::from_base64(&encoded)
+            .map(|key| (key, None))
+            .map_err(|e| key_error(format!("{ENV}: {e}")));
     }
     if let Some(path) = db.master_key_file {
-        return read_key_file(path);
+        return read_key_file(path).map(|key| (key, None));
     }
     match url {
         DatabaseUrl::Sqlite { .. } => {
             let path = db.data_dir.join("master.key");
             if path.exists() {
-                return read_key_file(&path);
+                return read_key_file(&path).map(|key| (key, None));
             }
             let key = MasterKey::generate();
             let line = Zeroizing::new(format!("{}\n", key.to_base64().expose()));
-            secret_file::write_new(&path, line.as_bytes())
-                .map_err(|e| {
-                    key_error(format!(
-                        "writing the generated master key to {}: {e}",
-                        path.display()
-                    ))
-                })?;
-            tracing::warn!(
-                path = %path.display(),
-                "no master key configured: generated one and stored it beside the database. Back it up; without it the data cannot be decrypted. For production set {ENV} or --master-key-file."
-            );
-            Ok(key)
+            Ok((key, Some(NewKeyFile { path, line })))
         }
         DatabaseUrl::Postgres { .. } => Err(key_error(format!(
             "no master key: on PostgreSQL set {ENV} or --master-key-file to base64 of 32 random bytes (e.g. `openssl rand -base64 32`)"

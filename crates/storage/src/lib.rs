@@ -27,7 +27,10 @@ mod tenants;
 mod tokens;
 mod url;
 
-pub use database::{Backend, Database, PoolOptions, DEFAULT_QUERY_TIMEOUT};
+pub use database::{
+    postgres_connection, tls, Backend, Database, MigrationEntry, MigrationState, OnPending,
+    PgUrlError, PoolOptions, SchemaError, DEFAULT_QUERY_TIMEOUT,
+};
 pub use detached::DetachedStore;
 pub use read_batch::ReadBatchCounts;
 pub use url::{DatabaseUrl, DatabaseUrlError};

@@ -14,9 +14,13 @@ macro_rules! with_scan_conn {
                 let $conn: &mut $crate::database::SqliteConn = &mut object;
                 $body
             }
-            $crate::database::Pools::Postgres { pool, .. } => {
-                let mut guard =
-                    $crate::scan::ScanGuard::new($crate::database::checkout(pool).await?);
+            $crate::database::Pools::Postgres {
+                pool, connector, ..
+            } => {
+                let mut guard = $crate::scan::ScanGuard::new(
+                    $crate::database::checkout(pool).await?,
+                    connector.tls(),
+                );
                 let result = {
                     let Some($conn) = guard.conn() else {
                         return Err(tessera_domain::store::StoreError::Backend(
@@ -41,13 +45,19 @@ pub(crate) use with_scan_conn;
 /// statement.
 pub(crate) struct ScanGuard {
     conn: Option<deadpool::managed::Object<AsyncDieselConnectionManager<AsyncPgConnection>>>,
+    /// The cancel request goes over TLS as the connection did.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
 }
 
 impl ScanGuard {
     pub(crate) fn new(
         conn: deadpool::managed::Object<AsyncDieselConnectionManager<AsyncPgConnection>>,
+        tls: tokio_postgres_rustls::MakeRustlsConnect,
     ) -> Self {
-        Self { conn: Some(conn) }
+        Self {
+            conn: Some(conn),
+            tls,
+        }
     }
 
     /// The connection (always there: only `finish` and `drop` take it, both consuming the
@@ -69,9 +79,10 @@ impl Drop for ScanGuard {
         };
         let cancel = conn.cancel_token();
         drop(deadpool::managed::Object::take(conn));
+        let tls = self.tls.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(e) = cancel.cancel_query(tokio_postgres::NoTls).await {
+                if let Err(e) = cancel.cancel_query(tls).await {
                     tracing::debug!(error = %e, "cancelling an abandoned query failed");
                 }
             });

@@ -26,7 +26,8 @@ pub enum DatabaseUrlError {
     /// `sqlite://` with no path.
     #[error("the sqlite URL names no file; use sqlite://PATH")]
     EmptyPath,
-    /// A `postgres://` URL that does not parse.
+    /// A `postgres://` URL that does not parse, or whose TLS parameters cannot be used
+    /// (docs/operations.md, "TLS to the database").
     #[error("the postgres URL is malformed: {0}")]
     Malformed(String),
 }
@@ -47,7 +48,8 @@ impl FromStr for DatabaseUrl {
             });
         }
         if s.starts_with("postgres://") || s.starts_with("postgresql://") {
-            ::url::Url::parse(s).map_err(|e| DatabaseUrlError::Malformed(e.to_string()))?;
+            crate::database::PgUrl::parse(s)
+                .map_err(|e| DatabaseUrlError::Malformed(e.to_string()))?;
             return Ok(DatabaseUrl::Postgres { url: s.to_string() });
         }
         Err(DatabaseUrlError::Scheme)
@@ -102,6 +104,14 @@ mod tests {
             "sqlite://".parse::<DatabaseUrl>(),
             Err(DatabaseUrlError::EmptyPath)
         );
+        assert!(matches!(
+            "postgres://u@h/db?sslmode=verify-full&sslrootcert=/ca.pem".parse::<DatabaseUrl>(),
+            Ok(DatabaseUrl::Postgres { .. })
+        ));
+        assert!(matches!(
+            "postgres://u@h/db?sslmode=on".parse::<DatabaseUrl>(),
+            Err(DatabaseUrlError::Malformed(m)) if m.contains("sslmode=on")
+        ));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use diesel_async::SimpleAsyncConnection;
 
 use tessera_storage::{Database, DatabaseUrl, PoolOptions};
 
@@ -70,7 +70,7 @@ impl TestDatabase {
     pub async fn postgres_through(last: Option<&str>) -> Option<Self> {
         let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
         let schema = format!("tessera_test_{}", uuid::Uuid::new_v4().simple());
-        let mut admin = AsyncPgConnection::establish(&admin_url)
+        let mut admin = tessera_storage::postgres_connection(&admin_url)
             .await
             .unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
         admin
@@ -175,7 +175,9 @@ impl TestDatabase {
             }
             DatabaseUrl::Postgres { url } => {
                 use diesel_async::RunQueryDsl;
-                let mut conn = AsyncPgConnection::establish(url).await.expect("connect");
+                let mut conn = tessera_storage::postgres_connection(url)
+                    .await
+                    .expect("connect");
                 diesel::sql_query(&sql).load(&mut conn).await
             }
         }
@@ -206,7 +208,7 @@ impl TestDatabase {
                     path: String,
                 }
                 use diesel_async::RunQueryDsl;
-                let mut admin = AsyncPgConnection::establish(admin_url)
+                let mut admin = tessera_storage::postgres_connection(admin_url)
                     .await
                     .expect("admin");
                 admin.batch_execute("CHECKPOINT").await.expect("checkpoint");
@@ -270,7 +272,7 @@ impl Drop for TestDatabase {
                     // runtime — the one this drop is blocking — so waiting for their locks
                     // would hang forever: give up after a few seconds and leave the schema.
                     rt.block_on(async move {
-                        if let Ok(mut conn) = AsyncPgConnection::establish(&admin_url).await {
+                        if let Ok(mut conn) = tessera_storage::postgres_connection(&admin_url).await {
                             let _ = conn
                                 .batch_execute(&format!(
                                     "SET lock_timeout = '5s'; DROP SCHEMA IF EXISTS {schema} CASCADE"
@@ -292,7 +294,7 @@ impl Drop for TestDatabase {
 /// When the variable is set but the server refuses the connection or the statement.
 pub async fn postgres_admin(sql: &str) -> Option<()> {
     let admin_url = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty())?;
-    let mut admin = AsyncPgConnection::establish(&admin_url)
+    let mut admin = tessera_storage::postgres_connection(&admin_url)
         .await
         .unwrap_or_else(|e| panic!("{PG_URL_VAR} is set but unusable: {e}"));
     admin

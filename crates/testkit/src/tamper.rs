@@ -6,7 +6,6 @@ use diesel::{
     sql_types::{BigInt, Binary, SmallInt, Text},
     Connection as _, QueryableByName,
 };
-use diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use tessera_audit::codec;
 use tessera_storage::DatabaseUrl;
 
@@ -61,7 +60,7 @@ pub async fn edit_audit_lines(
             }
         }
         DatabaseUrl::Postgres { url } => {
-            let mut conn = AsyncPgConnection::establish(url.as_str())
+            let mut conn = tessera_storage::postgres_connection(url.as_str())
                 .await
                 .expect("connect to PostgreSQL");
             let blocks: Vec<Block> = diesel_async::RunQueryDsl::load(

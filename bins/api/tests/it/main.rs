@@ -9,3 +9,4 @@ mod dev_echo;
 mod hsm;
 mod import;
 mod readme;
+mod upgrade;

@@ -313,6 +313,21 @@ impl Vault {
         Ok(())
     }
 
+    /// Whether the database holds anything a master key wrapped (a tenant's data key, or the
+    /// vault's own keys): start-up never gives such a database a newly generated key
+    /// (docs/operations.md, "Backups").
+    pub async fn holds_wrapped_keys(&self) -> Result<bool, VaultError> {
+        if !self.store.list_tenants().await?.is_empty() {
+            return Ok(true);
+        }
+        for name in [crate::lookup::PROXY_KEY_LOOKUP, crate::cursor::CURSOR_KEY] {
+            if self.store.get_vault_key(name).await?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Re-wraps every tenant's data key that a previous master key wraps under the current
     /// one. Token data is not re-encrypted (the data keys do not change). Safe to run again,
     /// and to interrupt: each tenant is updated on its own, only if its wrapped key is still the

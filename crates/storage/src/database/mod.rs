@@ -5,17 +5,22 @@
 use std::time::Duration;
 
 use diesel::{sqlite::SqliteConnection, Connection as _};
-use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use diesel_async::SimpleAsyncConnection;
 use tessera_domain::store::StoreError;
 
 use crate::url::DatabaseUrl;
 
 mod migrations;
+pub use migrations::{MigrationEntry, MigrationState, OnPending, SchemaError};
 mod pools;
+mod postgres_connect;
 mod queries;
 mod sqlite;
+pub mod tls;
 
 pub(crate) use pools::{checkout, Dedicated, PerThreadPools, Pools, WriteTurn};
+pub(crate) use postgres_connect::PgUrl;
+pub use postgres_connect::{postgres_connection, PgUrlError};
 pub(crate) use queries::{
     later, now, only_row, page_of, read_unique_row, window, with_conn, with_read_conn,
     with_write_conn, DbResultExt,
@@ -109,10 +114,13 @@ impl Database {
                     .map_err(|e| unavailable(&e))?;
                 Ok(Dedicated::Sqlite(Box::new(conn)))
             }
-            DatabaseUrl::Postgres { url } => {
-                let mut conn = AsyncPgConnection::establish(url.as_str())
-                    .await
-                    .map_err(|e| unavailable(&e))?;
+            DatabaseUrl::Postgres { .. } => {
+                let Pools::Postgres { connector, .. } = &self.pools else {
+                    return Err(StoreError::Backend(
+                        "a PostgreSQL URL on SQLite pools".into(),
+                    ));
+                };
+                let mut conn = connector.connect().await.map_err(|e| unavailable(&e))?;
                 conn.batch_execute(&crate::query_timeout::postgres_setup(self.query_timeout))
                     .await
                     .map_err(|e| unavailable(&e))?;

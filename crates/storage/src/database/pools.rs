@@ -8,13 +8,13 @@ use diesel_async::{
     pooled_connection::{
         deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
     },
-    AsyncConnection, AsyncPgConnection, SimpleAsyncConnection,
+    AsyncPgConnection, SimpleAsyncConnection,
 };
 use futures_util::FutureExt;
 use tessera_domain::store::StoreError;
 use thread_local::ThreadLocal;
 
-use super::{PoolOptions, SqliteConn, SqliteReadConn};
+use super::{postgres_connect::PgConnector, PoolOptions, SqliteConn, SqliteReadConn};
 
 /// How long a caller waits for a pooled connection before the store reports itself unavailable.
 const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,12 +66,14 @@ pub(crate) enum Pools {
         pool: Pool<AsyncPgConnection>,
         /// Point reads: one small pool per calling thread.
         reads: Arc<PerThreadPools>,
+        /// Makes the connections, with the URL's TLS.
+        connector: Arc<PgConnector>,
     },
 }
 
 /// PostgreSQL pools, one per thread that reads, created on first use.
 pub(crate) struct PerThreadPools {
-    url: String,
+    connector: Arc<PgConnector>,
     query_timeout: Option<Duration>,
     pools: ThreadLocal<Pool<AsyncPgConnection>>,
 }
@@ -80,7 +82,7 @@ impl PerThreadPools {
     /// This thread's pool.
     pub(crate) fn local(&self) -> Result<&Pool<AsyncPgConnection>, StoreError> {
         self.pools.get_or_try(|| {
-            Pool::builder(postgres_manager(&self.url, self.query_timeout))
+            Pool::builder(postgres_manager(&self.connector, self.query_timeout))
                 .max_size(POSTGRES_READS_PER_THREAD)
                 .build()
                 .map_err(|e| StoreError::Unavailable(e.to_string()))
@@ -91,18 +93,21 @@ impl PerThreadPools {
 /// A PostgreSQL connection manager. Connections are not pinged at checkout (a `SELECT 1` round
 /// trip before every query): a connection whose socket closed is known to be broken and is
 /// replaced, and a query on one that broke in between fails like any other database error.
-/// Each new connection gets the statement time limit.
+/// Each new connection is made by `connector` (with the URL's TLS) and gets the statement time
+/// limit.
 fn postgres_manager(
-    url: &str,
+    connector: &Arc<PgConnector>,
     query_timeout: Option<Duration>,
 ) -> AsyncDieselConnectionManager<AsyncPgConnection> {
     let mut config = ManagerConfig::<AsyncPgConnection>::default();
     config.recycling_method = RecyclingMethod::Fast;
     let setup = crate::query_timeout::postgres_setup(query_timeout);
-    config.custom_setup = Box::new(move |url| {
+    let connector = Arc::clone(connector);
+    config.custom_setup = Box::new(move |_url| {
         let setup = setup.clone();
+        let connector = Arc::clone(&connector);
         async move {
-            let mut conn = AsyncPgConnection::establish(url).await?;
+            let mut conn = connector.connect().await?;
             conn.batch_execute(&setup)
                 .await
                 .map_err(ConnectionError::CouldntSetupConfiguration)?;
@@ -110,12 +115,15 @@ fn postgres_manager(
         }
         .boxed()
     });
-    AsyncDieselConnectionManager::new_with_config(url, config)
+    // The URL is unused: `custom_setup` connects through `connector`.
+    AsyncDieselConnectionManager::new_with_config("", config)
 }
 
 /// The pools of the PostgreSQL database at `url`, after one connection was made.
 pub(super) async fn open_postgres(url: &str, options: PoolOptions) -> Result<Pools, StoreError> {
-    let pool = Pool::builder(postgres_manager(url, options.query_timeout))
+    let connector =
+        Arc::new(PgConnector::new(url).map_err(|e| StoreError::Unavailable(e.to_string()))?);
+    let pool = Pool::builder(postgres_manager(&connector, options.query_timeout))
         .max_size(options.max_connections)
         .build()
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
@@ -123,10 +131,11 @@ pub(super) async fn open_postgres(url: &str, options: PoolOptions) -> Result<Poo
     Ok(Pools::Postgres {
         pool,
         reads: Arc::new(PerThreadPools {
-            url: url.to_string(),
+            connector: Arc::clone(&connector),
             query_timeout: options.query_timeout,
             pools: ThreadLocal::new(),
         }),
+        connector,
     })
 }
 
