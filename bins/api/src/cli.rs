@@ -10,8 +10,15 @@ use tessera_startup::{audit::AuditArgs, DbArgs};
 
 /// Tessera: a self-hosted tokenization vault. Without a subcommand, `serve` runs.
 #[derive(Debug, Parser)]
-#[command(name = "api", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "api",
+    version = crate::VERSION,
+    args_conflicts_with_subcommands = true
+)]
 pub(crate) struct Cli {
+    /// `--config FILE` (read before parsing: see `tessera_startup::parse_args`).
+    #[command(flatten)]
+    pub(crate) _config: tessera_startup::config_file::ConfigFlag,
     /// What to do (default: serve).
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
@@ -34,6 +41,12 @@ pub(crate) enum Command {
     /// Apply pending database migrations and exit; with `--status`, list every migration
     /// (applied, pending, or applied by a newer release) instead.
     Migrate(MigrateArgs),
+    /// The configuration file.
+    Config {
+        /// Configuration operation.
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Print the OpenAPI 3.1 document (the one served at `/openapi.json`) and exit.
     Openapi,
     /// Re-wrap every tenant's data key under the current master key (the previous one given by
@@ -110,6 +123,18 @@ impl std::fmt::Debug for ImportArgs {
             .field("ca_file", &self.ca_file)
             .finish_non_exhaustive()
     }
+}
+
+/// Configuration-file operations.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Validate a configuration file and print the effective settings of `serve` (the file,
+    /// the environment and the defaults; secrets redacted), each with where it came from.
+    /// Unknown keys and bad values fail, naming the key.
+    Check {
+        /// The TOML file.
+        file: std::path::PathBuf,
+    },
 }
 
 /// Audit-trail operations.

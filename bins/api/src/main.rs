@@ -15,7 +15,15 @@ use tessera_http::{ApiConfig, ApiState, ProcessMetrics};
 use tessera_startup::{open_database, open_vault, telemetry};
 
 use bootstrap::{bootstrap, tenant_json};
-use cli::{AuditCommand, Cli, Command, ServeArgs, TenantsCommand};
+use cli::{AuditCommand, Cli, Command, ConfigCommand, ServeArgs, TenantsCommand};
+
+/// This build's version and commit, as `--version` prints them.
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TESSERA_BUILD_COMMIT"),
+    ")"
+);
 
 /// mimalloc: measurably cheaper than the system allocator on the gateway's hot path.
 #[global_allocator]
@@ -23,6 +31,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     tessera_startup::enter_sandbox_if_asked();
+    tessera_service::build_info::install(tessera_service::build_info::BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("TESSERA_BUILD_COMMIT"),
+    });
     let cli: Cli = tessera_startup::parse_args();
     tessera_startup::run_main(|| run(cli))
 }
@@ -34,10 +46,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::RotateMasterKey(db) => {
             telemetry::init(db.log_format);
             // The default trail (sync, no stream): each re-wrap is committed as it happens.
-            let (vault, audit_store) = open_vault(&db).await?;
+            let opened = open_vault(&db).await?;
             let vault = tessera_startup::audit::start_audit(
-                vault,
-                audit_store,
+                opened.vault,
+                opened.audit_store,
                 &tessera_startup::audit::AuditArgs::default(),
             )?;
             let report = vault
@@ -81,6 +93,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Import(args) => import(args).await,
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => {
+            use clap::CommandFactory;
+            let text = tessera_startup::config_file::check(
+                Cli::command(),
+                Some("serve"),
+                &file,
+                tessera_startup::shown_setting,
+            )?;
+            print!("{text}");
+            Ok(())
+        }
         Command::Openapi => {
             print!("{}", tessera_http::openapi::json());
             Ok(())
@@ -89,7 +114,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: TenantsCommand::Create { name, db },
         } => {
             telemetry::init(db.log_format);
-            let (vault, _) = open_vault(&db).await?;
+            let vault = open_vault(&db).await?.vault;
             let created = vault
                 .create_tenant(&name)
                 .await
@@ -169,7 +194,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Every port is bound before the database is touched: a taken one stops start-up before
     // a database, a key or a tenant is created (docs/operations.md, "Start-up").
     let sockets = Sockets::bind(&args, &plan)?;
-    let (vault, audit_store) = open_vault(&args.db).await?;
+    let tessera_startup::Opened {
+        vault,
+        audit_store,
+        database,
+    } = open_vault(&args.db).await?;
     if !args.no_bootstrap {
         bootstrap(&vault, &args.db.data_dir).await?;
     }
@@ -181,6 +210,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let sockets = sockets.listen()?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();
+    metrics
+        .registry
+        .register(Arc::new(tessera_startup::pool_metrics::PoolMetrics(
+            database,
+        )));
     let mut unsafe_settings = args.gateway.unsafe_settings();
     if sockets.echo.is_some() {
         unsafe_settings.push(dev_echo::setting());

@@ -12,6 +12,7 @@
 use std::{
     path::PathBuf,
     sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 
 use async_trait::async_trait;
@@ -37,6 +38,11 @@ const VERSION: u8 = 2;
 const IV_LEN: usize = 12;
 const TAG_BITS: u64 = 128;
 
+/// How long [`Pkcs11Custody::open`] keeps looking for the token by default: a token can be
+/// briefly invisible while other processes open it (seen with SoftHSM under concurrent
+/// starts), and a network HSM's slot may come up after the process.
+pub const TOKEN_LOOKUP_TIME: Duration = Duration::from_secs(10);
+
 /// Where the key is: the module, the token and key labels, and the user PIN.
 #[derive(Debug)]
 pub struct Pkcs11Config {
@@ -48,6 +54,8 @@ pub struct Pkcs11Config {
     pub key_label: String,
     /// The user PIN.
     pub pin: Secret<String>,
+    /// How long to keep looking for the token before giving up ([`TOKEN_LOOKUP_TIME`]).
+    pub lookup_time: Duration,
 }
 
 /// Why the token could not be used. Names what to fix; never holds the PIN.
@@ -61,9 +69,14 @@ pub enum Pkcs11Error {
         /// What the library said.
         source: CkError,
     },
-    /// No slot holds a token with the label.
-    #[error("no PKCS#11 token is labelled `{0}`")]
-    NoToken(String),
+    /// No slot holds a token with the label, however long it was looked for.
+    #[error("no PKCS#11 token is labelled `{label}` (looked for it for {seconds:.1} s)")]
+    NoToken {
+        /// The label.
+        label: String,
+        /// How long it was looked for.
+        seconds: f64,
+    },
     /// The PIN was refused, or the session could not be opened.
     #[error("cannot log in to the PKCS#11 token `{token}`: {source}")]
     Login {
@@ -129,16 +142,7 @@ impl Pkcs11Custody {
             Ok(()) | Err(CkError::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
             Err(source) => return Err(Pkcs11Error::Module { module, source }),
         }
-        let slot = context
-            .get_slots_with_token()
-            .map_err(Pkcs11Error::Token)?
-            .into_iter()
-            .find(|slot| {
-                context
-                    .get_token_info(*slot)
-                    .is_ok_and(|info| info.label().trim_end() == config.token_label)
-            })
-            .ok_or_else(|| Pkcs11Error::NoToken(config.token_label.clone()))?;
+        let slot = find_slot(&context, &config.token_label, config.lookup_time)?;
         let mut inner = Inner {
             session: None,
             slot,
@@ -247,6 +251,42 @@ fn session_lost(e: &CkError) -> bool {
             _
         )
     )
+}
+
+/// The slot whose token is labelled `label`, looked for again (50 ms, doubling to 1 s apart)
+/// until `patience` has passed. Only the lookup is retried: a refused PIN never is (a token
+/// locks its PIN after a few).
+fn find_slot(context: &Pkcs11, label: &str, patience: Duration) -> Result<Slot, Pkcs11Error> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let found = context.get_slots_with_token().map(|slots| {
+            slots.into_iter().find(|slot| {
+                context
+                    .get_token_info(*slot)
+                    .is_ok_and(|info| info.label().trim_end() == label)
+            })
+        });
+        if let Ok(Some(slot)) = found {
+            return Ok(slot);
+        }
+        let waited = started.elapsed();
+        if waited + pause > patience {
+            return match found {
+                Err(e) => Err(Pkcs11Error::Token(e)),
+                Ok(_) => Err(Pkcs11Error::NoToken {
+                    label: label.to_string(),
+                    seconds: waited.as_secs_f64(),
+                }),
+            };
+        }
+        tracing::warn!(
+            token = label,
+            "the PKCS#11 token is not visible yet; looking again"
+        );
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
 }
 
 /// The one AES secret key labelled `label`, checked to be unextractable and sensitive.

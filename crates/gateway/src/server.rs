@@ -213,11 +213,15 @@ async fn route(
         };
     }
     let mut res = match (req.method().as_str(), path) {
-        ("GET", "/healthz") => buffered(
-            StatusCode::OK,
-            "application/json",
-            r#"{"status":"ok"}"#.into(),
-        ),
+        ("GET", "/healthz") => {
+            let build = tessera_service::build_info::current();
+            let body = serde_json::json!({
+                "status": "ok",
+                "version": build.version,
+                "build": build.commit,
+            });
+            buffered(StatusCode::OK, "application/json", body.to_string())
+        }
         ("GET", "/readyz") => match gateway.vault().store().ping().await {
             Ok(()) => buffered(
                 StatusCode::OK,

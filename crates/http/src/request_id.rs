@@ -1,4 +1,5 @@
-//! Per-request middleware: assigns the request id, logs one line per request, and turns any
+//! Per-request middleware: assigns the request id, logs one line per request, counts it and
+//! times it per route (`/metrics`), and turns any
 //! error response that is not already problem+json (actix's own 404/405, a panic-free internal
 //! error) into one, so no failure ever answers in plain text.
 
@@ -51,7 +52,7 @@ pub(crate) async fn middleware(
     let proxied = tessera_service::mount::is_proxy_path(&path);
     let metrics = req
         .app_data::<actix_web::web::Data<ApiState>>()
-        .map(|s| s.metrics.requests.clone());
+        .map(|s| (s.metrics.requests.clone(), s.metrics.routes.clone()));
     let span = tracing::info_span!("request", request_id = %id, %method, %path);
     let started = Instant::now();
     let result = next.call(req).instrument(span.clone()).await;
@@ -99,8 +100,10 @@ pub(crate) async fn middleware(
             res.headers_mut().insert(X_REQUEST_ID.clone(), value);
         }
     }
-    if let (Some(metrics), false) = (metrics, proxied) {
-        metrics.record(Component::Api, status.as_u16());
+    if let (Some((requests, routes)), false) = (metrics, proxied) {
+        requests.record(Component::Api, status.as_u16());
+        let route = res.request().match_pattern();
+        routes.observe(route.as_deref(), method.as_str(), started.elapsed());
     }
     span.in_scope(|| {
         tracing::info!(

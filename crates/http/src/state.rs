@@ -7,7 +7,7 @@ use tessera_domain::{ApplicationId, Vault};
 use crate::browser::Browsers;
 use tessera_service::{
     header_names::HeaderNames,
-    metrics::{Registry, RequestCounter},
+    metrics::{Registry, RequestCounter, RouteLatency},
     mount::ProxyHandler,
     rate_limit::{RateLimit, RateLimiter},
 };
@@ -39,16 +39,24 @@ pub struct ProcessMetrics {
     pub registry: Registry,
     /// `tessera_http_requests_total`.
     pub requests: Arc<RequestCounter>,
+    /// `tessera_api_request_duration_seconds`, per route and method.
+    pub routes: Arc<RouteLatency>,
 }
 
 impl ProcessMetrics {
-    /// A registry holding the request counter.
+    /// A registry holding the request counter, the latency per route and the build's
+    /// identity (`tessera_build_info`).
     pub fn new() -> Self {
         let metrics = Self {
             registry: Registry::new(),
             requests: Arc::new(RequestCounter::new()),
+            routes: Arc::new(RouteLatency::new()),
         };
         metrics.registry.register(metrics.requests.clone());
+        metrics.registry.register(metrics.routes.clone());
+        metrics
+            .registry
+            .register(Arc::new(tessera_service::build_info::BuildInfoMetric));
         metrics
     }
 }

@@ -12,10 +12,12 @@
 //!   contended atomics on the hot path), summed when `/metrics` is scraped;
 //! * [`proxy_error`]: the kinds of proxy failure with their statuses, metric labels and
 //!   documentation, one table for the gateway and the API's OpenAPI document;
+//! * [`build_info`]: the version and commit a process serves, for `/healthz` and `/metrics`;
 //! * [`seconds`]: the bounds of the servers' flags that take a number of seconds;
 //! * [`mount`]: the contract by which the management server mounts the gateway at `/proxy`
 //!   while only the binary knows both.
 
+pub mod build_info;
 pub mod client_address;
 pub mod header_names;
 pub mod metrics;

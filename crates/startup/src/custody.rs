@@ -111,6 +111,7 @@ fn pkcs11(args: &CustodyArgs) -> Result<Pkcs11Custody, StartupError> {
         token_label,
         key_label: args.pkcs11_key_label.clone(),
         pin,
+        lookup_time: tessera_custody_pkcs11::TOKEN_LOOKUP_TIME,
     };
     Pkcs11Custody::open(&config).map_err(|e| custody_error(format!("the HSM cannot be used: {e}")))
 }

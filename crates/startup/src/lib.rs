@@ -6,11 +6,13 @@
 //! SIGTERM or SIGINT. It knows storage but neither HTTP crate.
 
 pub mod audit;
+pub mod config_file;
 pub mod custody;
 mod db_args;
 mod error;
 pub mod listener;
 pub mod master_key;
+pub mod pool_metrics;
 pub mod secret_file;
 pub mod telemetry;
 
@@ -106,19 +108,35 @@ pub async fn open_database(db: &DbArgs) -> Result<(Database, DatabaseUrl), Start
     Ok((database, url))
 }
 
+/// What [`open_vault`] opened.
+pub struct Opened {
+    /// The vault, reading the trail (see [`audit::start_audit`]).
+    pub vault: Vault,
+    /// Where the trail is kept.
+    pub audit_store: Arc<dyn tessera_audit::AuditStore>,
+    /// The database, for its pool gauges ([`pool_metrics::PoolMetrics`]).
+    pub database: Database,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("database", &self.database)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Opens the database and builds the vault: checks that the master key opens the existing data,
 /// and seals the secrets of proxies an earlier release stored in clear. The vault reads the
 /// audit trail kept in the database; [`audit::start_audit`] over the returned store records
 /// it.
-pub async fn open_vault(
-    db: &DbArgs,
-) -> Result<(Vault, Arc<dyn tessera_audit::AuditStore>), StartupError> {
+pub async fn open_vault(db: &DbArgs) -> Result<Opened, StartupError> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url = db.url()?;
     let custodies = custody::load(db.key_files(), &db.custody, &url)?;
     let (database, _) = open_database(db).await?;
     tracing::info!(custody = %custodies.current.describe(), "key-encrypting key");
-    let store = Arc::new(DetachedStore::new(database));
+    let store = Arc::new(DetachedStore::new(database.clone()));
     let audit_store: Arc<dyn tessera_audit::AuditStore> = store.clone();
     let vault = Vault::with_custody(store, custodies.current, custodies.previous)
         .with_audit(tessera_audit::reader(audit_store.clone()))
@@ -164,7 +182,11 @@ pub async fn open_vault(
             "computed the fingerprints of tokens written by an earlier release"
         );
     }
-    Ok((vault, audit_store))
+    Ok(Opened {
+        vault,
+        audit_store,
+        database,
+    })
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).
@@ -229,10 +251,37 @@ where
     }
 }
 
-/// Parses the command line; a bad flag prints one line (`error: …`, pointing at `--help`) and
-/// exits with status 2, while `--help` and `--version` print as usual.
+/// What `config check` may show of a secret setting: the database URL without its password
+/// (its `Display`); nothing of any other.
+pub fn shown_setting(key: &str, value: &str) -> Option<String> {
+    (key == "database_url")
+        .then(|| value.parse::<DatabaseUrl>().ok().map(|u| u.to_string()))
+        .flatten()
+}
+
+/// Parses the command line, with the configuration file it names (`--config FILE` or
+/// `TESSERA_CONFIG`) supplying the flags' defaults (flag > environment > file). A bad flag or
+/// a bad file prints one line (`error: …`) and exits with status 2, while `--help` and
+/// `--version` print as usual.
 pub fn parse_args<P: clap::Parser>() -> P {
-    match P::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = match config_file::named_in(&argv)
+        .map(|path| config_file::ConfigFile::read(&path))
+        .transpose()
+        .and_then(|file| match file {
+            Some(file) => file.apply(P::command()),
+            None => Ok(P::command()),
+        }) {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("error: --config {e}");
+            std::process::exit(2);
+        }
+    };
+    match command
+        .try_get_matches_from(config_file::without_flag(&argv))
+        .and_then(|matches| P::from_arg_matches(&matches))
+    {
         Ok(parsed) => parsed,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -1,5 +1,7 @@
 //! Logging set-up: human-readable by default, JSON lines with `--log-format json`; level from
-//! `RUST_LOG` (default `info`). Logs go to stderr so stdout carries only command output.
+//! `RUST_LOG` (default `info`). Logs go to stderr so stdout carries only command output. Text
+//! lines are coloured only on a terminal (never in a file, a pipe or the journal) and never
+//! when `NO_COLOR` is set.
 //!
 //! What actix-web's HTTP/1 layer logs about a connection (a request that does not parse, a
 //! client that resets) is caused by whoever connects, and actix logs it at ERROR, once per
@@ -39,7 +41,9 @@ pub enum LogFormat {
 /// Installs the global subscriber (once).
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour(std::io::IsTerminal::is_terminal(&std::io::stderr())));
     let fmt = match format {
         LogFormat::Text => fmt.boxed(),
         LogFormat::Json => fmt.json().flatten_event(true).boxed(),
@@ -48,6 +52,11 @@ pub fn init(format: LogFormat) {
         .with(filter)
         .with(PeerErrors::new(fmt))
         .try_init();
+}
+
+/// Whether text lines are coloured: on a terminal, unless `NO_COLOR` is set (no-color.org).
+fn colour(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Where actix-web logs what goes wrong on an HTTP/1 connection.

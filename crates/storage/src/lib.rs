@@ -29,7 +29,7 @@ mod url;
 
 pub use database::{
     postgres_connection, tls, Backend, Database, MigrationEntry, MigrationState, OnPending,
-    PgUrlError, PoolOptions, SchemaError, DEFAULT_QUERY_TIMEOUT,
+    PgUrlError, PoolOptions, PoolStatus, SchemaError, DEFAULT_QUERY_TIMEOUT,
 };
 pub use detached::DetachedStore;
 pub use read_batch::ReadBatchCounts;

@@ -8,5 +8,6 @@ mod cvc_retention;
 mod dev_echo;
 mod hsm;
 mod import;
+mod operations;
 mod readme;
 mod upgrade;

@@ -81,7 +81,7 @@ fn migrate_status_lists_every_migration_and_an_older_binary_refuses_a_newer_sche
     );
     let listed = stdout(dir, &["migrate", "--status"]);
     assert!(
-        listed.contains(&format!("{FUTURE}")) && listed.contains("applied by a newer release"),
+        listed.contains(FUTURE) && listed.contains("applied by a newer release"),
         "{listed}"
     );
     for args in [

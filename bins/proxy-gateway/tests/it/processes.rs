@@ -136,9 +136,10 @@ fn a_proxy_update_is_obeyed_here_at_once_and_by_the_other_process_within_two_sec
         json!({"name": "health", "destination_url": destination, "require_auth": false}),
     );
     for base in pair.bases() {
+        let (status, body) = invoke(base, &key, None);
         assert_eq!(
-            invoke(base, &key, None),
-            (200, json!({"status": "ok"})),
+            (status, body["status"].clone()),
+            (200, json!("ok")),
             "anonymous call through {base}"
         );
     }
@@ -359,8 +360,8 @@ fn transforms_run_in_key_less_sandbox_processes_of_both_binaries() {
         let (base, pid) = (&server.base, server.pid());
         let (status, body) = invoke(base, &key, None);
         assert_eq!(
-            (status, body),
-            (200, json!({"status": "ok", "shaped": true})),
+            (status, body["status"].clone(), body["shaped"].clone()),
+            (200, json!("ok"), json!(true)),
             "{name}"
         );
         let parent_env = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");

@@ -1,5 +1,5 @@
-//! The gateway's routes besides `/proxy`: `/healthz`, `/readyz`, and problem+json 404s for
-//! anything else.
+//! The gateway's routes besides `/proxy`: `/healthz` (with the build serving), `/readyz`, and
+//! problem+json 404s for anything else.
 
 use http::Method;
 use serde_json::json;
@@ -14,7 +14,11 @@ backend_tests!(
 async fn healthz_answers_ok(db: &TestDatabase) {
     let g = Harness::start(db).await;
     let r = g.call(Method::GET, "/healthz", &[], "").await.expect(200);
-    assert_eq!(r.body, json!({"status": "ok"}));
+    // The build serving: outside a binary, this crate's version and an unknown commit.
+    assert_eq!(
+        r.body,
+        json!({"status": "ok", "version": env!("CARGO_PKG_VERSION"), "build": "unknown"})
+    );
 }
 
 async fn readyz_answers_ok_with_the_database_up(db: &TestDatabase) {

@@ -24,13 +24,26 @@ pub(crate) struct Status {
     /// `ok` (alive) or `ready` (can serve).
     #[schema(value_type = String, example = "ok")]
     status: &'static str,
+    /// `/healthz` only: the semantic version serving.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "0.2.0")]
+    version: Option<&'static str>,
+    /// `/healthz` only: the commit it was built from (`unknown` outside a git build).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "61ee103c2a9d")]
+    build: Option<&'static str>,
 }
 
-/// The process is up.
+/// The process is up, and which build it is.
 #[utoipa::path(get, path = HEALTHZ, tag = "operations", security(()),
     responses((status = 200, description = "The process is alive.", body = Status)))]
 async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(Status { status: "ok" })
+    let build = tessera_service::build_info::current();
+    HttpResponse::Ok().json(Status {
+        status: "ok",
+        version: Some(build.version),
+        build: Some(build.commit),
+    })
 }
 
 /// The process can reach its database.
@@ -41,7 +54,11 @@ async fn healthz() -> HttpResponse {
             content_type = "application/problem+json")))]
 async fn readyz(state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
     match state.vault.store().ping().await {
-        Ok(()) => Ok(HttpResponse::Ok().json(Status { status: "ready" })),
+        Ok(()) => Ok(HttpResponse::Ok().json(Status {
+            status: "ready",
+            version: None,
+            build: None,
+        })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ApiError::new(

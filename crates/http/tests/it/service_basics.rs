@@ -17,7 +17,11 @@ backend_tests!(
 async fn health_and_readiness(db: &TestDatabase) {
     let app = serve(state(db, MIB)).await;
     let anonymous = Caller::anonymous(&app);
-    assert_eq!(anonymous.page("/healthz").await, json!({"status": "ok"}));
+    // The build serving: outside a binary, this crate's version and an unknown commit.
+    assert_eq!(
+        anonymous.page("/healthz").await,
+        json!({"status": "ok", "version": env!("CARGO_PKG_VERSION"), "build": "unknown"})
+    );
     assert_eq!(anonymous.page("/readyz").await, json!({"status": "ready"}));
     // The OpenAPI document needs no key and is the generated one.
     let r = anonymous.get("/openapi.json").await.expect(200);

@@ -107,6 +107,16 @@ impl Histogram {
     }
 
     fn family(&self) -> MetricFamily {
+        let mut family = MetricFamily::default();
+        family.set_name(self.name.to_string());
+        family.set_help(self.help.to_string());
+        family.set_field_type(MetricType::HISTOGRAM);
+        family.set_metric(vec![self.metric()]);
+        family
+    }
+
+    /// The observations so far as one metric (without labels), summed over shards.
+    pub(crate) fn metric(&self) -> Metric {
         let counts = self.bucket_counts();
         let mut cumulative = 0;
         let buckets = self
@@ -133,12 +143,7 @@ impl Histogram {
         h.set_bucket(buckets);
         let mut metric = Metric::default();
         metric.set_histogram(h);
-        let mut family = MetricFamily::default();
-        family.set_name(self.name.to_string());
-        family.set_help(self.help.to_string());
-        family.set_field_type(MetricType::HISTOGRAM);
-        family.set_metric(vec![metric]);
-        family
+        metric
     }
 }
 

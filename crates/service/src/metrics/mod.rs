@@ -9,7 +9,8 @@
 //! Labels never carry tenant ids, token ids or keys: only fixed sets (status class, reason).
 //!
 //! One file per kind: `counter.rs` (counters over fixed label values), `histogram.rs`
-//! (latency), `registry.rs` (what `/metrics` renders), `requests.rs` (answered requests by
+//! (latency), `routes.rs` (the API's latency per route), `gauges.rs` (values read when
+//! scraped), `registry.rs` (what `/metrics` renders), `requests.rs` (answered requests by
 //! component and status class), `audit.rs` (the audit writer's totals).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,15 +19,19 @@ use prometheus::proto::LabelPair;
 
 mod audit;
 mod counter;
+mod gauges;
 mod histogram;
 mod registry;
 mod requests;
+mod routes;
 
 pub use audit::AuditMetrics;
 pub use counter::CounterVec;
+pub use gauges::gauge_family;
 pub use histogram::{Histogram, LATENCY_BUCKETS};
 pub use registry::{Family, Registry};
 pub use requests::{status_class_index, Component, RequestCounter, STATUS_CLASSES};
+pub use routes::RouteLatency;
 
 /// `Content-Type` of [`Registry::render`].
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -18,6 +18,7 @@ mod queries;
 mod sqlite;
 pub mod tls;
 
+pub use pools::PoolStatus;
 pub(crate) use pools::{checkout, Dedicated, PerThreadPools, Pools, WriteTurn};
 pub(crate) use postgres_connect::PgUrl;
 pub use postgres_connect::{postgres_connection, PgUrlError};
@@ -154,6 +155,11 @@ impl Database {
             Pools::Sqlite { writes, .. } => Some(writes.clone()),
             Pools::Postgres { .. } => None,
         }
+    }
+
+    /// Each pool's connections now (for `/metrics`).
+    pub fn pool_status(&self) -> Vec<PoolStatus> {
+        self.pools.status()
     }
 
     /// The URL this database was opened with.

@@ -161,3 +161,69 @@ where
         )),
     }
 }
+
+/// One pool's connections, read for the pool gauges of `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// `main` (writes and scans) or `reads` (point reads; on PostgreSQL the per-thread pools
+    /// summed).
+    pub pool: &'static str,
+    /// The most connections it may open.
+    pub max: usize,
+    /// Connections open.
+    pub open: usize,
+    /// Open connections no caller holds.
+    pub idle: usize,
+    /// Callers waiting for a connection now.
+    pub waiting: usize,
+}
+
+impl PoolStatus {
+    fn of<M: deadpool::managed::Manager>(
+        pool: &'static str,
+        of: &deadpool::managed::Pool<M>,
+    ) -> Self {
+        let status = of.status();
+        Self {
+            pool,
+            max: status.max_size,
+            open: status.size,
+            idle: status.available,
+            waiting: status.waiting,
+        }
+    }
+
+    fn add(mut self, other: Self) -> Self {
+        self.max += other.max;
+        self.open += other.open;
+        self.idle += other.idle;
+        self.waiting += other.waiting;
+        self
+    }
+}
+
+impl Pools {
+    /// The status of each pool.
+    pub(crate) fn status(&self) -> Vec<PoolStatus> {
+        match self {
+            Pools::Sqlite { pool, reads, .. } => {
+                vec![PoolStatus::of("main", pool), PoolStatus::of("reads", reads)]
+            }
+            Pools::Postgres { pool, reads, .. } => {
+                let empty = PoolStatus {
+                    pool: "reads",
+                    max: 0,
+                    open: 0,
+                    idle: 0,
+                    waiting: 0,
+                };
+                let reads = reads
+                    .pools
+                    .iter()
+                    .map(|p| PoolStatus::of("reads", p))
+                    .fold(empty, PoolStatus::add);
+                vec![PoolStatus::of("main", pool), reads]
+            }
+        }
+    }
+}

@@ -187,6 +187,14 @@ mod tests {
     }
 
     #[test]
+    fn debug_never_shows_the_password() {
+        let url = "postgres://u:hunter2@db/t?sslmode=require";
+        let connector = PgConnector::new(url).expect("connector");
+        let shown = format!("{connector:?} {:?}", PgUrl::parse(url).expect("url"));
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
     fn unknown_modes_and_client_certificates_are_refused() {
         let error = PgUrl::parse("postgres://u@db/t?sslmode=verify").expect_err("mode");
         assert!(error.to_string().contains("sslmode=verify"), "{error}");
