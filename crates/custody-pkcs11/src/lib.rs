@@ -132,17 +132,7 @@ impl Pkcs11Custody {
     /// Loads the module, logs in to the token and finds the key; refuses a key that can be
     /// extracted.
     pub fn open(config: &Pkcs11Config) -> Result<Self, Pkcs11Error> {
-        let module = config.module.display().to_string();
-        let context = Pkcs11::new(&config.module).map_err(|source| Pkcs11Error::Module {
-            module: module.clone(),
-            source,
-        })?;
-        // Another custody of this process may have initialised the module already.
-        match context.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK)) {
-            Ok(()) | Err(CkError::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
-            Err(source) => return Err(Pkcs11Error::Module { module, source }),
-        }
-        let slot = find_slot(&context, &config.token_label, config.lookup_time)?;
+        let (context, slot) = find_slot(config)?;
         let mut inner = Inner {
             session: None,
             slot,
@@ -253,25 +243,49 @@ fn session_lost(e: &CkError) -> bool {
     )
 }
 
-/// The slot whose token is labelled `label`, looked for again (50 ms, doubling to 1 s apart)
-/// until `patience` has passed. Only the lookup is retried: a refused PIN never is (a token
-/// locks its PIN after a few).
-fn find_slot(context: &Pkcs11, label: &str, patience: Duration) -> Result<Slot, Pkcs11Error> {
+/// The module loaded and initialised, and whether this call initialised it (another custody
+/// of this process may have already).
+fn load_module(config: &Pkcs11Config) -> Result<(Pkcs11, bool), Pkcs11Error> {
+    let module = config.module.display().to_string();
+    let context = Pkcs11::new(&config.module).map_err(|source| Pkcs11Error::Module {
+        module: module.clone(),
+        source,
+    })?;
+    match context.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK)) {
+        Ok(()) => Ok((context, true)),
+        Err(CkError::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => Ok((context, false)),
+        Err(source) => Err(Pkcs11Error::Module { module, source }),
+    }
+}
+
+/// The slot whose token is labelled `label` in `context`, if any.
+fn slot_labelled(context: &Pkcs11, label: &str) -> Result<Option<Slot>, CkError> {
+    context.get_slots_with_token().map(|slots| {
+        slots.into_iter().find(|slot| {
+            context
+                .get_token_info(*slot)
+                .is_ok_and(|info| info.label().trim_end() == label)
+        })
+    })
+}
+
+/// The module and the slot whose token has the configured label, looked for again (50 ms,
+/// doubling to 1 s apart) until the lookup time has passed. A module reads its tokens when
+/// initialised (SoftHSM skips one another process holds locked at that moment), so each new
+/// look finalises the module this call initialised and initialises it again. Only the lookup
+/// is retried: a refused PIN never is (a token locks its PIN after a few).
+fn find_slot(config: &Pkcs11Config) -> Result<(Pkcs11, Slot), Pkcs11Error> {
+    let label = config.token_label.as_str();
     let started = Instant::now();
     let mut pause = Duration::from_millis(50);
     loop {
-        let found = context.get_slots_with_token().map(|slots| {
-            slots.into_iter().find(|slot| {
-                context
-                    .get_token_info(*slot)
-                    .is_ok_and(|info| info.label().trim_end() == label)
-            })
-        });
+        let (context, initialised_here) = load_module(config)?;
+        let found = slot_labelled(&context, label);
         if let Ok(Some(slot)) = found {
-            return Ok(slot);
+            return Ok((context, slot));
         }
         let waited = started.elapsed();
-        if waited + pause > patience {
+        if waited + pause > config.lookup_time {
             return match found {
                 Err(e) => Err(Pkcs11Error::Token(e)),
                 Ok(_) => Err(Pkcs11Error::NoToken {
@@ -284,6 +298,11 @@ fn find_slot(context: &Pkcs11, label: &str, patience: Duration) -> Result<Slot, 
             token = label,
             "the PKCS#11 token is not visible yet; looking again"
         );
+        if initialised_here {
+            if let Err(e) = context.finalize() {
+                tracing::debug!(error = %e, "finalising the PKCS#11 module before looking again");
+            }
+        }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_secs(1));
     }
