@@ -10,6 +10,9 @@ use std::{
     time::Duration,
 };
 
+/// One route's histograms, by method.
+type ByMethod = Vec<(&'static str, Arc<Histogram>)>;
+
 use prometheus::proto::{MetricFamily, MetricType};
 
 use super::{labels, Family, Histogram, LATENCY_BUCKETS};
@@ -23,10 +26,11 @@ pub(crate) const UNMATCHED: &str = "unmatched";
 /// The methods counted under their own name.
 const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
-/// One histogram per (route, method), made on first use.
+/// One histogram per (route, method), made on first use; a request looks its route up by
+/// `&str` (no allocation once the pair exists).
 #[derive(Debug, Default)]
 pub struct RouteLatency {
-    by_route: RwLock<BTreeMap<(String, &'static str), Arc<Histogram>>>,
+    by_route: RwLock<BTreeMap<String, ByMethod>>,
 }
 
 impl RouteLatency {
@@ -48,17 +52,27 @@ impl RouteLatency {
             .by_route
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&(route.to_string(), method))
-            .cloned();
+            .get(route)
+            .and_then(|methods| methods.iter().find(|(m, _)| *m == method))
+            .map(|(_, h)| Arc::clone(h));
         let histogram = match found {
             Some(h) => h,
-            None => self
-                .by_route
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry((route.to_string(), method))
-                .or_insert_with(|| Arc::new(Histogram::new(NAME, "", LATENCY_BUCKETS)))
-                .clone(),
+            None => {
+                let mut by_route = self
+                    .by_route
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let methods = by_route.entry(route.to_string()).or_default();
+                match methods.iter().find(|(m, _)| *m == method) {
+                    Some((_, h)) => Arc::clone(h),
+                    None => {
+                        let h = Arc::new(Histogram::new(NAME, "", LATENCY_BUCKETS));
+                        methods.push((method, Arc::clone(&h)));
+                        methods.sort_by_key(|(m, _)| *m);
+                        h
+                    }
+                }
+            }
         };
         histogram.observe(elapsed);
     }
@@ -72,10 +86,12 @@ impl Family for RouteLatency {
         }
         let metrics = by_route
             .iter()
-            .map(|((route, method), histogram)| {
-                let mut metric = histogram.metric();
-                metric.set_label(labels(&["method", "route"], &[method, route]));
-                metric
+            .flat_map(|(route, methods)| {
+                methods.iter().map(move |(method, histogram)| {
+                    let mut metric = histogram.metric();
+                    metric.set_label(labels(&["method", "route"], &[method, route]));
+                    metric
+                })
             })
             .collect();
         let mut family = MetricFamily::default();
