@@ -4,7 +4,11 @@
 # this build's `api`, then starts the previous release's `api` on it, stores a token and reads
 # it back. Until a release has been tagged there is nothing to run, and it says so.
 #
-#   API_BIN=target/debug/api scripts/previous-release.sh
+#   API_BIN=target/debug/api [PREVIOUS_TARGET_DIR=target] scripts/previous-release.sh
+#
+# PREVIOUS_TARGET_DIR=target (what CI does, as its last build) reuses the dependencies already
+# built there; the previous `api` then replaces target/debug/api, so this build's is copied aside
+# first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +26,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+cp "$NEW_API" "$work/new-api"
+NEW_API="$work/new-api"
 git worktree add --detach "$work/src" "$tag" >/dev/null
 (cd "$work/src" && CARGO_TARGET_DIR="${PREVIOUS_TARGET_DIR:-$work/target}" cargo build --locked --bin api)
 OLD_API="${PREVIOUS_TARGET_DIR:-$work/target}/debug/api"

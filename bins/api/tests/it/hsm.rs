@@ -28,13 +28,19 @@ fn in_token<'a>(hsm: &'a softhsm::SoftHsm, args: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
+/// The environment that opens the test token: its SoftHSM configuration and the user PIN.
+fn token_env(hsm: &softhsm::SoftHsm) -> [(&'static str, &str); 2] {
+    let conf = hsm.conf.to_str().expect("path");
+    [("SOFTHSM2_CONF", conf), ("TESSERA_PKCS11_PIN", PIN)]
+}
+
 #[test]
 fn the_master_key_moves_into_an_hsm_and_serves_from_it() {
     let Some(hsm) = softhsm::token() else {
         return;
     };
     let conf = hsm.conf.to_str().expect("path");
-    let env = [("SOFTHSM2_CONF", conf), ("TESSERA_PKCS11_PIN", PIN)];
+    let env = token_env(hsm);
     let dir = tempfile::tempdir().expect("tempdir");
     let dir = dir.path();
     for name in ["a", "b"] {
@@ -118,8 +124,7 @@ fn concurrent_starts_all_find_the_token() {
     let Some(hsm) = softhsm::token() else {
         return;
     };
-    let conf = hsm.conf.to_str().expect("path");
-    let env = [("SOFTHSM2_CONF", conf), ("TESSERA_PKCS11_PIN", PIN)];
+    let env = token_env(hsm);
     let dirs: Vec<tempfile::TempDir> = (0..24).map(|_| tempfile::tempdir().expect("dir")).collect();
     let children: Vec<std::process::Child> = dirs
         .iter()

@@ -123,16 +123,22 @@ fn verifier(
         SslMode::Disable | SslMode::Prefer => false,
     };
     if !checks_chain {
-        return Ok(Arc::new(Unverified(provider)));
+        return Ok(Arc::new(Relaxed {
+            chain: None,
+            provider,
+        }));
     }
     let store = root_store(roots.unwrap_or(&RootCerts::System))?;
-    let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider)
+    let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
         .build()
         .map_err(|e| TlsError::Config(e.to_string()))?;
     Ok(if mode == SslMode::VerifyFull {
         webpki
     } else {
-        Arc::new(ChainOnly(webpki))
+        Arc::new(Relaxed {
+            chain: Some(webpki),
+            provider,
+        })
     })
 }
 
@@ -166,12 +172,18 @@ fn root_store(roots: &RootCerts) -> Result<RootCertStore, TlsError> {
     Ok(store)
 }
 
-/// `verify-ca` (and `require` with `sslrootcert`): the chain must lead to a given root, the
-/// certificate may name any host.
+/// The verifier of every mode short of `verify-full`: `verify-ca` (and `require` with
+/// `sslrootcert`) checks that the chain leads to a given root and lets the certificate name any
+/// host; `prefer` and `require` without `sslrootcert` check no certificate (libpq's meaning).
+/// The handshake's signatures are checked either way, with rustls's own functions.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Relaxed {
+    /// The chain check, when the mode has one.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -180,10 +192,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -197,52 +209,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require` without `sslrootcert`: encrypted, the certificate not checked
-/// (libpq's meaning). The handshake's signatures are still checked, with rustls's own
-/// functions.
-#[derive(Debug)]
-struct Unverified(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         rustls::crypto::verify_tls12_signature(
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -256,12 +227,14 @@ impl ServerCertVerifier for Unverified {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
