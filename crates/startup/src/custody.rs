@@ -48,6 +48,36 @@ pub struct CustodyArgs {
     /// precedence).
     #[arg(long, env = "TESSERA_PKCS11_PIN_FILE")]
     pub pkcs11_pin_file: Option<PathBuf>,
+    /// The custody a move comes from (`rotate-master-key` between custodies).
+    #[command(flatten)]
+    pub previous: crate::previous_custody::PreviousCustodyArgs,
+}
+
+impl CustodyArgs {
+    /// The current custody's PKCS#11 flags.
+    fn pkcs11_flags(&self) -> Pkcs11Flags<'_> {
+        Pkcs11Flags {
+            prefix: "",
+            module: self.pkcs11_module.as_ref(),
+            token_label: self.pkcs11_token_label.as_ref(),
+            key_label: &self.pkcs11_key_label,
+            pin_file: self.pkcs11_pin_file.as_ref(),
+            pin_env: PIN_ENV,
+        }
+    }
+}
+
+/// One custody's PKCS#11 flags, current (`--pkcs11-*`) or previous (`--previous-pkcs11-*`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pkcs11Flags<'a> {
+    /// `""` or `"previous-"`: how the flags are named in errors.
+    pub(crate) prefix: &'static str,
+    pub(crate) module: Option<&'a PathBuf>,
+    pub(crate) token_label: Option<&'a String>,
+    pub(crate) key_label: &'a str,
+    pub(crate) pin_file: Option<&'a PathBuf>,
+    /// The variable holding the PIN itself.
+    pub(crate) pin_env: &'static str,
 }
 
 fn custody_error(message: String) -> StartupError {
@@ -72,16 +102,20 @@ pub fn load(
     custody: &CustodyArgs,
     url: &DatabaseUrl,
 ) -> Result<Custodies, StartupError> {
-    let previous = master_key::load_previous(files)?
+    let mut previous: Vec<Arc<dyn KeyCustody>> = master_key::load_previous(files)?
         .into_iter()
         .map(|k| Arc::new(k) as Arc<dyn KeyCustody>)
         .collect();
+    previous.extend(crate::previous_custody::load(
+        &custody.previous,
+        !previous.is_empty(),
+    )?);
     let (current, new_key_file): (Arc<dyn KeyCustody>, _) = match custody.master_key_provider {
         MasterKeyProvider::File => {
             let (key, new_key_file) = master_key::load(files, url)?;
             (Arc::new(key), new_key_file)
         }
-        MasterKeyProvider::Pkcs11 => (Arc::new(pkcs11(custody)?), None),
+        MasterKeyProvider::Pkcs11 => (Arc::new(pkcs11(custody.pkcs11_flags())?), None),
     };
     Ok(Custodies {
         current,
@@ -90,39 +124,50 @@ pub fn load(
     })
 }
 
-fn pkcs11(args: &CustodyArgs) -> Result<Pkcs11Custody, StartupError> {
+/// The PKCS#11 custody `flags` name.
+pub(crate) fn pkcs11(flags: Pkcs11Flags<'_>) -> Result<Pkcs11Custody, StartupError> {
+    let prefix = flags.prefix;
     let required = |flag: &str| {
         custody_error(format!(
-            "--master-key-provider pkcs11 needs --{flag} (or TESSERA_{})",
-            flag.to_uppercase().replace('-', "_")
+            "--{prefix}master-key-provider pkcs11 needs --{prefix}{flag} (or TESSERA_{})",
+            format!("{prefix}{flag}").to_uppercase().replace('-', "_")
         ))
     };
-    let module = args
-        .pkcs11_module
-        .clone()
+    let module = flags
+        .module
+        .cloned()
         .ok_or_else(|| required("pkcs11-module"))?;
-    let token_label = args
-        .pkcs11_token_label
-        .clone()
+    let token_label = flags
+        .token_label
+        .cloned()
         .ok_or_else(|| required("pkcs11-token-label"))?;
-    let pin = pin(args)?;
+    let pin = pin(flags)?;
     let config = Pkcs11Config {
         module,
         token_label,
-        key_label: args.pkcs11_key_label.clone(),
+        key_label: flags.key_label.to_string(),
         pin,
         lookup_time: tessera_custody_pkcs11::TOKEN_LOOKUP_TIME,
     };
-    Pkcs11Custody::open(&config).map_err(|e| custody_error(format!("the HSM cannot be used: {e}")))
+    Pkcs11Custody::open(&config).map_err(|e| {
+        let which = if prefix.is_empty() {
+            "the"
+        } else {
+            "the previous"
+        };
+        custody_error(format!("{which} HSM cannot be used: {e}"))
+    })
 }
 
-fn pin(args: &CustodyArgs) -> Result<Secret<String>, StartupError> {
-    if let Ok(pin) = std::env::var(PIN_ENV) {
+fn pin(flags: Pkcs11Flags<'_>) -> Result<Secret<String>, StartupError> {
+    if let Ok(pin) = std::env::var(flags.pin_env) {
         return Ok(Secret::new(pin));
     }
-    let path = args.pkcs11_pin_file.as_ref().ok_or_else(|| {
+    let prefix = flags.prefix;
+    let path = flags.pin_file.ok_or_else(|| {
         custody_error(format!(
-            "--master-key-provider pkcs11 needs the user PIN: {PIN_ENV} or --pkcs11-pin-file"
+            "--{prefix}master-key-provider pkcs11 needs the user PIN: {} or --{prefix}pkcs11-pin-file",
+            flags.pin_env
         ))
     })?;
     let raw = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {

@@ -13,6 +13,7 @@ mod error;
 pub mod listener;
 pub mod master_key;
 pub mod pool_metrics;
+pub mod previous_custody;
 pub mod secret_file;
 pub mod telemetry;
 

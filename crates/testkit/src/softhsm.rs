@@ -1,7 +1,8 @@
-//! A SoftHSM token for the PKCS#11 tests: SoftHSM is a real PKCS#11 module (the same
-//! interface a hardware HSM's library offers). One token per test process, created in a
-//! temporary directory, holding a non-extractable AES-256 key labelled [`KEY`] and an
-//! extractable one labelled [`LEAKY_KEY`] (which the custody must refuse).
+//! SoftHSM tokens for the PKCS#11 tests: SoftHSM is a real PKCS#11 module (the same
+//! interface a hardware HSM's library offers). Two tokens per test process, [`TOKEN`] and
+//! [`TOKEN_B`], created in a temporary directory, each holding a non-extractable AES-256 key
+//! labelled [`KEY`] and an extractable one labelled [`LEAKY_KEY`] (which the custody must
+//! refuse).
 
 use std::{path::PathBuf, sync::OnceLock};
 
@@ -15,6 +16,9 @@ use cryptoki::{
 
 /// The token's label.
 pub const TOKEN: &str = "tessera-test";
+/// A second token's label, holding keys of the same labels (for moves from one HSM to
+/// another).
+pub const TOKEN_B: &str = "tessera-test-b";
 /// The user PIN.
 pub const PIN: &str = "1234";
 /// The label of the non-extractable key.
@@ -71,7 +75,8 @@ pub fn token() -> Option<&'static SoftHsm> {
             // Read by the module when it is loaded; every PKCS#11 test of the process uses
             // this one token.
             std::env::set_var("SOFTHSM2_CONF", &conf);
-            create(&module);
+            create(&module, TOKEN_B);
+            create(&module, TOKEN);
             Some(SoftHsm {
                 module,
                 conf,
@@ -81,7 +86,10 @@ pub fn token() -> Option<&'static SoftHsm> {
         .as_ref()
 }
 
-fn create(module: &PathBuf) {
+/// Initialises a free slot's token as `label`, with its PINs and keys. Each call initialises
+/// the module afresh (the free slot of a new token appears then); the last call leaves it
+/// initialised for the process's custodies.
+fn create(module: &PathBuf, label: &str) {
     let pkcs11 = Pkcs11::new(module).expect("module");
     pkcs11
         .initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK))
@@ -93,12 +101,12 @@ fn create(module: &PathBuf) {
         .find(|s| !pkcs11.get_token_info(*s).expect("info").token_initialized())
         .expect("a free slot");
     let so_pin = AuthPin::new("5678".to_string().into());
-    pkcs11.init_token(free, &so_pin, TOKEN).expect("init token");
+    pkcs11.init_token(free, &so_pin, label).expect("init token");
     let slot = pkcs11
         .get_slots_with_token()
         .expect("slots")
         .into_iter()
-        .find(|s| pkcs11.get_token_info(*s).expect("info").label().trim_end() == TOKEN)
+        .find(|s| pkcs11.get_token_info(*s).expect("info").label().trim_end() == label)
         .expect("the new token");
     let session = pkcs11.open_rw_session(slot).expect("session");
     session
@@ -129,4 +137,8 @@ fn create(module: &PathBuf) {
             .expect("generate key");
     }
     session.logout().expect("logout");
+    drop(session);
+    if label != TOKEN {
+        pkcs11.finalize().expect("finalize");
+    }
 }

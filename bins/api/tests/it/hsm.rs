@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use serde_json::json;
-use tessera_testkit::softhsm::{self, KEY, PIN, TOKEN};
+use tessera_testkit::softhsm::{self, KEY, PIN, TOKEN, TOKEN_B};
 
 use crate::cli::{post, refused_for_the_key, run, serve, succeeds};
 
@@ -150,5 +150,70 @@ fn concurrent_starts_all_find_the_token() {
         failed.is_empty(),
         "{} of 24 starts failed: {failed:?}",
         failed.len()
+    );
+}
+
+/// From one HSM to another: tenants under token A move to token B with `rotate-master-key`
+/// and token A named by the `--previous-*` flags; then token B alone opens them and token A
+/// nothing.
+#[test]
+fn the_master_key_moves_from_one_hsm_to_another() {
+    let Some(hsm) = softhsm::token() else {
+        return;
+    };
+    let module = hsm.module.to_str().expect("path");
+    let env = token_env(hsm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
+    for name in ["a", "b"] {
+        succeeds(
+            dir,
+            &in_token(hsm, &["tenants", "create", "--name", name]),
+            &env,
+        );
+    }
+    let in_b = |args: &[&'static str]| {
+        let mut all = args.to_vec();
+        all.extend([
+            "--master-key-provider",
+            "pkcs11",
+            "--pkcs11-module",
+            module,
+            "--pkcs11-token-label",
+            TOKEN_B,
+            "--pkcs11-key-label",
+            KEY,
+        ]);
+        all
+    };
+    // Token B alone opens nothing yet.
+    refused_for_the_key(dir, &in_b(&["tenants", "create", "--name", "x"]), &env);
+    let mut moving = in_b(&["rotate-master-key"]);
+    moving.extend([
+        "--previous-master-key-provider",
+        "pkcs11",
+        "--previous-pkcs11-module",
+        module,
+        "--previous-pkcs11-token-label",
+        TOKEN,
+        "--previous-pkcs11-key-label",
+        KEY,
+    ]);
+    let mut moving_env = env.to_vec();
+    moving_env.push(("TESSERA_PREVIOUS_PKCS11_PIN", PIN));
+    let report = succeeds(dir, &moving, &moving_env);
+    assert_eq!(report["rewrapped"], 2, "{report}");
+    succeeds(dir, &in_b(&["tenants", "create", "--name", "c"]), &env);
+    refused_for_the_key(
+        dir,
+        &in_token(hsm, &["tenants", "create", "--name", "d"]),
+        &env,
+    );
+    // A previous HSM named without its PIN stops the move with a line saying what to give.
+    let out = crate::cli::run(dir, &moving, &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("TESSERA_PREVIOUS_PKCS11_PIN"),
+        "{stderr}"
     );
 }

@@ -1,0 +1,73 @@
+//! The custody a move comes from (docs/operations.md, "Moving between custodies"): during
+//! `rotate-master-key` from one HSM to another (or from an HSM back to a file key), the
+//! previous key-encrypting key still opens the data keys not yet re-wrapped. A previous file key
+//! is still named by `TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file` alone; a
+//! previous HSM key by `--previous-master-key-provider pkcs11` and the `--previous-pkcs11-*`
+//! flags, which mirror the current custody's.
+
+use std::{path::PathBuf, sync::Arc};
+
+use clap::Args;
+use tessera_domain::custody::KeyCustody;
+
+use crate::{
+    custody::{pkcs11, MasterKeyProvider, Pkcs11Flags},
+    error::StartupError,
+};
+
+/// Environment variable holding the previous token's user PIN.
+pub const PREVIOUS_PIN_ENV: &str = "TESSERA_PREVIOUS_PKCS11_PIN";
+
+/// The previous custody's flags; each also reads `TESSERA_<FLAG>`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PreviousCustodyArgs {
+    /// During a move between custodies: where the previous key-encrypting key lives, `file`
+    /// (`TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`) or `pkcs11` (the
+    /// `--previous-pkcs11-*` flags). Unset: a previous file key if one is given, else none.
+    #[arg(long, env = "TESSERA_PREVIOUS_MASTER_KEY_PROVIDER", value_enum)]
+    pub previous_master_key_provider: Option<MasterKeyProvider>,
+    /// Previous `pkcs11`: the PKCS#11 module.
+    #[arg(long, env = "TESSERA_PREVIOUS_PKCS11_MODULE")]
+    pub previous_pkcs11_module: Option<PathBuf>,
+    /// Previous `pkcs11`: the token's label.
+    #[arg(long, env = "TESSERA_PREVIOUS_PKCS11_TOKEN_LABEL")]
+    pub previous_pkcs11_token_label: Option<String>,
+    /// Previous `pkcs11`: the AES key's label.
+    #[arg(
+        long,
+        env = "TESSERA_PREVIOUS_PKCS11_KEY_LABEL",
+        default_value = "tessera-kek"
+    )]
+    pub previous_pkcs11_key_label: String,
+    /// Previous `pkcs11`: a file holding the user PIN (`TESSERA_PREVIOUS_PKCS11_PIN`, the PIN
+    /// itself, takes precedence).
+    #[arg(long, env = "TESSERA_PREVIOUS_PKCS11_PIN_FILE")]
+    pub previous_pkcs11_pin_file: Option<PathBuf>,
+}
+
+/// The previous custody the flags name, if any. `file_given`: a previous file key was given.
+pub(crate) fn load(
+    args: &PreviousCustodyArgs,
+    file_given: bool,
+) -> Result<Option<Arc<dyn KeyCustody>>, StartupError> {
+    match args.previous_master_key_provider {
+        None => Ok(None),
+        Some(MasterKeyProvider::File) if file_given => Ok(None),
+        Some(MasterKeyProvider::File) => Err(StartupError::MasterKey(
+            "--previous-master-key-provider file needs TESSERA_PREVIOUS_MASTER_KEY or \
+             --previous-master-key-file"
+                .into(),
+        )),
+        Some(MasterKeyProvider::Pkcs11) => {
+            let custody = pkcs11(Pkcs11Flags {
+                prefix: "previous-",
+                module: args.previous_pkcs11_module.as_ref(),
+                token_label: args.previous_pkcs11_token_label.as_ref(),
+                key_label: &args.previous_pkcs11_key_label,
+                pin_file: args.previous_pkcs11_pin_file.as_ref(),
+                pin_env: PREVIOUS_PIN_ENV,
+            })?;
+            Ok(Some(Arc::new(custody)))
+        }
+    }
+}
