@@ -12,17 +12,42 @@ use crate::cli::{post, refused_for_the_key, run, serve, succeeds};
 
 const OLD: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
-/// The flags and environment that put the key in the test token.
+/// The flags that put the key in the test token.
 fn in_token<'a>(hsm: &'a softhsm::SoftHsm, args: &[&'a str]) -> Vec<&'a str> {
+    with_token(hsm, CURRENT, TOKEN, args)
+}
+
+/// The current custody's flags, and the previous custody's.
+const CURRENT: [&str; 4] = [
+    "--master-key-provider",
+    "--pkcs11-module",
+    "--pkcs11-token-label",
+    "--pkcs11-key-label",
+];
+const PREVIOUS: [&str; 4] = [
+    "--previous-master-key-provider",
+    "--previous-pkcs11-module",
+    "--previous-pkcs11-token-label",
+    "--previous-pkcs11-key-label",
+];
+
+/// `args` with `flags` (current or previous) naming `token`'s key.
+fn with_token<'a>(
+    hsm: &'a softhsm::SoftHsm,
+    flags: [&'static str; 4],
+    token: &'a str,
+    args: &[&'a str],
+) -> Vec<&'a str> {
+    let [provider, module, token_label, key_label] = flags;
     let mut all = args.to_vec();
     all.extend([
-        "--master-key-provider",
+        provider,
         "pkcs11",
-        "--pkcs11-module",
+        module,
         hsm.module.to_str().expect("path"),
-        "--pkcs11-token-label",
-        TOKEN,
-        "--pkcs11-key-label",
+        token_label,
+        token,
+        key_label,
         KEY,
     ]);
     all
@@ -161,7 +186,6 @@ fn the_master_key_moves_from_one_hsm_to_another() {
     let Some(hsm) = softhsm::token() else {
         return;
     };
-    let module = hsm.module.to_str().expect("path");
     let env = token_env(hsm);
     let dir = tempfile::tempdir().expect("tempdir");
     let dir = dir.path();
@@ -172,33 +196,10 @@ fn the_master_key_moves_from_one_hsm_to_another() {
             &env,
         );
     }
-    let in_b = |args: &[&'static str]| {
-        let mut all = args.to_vec();
-        all.extend([
-            "--master-key-provider",
-            "pkcs11",
-            "--pkcs11-module",
-            module,
-            "--pkcs11-token-label",
-            TOKEN_B,
-            "--pkcs11-key-label",
-            KEY,
-        ]);
-        all
-    };
     // Token B alone opens nothing yet.
+    let in_b = |args: &[&'static str]| with_token(hsm, CURRENT, TOKEN_B, args);
     refused_for_the_key(dir, &in_b(&["tenants", "create", "--name", "x"]), &env);
-    let mut moving = in_b(&["rotate-master-key"]);
-    moving.extend([
-        "--previous-master-key-provider",
-        "pkcs11",
-        "--previous-pkcs11-module",
-        module,
-        "--previous-pkcs11-token-label",
-        TOKEN,
-        "--previous-pkcs11-key-label",
-        KEY,
-    ]);
+    let moving = with_token(hsm, PREVIOUS, TOKEN, &in_b(&["rotate-master-key"]));
     let mut moving_env = env.to_vec();
     moving_env.push(("TESSERA_PREVIOUS_PKCS11_PIN", PIN));
     let report = succeeds(dir, &moving, &moving_env);
