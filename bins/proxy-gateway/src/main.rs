@@ -68,10 +68,10 @@ fn main() -> ExitCode {
 fn check_config() -> ExitCode {
     use clap::CommandFactory;
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let file = tessera_startup::config_file::named_in(&argv);
+    let (file, argv) = tessera_startup::config_file::take_flag(&argv);
     match tessera_startup::config_file::effective_of_command_line(
         Args::command(),
-        &tessera_startup::config_file::without_flag(&argv),
+        &argv,
         file.as_deref(),
         tessera_startup::shown_setting,
     ) {

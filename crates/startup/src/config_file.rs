@@ -161,7 +161,7 @@ impl ConfigFile {
 
 /// `--config FILE`: flattened into each binary's command line (for `--help` and the docs),
 /// global to its subcommands. [`crate::parse_args`] reads the file, and takes the flag out of
-/// the command line, before clap parses; see [`named_in`].
+/// the command line, before clap parses; see [`take_flag`].
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConfigFlag {
     /// A TOML file whose keys (the flags' long names with `_` for `-`) set what neither a flag
@@ -192,30 +192,18 @@ pub fn check(
     reveal: impl Fn(&str, &str) -> Option<String>,
 ) -> Result<String, CheckError> {
     let file = ConfigFile::read(path)?;
-    let command = file.apply(command)?;
-    let name = command.get_name().to_string();
-    let argv: Vec<String> = std::iter::once(name.clone())
-        .chain(scope.map(str::to_string))
+    let argv: Vec<OsString> = std::iter::once(command.get_name())
+        .chain(scope)
+        .map(OsString::from)
         .collect();
-    let matches = command
-        .clone()
-        .try_get_matches_from(&argv)
-        .map_err(|e| CheckError::Flags(first_line(&e.to_string())))?;
-    let (scoped, scoped_matches) = match scope {
-        Some(sub) => match (
-            command.find_subcommand(sub),
-            matches.subcommand_matches(sub),
-        ) {
-            (Some(c), Some(m)) => (c.clone(), m.clone()),
-            _ => return Err(CheckError::Flags(format!("no subcommand `{sub}`"))),
-        },
-        None => (command, matches),
-    };
-    let settings = effective(&scoped, &scoped_matches, Some(&file), reveal);
+    let settings = settings(command, Some(&file), &argv, scope, reveal)?;
     Ok(format!(
         "# {}: valid. The effective settings of `{}` (flag > environment > file > default):\n{}",
         path.display(),
-        argv.join(" "),
+        argv.iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
         render(&settings)
     ))
 }
@@ -229,15 +217,7 @@ pub fn effective_of_command_line(
     reveal: impl Fn(&str, &str) -> Option<String>,
 ) -> Result<String, CheckError> {
     let file = path.map(ConfigFile::read).transpose()?;
-    let command = match &file {
-        Some(file) => file.apply(command)?,
-        None => command,
-    };
-    let matches = command
-        .clone()
-        .try_get_matches_from(argv)
-        .map_err(|e| CheckError::Flags(first_line(&e.to_string())))?;
-    let settings = effective(&command, &matches, file.as_ref(), reveal);
+    let settings = settings(command, file.as_ref(), argv, None, reveal)?;
     let source = path.map_or_else(
         || "no configuration file".to_string(),
         |p| format!("{}: valid", p.display()),
@@ -248,11 +228,42 @@ pub fn effective_of_command_line(
     ))
 }
 
-/// `args` without its `--config FILE` (or `--config=FILE`): the file is read before clap
-/// parses, and a flag before a subcommand would otherwise conflict with it.
-pub fn without_flag(args: &[OsString]) -> Vec<OsString> {
+/// The effective settings of `command`, with `file` applied, parsing `argv`: those of its
+/// subcommand `scope`, or of the top level.
+fn settings(
+    command: Command,
+    file: Option<&ConfigFile>,
+    argv: &[OsString],
+    scope: Option<&str>,
+    reveal: impl Fn(&str, &str) -> Option<String>,
+) -> Result<Vec<Setting>, CheckError> {
+    let command = match file {
+        Some(file) => file.apply(command)?,
+        None => command,
+    };
+    let matches = command
+        .clone()
+        .try_get_matches_from(argv)
+        .map_err(|e| CheckError::Flags(first_line(&e.to_string())))?;
+    let Some(sub) = scope else {
+        return Ok(effective(&command, &matches, file, reveal));
+    };
+    match (
+        command.find_subcommand(sub),
+        matches.subcommand_matches(sub),
+    ) {
+        (Some(c), Some(m)) => Ok(effective(c, m, file, reveal)),
+        _ => Err(CheckError::Flags(format!("no subcommand `{sub}`"))),
+    }
+}
+
+/// The configuration file a command line names — `--config FILE` (or `--config=FILE`), else
+/// `TESSERA_CONFIG` — and the command line without the flag: the file is read before clap
+/// parses, and the flag before a subcommand would otherwise conflict with it.
+pub fn take_flag(args: &[OsString]) -> (Option<PathBuf>, Vec<OsString>) {
     let flag = format!("--{FLAG}");
     let prefix = format!("--{FLAG}=");
+    let mut named = None;
     let mut kept = Vec::with_capacity(args.len());
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
@@ -263,35 +274,20 @@ pub fn without_flag(args: &[OsString]) -> Vec<OsString> {
             break;
         }
         if text == flag {
-            iter.next();
-        } else if !text.starts_with(&prefix) {
+            let path = iter.next().map(PathBuf::from);
+            named = named.or(path);
+        } else if let Some(path) = text.strip_prefix(&prefix) {
+            named = named.or(Some(PathBuf::from(path)));
+        } else {
             kept.push(arg.clone());
         }
     }
-    kept
-}
-
-/// The configuration file a command line names: `--config FILE` (or `--config=FILE`), else
-/// `TESSERA_CONFIG`.
-pub fn named_in(args: &[OsString]) -> Option<PathBuf> {
-    let flag = format!("--{FLAG}");
-    let prefix = format!("--{FLAG}=");
-    let mut iter = args.iter().skip(1);
-    while let Some(arg) = iter.next() {
-        let text = arg.to_string_lossy();
-        if text == "--" {
-            break;
-        }
-        if text == flag {
-            return iter.next().map(PathBuf::from);
-        }
-        if let Some(path) = text.strip_prefix(&prefix) {
-            return Some(PathBuf::from(path));
-        }
-    }
-    std::env::var_os(ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    let named = named.or_else(|| {
+        std::env::var_os(ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    (named, kept)
 }
 
 /// Runs `value` through `arg`'s own value parser, as if given on the command line.
@@ -555,16 +551,18 @@ mod tests {
     #[test]
     fn the_file_is_named_by_flag_or_environment() {
         let argv = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let named_in = |a: &[&str]| take_flag(&argv(a)).0;
+        let without_flag = |a: &[&str]| take_flag(&argv(a)).1;
         assert_eq!(
-            named_in(&argv(&["t", "serve", "--config", "a.toml"])),
+            named_in(&["t", "serve", "--config", "a.toml"]),
             Some(PathBuf::from("a.toml"))
         );
         assert_eq!(
-            named_in(&argv(&["t", "--config=b.toml"])),
+            named_in(&["t", "--config=b.toml"]),
             Some(PathBuf::from("b.toml"))
         );
         assert_eq!(
-            without_flag(&argv(&[
+            without_flag(&[
                 "t",
                 "--config",
                 "a.toml",
@@ -572,7 +570,7 @@ mod tests {
                 "--config=b",
                 "--",
                 "--config"
-            ])),
+            ]),
             argv(&["t", "serve", "--", "--config"])
         );
     }

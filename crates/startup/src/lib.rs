@@ -266,7 +266,8 @@ pub fn shown_setting(key: &str, value: &str) -> Option<String> {
 /// `--version` print as usual.
 pub fn parse_args<P: clap::Parser>() -> P {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let command = match config_file::named_in(&argv)
+    let (named, argv) = config_file::take_flag(&argv);
+    let command = match named
         .map(|path| config_file::ConfigFile::read(&path))
         .transpose()
         .and_then(|file| match file {
@@ -280,7 +281,7 @@ pub fn parse_args<P: clap::Parser>() -> P {
         }
     };
     match command
-        .try_get_matches_from(config_file::without_flag(&argv))
+        .try_get_matches_from(argv)
         .and_then(|matches| P::from_arg_matches(&matches))
     {
         Ok(parsed) => parsed,

@@ -167,14 +167,14 @@ fn postgres_locked<T>(
     let mut conn: AsyncConnectionWrapper<AsyncPgConnection> = conn.into();
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_ID})"))
         .execute(&mut conn)
-        .map_err(migration_error)?;
+        .map_err(harness_error)?;
     let outcome = work(&mut Embedded {
         conn: &mut conn,
         source: || POSTGRES_MIGRATIONS,
     });
     diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_ID})"))
         .execute(&mut conn)
-        .map_err(migration_error)?;
+        .map_err(harness_error)?;
     outcome
 }
 
@@ -190,10 +190,10 @@ fn sqlite_locked<T>(
     // not the old bytes, in the freed pages.
     diesel::sql_query(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"))
         .execute(&mut conn)
-        .map_err(migration_error)?;
+        .map_err(harness_error)?;
     diesel::sql_query("PRAGMA secure_delete = ON")
         .execute(&mut conn)
-        .map_err(migration_error)?;
+        .map_err(harness_error)?;
     conn.immediate_transaction(|conn| {
         work(&mut Embedded {
             conn,
@@ -303,8 +303,4 @@ fn short_name(directory: &str) -> String {
 
 fn harness_error(e: impl std::fmt::Display) -> SchemaError {
     StoreError::Backend(format!("migration failed: {e}")).into()
-}
-
-fn migration_error(e: diesel::result::Error) -> SchemaError {
-    harness_error(e)
 }
