@@ -1,10 +1,11 @@
 //! Where the key-encrypting key lives (`--master-key-provider`, docs/operations.md, "Where
-//! the master key lives"): a key in a file or the environment (the default), or a
-//! non-extractable key in an HSM over PKCS#11.
+//! the master key lives"): a key in a file or the environment (the default), a
+//! non-extractable key in an HSM over PKCS#11, or a key in AWS KMS.
 
 use std::{path::PathBuf, sync::Arc};
 
 use clap::{Args, ValueEnum};
+use tessera_custody_aws_kms::{AwsKmsConfig, AwsKmsCustody};
 use tessera_custody_pkcs11::{Pkcs11Config, Pkcs11Custody};
 use tessera_domain::{custody::KeyCustody, Secret};
 use tessera_storage::DatabaseUrl;
@@ -27,12 +28,14 @@ pub enum MasterKeyProvider {
     File,
     /// A non-extractable AES key in a PKCS#11 token (an HSM); wrapping runs in the token.
     Pkcs11,
+    /// A symmetric key in AWS KMS; wrapping is KMS `Encrypt` and `Decrypt`.
+    AwsKms,
 }
 
 /// The custody flags; each also reads `TESSERA_<FLAG>`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct CustodyArgs {
-    /// Where the key-encrypting key lives: `file` or `pkcs11`.
+    /// Where the key-encrypting key lives: `file`, `pkcs11` or `aws-kms`.
     #[arg(long, env = "TESSERA_MASTER_KEY_PROVIDER", value_enum, default_value_t)]
     pub master_key_provider: MasterKeyProvider,
     /// `pkcs11`: the PKCS#11 module (the HSM vendor's library, or SoftHSM's).
@@ -48,6 +51,17 @@ pub struct CustodyArgs {
     /// precedence).
     #[arg(long, env = "TESSERA_PKCS11_PIN_FILE")]
     pub pkcs11_pin_file: Option<PathBuf>,
+    /// `aws-kms`: the KMS key's id, ARN, alias (`alias/tessera`) or alias ARN. Credentials and
+    /// region come from the standard AWS chain.
+    #[arg(long, env = "TESSERA_KMS_KEY_ID")]
+    pub kms_key_id: Option<String>,
+    /// `aws-kms`: KMS's endpoint (a VPC endpoint, a test server). Unset: `AWS_ENDPOINT_URL_KMS`,
+    /// else the region's.
+    #[arg(long, env = "TESSERA_KMS_ENDPOINT")]
+    pub kms_endpoint: Option<String>,
+    /// `aws-kms`: the region, over the chain's (`AWS_REGION`, the profile's).
+    #[arg(long, env = "TESSERA_KMS_REGION")]
+    pub kms_region: Option<String>,
     /// The custody a move comes from (`rotate-master-key` between custodies).
     #[command(flatten)]
     pub previous: crate::previous_custody::PreviousCustodyArgs,
@@ -65,6 +79,26 @@ impl CustodyArgs {
             pin_env: PIN_ENV,
         }
     }
+
+    /// The current custody's KMS flags.
+    fn kms_flags(&self) -> KmsFlags<'_> {
+        KmsFlags {
+            prefix: "",
+            key_id: self.kms_key_id.as_deref(),
+            endpoint: self.kms_endpoint.as_deref(),
+            region: self.kms_region.as_deref(),
+        }
+    }
+}
+
+/// One custody's KMS flags, current (`--kms-*`) or previous (`--previous-kms-*`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KmsFlags<'a> {
+    /// `""` or `"previous-"`: how the flags are named in errors.
+    pub(crate) prefix: &'static str,
+    pub(crate) key_id: Option<&'a str>,
+    pub(crate) endpoint: Option<&'a str>,
+    pub(crate) region: Option<&'a str>,
 }
 
 /// One custody's PKCS#11 flags, current (`--pkcs11-*`) or previous (`--previous-pkcs11-*`).
@@ -96,8 +130,8 @@ pub struct Custodies {
     pub new_key_file: Option<master_key::NewKeyFile>,
 }
 
-/// The configured custody, and the previous file keys of a move or rotation under way.
-pub fn load(
+/// The configured custody, and the previous custodies of a move or rotation under way.
+pub async fn load(
     files: KeyFiles<'_>,
     custody: &CustodyArgs,
     url: &DatabaseUrl,
@@ -106,16 +140,14 @@ pub fn load(
         .into_iter()
         .map(|k| Arc::new(k) as Arc<dyn KeyCustody>)
         .collect();
-    previous.extend(crate::previous_custody::load(
-        &custody.previous,
-        !previous.is_empty(),
-    )?);
+    previous.extend(crate::previous_custody::load(&custody.previous, !previous.is_empty()).await?);
     let (current, new_key_file): (Arc<dyn KeyCustody>, _) = match custody.master_key_provider {
         MasterKeyProvider::File => {
             let (key, new_key_file) = master_key::load(files, url)?;
             (Arc::new(key), new_key_file)
         }
         MasterKeyProvider::Pkcs11 => (Arc::new(pkcs11(custody.pkcs11_flags())?), None),
+        MasterKeyProvider::AwsKms => (Arc::new(aws_kms(custody.kms_flags()).await?), None),
     };
     Ok(Custodies {
         current,
@@ -177,4 +209,28 @@ fn pin(flags: Pkcs11Flags<'_>) -> Result<Secret<String>, StartupError> {
         ))
     })?);
     Ok(Secret::new(raw.trim_end_matches(['\n', '\r']).to_string()))
+}
+
+/// The KMS custody `flags` name, checked to answer and to hold a usable key.
+pub(crate) async fn aws_kms(flags: KmsFlags<'_>) -> Result<AwsKmsCustody, StartupError> {
+    let prefix = flags.prefix;
+    let key_id = flags.key_id.filter(|k| !k.trim().is_empty()).ok_or_else(|| {
+        custody_error(format!(
+            "--{prefix}master-key-provider aws-kms needs --{prefix}kms-key-id (or TESSERA_{}KMS_KEY_ID)",
+            prefix.to_uppercase().replace('-', "_")
+        ))
+    })?;
+    let config = AwsKmsConfig {
+        key_id: key_id.to_string(),
+        endpoint: flags.endpoint.map(str::to_string),
+        region: flags.region.map(str::to_string),
+    };
+    AwsKmsCustody::open(&config).await.map_err(|e| {
+        let which = if prefix.is_empty() {
+            "the"
+        } else {
+            "the previous"
+        };
+        custody_error(format!("{which} KMS key cannot be used: {e}"))
+    })
 }

@@ -134,7 +134,7 @@ impl std::fmt::Debug for Opened {
 pub async fn open_vault(db: &DbArgs) -> Result<Opened, StartupError> {
     // The key first: a missing key is a configuration error worth reporting before any I/O.
     let url = db.url()?;
-    let custodies = custody::load(db.key_files(), &db.custody, &url)?;
+    let custodies = custody::load(db.key_files(), &db.custody, &url).await?;
     let (database, _) = open_database(db).await?;
     tracing::info!(custody = %custodies.current.describe(), "key-encrypting key");
     let store = Arc::new(DetachedStore::new(database.clone()));

@@ -3,7 +3,8 @@
 //! previous key-encrypting key still opens the data keys not yet re-wrapped. A previous file key
 //! is still named by `TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file` alone; a
 //! previous HSM key by `--previous-master-key-provider pkcs11` and the `--previous-pkcs11-*`
-//! flags, which mirror the current custody's.
+//! flags, a previous KMS key by `--previous-master-key-provider aws-kms` and the
+//! `--previous-kms-*` flags; each mirrors the current custody's.
 
 use std::{path::PathBuf, sync::Arc};
 
@@ -11,7 +12,7 @@ use clap::Args;
 use tessera_domain::custody::KeyCustody;
 
 use crate::{
-    custody::{pkcs11, MasterKeyProvider, Pkcs11Flags},
+    custody::{aws_kms, pkcs11, KmsFlags, MasterKeyProvider, Pkcs11Flags},
     error::StartupError,
 };
 
@@ -22,8 +23,9 @@ pub const PREVIOUS_PIN_ENV: &str = "TESSERA_PREVIOUS_PKCS11_PIN";
 #[derive(Debug, Clone, Default, Args)]
 pub struct PreviousCustodyArgs {
     /// During a move between custodies: where the previous key-encrypting key lives, `file`
-    /// (`TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`) or `pkcs11` (the
-    /// `--previous-pkcs11-*` flags). Unset: a previous file key if one is given, else none.
+    /// (`TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`), `pkcs11` (the
+    /// `--previous-pkcs11-*` flags) or `aws-kms` (the `--previous-kms-*` flags). Unset: a
+    /// previous file key if one is given, else none.
     #[arg(long, env = "TESSERA_PREVIOUS_MASTER_KEY_PROVIDER", value_enum)]
     pub previous_master_key_provider: Option<MasterKeyProvider>,
     /// Previous `pkcs11`: the PKCS#11 module.
@@ -43,10 +45,19 @@ pub struct PreviousCustodyArgs {
     /// itself, takes precedence).
     #[arg(long, env = "TESSERA_PREVIOUS_PKCS11_PIN_FILE")]
     pub previous_pkcs11_pin_file: Option<PathBuf>,
+    /// Previous `aws-kms`: the KMS key's id, ARN or alias.
+    #[arg(long, env = "TESSERA_PREVIOUS_KMS_KEY_ID")]
+    pub previous_kms_key_id: Option<String>,
+    /// Previous `aws-kms`: KMS's endpoint (unset: `AWS_ENDPOINT_URL_KMS`, else the region's).
+    #[arg(long, env = "TESSERA_PREVIOUS_KMS_ENDPOINT")]
+    pub previous_kms_endpoint: Option<String>,
+    /// Previous `aws-kms`: the region, over the chain's.
+    #[arg(long, env = "TESSERA_PREVIOUS_KMS_REGION")]
+    pub previous_kms_region: Option<String>,
 }
 
 /// The previous custody the flags name, if any. `file_given`: a previous file key was given.
-pub(crate) fn load(
+pub(crate) async fn load(
     args: &PreviousCustodyArgs,
     file_given: bool,
 ) -> Result<Option<Arc<dyn KeyCustody>>, StartupError> {
@@ -67,6 +78,16 @@ pub(crate) fn load(
                 pin_file: args.previous_pkcs11_pin_file.as_ref(),
                 pin_env: PREVIOUS_PIN_ENV,
             })?;
+            Ok(Some(Arc::new(custody)))
+        }
+        Some(MasterKeyProvider::AwsKms) => {
+            let custody = aws_kms(KmsFlags {
+                prefix: "previous-",
+                key_id: args.previous_kms_key_id.as_deref(),
+                endpoint: args.previous_kms_endpoint.as_deref(),
+                region: args.previous_kms_region.as_deref(),
+            })
+            .await?;
             Ok(Some(Arc::new(custody)))
         }
     }

@@ -10,6 +10,8 @@
 //! * [`fuzz`]: a time-budgeted property-test runner (`FUZZ_SECONDS`);
 //! * [`process`]: the binaries as real processes on a free port, and JSON calls to them;
 //! * [`vault`]: tenants and tokens written straight through a vault;
+//! * [`softhsm`] and [`moto`]: an HSM (SoftHSM over PKCS#11) and a KMS (moto's server) to
+//!   keep the key-encrypting key in;
 //! * [`tamper`]: the audit trail's stored blocks edited as someone with database access would.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -20,6 +22,7 @@ pub mod db;
 pub mod fuzz;
 pub mod gateway;
 pub mod http_client;
+pub mod moto;
 pub mod process;
 pub mod softhsm;
 pub mod tamper;

@@ -13,18 +13,18 @@ use crate::cli::{post, refused_for_the_key, run, serve, succeeds};
 const OLD: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
 /// The flags that put the key in the test token.
-fn in_token<'a>(hsm: &'a softhsm::SoftHsm, args: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn in_token<'a>(hsm: &'a softhsm::SoftHsm, args: &[&'a str]) -> Vec<&'a str> {
     with_token(hsm, CURRENT, TOKEN, args)
 }
 
 /// The current custody's flags, and the previous custody's.
-const CURRENT: [&str; 4] = [
+pub(crate) const CURRENT: [&str; 4] = [
     "--master-key-provider",
     "--pkcs11-module",
     "--pkcs11-token-label",
     "--pkcs11-key-label",
 ];
-const PREVIOUS: [&str; 4] = [
+pub(crate) const PREVIOUS: [&str; 4] = [
     "--previous-master-key-provider",
     "--previous-pkcs11-module",
     "--previous-pkcs11-token-label",
@@ -32,7 +32,7 @@ const PREVIOUS: [&str; 4] = [
 ];
 
 /// `args` with `flags` (current or previous) naming `token`'s key.
-fn with_token<'a>(
+pub(crate) fn with_token<'a>(
     hsm: &'a softhsm::SoftHsm,
     flags: [&'static str; 4],
     token: &'a str,
@@ -54,7 +54,7 @@ fn with_token<'a>(
 }
 
 /// The environment that opens the test token: its SoftHSM configuration and the user PIN.
-fn token_env(hsm: &softhsm::SoftHsm) -> [(&'static str, &str); 2] {
+pub(crate) fn token_env(hsm: &softhsm::SoftHsm) -> [(&'static str, &str); 2] {
     let conf = hsm.conf.to_str().expect("path");
     [("SOFTHSM2_CONF", conf), ("TESSERA_PKCS11_PIN", PIN)]
 }

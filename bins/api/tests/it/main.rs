@@ -8,6 +8,7 @@ mod cvc_retention;
 mod dev_echo;
 mod hsm;
 mod import;
+mod kms;
 mod operations;
 mod readme;
 mod upgrade;

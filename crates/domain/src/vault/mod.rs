@@ -293,24 +293,28 @@ impl Vault {
 
     /// Checks that the configured master keys open every tenant's data key (one unwrap per
     /// tenant), so a wrong key — or one that a rotation has not finished moving every tenant
-    /// to — stops start-up instead of failing that tenant's requests later.
+    /// to — stops start-up instead of failing that tenant's requests later. The unwraps run
+    /// [`START_UNWRAPS_IN_FLIGHT`] at a time: an HSM or a KMS sees a bounded burst however many
+    /// tenants there are (docs/operations.md, "Where the master key lives").
     pub async fn verify_master_key(&self) -> Result<(), VaultError> {
+        use futures_util::{stream, TryStreamExt};
         if let Err(e) = self.keys.lookup_key(self.store.as_ref()).await {
             tracing::error!("no configured master key opens the proxy-key lookup key");
             return Err(e);
         }
         // Each tenant's key is unwrapped once here and then held: with an HSM or a KMS, the
         // first request of each tenant does not call it again.
-        for tenant in self.store.list_tenants().await? {
-            if let Err(e) = self.keys.hold(&tenant).await {
-                tracing::error!(
-                    tenant = %tenant.tenant.id,
-                    "no configured master key opens this tenant's data key"
-                );
-                return Err(e);
-            }
-        }
-        Ok(())
+        let tenants = self.store.list_tenants().await?;
+        stream::iter(tenants.iter().map(Ok))
+            .try_for_each_concurrent(START_UNWRAPS_IN_FLIGHT, |tenant| async move {
+                self.keys.hold(tenant).await.inspect_err(|_| {
+                    tracing::error!(
+                        tenant = %tenant.tenant.id,
+                        "no configured master key opens this tenant's data key"
+                    );
+                })
+            })
+            .await
     }
 
     /// Whether the database holds anything a master key wrapped (a tenant's data key, or the
@@ -378,6 +382,9 @@ impl Vault {
         Ok(report)
     }
 }
+
+/// How many tenants' data keys [`Vault::verify_master_key`] unwraps at once at start-up.
+pub const START_UNWRAPS_IN_FLIGHT: usize = 8;
 
 /// What [`Vault::rotate_master_key`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
