@@ -13,8 +13,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NEW_API="${API_BIN:-target/debug/api}"
+# Each release's tag and commit: a clone that did not bring the tags (a mirror, a copy of the
+# work tree's history) gets them back from here, so the check never silently skips.
+while read -r name commit; do
+  if ! git rev-parse -q --verify "refs/tags/$name" >/dev/null \
+    && git cat-file -e "$commit^{commit}" 2>/dev/null; then
+    git tag "$name" "$commit"
+  fi
+done <<'RELEASES'
+v0.1.0 61ee103d99e331866e0f5f4627817b76caa7a7d4
+RELEASES
 tag="$(git describe --tags --abbrev=0 --match 'v*' HEAD^ 2>/dev/null || true)"
 if [ -z "$tag" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "previous release: no v* tag before HEAD, and 0.1.0 was released: the check must run"
+    exit 1
+  fi
   echo "previous release: no v* tag before HEAD yet; nothing to run"
   exit 0
 fi

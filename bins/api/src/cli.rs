@@ -166,6 +166,16 @@ pub(crate) enum TenantsCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Delete a tenant: destroy its data keys first (crypto-shredding), then delete its rows;
+    /// both recorded in the deployment's audit chain. Prints
+    /// `{"tenant_id", "keys_destroyed_now", "deleted"}` as JSON. Run again if interrupted.
+    Delete {
+        /// The tenant's id.
+        id: tessera_domain::TenantId,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 /// Flags of `serve`.

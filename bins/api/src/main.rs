@@ -111,6 +111,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tenants {
+            command: TenantsCommand::Delete { id, db },
+        } => delete_tenant(id, db).await,
+        Command::Tenants {
             command: TenantsCommand::Create { name, db },
         } => {
             telemetry::init(db.log_format);
@@ -123,6 +126,36 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `api tenants delete ID`: the tenant's keys, then its rows, each step committed to the
+/// deployment's audit chain as it happens (the default trail: sync, no stream).
+async fn delete_tenant(
+    id: tessera_domain::TenantId,
+    db: tessera_startup::DbArgs,
+) -> anyhow::Result<()> {
+    telemetry::init(db.log_format);
+    let opened = open_vault(&db).await?;
+    let vault = tessera_startup::audit::start_audit(
+        opened.vault,
+        opened.audit_store,
+        &tessera_startup::audit::AuditArgs::default(),
+    )?;
+    let deleted = vault
+        .delete_tenant(id)
+        .await
+        .context("deleting the tenant (run again to finish)");
+    vault.audit().flush().await;
+    let deleted = deleted?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "tenant_id": deleted.tenant_id,
+            "keys_destroyed_now": deleted.keys_destroyed_now,
+            "deleted": true,
+        })
+    );
+    Ok(())
 }
 
 /// `api migrate`: applies pending migrations (whatever `--no-migrate` says), or with

@@ -18,6 +18,7 @@ mod detached;
 mod health;
 mod idempotency;
 mod proxies;
+mod purge;
 mod query_timeout;
 mod read_batch;
 mod rows;

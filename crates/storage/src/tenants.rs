@@ -14,8 +14,11 @@ use crate::{
         DbResultExt,
     },
     rows::{ApplicationKeyRow, ApplicationRow, TenantRow},
-    schema::{application_keys, applications, tenants, vault_keys},
+    schema::{application_keys, applications, tenants, tokens, vault_keys},
 };
+
+/// Tokens deleted per statement when a tenant is deleted.
+const TOKENS_PER_DELETE: i64 = 5_000;
 
 #[async_trait]
 impl TenantStore for Database {
@@ -104,6 +107,58 @@ impl TenantStore for Database {
             .db()
         })?;
         Ok(updated == 1)
+    }
+
+    async fn destroy_tenant_keys(&self, tenant: TenantId) -> Result<bool, StoreError> {
+        let id = tenant.to_string();
+        let updated = with_write_conn!(self, |conn| {
+            diesel::update(tenants::table.filter(tenants::tenant_id.eq(&id)))
+                .set(tenants::wrapped_data_key.eq(Vec::<u8>::new()))
+                .execute(conn)
+                .await
+                .db()
+        })?;
+        if updated == 1 {
+            crate::purge::purge_freed_space(self, "tenants").await?;
+        }
+        Ok(updated == 1)
+    }
+
+    async fn delete_tenant(&self, tenant: TenantId) -> Result<bool, StoreError> {
+        let id = tenant.to_string();
+        // Tokens first, a batch at a time, so no one statement holds the tenant's every row.
+        loop {
+            let batch: Vec<String> = with_conn!(self, |conn| {
+                tokens::table
+                    .filter(tokens::tenant_id.eq(&id))
+                    .select(tokens::id)
+                    .limit(TOKENS_PER_DELETE)
+                    .load(conn)
+                    .await
+                    .db()
+            })?;
+            let deleted = with_write_conn!(self, |conn| {
+                diesel::delete(
+                    tokens::table
+                        .filter(tokens::tenant_id.eq(&id))
+                        .filter(tokens::id.eq_any(&batch)),
+                )
+                .execute(conn)
+                .await
+                .db()
+            })?;
+            if batch.len() < TOKENS_PER_DELETE as usize || deleted == 0 {
+                break;
+            }
+        }
+        // The rest goes with the tenant's row (ON DELETE CASCADE).
+        let deleted = with_write_conn!(self, |conn| {
+            diesel::delete(tenants::table.filter(tenants::tenant_id.eq(&id)))
+                .execute(conn)
+                .await
+                .db()
+        })?;
+        Ok(deleted == 1)
     }
 
     async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -444,3 +444,40 @@ fn the_master_key_rotates() {
         &[("TESSERA_MASTER_KEY", old)],
     );
 }
+
+/// `api tenants delete ID` (docs/operations.md, "Deleting a tenant"): the tenant's key goes,
+/// then its rows; its admin key no longer works; another tenant is untouched; deleting again
+/// says it is not found.
+#[test]
+fn tenants_delete_destroys_the_keys_then_the_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
+    let envs = [("TESSERA_MASTER_KEY", MASTER_KEY)];
+    let gone = succeeds(dir, &["tenants", "create", "--name", "gone"], &envs);
+    let kept = succeeds(dir, &["tenants", "create", "--name", "kept"], &envs);
+    let id = gone["tenant_id"].as_str().expect("id");
+    let report = succeeds(dir, &["tenants", "delete", id], &envs);
+    assert_eq!(
+        report,
+        json!({"tenant_id": id, "keys_destroyed_now": true, "deleted": true})
+    );
+    let out = run(dir, &["tenants", "delete", id], &envs);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("not found"),
+        "{stderr}"
+    );
+
+    let mut server = serve(dir, &["--no-bootstrap"], &envs);
+    let (status, _) = get(
+        &format!("{}/applications", server.base),
+        gone["api_key"].as_str().expect("key"),
+    );
+    assert_eq!(status, 401, "the deleted tenant's key is gone");
+    let (status, _) = get(
+        &format!("{}/applications", server.base),
+        kept["api_key"].as_str().expect("key"),
+    );
+    assert_eq!(status, 200);
+    assert!(server.terminate().success());
+}

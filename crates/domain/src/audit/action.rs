@@ -73,6 +73,10 @@ actions! {
     ProxyDeleted => "proxy.deleted",
     /// A tenant's data key was re-wrapped under a new master key.
     TenantKeyRewrapped => "tenant.key_rewrapped",
+    /// `api tenants delete` destroyed the tenant's data keys (in the deployment's chain).
+    TenantKeysDestroyed => "tenant.keys_destroyed",
+    /// `api tenants delete` deleted the tenant's rows (in the deployment's chain).
+    TenantDeleted => "tenant.deleted",
     /// A retry with an `Idempotency-Key` was answered with the stored answer of the first
     /// request (naming what that request created), after its checks passed again.
     RequestReplayed => "request.replayed",

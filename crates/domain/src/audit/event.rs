@@ -182,6 +182,15 @@ impl AuditEvent {
         }
     }
 
+    /// A successful `action` recorded in the deployment's own chain (an operator's act on a
+    /// whole tenant, such as its deletion).
+    pub fn deployment(action: AuditAction, actor: Actor, resource_ids: Vec<ResourceId>) -> Self {
+        let mut event = Self::denied(None, action, actor, resource_ids, "");
+        event.outcome = Outcome::Success;
+        event.reason = None;
+        event
+    }
+
     /// A refused attempt at `action` now, with the public `reason`.
     pub fn denied(
         tenant_id: Option<TenantId>,
@@ -313,7 +322,7 @@ mod tests {
                 format!("\"{}\"", a.as_str())
             );
         }
-        assert_eq!(AuditAction::ALL.len(), 23);
+        assert_eq!(AuditAction::ALL.len(), 25);
         assert!("token.stolen".parse::<AuditAction>().is_err());
     }
 

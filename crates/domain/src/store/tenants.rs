@@ -37,6 +37,13 @@ pub trait TenantStore: Send + Sync {
         expected: &[u8],
         new: &[u8],
     ) -> Result<bool, StoreError>;
+    /// Destroys `tenant`'s data keys (crypto-shredding: its rows stay, and nothing opens them),
+    /// and makes sure the destroyed keys' bytes are gone from the database's files (docs/
+    /// operations.md, "Deleting a tenant"); `false` when there is no such tenant.
+    async fn destroy_tenant_keys(&self, tenant: TenantId) -> Result<bool, StoreError>;
+    /// Deletes `tenant` and every row that belongs to it, its tokens in batches (its audit
+    /// chain stays: ids and actions, no data); `false` when there is no such tenant.
+    async fn delete_tenant(&self, tenant: TenantId) -> Result<bool, StoreError>;
     /// The deployment-wide key `name`, wrapped by the master key.
     async fn get_vault_key(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// Stores `wrapped` as the key `name` unless one exists (the first writer wins; read it

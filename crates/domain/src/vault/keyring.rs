@@ -206,11 +206,21 @@ impl Keyring {
         Ok(())
     }
 
-    /// Unwraps `stored`'s data key with the current custody, else with a previous one.
+    /// Forgets `tenant`'s data key (its keys were destroyed): the next use reads the store.
+    pub(crate) fn forget(&self, tenant: TenantId) -> Result<(), VaultError> {
+        self.cache.write().map_err(poisoned)?.remove(&tenant);
+        Ok(())
+    }
+
+    /// Unwraps `stored`'s data key with the current custody, else with a previous one. A
+    /// tenant whose keys were destroyed (being deleted) is not found.
     pub(crate) async fn unwrap_uncached(
         &self,
         stored: &StoredTenant,
     ) -> Result<DataKey, VaultError> {
+        if stored.wrapped_data_key.is_empty() {
+            return Err(VaultError::NotFound(Resource::Tenant));
+        }
         let purpose = WrapPurpose::DataKey(stored.tenant.id);
         let plain = self.unwrap_any(purpose, &stored.wrapped_data_key).await?;
         if plain.len() != 32 {
@@ -220,11 +230,14 @@ impl Keyring {
     }
 
     /// `stored`'s wrapped key re-wrapped by the current custody, or `None` when it already
-    /// wraps it.
+    /// wraps it (or was destroyed: the tenant is being deleted).
     pub(crate) async fn rewrap(
         &self,
         stored: &StoredTenant,
     ) -> Result<Option<Vec<u8>>, VaultError> {
+        if stored.wrapped_data_key.is_empty() {
+            return Ok(None);
+        }
         let purpose = WrapPurpose::DataKey(stored.tenant.id);
         Ok(self.rewrap_any(purpose, &stored.wrapped_data_key).await?)
     }

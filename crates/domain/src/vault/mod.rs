@@ -17,6 +17,7 @@ mod proxies;
 mod proxy_secrets;
 mod sealing;
 mod sweep;
+mod tenant_deletion;
 mod tenants;
 mod token_search;
 mod token_update;
@@ -41,6 +42,7 @@ pub use idempotency::{
     MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
 };
 pub use sweep::SweepReport;
+pub use tenant_deletion::TenantDeletion;
 pub use tenants::CreatedTenant;
 
 use crate::{
@@ -304,7 +306,18 @@ impl Vault {
         }
         // Each tenant's key is unwrapped once here and then held: with an HSM or a KMS, the
         // first request of each tenant does not call it again.
-        let tenants = self.store.list_tenants().await?;
+        let mut tenants = self.store.list_tenants().await?;
+        // A tenant whose keys are destroyed is being deleted: nothing to open.
+        tenants.retain(|tenant| {
+            let destroyed = tenant.wrapped_data_key.is_empty();
+            if destroyed {
+                tracing::warn!(
+                    tenant = %tenant.tenant.id,
+                    "this tenant's keys are destroyed but its rows are not deleted: run `api tenants delete` for it again"
+                );
+            }
+            !destroyed
+        });
         stream::iter(tenants.iter().map(Ok))
             .try_for_each_concurrent(START_UNWRAPS_IN_FLIGHT, |tenant| async move {
                 self.keys.hold(tenant).await.inspect_err(|_| {

@@ -19,4 +19,5 @@ mod schema;
 mod sealed_proxies;
 mod search_limits;
 mod store_suite;
+mod tenant_deletion;
 mod vaults;
