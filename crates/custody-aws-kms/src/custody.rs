@@ -36,8 +36,10 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// The KMS custody.
 pub struct AwsKmsCustody {
     client: Client,
-    /// As configured (an id, an ARN or an alias): what `Encrypt` and `Decrypt` name.
-    key_id: String,
+    /// The key's ARN, as `DescribeKey` answered for the configured id, ARN or alias: what
+    /// `Encrypt` and `Decrypt` name, so that an alias moved to another key while this process
+    /// runs does not move its wrappings with it.
+    arn: String,
     /// The key's id, as `DescribeKey` answered (a UUID, or `mrk-…` for a multi-Region key,
     /// the same in each of its Regions): written into each wrapping, and checked against the
     /// key that answered each `Decrypt`.
@@ -78,13 +80,19 @@ impl AwsKmsCustody {
             .send()
             .await
             .map_err(|e| Failure::of(&e).at_start("DescribeKey"))?;
-        let canonical_id = usable(described.key_metadata())?;
+        let (arn, canonical_id) = usable(described.key_metadata())?;
         Ok(Self {
             client,
-            key_id: config.key_id.clone(),
+            arn,
             canonical_id,
             permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         })
+    }
+
+    /// Whether KMS's answer names this key (it answers with the ARN of the key that acted;
+    /// a multi-Region key's replica has another ARN and the same id).
+    fn answered_by_this_key(&self, answered: Option<&str>) -> bool {
+        answered.and_then(|arn| arn.rsplit('/').next()) == Some(self.canonical_id.as_str())
     }
 
     async fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, CryptoError> {
@@ -95,8 +103,8 @@ impl AwsKmsCustody {
     }
 }
 
-/// The key's id when it can wrap keys: enabled, symmetric, for encryption.
-fn usable(metadata: Option<&KeyMetadata>) -> Result<String, AwsKmsError> {
+/// The key's ARN and id when it can wrap keys: enabled, symmetric, for encryption.
+fn usable(metadata: Option<&KeyMetadata>) -> Result<(String, String), AwsKmsError> {
     let Some(metadata) = metadata else {
         return Err(AwsKmsError::Unusable {
             found: "not described".into(),
@@ -113,8 +121,8 @@ fn usable(metadata: Option<&KeyMetadata>) -> Result<String, AwsKmsError> {
         && spec == Some(&KeySpec::SymmetricDefault)
         && usage.is_none_or(|u| *u == KeyUsageType::EncryptDecrypt);
     let id = metadata.key_id();
-    match u8::try_from(id.len()) {
-        Ok(1..) if fits => Ok(id.to_string()),
+    match (u8::try_from(id.len()), metadata.arn()) {
+        (Ok(1..), Some(arn)) if fits => Ok((arn.to_string(), id.to_string())),
         _ => Err(AwsKmsError::Unusable {
             found: format!(
                 "{}, {}, {}",
@@ -146,12 +154,17 @@ impl KeyCustody for AwsKmsCustody {
         let answer = self
             .client
             .encrypt()
-            .key_id(&self.key_id)
+            .key_id(&self.arn)
             .plaintext(Blob::new(plain.to_vec()))
             .set_encryption_context(Some(context(purpose)))
             .send()
             .await
             .map_err(|e| Failure::of(&e).unavailable("Encrypt"))?;
+        if !self.answered_by_this_key(answer.key_id.as_deref()) {
+            return Err(CryptoError::CustodyUnavailable(
+                "AWS KMS Encrypt: answered by another key than the configured one".into(),
+            ));
+        }
         let blob = answer.ciphertext_blob.ok_or_else(|| {
             CryptoError::CustodyUnavailable("AWS KMS Encrypt: no ciphertext in the answer".into())
         })?;
@@ -189,7 +202,7 @@ impl KeyCustody for AwsKmsCustody {
         let answer = self
             .client
             .decrypt()
-            .key_id(&self.key_id)
+            .key_id(&self.arn)
             .ciphertext_blob(Blob::new(blob.to_vec()))
             .set_encryption_context(Some(context(purpose)))
             .send()
@@ -203,9 +216,8 @@ impl KeyCustody for AwsKmsCustody {
                     "AWS KMS Decrypt: no plaintext in the answer".into(),
                 )
             })?;
-        // KMS answers with the ARN of the key that decrypted: any other key's is refused.
-        let answered = answer.key_id.as_deref().unwrap_or_default();
-        if answered.rsplit('/').next() != Some(self.canonical_id.as_str()) {
+        // Opened by any other key than the configured one: refused.
+        if !self.answered_by_this_key(answer.key_id.as_deref()) {
             return Err(CryptoError::Authentication);
         }
         Ok(plain)

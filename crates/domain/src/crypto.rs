@@ -5,8 +5,10 @@
 //!   tenant data key ──encrypts──► token data (stored as ciphertext)
 //! ```
 //!
-//! Every ciphertext is `version (1 byte) ‖ nonce (12 bytes) ‖ ciphertext+tag`, with a fresh random
-//! nonce per encryption. The associated data binds each ciphertext to where it belongs — the
+//! A ciphertext under a tenant's first data key is `1 ‖ nonce (12 bytes) ‖ ciphertext+tag`; under
+//! a later version of its data key (docs/operations.md, "Rotating data keys") it is
+//! `2 ‖ key version (4 bytes, big-endian) ‖ nonce ‖ ciphertext+tag`, so that each row names the
+//! key version that opens it. A fresh random nonce per encryption. The associated data binds each ciphertext to where it belongs — the
 //! tenant for a wrapped data key, the tenant *and* token id for token data — so a ciphertext copied
 //! into another row (or another tenant) fails authentication instead of decrypting.
 
@@ -27,7 +29,11 @@ use crate::{
     secret::Secret,
 };
 
+/// The first byte of a ciphertext under a tenant's first data key (and of a file custody's
+/// wrapping).
 const VERSION: u8 = 1;
+/// The first byte of a ciphertext naming its data key's version.
+const VERSIONED: u8 = 2;
 const NONCE_LEN: usize = 12;
 const KEY_LEN: usize = 32;
 const TAG_LEN: usize = 16;
@@ -144,20 +150,26 @@ impl std::fmt::Debug for MasterKey {
     }
 }
 
-/// A tenant's unwrapped data key, ready to encrypt and decrypt that tenant's token data, and
-/// the fingerprint key derived from it.
+/// A tenant's unwrapped data keys, ready to encrypt and decrypt that tenant's token data: the
+/// current version (what seals) and the older versions still in use (what opens the rows not
+/// yet re-encrypted), and the index keys (fingerprints, search indexes, idempotent requests),
+/// which never change with the data key's version.
 pub struct DataKey {
-    cipher: Aes256Gcm,
-    /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`FINGERPRINT_INFO`]): a separate
-    /// key, so a fingerprint reveals nothing about the encryption key, and one per tenant
-    /// (equal data in two tenants never fingerprints alike).
+    /// The version new ciphertexts are sealed under.
+    current: u32,
+    /// Every version held, the current among them.
+    ciphers: Vec<(u32, Aes256Gcm)>,
+    /// HMAC-SHA-256 keyed with HKDF-SHA-256(first data key, info [`FINGERPRINT_INFO`]): a
+    /// separate key, so a fingerprint reveals nothing about the encryption key, and one per
+    /// tenant (equal data in two tenants never fingerprints alike).
     fingerprint: Hmac<Sha256>,
-    /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`REQUEST_INFO`]), for the hash of
-    /// an idempotent request kept beside its answer: unkeyed, a database copy alone recovered
-    /// a card number from it by guessing.
+    /// HMAC-SHA-256 keyed with HKDF-SHA-256(first data key, info [`REQUEST_INFO`]), for the
+    /// hash of an idempotent request kept beside its answer: unkeyed, a database copy alone
+    /// recovered a card number from it by guessing.
     request: Hmac<Sha256>,
-    /// HMAC-SHA-256 keyed with HKDF-SHA-256(data key, info [`SEARCH_INFO`]), for the search
-    /// index values a `data:` term matches: per tenant, and apart from the fingerprint key.
+    /// HMAC-SHA-256 keyed with HKDF-SHA-256(first data key, info [`SEARCH_INFO`]), for the
+    /// search index values a `data:` term matches: per tenant, and apart from the fingerprint
+    /// key.
     search: Hmac<Sha256>,
 }
 
@@ -168,22 +180,85 @@ const REQUEST_INFO: &[u8] = b"tessera idempotent request v1";
 /// HKDF `info` of the search index key.
 const SEARCH_INFO: &[u8] = b"tessera token search index v1";
 
+/// Bytes of a tenant's index keys (fingerprint, idempotent request, search), as stored wrapped
+/// once its first data key may be retired.
+pub const INDEX_KEYS_LEN: usize = 3 * KEY_LEN;
+
+/// The index keys derived from a tenant's first data key, in [`INDEX_KEYS_LEN`] bytes: what
+/// keeps fingerprints, search indexes and idempotent requests stable across data-key versions.
+pub fn derive_index_keys(first: &[u8]) -> Result<Zeroizing<[u8; INDEX_KEYS_LEN]>, CryptoError> {
+    let hkdf = Hkdf::<Sha256>::new(None, first);
+    let mut keys = Zeroizing::new([0u8; INDEX_KEYS_LEN]);
+    for (i, info) in [FINGERPRINT_INFO, REQUEST_INFO, SEARCH_INFO]
+        .iter()
+        .enumerate()
+    {
+        hkdf.expand(info, &mut keys[i * KEY_LEN..(i + 1) * KEY_LEN])
+            .map_err(|_| CryptoError::InvalidKey)?;
+    }
+    Ok(keys)
+}
+
 impl DataKey {
+    /// A tenant with one data key (version 1), its index keys derived from it.
     pub(crate) fn from_bytes(plain: &[u8]) -> Result<Self, CryptoError> {
-        let hkdf = Hkdf::<Sha256>::new(None, plain);
-        let mac = |info: &[u8]| {
-            let mut derived = Zeroizing::new([0u8; KEY_LEN]);
-            hkdf.expand(info, derived.as_mut())
-                .map_err(|_| CryptoError::InvalidKey)?;
-            <Hmac<Sha256> as Mac>::new_from_slice(derived.as_ref())
+        Self::from_versions(&[(1, plain)], 1, &*derive_index_keys(plain)?)
+    }
+
+    /// A tenant's keys: each held version's 32 bytes, the current version (one of them) and
+    /// the [`INDEX_KEYS_LEN`] bytes of its index keys.
+    pub(crate) fn from_versions(
+        versions: &[(u32, &[u8])],
+        current: u32,
+        index_keys: &[u8],
+    ) -> Result<Self, CryptoError> {
+        if index_keys.len() != INDEX_KEYS_LEN
+            || versions.iter().any(|(_, k)| k.len() != KEY_LEN)
+            || !versions.iter().any(|(v, _)| *v == current)
+        {
+            return Err(CryptoError::InvalidKey);
+        }
+        let mac = |i: usize| {
+            <Hmac<Sha256> as Mac>::new_from_slice(&index_keys[i * KEY_LEN..(i + 1) * KEY_LEN])
                 .map_err(|_| CryptoError::InvalidKey)
         };
         Ok(DataKey {
-            cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(plain)),
-            fingerprint: mac(FINGERPRINT_INFO)?,
-            request: mac(REQUEST_INFO)?,
-            search: mac(SEARCH_INFO)?,
+            current,
+            ciphers: versions
+                .iter()
+                .map(|(v, k)| (*v, Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(k))))
+                .collect(),
+            fingerprint: mac(0)?,
+            request: mac(1)?,
+            search: mac(2)?,
         })
+    }
+
+    /// The version new ciphertexts are sealed under.
+    pub fn current_version(&self) -> u32 {
+        self.current
+    }
+
+    /// Whether this holds `version`.
+    pub fn holds(&self, version: u32) -> bool {
+        self.ciphers.iter().any(|(v, _)| *v == version)
+    }
+
+    fn cipher(&self, version: u32) -> Result<&Aes256Gcm, CryptoError> {
+        self.ciphers
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, c)| c)
+            .ok_or(CryptoError::UnknownKeyVersion(version))
+    }
+
+    fn seal(&self, aad: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        seal_versioned(self.cipher(self.current)?, self.current, aad, plaintext)
+    }
+
+    fn open(&self, aad: &[u8], blob: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        let version = key_version(blob).ok_or(CryptoError::Malformed)?;
+        open_versioned(self.cipher(version)?, aad, blob)
     }
 
     /// HMAC-SHA-256 of a search index value (or of a `data:` term) under this tenant's search
@@ -222,7 +297,7 @@ impl DataKey {
         binding: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
-        seal(&self.cipher, &token_aad(tenant, token, binding), plaintext)
+        self.seal(&token_aad(tenant, token, binding), plaintext)
     }
 
     /// Decrypts token data; fails if the ciphertext belongs to another tenant or token, or
@@ -234,7 +309,7 @@ impl DataKey {
         binding: &[u8],
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(&self.cipher, &token_aad(tenant, token, binding), ciphertext)
+        self.open(&token_aad(tenant, token, binding), ciphertext)
     }
 
     /// Encrypts any other tenant secret, bound to the tenant and a caller-chosen `purpose`
@@ -246,11 +321,7 @@ impl DataKey {
         record: &[u8],
         plaintext: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
-        seal(
-            &self.cipher,
-            &record_aad(tenant, purpose, record),
-            plaintext,
-        )
+        self.seal(&record_aad(tenant, purpose, record), plaintext)
     }
 
     /// Decrypts what [`DataKey::seal_record`] produced.
@@ -261,18 +332,61 @@ impl DataKey {
         record: &[u8],
         ciphertext: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        open(
-            &self.cipher,
-            &record_aad(tenant, purpose, record),
-            ciphertext,
-        )
+        self.open(&record_aad(tenant, purpose, record), ciphertext)
+    }
+
+    /// `ciphertext`, sealed again for the same `tenant`, `purpose` and `record` under the
+    /// current version; `None` when it already is (re-encryption after a rotation).
+    pub fn reseal_record(
+        &self,
+        tenant: TenantId,
+        purpose: &str,
+        record: &[u8],
+        ciphertext: &[u8],
+    ) -> Result<Option<Vec<u8>>, CryptoError> {
+        self.reseal(&record_aad(tenant, purpose, record), ciphertext)
+    }
+
+    /// As [`DataKey::reseal_record`], for token data.
+    pub fn reseal_token(
+        &self,
+        tenant: TenantId,
+        token: &TokenId,
+        binding: &[u8],
+        ciphertext: &[u8],
+    ) -> Result<Option<Vec<u8>>, CryptoError> {
+        self.reseal(&token_aad(tenant, token, binding), ciphertext)
+    }
+
+    fn reseal(&self, aad: &[u8], ciphertext: &[u8]) -> Result<Option<Vec<u8>>, CryptoError> {
+        if key_version(ciphertext) == Some(self.current) {
+            return Ok(None);
+        }
+        let plain = self.open(aad, ciphertext)?;
+        self.seal(aad, &plain).map(Some)
     }
 }
 
-/// Bytes of plaintext in a ciphertext of `len` bytes (version, nonce and tag are fixed): what
-/// AES-GCM never hides, known before decrypting.
-pub fn plaintext_len(len: usize) -> usize {
-    len.saturating_sub(1 + NONCE_LEN + TAG_LEN)
+/// Bytes of plaintext in `ciphertext` (its header, nonce and tag are fixed): what AES-GCM never
+/// hides, known before decrypting.
+pub fn plaintext_len(ciphertext: &[u8]) -> usize {
+    let header = match ciphertext.first() {
+        Some(&VERSIONED) => 5,
+        _ => 1,
+    };
+    ciphertext
+        .len()
+        .saturating_sub(header + NONCE_LEN + TAG_LEN)
+}
+
+/// The data-key version a tenant ciphertext is sealed under, from its header; `None` when it is
+/// not one.
+pub fn key_version(ciphertext: &[u8]) -> Option<u32> {
+    match ciphertext {
+        [VERSION, ..] => Some(1),
+        [VERSIONED, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
 }
 
 impl std::fmt::Debug for DataKey {
@@ -329,6 +443,42 @@ fn seal(cipher: &Aes256Gcm, aad: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, Cry
     Ok(out)
 }
 
+/// Seals under data-key `version`: version 1 in the original form (the rows of tenants never
+/// rotated are as before), later ones with the version in the header.
+fn seal_versioned(
+    cipher: &Aes256Gcm,
+    version: u32,
+    aad: &[u8],
+    plaintext: &[u8],
+) -> Result<Vec<u8>, CryptoError> {
+    let sealed = seal(cipher, aad, plaintext)?;
+    if version == 1 {
+        return Ok(sealed);
+    }
+    let mut out = Vec::with_capacity(sealed.len() + 4);
+    out.push(VERSIONED);
+    out.extend_from_slice(&version.to_be_bytes());
+    out.extend_from_slice(&sealed[1..]);
+    Ok(out)
+}
+
+/// Opens what [`seal_versioned`] sealed (the caller chose `cipher` by the header's version).
+fn open_versioned(
+    cipher: &Aes256Gcm,
+    aad: &[u8],
+    blob: &[u8],
+) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    match blob.split_first() {
+        Some((&VERSIONED, rest)) if rest.len() > 4 => {
+            let mut unversioned = Vec::with_capacity(rest.len() - 3);
+            unversioned.push(VERSION);
+            unversioned.extend_from_slice(&rest[4..]);
+            open(cipher, aad, &unversioned)
+        }
+        _ => open(cipher, aad, blob),
+    }
+}
+
 fn open(cipher: &Aes256Gcm, aad: &[u8], blob: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
     match blob.split_first() {
         Some((&VERSION, rest)) if rest.len() > NONCE_LEN => {
@@ -353,6 +503,72 @@ mod tests {
     use super::*;
     use sha2::Digest;
 
+    /// A later data-key version: ciphertexts name it, each opens under its own version while
+    /// both are held, a re-seal moves a row to the current one, a version not held is
+    /// reported as such, and the index keys do not change with the version.
+    #[test]
+    fn versions_seal_open_and_reseal_with_stable_index_keys() {
+        let (tenant, token) = (TenantId::new(), TokenId::new());
+        let (first, second) = (random_key(), random_key());
+        let only_first = DataKey::from_bytes(first.as_ref()).expect("v1");
+        let index = derive_index_keys(first.as_ref()).expect("index keys");
+        let both = DataKey::from_versions(
+            &[(1, first.as_ref()), (2, second.as_ref())],
+            2,
+            index.as_ref(),
+        )
+        .expect("v1 and v2");
+        let only_second =
+            DataKey::from_versions(&[(2, second.as_ref())], 2, index.as_ref()).expect("v2");
+
+        let old = only_first
+            .seal_token(tenant, &token, b"", b"card")
+            .expect("v1");
+        let new = both.seal_token(tenant, &token, b"", b"card").expect("v2");
+        assert_eq!((key_version(&old), key_version(&new)), (Some(1), Some(2)));
+        assert_eq!(plaintext_len(&new), 4);
+        assert_eq!(
+            &**both.open_token(tenant, &token, b"", &old).expect("open v1"),
+            b"card"
+        );
+        assert_eq!(
+            &**both.open_token(tenant, &token, b"", &new).expect("open v2"),
+            b"card"
+        );
+        assert_eq!(
+            only_second.open_token(tenant, &token, b"", &old).err(),
+            Some(CryptoError::UnknownKeyVersion(1))
+        );
+        let moved = both
+            .reseal_token(tenant, &token, b"", &old)
+            .expect("reseal")
+            .expect("moved");
+        assert_eq!(key_version(&moved), Some(2));
+        assert_eq!(
+            &**only_second
+                .open_token(tenant, &token, b"", &moved)
+                .expect("open"),
+            b"card"
+        );
+        assert_eq!(both.reseal_token(tenant, &token, b"", &moved), Ok(None));
+        // Bound as before: another token's row does not open, whatever the version.
+        assert!(both
+            .open_token(tenant, &TokenId::new(), b"", &moved)
+            .is_err());
+        // A version header altered in the database names another key: refused.
+        let mut renamed = moved.clone();
+        renamed[4] = 1;
+        assert!(both.open_token(tenant, &token, b"", &renamed).is_err());
+
+        assert_eq!(only_first.fingerprint(b"x"), only_second.fingerprint(b"x"));
+        assert_eq!(only_first.search_hash("x"), only_second.search_hash("x"));
+        assert_eq!(
+            only_first.request_hash(&[b"x"]),
+            only_second.request_hash(&[b"x"])
+        );
+        assert!(DataKey::from_versions(&[(2, second.as_ref())], 3, index.as_ref()).is_err());
+    }
+
     #[test]
     fn round_trips_and_never_stores_plaintext() {
         let master = MasterKey::generate();
@@ -371,7 +587,7 @@ mod tests {
                 .as_slice(),
             plaintext
         );
-        assert_eq!(plaintext_len(ct.len()), plaintext.len());
+        assert_eq!(plaintext_len(&ct), plaintext.len());
         // Fresh nonce each time: same plaintext, different ciphertext.
         assert_ne!(
             ct,

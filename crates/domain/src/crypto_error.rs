@@ -16,6 +16,10 @@ pub enum CryptoError {
     /// The AEAD refused to encrypt (message too long).
     #[error("encryption failed")]
     Encrypt,
+    /// A ciphertext names a data-key version this process does not hold (another process
+    /// rotated the tenant's data key moments ago, or the version was retired).
+    #[error("the data key version {0} is not held")]
+    UnknownKeyVersion(u32),
     /// The HSM or KMS holding the key-encrypting key could not be reached (503: retry).
     #[error("the key custody is unavailable: {0}")]
     CustodyUnavailable(String),

@@ -25,6 +25,12 @@ pub enum WrapPurpose<'a> {
     DataKey(TenantId),
     /// A deployment-wide key by name (the proxy-key lookup key, the cursor key).
     VaultKey(&'a str),
+    /// A later version (2, 3, …) of a tenant's data key (docs/operations.md, "Rotating data
+    /// keys"); version 1 is [`WrapPurpose::DataKey`].
+    DataKeyVersion(TenantId, u32),
+    /// A tenant's index keys (fingerprints, search indexes, idempotent requests), kept apart
+    /// from its data keys once they rotate.
+    IndexKeys(TenantId),
 }
 
 impl WrapPurpose<'_> {
@@ -43,19 +49,39 @@ impl WrapPurpose<'_> {
                 aad.extend_from_slice(name.as_bytes());
                 aad
             }
+            WrapPurpose::DataKeyVersion(tenant, version) => {
+                let mut aad = b"tessera/data-key-version/v1\0".to_vec();
+                aad.extend_from_slice(tenant.as_uuid().as_bytes());
+                aad.extend_from_slice(&version.to_be_bytes());
+                aad
+            }
+            WrapPurpose::IndexKeys(tenant) => {
+                let mut aad = b"tessera/index-keys/v1\0".to_vec();
+                aad.extend_from_slice(tenant.as_uuid().as_bytes());
+                aad
+            }
         }
     }
 
     /// The same binding as key/value pairs (a KMS's `EncryptionContext`).
-    pub fn context(&self) -> [(&'static str, String); 2] {
+    pub fn context(&self) -> Vec<(&'static str, String)> {
         match self {
-            WrapPurpose::DataKey(tenant) => [
+            WrapPurpose::DataKey(tenant) => vec![
                 ("purpose", "data-key".into()),
                 ("tenant", tenant.to_string()),
             ],
-            WrapPurpose::VaultKey(name) => [
+            WrapPurpose::VaultKey(name) => vec![
                 ("purpose", "vault-key".into()),
                 ("name", (*name).to_string()),
+            ],
+            WrapPurpose::DataKeyVersion(tenant, version) => vec![
+                ("purpose", "data-key".into()),
+                ("tenant", tenant.to_string()),
+                ("version", version.to_string()),
+            ],
+            WrapPurpose::IndexKeys(tenant) => vec![
+                ("purpose", "index-keys".into()),
+                ("tenant", tenant.to_string()),
             ],
         }
     }

@@ -189,7 +189,9 @@ impl VaultError {
             VaultError::NotFound(_) => ErrorClass::NotFound,
             VaultError::Conflict(_) | VaultError::IdsTaken(_) => ErrorClass::Conflict,
             VaultError::Store(StoreError::Unavailable(_) | StoreError::Timeout(_))
-            | VaultError::Crypto(CryptoError::CustodyUnavailable(_)) => ErrorClass::Unavailable,
+            | VaultError::Crypto(
+                CryptoError::CustodyUnavailable(_) | CryptoError::UnknownKeyVersion(_),
+            ) => ErrorClass::Unavailable,
             VaultError::Store(_) | VaultError::Crypto(_) => ErrorClass::Internal,
         }
     }

@@ -33,7 +33,7 @@ pub enum MasterKeyProvider {
 }
 
 /// The custody flags; each also reads `TESSERA_<FLAG>`.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Clone, Default, Args)]
 pub struct CustodyArgs {
     /// Where the key-encrypting key lives: `file`, `pkcs11` or `aws-kms`.
     #[arg(long, env = "TESSERA_MASTER_KEY_PROVIDER", value_enum, default_value_t)]
@@ -65,6 +65,23 @@ pub struct CustodyArgs {
     /// The custody a move comes from (`rotate-master-key` between custodies).
     #[command(flatten)]
     pub previous: crate::previous_custody::PreviousCustodyArgs,
+}
+
+/// Names the provider and where it is, never the KMS key's id (an ARN names the account;
+/// docs/operations.md, "AWS KMS").
+impl std::fmt::Debug for CustodyArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CustodyArgs")
+            .field("master_key_provider", &self.master_key_provider)
+            .field("pkcs11_module", &self.pkcs11_module)
+            .field("pkcs11_token_label", &self.pkcs11_token_label)
+            .field("pkcs11_key_label", &self.pkcs11_key_label)
+            .field("kms_key_id", &self.kms_key_id.as_ref().map(|_| "<set>"))
+            .field("kms_endpoint", &self.kms_endpoint)
+            .field("kms_region", &self.kms_region)
+            .field("previous", &self.previous)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CustodyArgs {

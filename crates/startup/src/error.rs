@@ -51,6 +51,9 @@ pub enum StartupError {
     /// The master key does not open the data.
     #[error("the master key does not open the data in this database (wrong TESSERA_MASTER_KEY or key file?): {0}")]
     WrongKey(VaultError),
+    /// The HSM or KMS holding the key-encrypting key could not be used to check the data.
+    #[error("the key custody (HSM or KMS) cannot be used to open the data: {0}")]
+    CustodyUnavailable(VaultError),
     /// Sealing proxies written by an earlier release failed.
     #[error("sealing the keys and code of proxies written by an earlier release: {0}")]
     Sealing(VaultError),

@@ -148,21 +148,14 @@ pub async fn open_vault(db: &DbArgs) -> Result<Opened, StartupError> {
         ));
     if let Some(new_key_file) = custodies.new_key_file {
         // A restored database without its key: refuse, and write nothing.
-        if vault
-            .holds_wrapped_keys()
-            .await
-            .map_err(StartupError::WrongKey)?
-        {
+        if vault.holds_wrapped_keys().await.map_err(key_check)? {
             return Err(StartupError::KeyMissing {
                 path: new_key_file.path().to_path_buf(),
             });
         }
         new_key_file.write()?;
     }
-    vault
-        .verify_master_key()
-        .await
-        .map_err(StartupError::WrongKey)?;
+    vault.verify_master_key().await.map_err(key_check)?;
     let sealed = vault
         .seal_legacy_proxies()
         .await
@@ -188,6 +181,18 @@ pub async fn open_vault(db: &DbArgs) -> Result<Opened, StartupError> {
         audit_store,
         database,
     })
+}
+
+/// Why the keys did not open the data: a custody that could not be reached (HSM, KMS) is
+/// not a wrong key.
+fn key_check(e: tessera_domain::VaultError) -> StartupError {
+    use tessera_domain::{crypto::CryptoError, VaultError};
+    match e {
+        VaultError::Crypto(CryptoError::CustodyUnavailable(_)) => {
+            StartupError::CustodyUnavailable(e)
+        }
+        other => StartupError::WrongKey(other),
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).

@@ -20,7 +20,7 @@ use crate::{
 pub const PREVIOUS_PIN_ENV: &str = "TESSERA_PREVIOUS_PKCS11_PIN";
 
 /// The previous custody's flags; each also reads `TESSERA_<FLAG>`.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Clone, Default, Args)]
 pub struct PreviousCustodyArgs {
     /// During a move between custodies: where the previous key-encrypting key lives, `file`
     /// (`TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`), `pkcs11` (the
@@ -54,6 +54,22 @@ pub struct PreviousCustodyArgs {
     /// Previous `aws-kms`: the region, over the chain's.
     #[arg(long, env = "TESSERA_PREVIOUS_KMS_REGION")]
     pub previous_kms_region: Option<String>,
+}
+
+/// As [`crate::custody::CustodyArgs`]'s: never the KMS key's id.
+impl std::fmt::Debug for PreviousCustodyArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreviousCustodyArgs")
+            .field("provider", &self.previous_master_key_provider)
+            .field("pkcs11_module", &self.previous_pkcs11_module)
+            .field("pkcs11_token_label", &self.previous_pkcs11_token_label)
+            .field(
+                "kms_key_id",
+                &self.previous_kms_key_id.as_ref().map(|_| "<set>"),
+            )
+            .field("kms_endpoint", &self.previous_kms_endpoint)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The previous custody the flags name, if any. `file_given`: a previous file key was given.

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use diesel::{
     EscapeExpressionMethods, ExpressionMethods, QueryDsl, SelectableHelper, TextExpressionMethods,
 };
-use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use tessera_domain::{
     proxy::name_search_key,
     store::{ProxyFilter, ProxyStore, SealedProxySecrets, StoreError, StoredProxy, UnsealedProxy},
@@ -13,8 +13,7 @@ use tessera_domain::{
 
 use crate::{
     database::{
-        checkout, page_of, read_unique_row, window, with_conn, with_write_conn, Database,
-        DbResultExt, Pools,
+        page_of, read_unique_row, window, with_conn, with_write_conn, Database, DbResultExt,
     },
     rows::{NewProxyRow, ProxyRow},
     schema::{
@@ -24,14 +23,6 @@ use crate::{
 };
 
 /// How long the purge of clear proxy secrets waits for older snapshots to end: 150 × 200 ms.
-const PURGE_WAIT_ROUNDS: u32 = 150;
-const PURGE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
-
-#[derive(diesel::QueryableByName)]
-struct Count {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    n: i64,
-}
 
 /// One tenant's proxies with the list filters applied (a macro: the boxed query's type
 /// depends on the backend of each expansion).
@@ -224,74 +215,14 @@ impl ProxyStore for Database {
     }
 
     async fn purge_unsealed(&self) -> Result<(), StoreError> {
-        let failed = |e: diesel::result::Error| {
-            StoreError::Backend(format!("purging clear proxy secrets: {e}"))
-        };
-        match &self.pools {
-            // PostgreSQL keeps deleted rows in dead tuples (and the dropped columns of migration
-            // 000004 inside the old row versions) until a table is rewritten, and a rewrite keeps
-            // every row version a snapshot older than the deletion may still see. So: take a
-            // transaction id newer than the (committed) deletions, wait until no other session's
-            // snapshot horizon (`backend_xmin`) or running transaction (`backend_xid`) is at or
-            // before it, then rewrite both tables. Comparing ids rather than start times also
-            // covers a young transaction whose snapshot was taken while an old one still ran.
-            Pools::Postgres { pool, .. } => {
-                let mut conn = checkout(pool).await?;
-                let older_snapshots =
-                    "SELECT count(*) AS n FROM pg_stat_activity, tessera_purge_cutoff \
-                    WHERE pid <> pg_backend_pid() \
-                    AND ((backend_xmin IS NOT NULL AND age(backend_xmin) >= age(cutoff)) \
-                      OR (backend_xid IS NOT NULL AND age(backend_xid) >= age(cutoff)))";
-                conn.batch_execute(
-                    "DROP TABLE IF EXISTS tessera_purge_cutoff; \
-                     CREATE TEMPORARY TABLE tessera_purge_cutoff AS \
-                     SELECT pg_current_xact_id()::text::xid AS cutoff",
-                )
-                .await
-                .map_err(failed)?;
-                let mut clear = false;
-                for _ in 0..PURGE_WAIT_ROUNDS {
-                    let rows: Vec<Count> = diesel::sql_query(older_snapshots)
-                        .load(&mut *conn)
-                        .await
-                        .map_err(failed)?;
-                    if rows.iter().all(|c| c.n == 0) {
-                        clear = true;
-                        break;
-                    }
-                    tokio::time::sleep(PURGE_WAIT).await;
-                }
-                if !clear {
-                    tracing::warn!(
-                        "sessions holding old snapshots kept running: the clear copies of sealed proxy secrets may survive in dead rows until `VACUUM FULL proxies, proxies_unsealed` is run"
-                    );
-                }
-                // A rewrite of a large table may outlast the per-statement limit of request
-                // traffic; this connection lifts it and is then closed instead of pooled.
-                // One statement each: VACUUM refuses to run inside a multi-statement string.
-                let mut done = Ok(());
-                for sql in [
-                    "SET statement_timeout = 0",
-                    "VACUUM FULL proxies_unsealed",
-                    "VACUUM FULL proxies",
-                    "DROP TABLE IF EXISTS tessera_purge_cutoff",
-                ] {
-                    done = conn.batch_execute(sql).await.map_err(failed);
-                    if done.is_err() {
-                        break;
-                    }
-                }
-                drop(deadpool::managed::Object::take(conn));
-                done
-            }
-            // SQLite zeroes freed pages itself (secure_delete); what the WAL still holds goes
-            // with a truncating checkpoint.
-            Pools::Sqlite { pool, .. } => checkout(pool)
-                .await?
-                .batch_execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                .await
-                .map_err(failed),
+        let purged =
+            crate::purge::purge_freed_space(self, &["proxies_unsealed", "proxies"]).await?;
+        if purged == crate::purge::Purged::SnapshotsRemained {
+            tracing::warn!(
+                "sessions holding old snapshots kept running: the clear copies of sealed proxy secrets may survive in dead rows until `VACUUM FULL proxies, proxies_unsealed` is run"
+            );
         }
+        Ok(())
     }
 
     async fn delete_proxy(&self, tenant: TenantId, id: ProxyId) -> Result<bool, StoreError> {

@@ -118,8 +118,13 @@ impl TenantStore for Database {
                 .await
                 .db()
         })?;
-        if updated == 1 {
-            crate::purge::purge_freed_space(self, "tenants").await?;
+        if updated == 1
+            && crate::purge::purge_freed_space(self, &["tenants"]).await?
+                == crate::purge::Purged::SnapshotsRemained
+        {
+            return Err(StoreError::Unavailable(
+                "the destroyed keys may survive in old row versions that other sessions' snapshots still see: run again once they end (see pg_stat_activity)".into(),
+            ));
         }
         Ok(updated == 1)
     }

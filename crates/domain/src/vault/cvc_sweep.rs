@@ -86,10 +86,16 @@ impl Vault {
         stored: StoredToken,
         now: OffsetDateTime,
     ) -> Result<Swept, VaultError> {
-        let key = self
+        let key = match self
             .keys
             .data_key(self.store.as_ref(), stored.tenant_id)
-            .await?;
+            .await
+        {
+            Ok(key) => key,
+            // A tenant being deleted (its keys destroyed): its rows are going.
+            Err(VaultError::NotFound(_)) => return Ok(Swept::Changed),
+            Err(e) => return Err(e),
+        };
         let mut data = Secret::new(open_data(&key, &stored)?);
         let had = remove_cvc(stored.token_type, data.expose_mut());
         let mut update = TokenUpdate {

@@ -172,7 +172,7 @@ impl SealedTokens {
     /// Each token's id and sizes.
     pub fn sizes(&self) -> impl Iterator<Item = (TokenId, TokenSize)> + '_ {
         self.rows.iter().map(|row| {
-            let data = crypto::plaintext_len(row.ciphertext.len()) as u64;
+            let data = crypto::plaintext_len(&row.ciphertext) as u64;
             // A string escapes to at most 6 bytes per byte (`\u0000`), plus quotes and separators.
             let metadata = row.metadata.iter().fold(2u64, |n, (k, v)| {
                 n.saturating_add(((k.len() + v.len()) as u64).saturating_mul(6) + 6)

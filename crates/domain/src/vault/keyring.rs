@@ -100,22 +100,26 @@ impl Keyring {
     }
 
     /// Unwraps with the current custody, else with a previous one (a key not yet re-wrapped).
-    /// The current custody's error is the one reported.
+    /// When none opens it, an unreachable custody is reported before a refusal.
     async fn unwrap_any(
         &self,
         purpose: WrapPurpose<'_>,
         wrapped: &[u8],
     ) -> Result<zeroize::Zeroizing<Vec<u8>>, CryptoError> {
-        let first = match self.master.unwrap(purpose, wrapped).await {
+        let mut failed = match self.master.unwrap(purpose, wrapped).await {
             Ok(plain) => return Ok(plain),
             Err(e) => e,
         };
         for old in &self.previous {
-            if let Ok(plain) = old.unwrap(purpose, wrapped).await {
-                return Ok(plain);
+            match old.unwrap(purpose, wrapped).await {
+                Ok(plain) => return Ok(plain),
+                // An outage is what to report, not a refusal: it may be the custody that opens
+                // the key.
+                Err(e @ CryptoError::CustodyUnavailable(_)) => failed = e,
+                Err(_) => {}
             }
         }
-        Err(first)
+        Err(failed)
     }
 
     /// `wrapped` re-wrapped by the current custody, or `None` when it already wraps it. Fails
@@ -130,12 +134,15 @@ impl Keyring {
             Err(e @ CryptoError::CustodyUnavailable(_)) => return Err(e),
             Err(e) => e,
         };
+        let mut failed = first;
         for old in &self.previous {
-            if let Ok(plain) = old.unwrap(purpose, wrapped).await {
-                return Ok(Some(self.master.wrap(purpose, &plain).await?));
+            match old.unwrap(purpose, wrapped).await {
+                Ok(plain) => return Ok(Some(self.master.wrap(purpose, &plain).await?)),
+                Err(e @ CryptoError::CustodyUnavailable(_)) => failed = e,
+                Err(_) => {}
             }
         }
-        Err(first)
+        Err(failed)
     }
 
     /// The vault key `name` re-wrapped by the current custody, or `None` when it already

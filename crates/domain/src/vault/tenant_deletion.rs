@@ -40,16 +40,18 @@ impl Vault {
             .get_tenant(tenant)
             .await?
             .ok_or(VaultError::NotFound(Resource::Tenant))?;
-        self.keys.forget(tenant)?;
-        if stored.wrapped_data_key.is_empty() {
-            return Ok(false);
-        }
+        let already = stored.wrapped_data_key.is_empty();
+        // Again after an interrupted run: what the first run destroyed is purged once more.
         if !self.store.destroy_tenant_keys(tenant).await? {
             return Err(VaultError::NotFound(Resource::Tenant));
         }
-        self.record_deployment_event(AuditAction::TenantKeysDestroyed, tenant)
-            .await;
-        Ok(true)
+        // After the store: a read meanwhile would have cached it again.
+        self.keys.forget(tenant)?;
+        if !already {
+            self.record_deployment_event(AuditAction::TenantKeysDestroyed, tenant)
+                .await;
+        }
+        Ok(!already)
     }
 
     /// The second step: deletes `tenant`'s rows (its keys must be destroyed first) and records
