@@ -22,8 +22,6 @@ use crate::{
     },
 };
 
-/// How long the purge of clear proxy secrets waits for older snapshots to end: 150 × 200 ms.
-
 /// One tenant's proxies with the list filters applied (a macro: the boxed query's type
 /// depends on the backend of each expansion).
 macro_rules! filtered_proxies {
