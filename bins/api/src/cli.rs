@@ -53,6 +53,14 @@ pub(crate) enum Command {
     /// `TESSERA_PREVIOUS_MASTER_KEY` or `--previous-master-key-file`); prints what it did as
     /// JSON. Token data is not re-encrypted. Safe to run again.
     RotateMasterKey(DbArgs),
+    /// Tenants' data keys: rotate them (a new version, and every row re-encrypted under it),
+    /// see the versions in use, retire the ones no row uses (docs/operations.md, "Rotating
+    /// data keys").
+    DataKeys {
+        /// Data-key operation.
+        #[command(subcommand)]
+        command: DataKeysCommand,
+    },
     /// The audit trail.
     Audit {
         /// Audit operation.
@@ -147,6 +155,54 @@ pub(crate) enum AuditCommand {
         /// Only this tenant's chain.
         #[arg(long)]
         tenant: Option<TenantId>,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// Data-key operations.
+#[derive(Debug, Subcommand)]
+pub(crate) enum DataKeysCommand {
+    /// Give the tenant's data key (or every tenant's) a new version, which seals from then on,
+    /// and re-encrypt every row under it; waits for the job and prints each tenant's status as
+    /// JSON. Run again after an interruption: an unfinished job resumes where it stopped.
+    Rotate {
+        /// The tenant.
+        #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+        tenant: Option<tessera_domain::TenantId>,
+        /// Every tenant, one after another.
+        #[arg(long)]
+        all: bool,
+        /// Rows re-encrypted per second at most (per tenant's job).
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+        rows_per_second: u32,
+        /// How long another process waits before taking over a job whose process stopped (a
+        /// crash, kill -9).
+        #[arg(long, default_value_t = 30.0)]
+        lease_seconds: f64,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Print, as JSON, each tenant's data-key versions and the rows on each, and its job.
+    Status {
+        /// One tenant (default: every tenant, as a JSON array).
+        #[arg(long)]
+        tenant: Option<tessera_domain::TenantId>,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Destroy a version of the tenant's data key (by default the oldest), only when no row
+    /// uses it; refused, saying how many rows remain, otherwise.
+    Retire {
+        /// The tenant.
+        #[arg(long)]
+        tenant: tessera_domain::TenantId,
+        /// The version (default: the oldest held).
+        #[arg(long)]
+        version: Option<u32>,
         /// Database flags.
         #[command(flatten)]
         db: DbArgs,

@@ -6,6 +6,7 @@
 
 mod bootstrap;
 mod cli;
+mod data_keys;
 mod dev_echo;
 
 use std::{process::ExitCode, sync::Arc};
@@ -113,6 +114,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tenants {
             command: TenantsCommand::Delete { id, db },
         } => delete_tenant(id, db).await,
+        Command::DataKeys { command } => data_keys::run(command).await,
         Command::Tenants {
             command: TenantsCommand::Create { name, db },
         } => {

@@ -60,4 +60,4 @@ pub use tenant::Tenant;
 pub use token::{NewToken, Token, TokenPatch, TokenType};
 pub use transform_check::TransformCheck;
 pub use validation::ValidationErrors;
-pub use vault::{Rotation, Vault};
+pub use vault::{DataKeyStatus, JobSettings, Rotation, Vault};

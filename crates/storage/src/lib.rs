@@ -13,6 +13,7 @@ mod associations;
 mod audit;
 mod console_sessions;
 mod create_queue;
+mod data_keys;
 mod database;
 mod detached;
 mod health;

@@ -22,7 +22,7 @@ use tessera_domain::store::StoreError;
 use crate::database::{checkout, Database, Pools};
 
 /// Tables whose freed space may be purged (the statement names the table: only these).
-const PURGEABLE: [&str; 3] = ["proxies", "proxies_unsealed", "tenants"];
+const PURGEABLE: [&str; 4] = ["proxies", "proxies_unsealed", "tenants", "tenant_data_keys"];
 
 /// How many times, and how far apart, older snapshots are looked for before giving up (30 s).
 const WAIT_ROUNDS: u32 = 150;

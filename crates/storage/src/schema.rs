@@ -6,6 +6,31 @@ diesel::table! {
         name -> Text,
         wrapped_data_key -> Binary,
         created_at -> Timestamp,
+        wrapped_index_keys -> Nullable<Binary>,
+    }
+}
+
+diesel::table! {
+    tenant_data_keys (tenant_id, version) {
+        tenant_id -> Text,
+        version -> Integer,
+        wrapped_key -> Binary,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    data_key_jobs (tenant_id) {
+        tenant_id -> Text,
+        target_version -> Integer,
+        stage -> Text,
+        cursor -> Text,
+        rows_done -> BigInt,
+        started_at -> Timestamp,
+        updated_at -> Timestamp,
+        finished_at -> Nullable<Timestamp>,
+        lease_owner -> Nullable<Text>,
+        lease_until -> Nullable<Timestamp>,
     }
 }
 

@@ -14,7 +14,7 @@ use crate::{
         DbResultExt,
     },
     rows::{ApplicationKeyRow, ApplicationRow, TenantRow},
-    schema::{application_keys, applications, tenants, tokens, vault_keys},
+    schema::{application_keys, applications, tenant_data_keys, tenants, tokens, vault_keys},
 };
 
 /// Tokens deleted per statement when a tenant is deleted.
@@ -112,14 +112,23 @@ impl TenantStore for Database {
     async fn destroy_tenant_keys(&self, tenant: TenantId) -> Result<bool, StoreError> {
         let id = tenant.to_string();
         let updated = with_write_conn!(self, |conn| {
-            diesel::update(tenants::table.filter(tenants::tenant_id.eq(&id)))
-                .set(tenants::wrapped_data_key.eq(Vec::<u8>::new()))
-                .execute(conn)
-                .await
-                .db()
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::delete(tenant_data_keys::table.filter(tenant_data_keys::tenant_id.eq(&id)))
+                    .execute(conn)
+                    .await?;
+                diesel::update(tenants::table.filter(tenants::tenant_id.eq(&id)))
+                    .set((
+                        tenants::wrapped_data_key.eq(Vec::<u8>::new()),
+                        tenants::wrapped_index_keys.eq(None::<Vec<u8>>),
+                    ))
+                    .execute(conn)
+                    .await
+            })
+            .await
+            .db()
         })?;
         if updated == 1
-            && crate::purge::purge_freed_space(self, &["tenants"]).await?
+            && crate::purge::purge_freed_space(self, &["tenants", "tenant_data_keys"]).await?
                 == crate::purge::Purged::SnapshotsRemained
         {
             return Err(StoreError::Unavailable(

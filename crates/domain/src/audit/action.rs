@@ -73,6 +73,15 @@ actions! {
     ProxyDeleted => "proxy.deleted",
     /// A tenant's data key was re-wrapped under a new master key.
     TenantKeyRewrapped => "tenant.key_rewrapped",
+    /// `api data-keys rotate` gave the tenant's data key a new version, which seals from now on.
+    DataKeyRotated => "tenant.data_key_rotated",
+    /// The re-encryption job finished a table: its rows are under the new version.
+    DataKeyProgress => "tenant.data_key_progress",
+    /// The re-encryption job finished: no row uses an older version but stored idempotent
+    /// answers, which expire.
+    DataKeyReencrypted => "tenant.data_key_reencrypted",
+    /// `api data-keys retire` destroyed a version of the tenant's data key.
+    DataKeyRetired => "tenant.data_key_retired",
     /// `api tenants delete` destroyed the tenant's data keys (in the deployment's chain).
     TenantKeysDestroyed => "tenant.keys_destroyed",
     /// `api tenants delete` deleted the tenant's rows (in the deployment's chain).

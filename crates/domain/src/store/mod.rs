@@ -12,6 +12,7 @@
 mod applications;
 mod associations;
 mod console_sessions;
+mod data_keys;
 mod health;
 mod idempotency;
 mod proxies;
@@ -26,10 +27,11 @@ pub use applications::{
 };
 pub use associations::{AssociationStore, NewAssociation};
 pub use console_sessions::{ConsoleSessionRecord, ConsoleSessionStore};
+pub use data_keys::{DataKeyJob, DataKeyStore, SealedRow, SealedTable, StoredKeyVersion};
 pub use health::HealthStore;
 pub use idempotency::{IdempotencyRecord, IdempotencyScope, IdempotencyStore};
 pub use proxies::{ProxyFilter, ProxyStore, SealedProxySecrets, StoredProxy, UnsealedProxy};
-pub use tenants::{StoredTenant, TenantStore};
+pub use tenants::{StoredTenant, TenantStore, RETIRED_FIRST_KEY};
 pub use tokens::{
     ContainerScope, Duplicate, Position, StoredToken, TokenFilter, TokenInserts, TokenListing,
     TokenRecords, TokenSearch, TokenSearching, TokenStore, TokenUpdate, TokenUpkeep,
@@ -54,5 +56,6 @@ store_of!(
     ProxyStore,
     IdempotencyStore,
     ConsoleSessionStore,
+    DataKeyStore,
     HealthStore
 );

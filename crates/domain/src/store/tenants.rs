@@ -10,8 +10,28 @@ use crate::{ids::TenantId, tenant::Tenant};
 pub struct StoredTenant {
     /// The tenant.
     pub tenant: Tenant,
-    /// Its data key, wrapped by the master key.
+    /// Its first data key (version 1), wrapped by the master key; [`RETIRED_FIRST_KEY`] once
+    /// retired, empty once destroyed (the tenant is being deleted).
     pub wrapped_data_key: Vec<u8>,
+    /// Its index keys, wrapped, from its first data-key rotation on; `None`: derived from the
+    /// first data key.
+    pub wrapped_index_keys: Option<Vec<u8>>,
+}
+
+/// What `wrapped_data_key` holds once the first data key is retired (docs/operations.md,
+/// "Rotating data keys"): no wrapping is this short.
+pub const RETIRED_FIRST_KEY: &[u8] = b"retired";
+
+impl StoredTenant {
+    /// Whether its keys were destroyed (it is being deleted).
+    pub fn keys_destroyed(&self) -> bool {
+        self.wrapped_data_key.is_empty()
+    }
+
+    /// Whether its first data key is still held (not retired, not destroyed).
+    pub fn holds_first_key(&self) -> bool {
+        !self.keys_destroyed() && self.wrapped_data_key != RETIRED_FIRST_KEY
+    }
 }
 
 /// Tenants and their keys.

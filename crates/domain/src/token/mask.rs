@@ -266,6 +266,17 @@ pub fn seal_mask(
     Ok(key.seal_record(tenant, MASK_PURPOSE, token.to_string().as_bytes(), &text)?)
 }
 
+/// A token's sealed mask sealed again under its tenant's current data-key version; `None`
+/// when it already is (docs/operations.md, "Rotating data keys").
+pub fn reseal_mask(
+    key: &crate::crypto::DataKey,
+    tenant: crate::ids::TenantId,
+    token: &crate::ids::TokenId,
+    sealed: &[u8],
+) -> Result<Option<Vec<u8>>, crate::crypto::CryptoError> {
+    key.reseal_record(tenant, MASK_PURPOSE, token.to_string().as_bytes(), sealed)
+}
+
 /// Opens what [`seal_mask`] sealed.
 pub fn open_mask(
     key: &crate::crypto::DataKey,

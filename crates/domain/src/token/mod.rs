@@ -31,8 +31,8 @@ pub use indexing::{
 };
 pub use json::{Token, TokenView};
 pub use mask::{
-    default_mask, masked, merge_patch, open_mask, render_mask, seal_mask, validate_mask,
-    whole_fields, MAX_MASK_BYTES, MAX_MASK_DEPTH, MAX_MASK_TEMPLATES,
+    default_mask, masked, merge_patch, open_mask, render_mask, reseal_mask, seal_mask,
+    validate_mask, whole_fields, MAX_MASK_BYTES, MAX_MASK_DEPTH, MAX_MASK_TEMPLATES,
 };
 pub use new::{NewToken, ValidToken};
 pub use patch::{TokenChanges, TokenPatch};

@@ -31,7 +31,7 @@ use crate::{
 const ID_BYTES: usize = 32;
 
 /// What a session's sealed key is sealed for (with the session's id hash as the record).
-const KEY_PURPOSE: &str = "console-session-key";
+pub(super) const KEY_PURPOSE: &str = "console-session-key";
 
 /// Separates the CSRF derivation from the store's hash of the same id.
 const CSRF_CONTEXT: &[u8] = b"tessera console csrf\0";

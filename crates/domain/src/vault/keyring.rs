@@ -1,9 +1,13 @@
-//! Tenant data keys, unwrapped once and kept in memory.
+//! The key-encrypting key's custodies, and the keys they open: tenants' data keys (every
+//! version in use, refreshed from the store), the proxy-key lookup key and the cursor key.
 
 use std::{
     collections::HashMap,
     sync::{Arc, RwLock},
+    time::{Duration, Instant},
 };
+
+use zeroize::Zeroizing;
 
 use crate::{
     crypto::{self, CryptoError, DataKey},
@@ -12,16 +16,17 @@ use crate::{
     error::{Resource, VaultError},
     ids::TenantId,
     lookup::{LookupKey, PROXY_KEY_LOOKUP},
-    store::{StoreError, StoredTenant, TenantStore},
+    store::{Store, StoreError, StoredKeyVersion, StoredTenant, TenantStore},
 };
 
 /// Holds the key custody (plus, during a rotation, the previous ones), a cache of unwrapped
-/// data keys, the proxy-key lookup key and the cursor key. No key changes once written (a
-/// rotation re-wraps the same key), so the caches need no invalidation.
+/// data keys (checked against the store every [`KEY_REFRESH`]: a tenant's data key gains
+/// versions), the proxy-key lookup key and the cursor key (which never change once written: a
+/// rotation re-wraps the same key).
 pub(crate) struct Keyring {
     master: Arc<dyn KeyCustody>,
     previous: Vec<Arc<dyn KeyCustody>>,
-    cache: RwLock<HashMap<TenantId, Arc<DataKey>>>,
+    cache: RwLock<HashMap<TenantId, Held>>,
     lookup: RwLock<Option<Arc<LookupKey>>>,
     cursor: RwLock<Option<Arc<CursorKey>>>,
 }
@@ -174,80 +179,188 @@ impl Keyring {
         self.master.describe()
     }
 
-    /// `tenant`'s data key, from the cache or unwrapped from the store.
+    /// `tenant`'s data keys, from the cache or unwrapped from the store. A cached entry older
+    /// than [`KEY_REFRESH`] is checked against the store first (one read of the tenant and its
+    /// versions): a version another process added is held from then on, a retired one dropped,
+    /// and a tenant whose keys were destroyed is not found.
     pub(crate) async fn data_key(
         &self,
-        store: &dyn TenantStore,
+        store: &dyn Store,
         tenant: TenantId,
     ) -> Result<Arc<DataKey>, VaultError> {
-        if let Some(key) = self.cache.read().map_err(poisoned)?.get(&tenant) {
-            return Ok(key.clone());
+        if let Some(held) = self.cache.read().map_err(poisoned)?.get(&tenant) {
+            if held.loaded.elapsed() < KEY_REFRESH {
+                return Ok(held.key.clone());
+            }
         }
-        let stored = store
-            .get_tenant(tenant)
-            .await?
-            .ok_or(VaultError::NotFound(Resource::Tenant))?;
-        let key = Arc::new(self.unwrap_uncached(&stored).await?);
-        self.cache
-            .write()
-            .map_err(poisoned)?
-            .insert(tenant, key.clone());
+        let stored = store.get_tenant(tenant).await?;
+        let Some(stored) = stored.filter(|s| !s.keys_destroyed()) else {
+            self.forget(tenant)?;
+            return Err(VaultError::NotFound(Resource::Tenant));
+        };
+        self.load(store, &stored).await
+    }
+
+    /// Unwraps `stored`'s data keys and keeps them, as [`Keyring::data_key`] would.
+    pub(crate) async fn hold(
+        &self,
+        store: &dyn Store,
+        stored: &StoredTenant,
+    ) -> Result<(), VaultError> {
+        self.load(store, stored).await.map(|_| ())
+    }
+
+    /// `stored`'s keys as the store has them now: the cached ones when nothing changed,
+    /// else every held version unwrapped again.
+    async fn load(
+        &self,
+        store: &dyn Store,
+        stored: &StoredTenant,
+    ) -> Result<Arc<DataKey>, VaultError> {
+        let tenant = stored.tenant.id;
+        let versions = store.data_key_versions(tenant).await?;
+        let signature = signature(stored, &versions);
+        if let Some(held) = self.cache.write().map_err(poisoned)?.get_mut(&tenant) {
+            if held.signature == signature {
+                held.loaded = Instant::now();
+                return Ok(held.key.clone());
+            }
+        }
+        let key = Arc::new(self.unwrap_versions(stored, &versions).await?);
+        self.cache.write().map_err(poisoned)?.insert(
+            tenant,
+            Held {
+                key: key.clone(),
+                loaded: Instant::now(),
+                signature,
+            },
+        );
         Ok(key)
     }
 
-    /// Unwraps `stored`'s data key and keeps it, as [`Keyring::data_key`] would.
-    pub(crate) async fn hold(&self, stored: &StoredTenant) -> Result<(), VaultError> {
-        if self
-            .cache
-            .read()
-            .map_err(poisoned)?
-            .contains_key(&stored.tenant.id)
-        {
-            return Ok(());
-        }
-        let key = Arc::new(self.unwrap_uncached(stored).await?);
-        self.cache
-            .write()
-            .map_err(poisoned)?
-            .insert(stored.tenant.id, key);
-        Ok(())
-    }
-
-    /// Forgets `tenant`'s data key (its keys were destroyed): the next use reads the store.
+    /// Forgets `tenant`'s data keys: the next use reads the store.
     pub(crate) fn forget(&self, tenant: TenantId) -> Result<(), VaultError> {
         self.cache.write().map_err(poisoned)?.remove(&tenant);
         Ok(())
     }
 
-    /// Unwraps `stored`'s data key with the current custody, else with a previous one. A
-    /// tenant whose keys were destroyed (being deleted) is not found.
-    pub(crate) async fn unwrap_uncached(
+    /// Unwraps every version `stored` and `versions` hold, and its index keys. A tenant whose
+    /// keys were destroyed (being deleted) is not found.
+    async fn unwrap_versions(
         &self,
         stored: &StoredTenant,
+        versions: &[StoredKeyVersion],
     ) -> Result<DataKey, VaultError> {
-        if stored.wrapped_data_key.is_empty() {
+        if stored.keys_destroyed() {
             return Err(VaultError::NotFound(Resource::Tenant));
         }
-        let purpose = WrapPurpose::DataKey(stored.tenant.id);
-        let plain = self.unwrap_any(purpose, &stored.wrapped_data_key).await?;
-        if plain.len() != 32 {
-            return Err(CryptoError::Malformed.into());
+        let tenant = stored.tenant.id;
+        let mut plain: Vec<(u32, Zeroizing<Vec<u8>>)> = Vec::with_capacity(versions.len() + 1);
+        if stored.holds_first_key() {
+            let first = self
+                .unwrap_any(WrapPurpose::DataKey(tenant), &stored.wrapped_data_key)
+                .await?;
+            plain.push((1, first));
         }
-        Ok(DataKey::from_bytes(&plain)?)
+        for v in versions {
+            let key = self
+                .unwrap_any(WrapPurpose::DataKeyVersion(tenant, v.version), &v.wrapped)
+                .await?;
+            plain.push((v.version, key));
+        }
+        let index = match (&stored.wrapped_index_keys, plain.first()) {
+            (Some(wrapped), _) => {
+                self.unwrap_any(WrapPurpose::IndexKeys(tenant), wrapped)
+                    .await?
+            }
+            (None, Some((1, first))) => Zeroizing::new(crypto::derive_index_keys(first)?.to_vec()),
+            (None, _) => return Err(CryptoError::Malformed.into()),
+        };
+        let current = plain
+            .iter()
+            .map(|(v, _)| *v)
+            .max()
+            .ok_or(CryptoError::Malformed)?;
+        let views: Vec<(u32, &[u8])> = plain.iter().map(|(v, k)| (*v, k.as_slice())).collect();
+        Ok(DataKey::from_versions(&views, current, &index)?)
     }
 
-    /// `stored`'s wrapped key re-wrapped by the current custody, or `None` when it already
-    /// wraps it (or was destroyed: the tenant is being deleted).
+    /// A new version of `tenant`'s data key, wrapped; and, when the tenant has none stored yet,
+    /// its index keys (derived from its first key) wrapped, so that the first key can later be
+    /// retired without them changing.
+    pub(crate) async fn new_version(
+        &self,
+        stored: &StoredTenant,
+        version: u32,
+    ) -> Result<(StoredKeyVersion, Option<Vec<u8>>), VaultError> {
+        let tenant = stored.tenant.id;
+        let index_keys = match &stored.wrapped_index_keys {
+            Some(_) => None,
+            None => {
+                let first = self
+                    .unwrap_any(WrapPurpose::DataKey(tenant), &stored.wrapped_data_key)
+                    .await?;
+                let index = crypto::derive_index_keys(&first)?;
+                Some(
+                    self.master
+                        .wrap(WrapPurpose::IndexKeys(tenant), index.as_ref())
+                        .await?,
+                )
+            }
+        };
+        let fresh = crypto::random_key();
+        let wrapped = self
+            .master
+            .wrap(WrapPurpose::DataKeyVersion(tenant, version), fresh.as_ref())
+            .await?;
+        Ok((StoredKeyVersion { version, wrapped }, index_keys))
+    }
+
+    /// `stored`'s first key re-wrapped by the current custody, or `None` when it already
+    /// wraps it (or was retired or destroyed).
     pub(crate) async fn rewrap(
         &self,
         stored: &StoredTenant,
     ) -> Result<Option<Vec<u8>>, VaultError> {
-        if stored.wrapped_data_key.is_empty() {
+        if !stored.holds_first_key() {
             return Ok(None);
         }
         let purpose = WrapPurpose::DataKey(stored.tenant.id);
         Ok(self.rewrap_any(purpose, &stored.wrapped_data_key).await?)
     }
+
+    /// `wrapped`, a tenant's later key version or its index keys (`purpose`), re-wrapped by
+    /// the current custody, or `None` when it already wraps it.
+    pub(crate) async fn rewrap_tenant_key(
+        &self,
+        purpose: WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<Option<Vec<u8>>, VaultError> {
+        Ok(self.rewrap_any(purpose, wrapped).await?)
+    }
+}
+
+/// How long a process uses a tenant's cached data keys before checking the store for a new,
+/// retired or destroyed one: the bound within which every process seals with a new version
+/// (docs/operations.md, "Rotating data keys").
+pub(crate) const KEY_REFRESH: Duration = Duration::from_secs(5);
+
+/// A tenant's keys held in memory, when they were last checked, and what they were unwrapped
+/// from.
+struct Held {
+    key: Arc<DataKey>,
+    loaded: Instant,
+    signature: Vec<Vec<u8>>,
+}
+
+/// What a tenant's keys were unwrapped from: a change in any means unwrapping again.
+fn signature(stored: &StoredTenant, versions: &[StoredKeyVersion]) -> Vec<Vec<u8>> {
+    let mut signature = vec![
+        stored.wrapped_data_key.clone(),
+        stored.wrapped_index_keys.clone().unwrap_or_default(),
+    ];
+    signature.extend(versions.iter().map(|v| v.wrapped.clone()));
+    signature
 }
 
 fn poisoned<T>(_: T) -> VaultError {

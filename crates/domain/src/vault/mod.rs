@@ -9,12 +9,14 @@ mod bulk_create;
 mod caches;
 mod console_sessions;
 mod cvc_sweep;
+mod data_key_rotation;
 mod gateway;
 mod idempotency;
 mod keyring;
 mod new_tokens;
 mod proxies;
 mod proxy_secrets;
+mod reseal;
 mod sealing;
 mod sweep;
 mod tenant_deletion;
@@ -35,6 +37,7 @@ pub use console_sessions::{
     random_token, session_csrf, session_id_hash, tokens_match, ConsoleSession, SessionLimits,
     SessionLookup,
 };
+pub use data_key_rotation::{DataKeyStatus, JobSettings};
 pub use gateway::{SealedTokens, TokenSize};
 pub use idempotency::{
     validate_key as validate_idempotency_key, IdempotencyClaim, IdempotencyTicket,
@@ -51,12 +54,12 @@ use crate::{
     audit::{Actor, AuditAction, AuditEvent},
     cache::{LookupCache, TtlCache, DEFAULT_TTL},
     crypto::MasterKey,
-    custody::KeyCustody,
+    custody::{KeyCustody, WrapPurpose},
     error::VaultError,
     ids::{ApplicationId, ProxyId, TenantId, TokenId},
     proxy::{DestinationPolicy, Proxy},
     secret::Secret,
-    store::{Store, StoredToken},
+    store::{Store, StoredTenant, StoredToken},
 };
 use keyring::Keyring;
 
@@ -320,12 +323,15 @@ impl Vault {
         });
         stream::iter(tenants.iter().map(Ok))
             .try_for_each_concurrent(START_UNWRAPS_IN_FLIGHT, |tenant| async move {
-                self.keys.hold(tenant).await.inspect_err(|_| {
-                    tracing::error!(
-                        tenant = %tenant.tenant.id,
-                        "no configured master key opens this tenant's data key"
-                    );
-                })
+                self.keys
+                    .hold(self.store.as_ref(), tenant)
+                    .await
+                    .inspect_err(|_| {
+                        tracing::error!(
+                            tenant = %tenant.tenant.id,
+                            "no configured master key opens this tenant's data key"
+                        );
+                    })
             })
             .await
     }
@@ -367,6 +373,7 @@ impl Vault {
             }
         }
         for tenant in self.store.list_tenants().await? {
+            report.changed_concurrently += self.rewrap_later_keys(&tenant).await?;
             let Some(rewrapped) = self.keys.rewrap(&tenant).await? else {
                 report.already_current += 1;
                 continue;
@@ -393,6 +400,40 @@ impl Vault {
             }
         }
         Ok(report)
+    }
+}
+
+impl Vault {
+    /// Re-wraps `tenant`'s later data-key versions and index keys under the current custody
+    /// (each only if unchanged since read); how many had changed meanwhile.
+    async fn rewrap_later_keys(&self, tenant: &StoredTenant) -> Result<usize, VaultError> {
+        let id = tenant.tenant.id;
+        let mut changed = 0;
+        for version in self.store.data_key_versions(id).await? {
+            let purpose = WrapPurpose::DataKeyVersion(id, version.version);
+            if let Some(new) = self
+                .keys
+                .rewrap_tenant_key(purpose, &version.wrapped)
+                .await?
+            {
+                if !self
+                    .store
+                    .replace_data_key_version(id, version.version, &version.wrapped, &new)
+                    .await?
+                {
+                    changed += 1;
+                }
+            }
+        }
+        if let Some(index) = &tenant.wrapped_index_keys {
+            let purpose = WrapPurpose::IndexKeys(id);
+            if let Some(new) = self.keys.rewrap_tenant_key(purpose, index).await? {
+                if !self.store.replace_index_keys(id, index, &new).await? {
+                    changed += 1;
+                }
+            }
+        }
+        Ok(changed)
     }
 }
 

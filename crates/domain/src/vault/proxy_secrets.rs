@@ -124,6 +124,14 @@ impl Vault {
 
 /// Associated-data purposes of a proxy's sealed secrets (with the tenant and proxy id).
 pub(super) const KEY_PURPOSE: &str = "proxy.key";
+/// The purposes of a proxy's sealed columns in the order the store's sealed rows give them
+/// (configuration, key, request transform, response transform).
+pub(super) const SEALED_COLUMN_PURPOSES: [&str; 4] = [
+    CONFIGURATION_PURPOSE,
+    KEY_PURPOSE,
+    REQUEST_TRANSFORM_PURPOSE,
+    RESPONSE_TRANSFORM_PURPOSE,
+];
 const REQUEST_TRANSFORM_PURPOSE: &str = "proxy.request_transform";
 const RESPONSE_TRANSFORM_PURPOSE: &str = "proxy.response_transform";
 

@@ -60,6 +60,7 @@ impl Vault {
                 &StoredTenant {
                     tenant: tenant.clone(),
                     wrapped_data_key,
+                    wrapped_index_keys: None,
                 },
                 &StoredApplication {
                     application: admin.clone(),
@@ -75,6 +76,18 @@ impl Vault {
             },
             api_key,
         })
+    }
+
+    /// Every tenant's id, oldest first, but those being deleted (for operators' commands).
+    pub async fn tenant_ids(&self) -> Result<Vec<TenantId>, VaultError> {
+        Ok(self
+            .store
+            .list_tenants()
+            .await?
+            .into_iter()
+            .filter(|t| !t.keys_destroyed())
+            .map(|t| t.tenant.id)
+            .collect())
     }
 
     /// On an empty database, creates the `default` tenant and returns it; otherwise `None`.

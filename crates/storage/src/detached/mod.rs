@@ -71,6 +71,7 @@ mod applications;
 mod associations;
 mod audit;
 mod console_sessions;
+mod data_keys;
 mod health;
 mod idempotency;
 mod proxies;

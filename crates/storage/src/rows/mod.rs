@@ -6,12 +6,14 @@ use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 mod applications;
 mod associations;
+mod data_keys;
 mod proxies;
 mod tenants;
 mod tokens;
 
 pub(crate) use applications::{application_grants, ApplicationKeyRow, ApplicationRow};
 pub(crate) use associations::AssociationRow;
+pub(crate) use data_keys::{DataKeyJobRow, DataKeyVersionRow};
 pub(crate) use proxies::{NewProxyRow, ProxyRow};
 pub(crate) use tenants::TenantRow;
 pub(crate) use tokens::{TokenMetadataRow, TokenRow, TokenSearchRow};
@@ -25,7 +27,7 @@ pub(crate) fn to_db_time(ts: OffsetDateTime) -> PrimitiveDateTime {
     PrimitiveDateTime::new(utc.date(), utc.time())
 }
 
-fn from_db_time(ts: PrimitiveDateTime) -> OffsetDateTime {
+pub(crate) fn from_db_time(ts: PrimitiveDateTime) -> OffsetDateTime {
     ts.assume_utc()
 }
 

@@ -19,6 +19,7 @@ pub(crate) struct TenantRow {
     pub name: String,
     pub wrapped_data_key: Vec<u8>,
     pub created_at: PrimitiveDateTime,
+    pub wrapped_index_keys: Option<Vec<u8>>,
 }
 
 impl From<&StoredTenant> for TenantRow {
@@ -28,6 +29,7 @@ impl From<&StoredTenant> for TenantRow {
             name: t.tenant.name.clone(),
             wrapped_data_key: t.wrapped_data_key.clone(),
             created_at: to_db_time(t.tenant.created_at),
+            wrapped_index_keys: t.wrapped_index_keys.clone(),
         }
     }
 }
@@ -43,6 +45,7 @@ impl TryFrom<TenantRow> for StoredTenant {
                 created_at: from_db_time(r.created_at),
             },
             wrapped_data_key: r.wrapped_data_key,
+            wrapped_index_keys: r.wrapped_index_keys,
         })
     }
 }

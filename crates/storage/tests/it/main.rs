@@ -9,6 +9,7 @@ mod console_use_cases;
 mod cursor_walk;
 mod custody_outage;
 mod cvc_retention;
+mod data_key_rotation;
 mod embed_example;
 mod lifecycle;
 mod postgres_tls;

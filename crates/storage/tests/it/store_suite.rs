@@ -64,6 +64,7 @@ async fn tenant(t: &TestDatabase) -> (TenantId, ApplicationId) {
         &StoredTenant {
             tenant: tenant.clone(),
             wrapped_data_key: wrapped,
+            wrapped_index_keys: None,
         },
         &admin,
     )

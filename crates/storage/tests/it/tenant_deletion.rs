@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tessera_domain::{
     audit::{AuditAction, Durability},
-    store::TenantStore,
+    store::{DataKeyStore, TenantStore},
     MasterKey, TenantId, Vault, VaultError,
 };
 use tessera_storage::DetachedStore;
@@ -51,24 +51,33 @@ async fn a_copy_taken_after_the_keys_are_destroyed_opens_none_of_the_tenants_tok
     let gone_token = plain_token(&v, &gone, json!({"secret": "gone-secret"})).await;
     let kept_token = plain_token(&v, &kept, json!({"secret": "kept-secret"})).await;
     let tenant = gone.tenant_id();
-    let wrapped =
+    // A second data-key version too (its job not run): destroyed with the first.
+    v.rotate_data_key(tenant).await.expect("rotate");
+    let stored =
         t.db.get_tenant(tenant)
             .await
             .expect("read")
-            .expect("tenant")
-            .wrapped_data_key;
-    assert!(!wrapped.is_empty());
+            .expect("tenant");
+    let mut destroyed = vec![
+        stored.wrapped_data_key,
+        stored.wrapped_index_keys.expect("index keys"),
+    ];
+    let versions = t.db.data_key_versions(tenant).await.expect("versions");
+    destroyed.extend(versions.into_iter().map(|v| v.wrapped));
+    assert_eq!(destroyed.len(), 3);
 
     assert!(v.destroy_tenant_keys(tenant).await.expect("destroy"));
-    // The database's files no longer hold the wrapped key (SQLite: checkpointed and zeroed;
-    // PostgreSQL: the table rewritten, the old row version gone).
+    // The database's files no longer hold the wrapped keys (SQLite: checkpointed and zeroed;
+    // PostgreSQL: the tables rewritten, the old row versions gone).
     let stored = t.stored_bytes().await;
-    assert!(
-        !stored
-            .windows(wrapped.len())
-            .any(|w| w == wrapped.as_slice()),
-        "the destroyed key is still in the database's files"
-    );
+    for wrapped in &destroyed {
+        assert!(
+            !stored
+                .windows(wrapped.len())
+                .any(|w| w == wrapped.as_slice()),
+            "a destroyed key is still in the database's files"
+        );
+    }
     // What a copy sees now, through a vault that never held the key: the tenant's tokens do
     // not open; the other tenant's do. So does this process, which forgot its copy.
     let copy = vault(t);
