@@ -245,6 +245,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let sockets = sockets.listen()?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();
+    let data_keys = tessera_startup::data_key_metrics::DataKeyMetrics::default();
+    data_keys.spawn(database.clone());
+    metrics.registry.register(Arc::new(data_keys));
     metrics
         .registry
         .register(Arc::new(tessera_startup::pool_metrics::PoolMetrics(

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod config_file;
 pub mod custody;
+pub mod data_key_metrics;
 mod db_args;
 mod error;
 pub mod listener;

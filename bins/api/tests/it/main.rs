@@ -5,6 +5,7 @@ mod bulk_kill;
 mod cli;
 mod console;
 mod cvc_retention;
+mod data_keys;
 mod dev_echo;
 mod hsm;
 mod import;

@@ -144,6 +144,9 @@ pub trait DataKeyStore: Send + Sync {
         tenant: TenantId,
         version: u32,
     ) -> Result<bool, StoreError>;
+    /// Every tenant's job (for the `/metrics` gauges: like the start-up reads of every
+    /// tenant, not confined to one).
+    async fn list_data_key_jobs(&self) -> Result<Vec<DataKeyJob>, StoreError>;
     /// `tenant`'s job, if any.
     async fn data_key_job(&self, tenant: TenantId) -> Result<Option<DataKeyJob>, StoreError>;
     /// Takes the unfinished job's lease for `owner` until `until`, if no other process holds

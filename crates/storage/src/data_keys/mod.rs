@@ -59,6 +59,13 @@ impl DataKeyStore for Database {
         let job_row = DataKeyJobRow::from(job);
         with_write_conn!(self, |conn| {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                // A write first: SQLite then takes its write lock at once (waiting its busy
+                // time for another process's writes), instead of failing to upgrade a read
+                // transaction that another process wrote under ("database is locked").
+                diesel::update(tenants::table.filter(tenants::tenant_id.eq(&id)))
+                    .set(tenants::tenant_id.eq(tenants::tenant_id))
+                    .execute(conn)
+                    .await?;
                 let unfinished: Option<Option<time::PrimitiveDateTime>> = data_key_jobs::table
                     .filter(data_key_jobs::tenant_id.eq(&id))
                     .select(data_key_jobs::finished_at)
@@ -185,6 +192,18 @@ impl DataKeyStore for Database {
             ));
         }
         Ok(retired == 1)
+    }
+
+    async fn list_data_key_jobs(&self) -> Result<Vec<DataKeyJob>, StoreError> {
+        let rows = with_conn!(self, |conn| {
+            data_key_jobs::table
+                .order(data_key_jobs::tenant_id.asc())
+                .select(DataKeyJobRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(DataKeyJob::try_from).collect()
     }
 
     async fn data_key_job(&self, tenant: TenantId) -> Result<Option<DataKeyJob>, StoreError> {

@@ -14,6 +14,7 @@ detached! {
         spawned fn replace_data_key_version(tenant: TenantId, version: u32, expected: &[u8], new: &[u8]) -> bool;
         spawned fn replace_index_keys(tenant: TenantId, expected: &[u8], new: &[u8]) -> bool;
         spawned fn retire_data_key_version(tenant: TenantId, version: u32) -> bool;
+        spawned fn list_data_key_jobs() -> Vec<DataKeyJob>;
         spawned fn data_key_job(tenant: TenantId) -> Option<DataKeyJob>;
         spawned fn claim_data_key_job(tenant: TenantId, owner: &str, now: OffsetDateTime, until: OffsetDateTime) -> bool;
         spawned fn save_data_key_job(job: &DataKeyJob, owner: &str, until: OffsetDateTime) -> bool;
