@@ -20,7 +20,7 @@ pub(crate) async fn run(command: DataKeysCommand) -> anyhow::Result<()> {
             lease_seconds,
             db,
         } => {
-            let vault = open(&db).await?;
+            let vault = crate::open_recording(&db).await?;
             let tenants = match tenant {
                 Some(tenant) => vec![tenant],
                 None => all_tenants(&vault).await?,
@@ -56,7 +56,7 @@ pub(crate) async fn run(command: DataKeysCommand) -> anyhow::Result<()> {
             Ok(())
         }
         DataKeysCommand::Status { tenant, db } => {
-            let vault = open(&db).await?;
+            let vault = crate::open_recording(&db).await?;
             let shown = match tenant {
                 Some(tenant) => status_json(&vault.data_key_status(tenant).await?),
                 None => {
@@ -75,7 +75,7 @@ pub(crate) async fn run(command: DataKeysCommand) -> anyhow::Result<()> {
             version,
             db,
         } => {
-            let vault = open(&db).await?;
+            let vault = crate::open_recording(&db).await?;
             let retired = vault.retire_data_key(tenant, version).await;
             vault.audit().flush().await;
             let retired = retired.context("retiring the data-key version")?;
@@ -83,17 +83,6 @@ pub(crate) async fn run(command: DataKeysCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-/// The vault, recording its events.
-async fn open(db: &tessera_startup::DbArgs) -> anyhow::Result<Vault> {
-    tessera_startup::telemetry::init(db.log_format);
-    let opened = tessera_startup::open_vault(db).await?;
-    Ok(tessera_startup::audit::start_audit(
-        opened.vault,
-        opened.audit_store,
-        &tessera_startup::audit::AuditArgs::default(),
-    )?)
 }
 
 async fn all_tenants(vault: &Vault) -> anyhow::Result<Vec<TenantId>> {

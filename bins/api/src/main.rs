@@ -45,14 +45,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve(*args).await,
         Command::Migrate(args) => migrate(args).await,
         Command::RotateMasterKey(db) => {
-            telemetry::init(db.log_format);
-            // The default trail (sync, no stream): each re-wrap is committed as it happens.
-            let opened = open_vault(&db).await?;
-            let vault = tessera_startup::audit::start_audit(
-                opened.vault,
-                opened.audit_store,
-                &tessera_startup::audit::AuditArgs::default(),
-            )?;
+            let vault = open_recording(&db).await?;
             let report = vault
                 .rotate_master_key()
                 .await
@@ -130,19 +123,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The vault of an operator's command, recording its events with the default trail (sync, no
+/// stream): each step is committed to the audit chain as it happens.
+pub(crate) async fn open_recording(
+    db: &tessera_startup::DbArgs,
+) -> anyhow::Result<tessera_domain::Vault> {
+    telemetry::init(db.log_format);
+    let opened = open_vault(db).await?;
+    Ok(tessera_startup::audit::start_audit(
+        opened.vault,
+        opened.audit_store,
+        &tessera_startup::audit::AuditArgs::default(),
+    )?)
+}
+
 /// `api tenants delete ID`: the tenant's keys, then its rows, each step committed to the
 /// deployment's audit chain as it happens (the default trail: sync, no stream).
 async fn delete_tenant(
     id: tessera_domain::TenantId,
     db: tessera_startup::DbArgs,
 ) -> anyhow::Result<()> {
-    telemetry::init(db.log_format);
-    let opened = open_vault(&db).await?;
-    let vault = tessera_startup::audit::start_audit(
-        opened.vault,
-        opened.audit_store,
-        &tessera_startup::audit::AuditArgs::default(),
-    )?;
+    let vault = open_recording(&db).await?;
     let deleted = vault
         .delete_tenant(id)
         .await

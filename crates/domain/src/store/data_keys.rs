@@ -8,12 +8,21 @@ use super::StoreError;
 use crate::ids::TenantId;
 
 /// A later version (2, 3, …) of a tenant's data key, wrapped by the key-encrypting key.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StoredKeyVersion {
     /// The version.
     pub version: u32,
     /// The key, wrapped.
     pub wrapped: Vec<u8>,
+}
+
+/// The version alone: wrapped keys stay out of logs.
+impl std::fmt::Debug for StoredKeyVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredKeyVersion")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where the re-encryption job is: the tables it rewrites, in order.

@@ -10,7 +10,7 @@ use crate::{
     crypto,
     error::{Resource, VaultError},
     ids::TenantId,
-    store::{DataKeyJob, SealedRow, SealedTable, StoreError},
+    store::{DataKeyJob, SealedRow, SealedTable, StoreError, StoredTenant},
     timestamp,
 };
 
@@ -52,12 +52,7 @@ impl Vault {
     /// Gives `tenant`'s data key a new version and starts its re-encryption job; an unfinished
     /// job is returned as it is instead (resume it with [`Vault::run_data_key_job`]).
     pub async fn rotate_data_key(&self, tenant: TenantId) -> Result<DataKeyJob, VaultError> {
-        let stored = self
-            .store
-            .get_tenant(tenant)
-            .await?
-            .filter(|s| !s.keys_destroyed())
-            .ok_or(VaultError::NotFound(Resource::Tenant))?;
+        let stored = self.live_tenant(tenant).await?;
         if let Some(job) = self.store.data_key_job(tenant).await? {
             if job.finished_at.is_none() {
                 return Ok(job);
@@ -103,10 +98,15 @@ impl Vault {
         settings: &JobSettings,
     ) -> Result<DataKeyJob, VaultError> {
         let mut job = self.claim_job(tenant, settings).await?;
+        // Until every process seals with the new version; the lease renewed meanwhile.
         let settled = job.started_at + 2 * KEY_REFRESH;
-        let wait = settled - timestamp::now();
-        if wait.is_positive() {
-            tokio::time::sleep(wait.unsigned_abs()).await;
+        loop {
+            let wait = settled - timestamp::now();
+            if !wait.is_positive() {
+                break;
+            }
+            tokio::time::sleep(wait.unsigned_abs().min(settings.lease / 2)).await;
+            self.save_job(&job, settings).await?;
         }
         for pass in 0..PASSES {
             while let Some(table) = job.stage {
@@ -118,6 +118,7 @@ impl Vault {
                     .await?;
             }
             let left = self.rows_left(tenant, job.target_version).await?;
+            self.save_job(&job, settings).await?;
             if left == 0 {
                 break;
             }
@@ -269,19 +270,11 @@ impl Vault {
 
     /// `tenant`'s data-key versions, the rows on each, and its job.
     pub async fn data_key_status(&self, tenant: TenantId) -> Result<DataKeyStatus, VaultError> {
-        let stored = self
-            .store
-            .get_tenant(tenant)
-            .await?
-            .filter(|s| !s.keys_destroyed())
-            .ok_or(VaultError::NotFound(Resource::Tenant))?;
-        let mut versions: BTreeMap<u32, u64> = BTreeMap::new();
-        if stored.holds_first_key() {
-            versions.insert(1, 0);
-        }
-        for version in self.store.data_key_versions(tenant).await? {
-            versions.insert(version.version, 0);
-        }
+        let stored = self.live_tenant(tenant).await?;
+        let held = self.held_versions(&stored).await?;
+        let mut versions: BTreeMap<u32, u64> = held.iter().map(|v| (*v, 0)).collect();
+        // Rows under a version not held (retired, or a header edited in the database) are
+        // shown too: they open under no key.
         for table in SealedTable::ALL {
             for (version, rows) in self.count_versions(tenant, table).await? {
                 *versions.entry(version).or_insert(0) += rows;
@@ -289,48 +282,86 @@ impl Vault {
         }
         Ok(DataKeyStatus {
             tenant_id: tenant,
-            current_version: versions.keys().copied().max().unwrap_or(1),
+            current_version: held.last().copied().unwrap_or(1),
             versions: versions.into_iter().collect(),
             job: self.store.data_key_job(tenant).await?,
         })
     }
 
+    /// The versions of `stored`'s data key that are held (not retired), oldest first.
+    async fn held_versions(&self, stored: &StoredTenant) -> Result<Vec<u32>, VaultError> {
+        let mut held: Vec<u32> = Vec::new();
+        if stored.holds_first_key() {
+            held.push(1);
+        }
+        let later = self.store.data_key_versions(stored.tenant.id).await?;
+        held.extend(later.iter().map(|v| v.version));
+        Ok(held)
+    }
+
     /// Destroys `version` of `tenant`'s data key (by default the oldest held), only when no row
     /// uses it (stored idempotent answers included: they expire within 24 hours) and it is not
-    /// the current one. Returns the version retired.
+    /// the current one. Returns the version retired. A version retired already is purged from
+    /// the database's files again (an earlier purge may have been cut short).
     pub async fn retire_data_key(
         &self,
         tenant: TenantId,
         version: Option<u32>,
     ) -> Result<u32, VaultError> {
-        let status = self.data_key_status(tenant).await?;
-        let version = version
-            .or_else(|| status.versions.first().map(|(v, _)| *v))
-            .ok_or(VaultError::NotFound(Resource::Tenant))?;
-        let Some((_, rows)) = status.versions.iter().find(|(v, _)| *v == version) else {
-            return Err(VaultError::Conflict(format!(
-                "version {version} is not held (retired already, or never made)"
-            )));
+        let stored = self.live_tenant(tenant).await?;
+        let held = self.held_versions(&stored).await?;
+        let current = held.last().copied().unwrap_or(1);
+        let Some(version) = version.or_else(|| held.first().copied()) else {
+            return Err(VaultError::NotFound(Resource::Tenant));
         };
-        if version == status.current_version {
+        if version == current {
             return Err(VaultError::Conflict(format!(
                 "version {version} is the current one: rotate first"
             )));
         }
-        if *rows > 0 {
+        if !held.contains(&version) {
+            if version == 0 || version > current {
+                return Err(VaultError::Conflict(format!(
+                    "version {version} is not held (never made)"
+                )));
+            }
+            // Retired already: purge again (an earlier run's purge may have been cut short).
+            self.store.retire_data_key_version(tenant, version).await?;
+            return Ok(version);
+        }
+        let status = self.data_key_status(tenant).await?;
+        let rows = status
+            .versions
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map_or(0, |(_, rows)| *rows);
+        if rows > 0 {
             return Err(VaultError::Conflict(format!(
                 "{rows} rows still use version {version}: run the re-encryption job (stored idempotent answers expire within 24 hours)"
             )));
         }
-        if !self.store.retire_data_key_version(tenant, version).await? {
-            return Err(VaultError::Store(StoreError::Conflict(format!(
-                "version {version} changed while it was retired"
-            ))));
+        let retired = self.store.retire_data_key_version(tenant, version).await;
+        // Recorded once the key is gone, even if its purge must be run again.
+        let still_held = self
+            .held_versions(&self.live_tenant(tenant).await?)
+            .await?
+            .contains(&version);
+        if !still_held {
+            self.keys.forget(tenant)?;
+            self.record_key_event(tenant, AuditAction::DataKeyRetired)
+                .await?;
         }
-        self.keys.forget(tenant)?;
-        self.record_key_event(tenant, AuditAction::DataKeyRetired)
-            .await?;
+        retired?;
         Ok(version)
+    }
+
+    /// `tenant` as stored, unless it is being deleted.
+    async fn live_tenant(&self, tenant: TenantId) -> Result<StoredTenant, VaultError> {
+        self.store
+            .get_tenant(tenant)
+            .await?
+            .filter(|s| !s.keys_destroyed())
+            .ok_or(VaultError::NotFound(Resource::Tenant))
     }
 
     /// Records `action` by the operator in `tenant`'s chain, committed before it returns.

@@ -218,24 +218,44 @@ impl Keyring {
         stored: &StoredTenant,
     ) -> Result<Arc<DataKey>, VaultError> {
         let tenant = stored.tenant.id;
+        // As of now: what is read below is at least this fresh (a slow unwrap must not make
+        // an older view look newer).
+        let read_at = Instant::now();
         let versions = store.data_key_versions(tenant).await?;
         let signature = signature(stored, &versions);
         if let Some(held) = self.cache.write().map_err(poisoned)?.get_mut(&tenant) {
             if held.signature == signature {
-                held.loaded = Instant::now();
+                held.loaded = held.loaded.max(read_at);
                 return Ok(held.key.clone());
             }
         }
         let key = Arc::new(self.unwrap_versions(stored, &versions).await?);
-        self.cache.write().map_err(poisoned)?.insert(
-            tenant,
-            Held {
-                key: key.clone(),
-                loaded: Instant::now(),
-                signature,
-            },
-        );
-        Ok(key)
+        let mut cache = self.cache.write().map_err(poisoned)?;
+        match cache.get(&tenant) {
+            // Another load, read later than this one, got there first: keep it.
+            Some(newer) if newer.loaded > read_at => Ok(newer.key.clone()),
+            _ => {
+                cache.insert(
+                    tenant,
+                    Held {
+                        key: key.clone(),
+                        loaded: read_at,
+                        signature,
+                    },
+                );
+                Ok(key)
+            }
+        }
+    }
+
+    /// Forgets every tenant's keys not checked against the store for [`KEY_REFRESH`]: a
+    /// tenant no one uses does not keep a retired or destroyed version in memory (the
+    /// sweeper calls this).
+    pub(crate) fn evict_stale(&self) -> Result<usize, VaultError> {
+        let mut cache = self.cache.write().map_err(poisoned)?;
+        let before = cache.len();
+        cache.retain(|_, held| held.loaded.elapsed() < KEY_REFRESH);
+        Ok(before - cache.len())
     }
 
     /// Forgets `tenant`'s data keys: the next use reads the store.

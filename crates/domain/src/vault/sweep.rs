@@ -52,6 +52,7 @@ impl Vault {
             .delete_idempotency_keys_before(now - IDEMPOTENCY_WINDOW)
             .await?;
         report.cvcs_removed = self.remove_expired_cvcs(now).await?;
+        self.keys.evict_stale()?;
         if let Some(retention) = self.audit_retention {
             report.audit_events = self.prune_audit_at(retention, now).await?;
         }

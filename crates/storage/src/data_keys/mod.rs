@@ -62,10 +62,18 @@ impl DataKeyStore for Database {
                 // A write first: SQLite then takes its write lock at once (waiting its busy
                 // time for another process's writes), instead of failing to upgrade a read
                 // transaction that another process wrote under ("database is locked").
-                diesel::update(tenants::table.filter(tenants::tenant_id.eq(&id)))
-                    .set(tenants::tenant_id.eq(tenants::tenant_id))
-                    .execute(conn)
-                    .await?;
+                // It also finds the tenant's keys not destroyed (being deleted).
+                let live = diesel::update(
+                    tenants::table
+                        .filter(tenants::tenant_id.eq(&id))
+                        .filter(tenants::wrapped_data_key.ne(Vec::<u8>::new())),
+                )
+                .set(tenants::tenant_id.eq(tenants::tenant_id))
+                .execute(conn)
+                .await?;
+                if live == 0 {
+                    return Ok(false);
+                }
                 let unfinished: Option<Option<time::PrimitiveDateTime>> = data_key_jobs::table
                     .filter(data_key_jobs::tenant_id.eq(&id))
                     .select(data_key_jobs::finished_at)
@@ -183,9 +191,9 @@ impl DataKeyStore for Database {
                 .db()
             }
         })?;
-        if retired == 1
-            && purge_freed_space(self, &["tenants", "tenant_data_keys"]).await?
-                == Purged::SnapshotsRemained
+        // Purged even when retired already: an earlier run's purge may have been cut short.
+        if purge_freed_space(self, &["tenants", "tenant_data_keys"]).await?
+            == Purged::SnapshotsRemained
         {
             return Err(StoreError::Unavailable(
                 "the retired key may survive in old row versions that other sessions' snapshots still see: run again once they end (see pg_stat_activity)".into(),

@@ -193,24 +193,29 @@ pub(super) async fn replace(
             .await
             .db()
         })?,
-        (SealedTable::Proxies, Some(modified)) => with_write_conn!(db, |conn| {
-            diesel::update(
-                proxies::table
-                    .filter(proxies::tenant_id.eq(&id))
-                    .filter(proxies::id.eq(&row.key))
-                    .filter(proxies::modified_at.eq(modified))
-                    .filter(proxies::key_sealed.eq(was(1))),
-            )
-            .set((
-                proxies::configuration.eq(column(0)),
-                proxies::key_sealed.eq(column(1)),
-                proxies::request_transform_sealed.eq(column(2)),
-                proxies::response_transform_sealed.eq(column(3)),
-            ))
-            .execute(conn)
-            .await
-            .db()
-        })?,
+        // A proxy of an earlier release not sealed yet (no key) is left to start-up's sealing.
+        (SealedTable::Proxies, Some(modified))
+            if row.values.get(1).is_some_and(Option::is_some) =>
+        {
+            with_write_conn!(db, |conn| {
+                diesel::update(
+                    proxies::table
+                        .filter(proxies::tenant_id.eq(&id))
+                        .filter(proxies::id.eq(&row.key))
+                        .filter(proxies::modified_at.eq(modified))
+                        .filter(proxies::key_sealed.eq(was(1))),
+                )
+                .set((
+                    proxies::configuration.eq(column(0)),
+                    proxies::key_sealed.eq(column(1)),
+                    proxies::request_transform_sealed.eq(column(2)),
+                    proxies::response_transform_sealed.eq(column(3)),
+                ))
+                .execute(conn)
+                .await
+                .db()
+            })?
+        }
         (SealedTable::ConsoleSessions, _) => {
             let id_hash = hex::decode(&row.key)
                 .map_err(|_| StoreError::Backend("a console session's key".into()))?;
@@ -228,6 +233,7 @@ pub(super) async fn replace(
                 .db()
             })?
         }
+        (SealedTable::Proxies, _) => 0,
         _ => {
             return Err(StoreError::Backend(format!(
                 "{} rows are not rewritten",
