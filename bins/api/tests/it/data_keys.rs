@@ -1,6 +1,6 @@
 //! `api data-keys` as an operator runs it, beside a serving `api` (docs/operations.md,
 //! "Rotating data keys"): a rotation killed with SIGKILL part-way resumes when run again and
-//! finishes; the server reads every token and proxies calls throughout; `retire` is refused
+//! finishes; the server creates and reads tokens and proxies calls throughout; `retire` is refused
 //! while rows use the old version and works after. On SQLite and PostgreSQL with the file key,
 //! and with the key-encrypting key in SoftHSM.
 
@@ -32,6 +32,19 @@ struct Served {
 }
 
 impl Served {
+    /// Creates one more token (during the rotation) and keeps it with the others.
+    fn create(&mut self) {
+        let data = json!({"secret": format!("during-{}", self.tokens.len())});
+        let (status, token) = post(
+            &format!("{}/tokens", self.base),
+            &self.admin,
+            json!({"type": "token", "data": data}),
+        );
+        assert_eq!(status, 201, "a create during the rotation: {token}");
+        self.tokens
+            .push((token["id"].as_str().expect("id").to_string(), data));
+    }
+
     /// Every token reads back as written, and the proxy detokenizes the first.
     fn check(&self) {
         for (id, data) in &self.tokens {
@@ -110,7 +123,7 @@ fn rotate_killed_and_resumed(dir: &Path, flags: &[&str], envs: &[(&str, &str)]) 
     ]
     .concat();
     let mut server = serve(dir, &serving, envs);
-    let served = fill(&server.base, admin, &echo, 150);
+    let mut served = fill(&server.base, admin, &echo, 150);
 
     // A slow rotation, killed once it has re-encrypted some rows.
     let rotate = [
@@ -141,6 +154,7 @@ fn rotate_killed_and_resumed(dir: &Path, flags: &[&str], envs: &[(&str, &str)]) 
             "the job never progressed: {now} {}",
             std::fs::read_to_string(dir.join("rotate.log")).unwrap_or_default()
         );
+        served.create();
         served.check();
         if now["job"]["rows_done"].as_u64().unwrap_or(0) >= 20 {
             break;
@@ -171,7 +185,7 @@ fn rotate_killed_and_resumed(dir: &Path, flags: &[&str], envs: &[(&str, &str)]) 
     );
     assert_eq!(
         done["versions"],
-        json!([{"version": 1, "rows": 0}, {"version": 2, "rows": 151}]),
+        json!([{"version": 1, "rows": 0}, {"version": 2, "rows": served.tokens.len() + 1}]),
         "{done}"
     );
     served.check();
@@ -179,7 +193,7 @@ fn rotate_killed_and_resumed(dir: &Path, flags: &[&str], envs: &[(&str, &str)]) 
     let after = status(dir, flags, envs, tenant);
     assert_eq!(
         after["versions"],
-        json!([{"version": 2, "rows": 151}]),
+        json!([{"version": 2, "rows": served.tokens.len() + 1}]),
         "{after}"
     );
     // The server drops the retired version within its 5 s refresh and still reads everything.
