@@ -29,7 +29,9 @@ pub(crate) async fn run(command: DataKeysCommand) -> anyhow::Result<()> {
                 owner: uuid::Uuid::new_v4().to_string(),
                 rows_per_second,
                 lease: Duration::try_from_secs_f64(lease_seconds)
-                    .context("--lease-seconds must be a positive number")?,
+                    .ok()
+                    .filter(|lease| *lease >= Duration::from_secs(1))
+                    .context("--lease-seconds must be at least 1")?,
             };
             let mut done = Vec::new();
             for tenant in tenants {
