@@ -4,6 +4,7 @@
 import {
   CARD, ECHO_TRANSFORM, check, eq, expectError, future, harness, need, sameInstant, sdkRequire, uuid,
 } from './harness.mjs';
+import { startReceiver } from './webhook_receiver.mjs';
 
 const { BasisTheoryClient, BasisTheory, BasisTheoryError } = sdkRequire('@basis-theory/node-sdk');
 
@@ -341,6 +342,62 @@ await run.op('tokens create with a chosen non-UUID id (URL-encoded by the SDK)',
   eq(detok, { phone: '+1 555 0100' }, 'detokenized by its id');
   await tokens.delete(id);
   await expectError(() => tokens.get(id), BasisTheory.NotFoundError, 404);
+});
+
+// ------------------------------------------------------------------ webhooks
+
+await run.op('webhooks create/get/list/update/delete, events.list', async () => {
+  const types = await admin.webhooks.events.list();
+  check(Array.isArray(types) && types.includes('token.created'), `event types ${JSON.stringify(types)}`);
+  // The SDK's own example spells the event `token:created`.
+  const created = await admin.webhooks.create({
+    name: 'webhook-create', url: 'https://www.example.com', events: ['token:created'],
+  });
+  eq(created.status, 'enabled', 'status');
+  eq(created.events, ['token.created'], 'events');
+  eq((await admin.webhooks.get(created.id)).name, 'webhook-create', 'get');
+  const listed = await admin.webhooks.list();
+  check(listed.data.some((w) => w.id === created.id), 'listed');
+  const updated = await admin.webhooks.update(created.id, {
+    name: 'webhook-update', url: 'https://www.example.com/in', notifyEmail: 'notify@example.com', events: ['token.created', 'token.deleted'],
+  });
+  eq(updated.name, 'webhook-update', 'name');
+  eq(updated.notifyEmail, 'notify@example.com', 'notifyEmail');
+  check(updated.modifiedAt, 'modifiedAt');
+  await admin.webhooks.delete(created.id);
+  await expectError(() => admin.webhooks.get(created.id), BasisTheory.NotFoundError, 404);
+});
+
+await run.op("webhooks: every delivery passes Basis Theory's verification snippet", async () => {
+  const pem = await (await fetch(`${run.url}/webhooks/signing-key`)).text();
+  check(pem.startsWith('-----BEGIN PUBLIC KEY-----'), 'a PEM public key');
+  const receiver = await startReceiver(pem);
+  try {
+    const hook = await admin.webhooks.create({
+      name: `receiver-${run.runId}`, url: receiver.url,
+      events: ['token.created', 'token.read', 'token.updated', 'token.deleted', 'application.created', 'application.deleted', 'proxy.created', 'proxy.deleted'],
+    });
+    const tok = await tokens.create({ type: 'token', data: 'webhook secret value', metadata: { k: 'v' } });
+    await tokens.get(tok.id);
+    await tokens.update(tok.id, { metadata: { k: 'w' } });
+    await tokens.delete(tok.id);
+    const app = await admin.applications.create({ name: `hooked-${run.runId}`, type: 'private', permissions: ['token:read'] });
+    await admin.applications.delete(app.id);
+    const proxy = await admin.proxies.create({ name: `hooked-${run.runId}`, destinationUrl: 'https://example.com/x', requireAuth: true });
+    await admin.proxies.delete(proxy.id);
+    const want = ['token.created', 'token.read', 'token.updated', 'token.deleted', 'application.created', 'application.deleted', 'proxy.created', 'proxy.deleted'];
+    await receiver.waitFor((r) => r.length >= want.length);
+    eq(receiver.received.map((r) => r.body.event.type), want, 'every event, in order');
+    for (const r of receiver.received) {
+      check(r.verified, `the snippet refused ${JSON.stringify(r.body)}`);
+      eq(r.headers['BT-SIGNATURE-VERSION'], 'v1', 'BT-SIGNATURE-VERSION');
+      check(!JSON.stringify(r.body).includes('webhook secret value'), 'token data in an event');
+    }
+    eq(receiver.received[0].body.event.data.token.id, tok.id, 'the token id');
+    await admin.webhooks.delete(hook.id);
+  } finally {
+    receiver.close();
+  }
 });
 
 run.finish();

@@ -67,11 +67,56 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Webhooks: the deployment's signing key (docs/webhooks.md).
+    Webhooks {
+        /// Webhook operation.
+        #[command(subcommand)]
+        command: WebhooksCommand,
+    },
     /// Store a token export (JSON lines, one token a line) through a running server's
     /// `POST /tokenize`: rows refused alone with their line and reason, rows already stored
     /// skipped by id (a rerun resumes), what is not kept reported. Prints a JSON summary;
     /// exits 1 when rows were refused.
     Import(ImportArgs),
+}
+
+/// `api webhooks …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WebhooksCommand {
+    /// Publish a new webhook signing key that signs from `--overlap-hours` on; until then the
+    /// current key signs, and both are listed at `GET /webhooks/signing-keys`. Prints the new
+    /// key's version, its activation time and its public PEM as JSON.
+    RotateSigningKey {
+        /// Hours between publishing the new key and signing with it: the time receivers have
+        /// to take it (0: at once).
+        #[arg(long, default_value_t = 24)]
+        overlap_hours: u32,
+        /// Database flags.
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// Webhook delivery flags of `serve` (docs/webhooks.md, "Operating").
+#[derive(Debug, Clone, Args)]
+pub(crate) struct WebhookArgs {
+    /// Deliver no webhooks from this process (another process or replica delivers them).
+    #[arg(long, env = "TESSERA_NO_WEBHOOKS")]
+    pub(crate) no_webhooks: bool,
+    /// Seconds a process holds a webhook without renewing its claim: after a crash, the
+    /// longest its webhooks wait for another process to take them over (at least 2).
+    #[arg(long, env = "TESSERA_WEBHOOK_LEASE_SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(2..=3600))]
+    pub(crate) webhook_lease_seconds: u64,
+    /// Seconds of continuous delivery failure after which a webhook is disabled (12 hours
+    /// unless set).
+    #[arg(long, env = "TESSERA_WEBHOOK_DISABLE_AFTER", default_value_t = 43_200,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) webhook_disable_after: u64,
+    /// Seconds a receiver has to answer one delivery (connect included).
+    #[arg(long, env = "TESSERA_WEBHOOK_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub(crate) webhook_timeout: u64,
 }
 
 /// Flags of `migrate`.
@@ -261,6 +306,9 @@ pub(crate) struct ServeArgs {
     /// Hosted card fields flags.
     #[command(flatten)]
     pub(crate) elements: tessera_elements::ElementsArgs,
+    /// Webhook delivery flags.
+    #[command(flatten)]
+    pub(crate) webhooks: WebhookArgs,
     /// Requests per second each public key may make from one client address (browsers and
     /// mobile apps; card testing is answered with 429).
     #[arg(long, env = "TESSERA_PUBLIC_RATE_LIMIT", default_value_t = 5.0)]

@@ -8,6 +8,7 @@ mod bootstrap;
 mod cli;
 mod data_keys;
 mod dev_echo;
+mod webhooks;
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -108,6 +109,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: TenantsCommand::Delete { id, db },
         } => delete_tenant(id, db).await,
         Command::DataKeys { command } => data_keys::run(command).await,
+        Command::Webhooks { command } => webhooks::run(command).await,
         Command::Tenants {
             command: TenantsCommand::Create { name, db },
         } => {
@@ -243,9 +245,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         audit_store,
         &args.audit,
     )?;
+    webhooks::check_fed(&vault, &database).await?;
     let sockets = sockets.listen()?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();
+    let deliverer = webhooks::start(&args, &vault, &database)?;
+    if let Some((_, stats)) = &deliverer {
+        metrics
+            .registry
+            .register(Arc::new(webhooks::WebhookMetrics(stats.clone())));
+    }
     let data_keys = tessera_startup::data_key_metrics::DataKeyMetrics::default();
     data_keys.spawn(database.clone());
     metrics.registry.register(Arc::new(data_keys));
@@ -303,6 +312,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .chain(echo_server)
         .collect();
     let served = run_until_stopped(servers).await;
+    if let Some((running, _)) = deliverer {
+        running.stop().await;
+    }
     // Async mode: commit what is still queued before the process ends, even when a server
     // failed.
     vault.audit().flush().await;

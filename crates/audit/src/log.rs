@@ -184,6 +184,14 @@ impl AuditTrail for Trail {
         }
     }
 
+    async fn head(&self, tenant: TenantId) -> Result<(i64, [u8; 32]), StoreError> {
+        Ok(self
+            .store
+            .audit_chain_head(Some(tenant))
+            .await?
+            .map_or((0, crate::head::GENESIS), |h| (h.last_seq, h.last_hash)))
+    }
+
     async fn list(
         &self,
         tenant: TenantId,

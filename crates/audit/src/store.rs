@@ -83,6 +83,14 @@ pub trait AuditStore: Send + Sync {
         after_first_seq: i64,
         limit: u32,
     ) -> Result<Vec<AuditBlock>, StoreError>;
+    /// Up to `limit` blocks of one chain holding an event after position `seq`, in order (a
+    /// webhook's deliverer reads on from its cursor).
+    async fn audit_blocks_after_seq(
+        &self,
+        chain: Option<TenantId>,
+        seq: i64,
+        limit: u32,
+    ) -> Result<Vec<AuditBlock>, StoreError>;
     /// Up to `limit` blocks of one chain within `span`, newest first.
     async fn audit_blocks_desc(
         &self,

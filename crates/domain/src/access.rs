@@ -83,17 +83,18 @@ pub enum GrantCheck {
 impl Principal {
     /// Resolves an application's grants.
     ///
-    /// An application holding every other permission holds `token:search` too: it was
-    /// written down before that permission existed (the bootstrap admin is one).
+    /// An application holding every other permission holds those added since
+    /// ([`Permission::LATER`]: `token:search`, the `webhook:*` ones) too: it was written down
+    /// before they existed (the bootstrap admin of an older tenant is one).
     pub fn new(app: &Application) -> Self {
         let mut rules = app.rules.clone();
         rules.sort_by_key(|r| r.priority);
         let mut permissions: BTreeSet<Permission> = app.permissions.iter().copied().collect();
         if Permission::ALL
             .iter()
-            .all(|p| *p == Permission::TokenSearch || permissions.contains(p))
+            .all(|p| Permission::LATER.contains(p) || permissions.contains(p))
         {
-            permissions.insert(Permission::TokenSearch);
+            permissions.extend(Permission::LATER);
         }
         Self {
             tenant_id: app.tenant_id,

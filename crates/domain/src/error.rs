@@ -41,6 +41,8 @@ pub enum Resource {
     Association,
     /// A proxy.
     Proxy,
+    /// A webhook.
+    Webhook,
 }
 
 impl fmt::Display for Resource {
@@ -52,6 +54,7 @@ impl fmt::Display for Resource {
             Resource::Token => "token",
             Resource::Association => "association",
             Resource::Proxy => "proxy",
+            Resource::Webhook => "webhook",
         })
     }
 }

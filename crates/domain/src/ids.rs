@@ -76,6 +76,10 @@ id_type!(
     /// Identifies a pre-configured proxy within a tenant.
     ProxyId
 );
+id_type!(
+    /// Identifies a webhook within a tenant.
+    WebhookId
+);
 
 /// Most characters a token id may hold.
 pub const MAX_TOKEN_ID_CHARS: usize = 400;

@@ -43,6 +43,7 @@ pub mod token;
 pub mod transform_check;
 pub mod validation;
 pub mod vault;
+pub mod webhook;
 
 pub use access::{GrantCheck, Principal};
 pub use api_key::{ApiKey, ApiKeyHash};
@@ -51,7 +52,7 @@ pub use container::Container;
 pub use crypto::MasterKey;
 pub use data_transform::DataTransform;
 pub use error::VaultError;
-pub use ids::{ApplicationId, ApplicationKeyId, ProxyId, TenantId, TokenId};
+pub use ids::{ApplicationId, ApplicationKeyId, ProxyId, TenantId, TokenId, WebhookId};
 pub use pagination::{Page, PageRequest};
 pub use permission::Permission;
 pub use proxy::{Proxy, ProxyInput, ProxyPatch};

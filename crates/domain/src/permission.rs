@@ -55,11 +55,23 @@ pub enum Permission {
     /// Read the tenant's audit trail (`GET /audit-events`).
     #[serde(rename = "audit:read")]
     AuditRead,
+    /// Create webhooks (Basis Theory also spells it `webhooks:create`; both are accepted).
+    #[serde(rename = "webhook:create", alias = "webhooks:create")]
+    WebhookCreate,
+    /// Read webhooks.
+    #[serde(rename = "webhook:read", alias = "webhooks:read")]
+    WebhookRead,
+    /// Update webhooks (and re-enable a disabled one).
+    #[serde(rename = "webhook:update", alias = "webhooks:update")]
+    WebhookUpdate,
+    /// Delete webhooks.
+    #[serde(rename = "webhook:delete", alias = "webhooks:delete")]
+    WebhookDelete,
 }
 
 impl Permission {
     /// Every permission, in a stable order.
-    pub const ALL: [Permission; 15] = [
+    pub const ALL: [Permission; 19] = [
         Permission::TokenCreate,
         Permission::TokenRead,
         Permission::TokenSearch,
@@ -75,6 +87,20 @@ impl Permission {
         Permission::ApplicationUpdate,
         Permission::ApplicationDelete,
         Permission::AuditRead,
+        Permission::WebhookCreate,
+        Permission::WebhookRead,
+        Permission::WebhookUpdate,
+        Permission::WebhookDelete,
+    ];
+
+    /// Permissions added after applications were first written down: an application holding
+    /// every other permission (the bootstrap admin of an older tenant) holds these too.
+    pub const LATER: [Permission; 5] = [
+        Permission::TokenSearch,
+        Permission::WebhookCreate,
+        Permission::WebhookRead,
+        Permission::WebhookUpdate,
+        Permission::WebhookDelete,
     ];
 
     /// The wire name, e.g. `token:read`.
@@ -95,6 +121,10 @@ impl Permission {
             Permission::ApplicationUpdate => "application:update",
             Permission::ApplicationDelete => "application:delete",
             Permission::AuditRead => "audit:read",
+            Permission::WebhookCreate => "webhook:create",
+            Permission::WebhookRead => "webhook:read",
+            Permission::WebhookUpdate => "webhook:update",
+            Permission::WebhookDelete => "webhook:delete",
         }
     }
 
@@ -126,10 +156,16 @@ pub struct UnknownPermission(pub String);
 impl FromStr for Permission {
     type Err = UnknownPermission;
 
+    /// Takes the wire names, and Basis Theory's other spelling `webhooks:*` of the webhook
+    /// permissions.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s_norm = match s.strip_prefix("webhooks:") {
+            Some(rest) => format!("webhook:{rest}"),
+            None => s.to_string(),
+        };
         Permission::ALL
             .into_iter()
-            .find(|p| p.as_str() == s)
+            .find(|p| p.as_str() == s_norm)
             .ok_or_else(|| UnknownPermission(s.to_string()))
     }
 }
@@ -147,6 +183,16 @@ mod tests {
             assert_eq!(serde_json::from_str::<Permission>(&json).expect("de"), p);
         }
         assert!("token:fly".parse::<Permission>().is_err());
+        for (alias, p) in [
+            ("webhooks:create", Permission::WebhookCreate),
+            ("webhooks:read", Permission::WebhookRead),
+            ("webhooks:update", Permission::WebhookUpdate),
+            ("webhooks:delete", Permission::WebhookDelete),
+        ] {
+            assert_eq!(alias.parse::<Permission>().expect("alias"), p);
+            let json = format!("\"{alias}\"");
+            assert_eq!(serde_json::from_str::<Permission>(&json).expect("de"), p);
+        }
         assert_eq!(Permission::ALL.iter().filter(|p| p.is_token()).count(), 6);
     }
 }

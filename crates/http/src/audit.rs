@@ -80,7 +80,8 @@ pub(crate) fn note(
 pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
     use crate::paths::{
         APPLICATION, APPLICATIONS, APPLICATION_KEY, APPLICATION_KEYS, CHILD, CHILDREN, DETOKENIZE,
-        PROXIES, PROXY, REGENERATE, SEARCH, SEARCH_V2, TOKEN, TOKENIZE, TOKENS, TOKENS_V2,
+        PROXIES, PROXY, REGENERATE, SEARCH, SEARCH_V2, TOKEN, TOKENIZE, TOKENS, TOKENS_V2, WEBHOOK,
+        WEBHOOKS,
     };
     use AuditAction as A;
     let action = match (method.as_str(), pattern) {
@@ -101,6 +102,9 @@ pub(crate) fn attempted(method: &Method, pattern: &str) -> Option<AuditAction> {
         ("POST", PROXIES) => A::ProxyCreated,
         ("PUT", PROXY) => A::ProxyUpdated,
         ("DELETE", PROXY) => A::ProxyDeleted,
+        ("POST", WEBHOOKS) => A::WebhookCreated,
+        ("PUT", WEBHOOK) => A::WebhookUpdated,
+        ("DELETE", WEBHOOK) => A::WebhookDeleted,
         _ => return None,
     };
     Some(action)

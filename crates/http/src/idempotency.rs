@@ -65,6 +65,7 @@ pub(crate) const IDEMPOTENT_POSTS: &[&str] = &[
     "/tokens",
     "/tokenize",
     "/tokens/{parent_id}/children",
+    "/webhooks",
 ];
 
 /// The POSTs that create nothing, and so ignore `Idempotency-Key`: searches, reads of

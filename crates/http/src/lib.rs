@@ -28,6 +28,7 @@ mod state;
 mod strict_json;
 mod trailing_slash;
 mod views;
+mod webhook_view;
 
 use actix_web::{
     body::MessageBody,

@@ -63,3 +63,18 @@ pub(crate) const SEARCH_V2: &str = "/v2/tokens/search";
 
 /// The tokens, in cursor pages: `/v2/tokens`.
 pub(crate) const TOKENS_V2: &str = "/v2/tokens";
+
+/// The webhooks: `/webhooks`.
+pub(crate) const WEBHOOKS: &str = "/webhooks";
+
+/// One webhook: `/webhooks/{id}`.
+pub(crate) const WEBHOOK: &str = "/webhooks/{id}";
+
+/// The event types webhooks can subscribe to: `/webhooks/event-types`.
+pub(crate) const WEBHOOK_EVENT_TYPES: &str = "/webhooks/event-types";
+
+/// The public half of the key that signs webhooks now, PEM: `/webhooks/signing-key`.
+pub(crate) const WEBHOOK_SIGNING_KEY: &str = "/webhooks/signing-key";
+
+/// Every published webhook signing key: `/webhooks/signing-keys`.
+pub(crate) const WEBHOOK_SIGNING_KEYS: &str = "/webhooks/signing-keys";

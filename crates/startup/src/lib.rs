@@ -21,12 +21,12 @@ pub mod telemetry;
 use std::sync::Arc;
 
 use tessera_domain::Vault;
-use tessera_storage::{Database, DatabaseUrl, DetachedStore, OnPending};
+use tessera_storage::{DatabaseUrl, DetachedStore, OnPending};
 
 pub use db_args::{DbArgs, ImplicitTransform};
 pub use error::StartupError;
 pub use telemetry::LogFormat;
-pub use tessera_storage::{MigrationEntry, MigrationState};
+pub use tessera_storage::{Database, MigrationEntry, MigrationState};
 
 /// Sweeps expired tokens, old idempotency keys and audit events past retention every `interval` (see [`Vault::sweep`]),
 /// for as long as the runtime runs; `None` for a zero interval. Failures are logged and the

@@ -28,6 +28,7 @@ mod schema;
 mod tenants;
 mod tokens;
 mod url;
+mod webhooks;
 
 pub use database::{
     postgres_connection, tls, Backend, Database, MigrationEntry, MigrationState, OnPending,

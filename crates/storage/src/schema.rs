@@ -228,3 +228,39 @@ diesel::table! {
         pruned_hash -> Binary,
     }
 }
+
+diesel::table! {
+    webhooks (tenant_id, id) {
+        tenant_id -> Text,
+        id -> Text,
+        slot -> Integer,
+        name -> Text,
+        url -> Text,
+        notify_email -> Nullable<Text>,
+        events -> Text,
+        status -> Text,
+        created_by -> Text,
+        created_at -> Timestamp,
+        modified_by -> Nullable<Text>,
+        modified_at -> Nullable<Timestamp>,
+        cursor_seq -> BigInt,
+        cursor_hash -> Binary,
+        failing_since -> Nullable<Timestamp>,
+        attempts -> Integer,
+        next_attempt_at -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        last_delivered_at -> Nullable<Timestamp>,
+        disabled_at -> Nullable<Timestamp>,
+        lease_owner -> Nullable<Text>,
+        lease_until -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    webhook_signing_keys (version) {
+        version -> Integer,
+        public_pem -> Text,
+        created_at -> Timestamp,
+        activates_at -> Timestamp,
+    }
+}

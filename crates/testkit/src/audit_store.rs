@@ -165,6 +165,24 @@ impl AuditStore for MemoryAuditStore {
         blocks.truncate(limit as usize);
         Ok(blocks)
     }
+    async fn audit_blocks_after_seq(
+        &self,
+        chain: Option<TenantId>,
+        seq: i64,
+        limit: u32,
+    ) -> Result<Vec<AuditBlock>, StoreError> {
+        let mut blocks: Vec<AuditBlock> = self
+            .blocks
+            .lock()
+            .expect("blocks")
+            .iter()
+            .filter(|b| b.tenant_id == chain && b.last_seq > seq)
+            .cloned()
+            .collect();
+        blocks.sort_by_key(|b| b.first_seq);
+        blocks.truncate(limit as usize);
+        Ok(blocks)
+    }
     async fn audit_blocks_desc(
         &self,
         _: Option<TenantId>,

@@ -28,6 +28,7 @@ pub mod softhsm;
 pub mod tamper;
 pub mod upstream;
 pub mod vault;
+pub mod webhook_receiver;
 
 /// The error classes a transform may throw and the status each answers with (docs/api.md, "Transforms"),
 /// as the engine's and the gateway's tests expect them.

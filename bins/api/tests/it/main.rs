@@ -13,3 +13,4 @@ mod kms;
 mod operations;
 mod readme;
 mod upgrade;
+mod webhooks;

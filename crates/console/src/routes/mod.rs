@@ -7,6 +7,7 @@ mod sign_in;
 mod token;
 mod tokens;
 mod try_it;
+mod webhooks;
 
 use crate::{form::Form, views::see_other};
 use actix_web::{
@@ -84,6 +85,8 @@ where
                 .route(get().to(applications::confirm_delete))
                 .route(post().to(applications::delete)),
         )
+        .service(resource("/webhooks").route(get().to(webhooks::list)))
+        .service(resource("/webhooks/{id}/enable").route(post().to(webhooks::enable)))
         .service(resource("/audit").route(get().to(audit::list)))
         .service(resource("/audit/verify").route(post().to(audit::verify)))
         .default_service(web::to(not_found))

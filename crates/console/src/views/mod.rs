@@ -10,6 +10,7 @@ pub(crate) mod proxies;
 pub(crate) mod sign_in;
 pub(crate) mod token;
 pub(crate) mod tokens;
+pub(crate) mod webhooks;
 
 use actix_web::{
     http::{header, StatusCode},
@@ -23,12 +24,13 @@ pub(crate) enum Section {
     Tokens,
     Proxies,
     Applications,
+    Webhooks,
     Audit,
 }
 
 impl Section {
     /// Every section, in navigation order, with its link and label.
-    pub(crate) const ALL: [(Section, &'static str, &'static str); 4] = [
+    pub(crate) const ALL: [(Section, &'static str, &'static str); 5] = [
         (Section::Tokens, "/console/tokens", "Tokens"),
         (Section::Proxies, "/console/proxies", "Proxies"),
         (
@@ -36,6 +38,7 @@ impl Section {
             "/console/applications",
             "Applications",
         ),
+        (Section::Webhooks, "/console/webhooks", "Webhooks"),
         (Section::Audit, "/console/audit", "Audit trail"),
     ];
 }

@@ -49,6 +49,8 @@ actions! {
     /// The sweep sealed a card's data again without its CVC, its retention past (actor
     /// `system`).
     TokenCvcRemoved => "token.cvc_removed",
+    /// The sweep deleted a token whose expiry had passed (actor `system`).
+    TokenExpired => "token.expired",
     /// A parent → child link was made.
     AssociationCreated => "association.created",
     /// A parent → child link was removed.
@@ -86,6 +88,15 @@ actions! {
     TenantKeysDestroyed => "tenant.keys_destroyed",
     /// `api tenants delete` deleted the tenant's rows (in the deployment's chain).
     TenantDeleted => "tenant.deleted",
+    /// A webhook was registered (`POST /webhooks`).
+    WebhookCreated => "webhook.created",
+    /// A webhook was replaced (`PUT /webhooks/{id}`), which may re-enable it.
+    WebhookUpdated => "webhook.updated",
+    /// A webhook was deleted.
+    WebhookDeleted => "webhook.deleted",
+    /// The deliverer disabled a webhook after continuous failure (actor `system`;
+    /// docs/webhooks.md, "Retries and disabling").
+    WebhookDisabled => "webhook.disabled",
     /// A retry with an `Idempotency-Key` was answered with the stored answer of the first
     /// request (naming what that request created), after its checks passed again.
     RequestReplayed => "request.replayed",

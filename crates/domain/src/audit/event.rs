@@ -322,7 +322,7 @@ mod tests {
                 format!("\"{}\"", a.as_str())
             );
         }
-        assert_eq!(AuditAction::ALL.len(), 29);
+        assert_eq!(AuditAction::ALL.len(), 34);
         assert!("token.stolen".parse::<AuditAction>().is_err());
     }
 

@@ -65,6 +65,14 @@ impl AuditLog {
         }
     }
 
+    /// Where `tenant`'s chain stands (`(0, [0; 32])` when off or without events).
+    pub async fn head(&self, tenant: TenantId) -> Result<(i64, [u8; 32]), StoreError> {
+        match &self.trail {
+            Some(trail) => trail.head(tenant).await,
+            None => Ok((0, [0; 32])),
+        }
+    }
+
     /// A page of `tenant`'s events matching `filter`, newest first (none when off).
     pub async fn list(
         &self,

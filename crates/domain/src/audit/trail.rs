@@ -86,6 +86,9 @@ pub trait AuditTrail: Send + Sync + fmt::Debug {
     /// Returns once every event submitted before the call is committed, or the writer gave
     /// up on the chains it could not write.
     async fn flush(&self);
+    /// Where `tenant`'s chain stands: its last position and that event's hash (`(0, [0; 32])`
+    /// for a chain without events). A webhook's delivery starts there.
+    async fn head(&self, tenant: TenantId) -> Result<(i64, [u8; 32]), StoreError>;
     /// A page of `tenant`'s events matching `filter`, newest first.
     async fn list(
         &self,

@@ -18,6 +18,7 @@ mod idempotency;
 mod proxies;
 mod tenants;
 mod tokens;
+mod webhooks;
 
 pub use crate::error::StoreError;
 pub use crate::token::SearchHash;
@@ -36,6 +37,7 @@ pub use tokens::{
     ContainerScope, Duplicate, Position, StoredToken, TokenFilter, TokenInserts, TokenListing,
     TokenRecords, TokenSearch, TokenSearching, TokenStore, TokenUpdate, TokenUpkeep,
 };
+pub use webhooks::{StoredSigningKey, StoredWebhook, WebhookStore};
 
 /// Declares [`Store`], everything the vault needs from storage, and implements it for every
 /// type with all of `$part`: the list of store traits is written once.
@@ -57,5 +59,6 @@ store_of!(
     IdempotencyStore,
     ConsoleSessionStore,
     DataKeyStore,
+    WebhookStore,
     HealthStore
 );

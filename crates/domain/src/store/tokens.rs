@@ -286,13 +286,13 @@ pub trait TokenSearching: Send + Sync {
 #[async_trait]
 pub trait TokenUpkeep: Send + Sync {
     /// Deletes up to `limit` tokens (of any tenant) expired at `now`, with their metadata and
-    /// associations; returns how many. Safe to run from several processes at once: a token
+    /// associations; returns the ones it deleted. Safe to run from several processes at once: a token
     /// is deleted only if it is still expired when the delete runs.
     async fn delete_expired_tokens(
         &self,
         now: OffsetDateTime,
         limit: u32,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<Vec<(TenantId, TokenId)>, StoreError>;
     /// Up to `limit` tokens (of any tenant) whose data may hold a CVC ([`StoredToken::holds_cvc`])
     /// and that were created at or before `created_by`, oldest first.
     async fn tokens_holding_cvc(

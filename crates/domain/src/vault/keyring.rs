@@ -104,6 +104,25 @@ impl Keyring {
             .await?)
     }
 
+    /// A deployment key of any length (a webhook signing key) wrapped by the current custody.
+    pub(crate) async fn wrap_vault_key(
+        &self,
+        purpose: WrapPurpose<'_>,
+        plain: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
+        self.master.wrap(purpose, plain).await
+    }
+
+    /// A deployment key wrapped by [`Keyring::wrap_vault_key`], unwrapped by whichever
+    /// configured custody opens it.
+    pub(crate) async fn unwrap_vault_key(
+        &self,
+        purpose: WrapPurpose<'_>,
+        wrapped: &[u8],
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, CryptoError> {
+        self.unwrap_any(purpose, wrapped).await
+    }
+
     /// Unwraps with the current custody, else with a previous one (a key not yet re-wrapped).
     /// When none opens it, an unreachable custody is reported before a refusal.
     async fn unwrap_any(

@@ -25,6 +25,8 @@ mod token_search;
 mod token_update;
 mod token_walk;
 mod tokens;
+mod webhook_signing;
+mod webhooks;
 
 use std::{sync::Arc, time::Duration};
 
@@ -98,6 +100,8 @@ pub struct Vault {
     implicit: crate::data_transform::DataTransform,
     /// How long a card's CVC is kept after the token's creation ([`Vault::with_cvc_retention`]).
     cvc: crate::token::CvcRetention,
+    /// Webhook signing keys unwrapped so far.
+    signing: Arc<webhook_signing::SigningKeys>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -154,6 +158,7 @@ impl Vault {
             transform_check: None,
             implicit: crate::data_transform::DataTransform::Reveal,
             cvc: crate::token::CvcRetention::default(),
+            signing: Arc::default(),
         }
     }
 
@@ -336,6 +341,17 @@ impl Vault {
             .await
     }
 
+    /// The deployment's own wrapped keys: the proxy-key lookup key, the cursor key and the
+    /// webhook signing keys.
+    async fn vault_key_names(&self) -> Result<Vec<String>, VaultError> {
+        let mut names = vec![
+            crate::lookup::PROXY_KEY_LOOKUP.to_string(),
+            crate::cursor::CURSOR_KEY.to_string(),
+        ];
+        names.extend(self.signing_key_names().await?);
+        Ok(names)
+    }
+
     /// Whether the database holds anything a master key wrapped (a tenant's data key, or the
     /// vault's own keys): start-up never gives such a database a newly generated key
     /// (docs/operations.md, "Backups").
@@ -343,8 +359,8 @@ impl Vault {
         if !self.store.list_tenants().await?.is_empty() {
             return Ok(true);
         }
-        for name in [crate::lookup::PROXY_KEY_LOOKUP, crate::cursor::CURSOR_KEY] {
-            if self.store.get_vault_key(name).await?.is_some() {
+        for name in self.vault_key_names().await? {
+            if self.store.get_vault_key(&name).await?.is_some() {
                 return Ok(true);
             }
         }
@@ -358,14 +374,14 @@ impl Vault {
     /// opens.
     pub async fn rotate_master_key(&self) -> Result<Rotation, VaultError> {
         let mut report = Rotation::default();
-        for name in [crate::lookup::PROXY_KEY_LOOKUP, crate::cursor::CURSOR_KEY] {
-            let Some(wrapped) = self.store.get_vault_key(name).await? else {
+        for name in self.vault_key_names().await? {
+            let Some(wrapped) = self.store.get_vault_key(&name).await? else {
                 continue;
             };
-            if let Some(rewrapped) = self.keys.rewrap_vault_key(name, &wrapped).await? {
+            if let Some(rewrapped) = self.keys.rewrap_vault_key(&name, &wrapped).await? {
                 if !self
                     .store
-                    .replace_vault_key(name, &wrapped, &rewrapped)
+                    .replace_vault_key(&name, &wrapped, &rewrapped)
                     .await?
                 {
                     report.changed_concurrently += 1;

@@ -3,7 +3,12 @@
 
 use time::OffsetDateTime;
 
-use crate::{error::VaultError, timestamp};
+use crate::{
+    audit::{Actor, AuditAction, AuditEvent},
+    error::{StoreError, VaultError},
+    ids::{TenantId, TokenId},
+    timestamp,
+};
 
 use super::{idempotency::IDEMPOTENCY_WINDOW, sealing::decrypt_with, Vault};
 
@@ -37,8 +42,10 @@ impl Vault {
         let mut report = SweepReport::default();
         loop {
             let deleted = self.store.delete_expired_tokens(now, SWEEP_BATCH).await?;
-            report.expired_tokens += deleted;
-            if deleted < u64::from(SWEEP_BATCH) {
+            let count = deleted.len() as u64;
+            report.expired_tokens += count;
+            self.record_expiries(deleted).await?;
+            if count < u64::from(SWEEP_BATCH) {
                 break;
             }
         }
@@ -57,6 +64,27 @@ impl Vault {
             report.audit_events = self.prune_audit_at(retention, now).await?;
         }
         Ok(report)
+    }
+
+    /// Records `token.expired` (actor `system`) for each token the sweep deleted: what
+    /// webhooks deliver as Basis Theory's `token.expired` (docs/webhooks.md).
+    async fn record_expiries(&self, deleted: Vec<(TenantId, TokenId)>) -> Result<(), VaultError> {
+        let events: Vec<AuditEvent> = deleted
+            .into_iter()
+            .map(|(tenant, id)| {
+                AuditEvent::success(
+                    tenant,
+                    AuditAction::TokenExpired,
+                    Actor::System,
+                    vec![(&id).into()],
+                )
+            })
+            .collect();
+        self.audit.record(events).await.map_err(|e| {
+            VaultError::Store(StoreError::Unavailable(format!(
+                "recording token expiries in the audit trail: {e}"
+            )))
+        })
     }
 
     /// Computes the fingerprint of every token written before fingerprints existed (start-up

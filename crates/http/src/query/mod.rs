@@ -16,11 +16,13 @@ mod applications;
 mod audit;
 mod proxies;
 mod tokens;
+mod webhooks;
 
 pub(crate) use applications::{application_list, ApplicationListParams};
 pub(crate) use audit::{audit_list, AuditListParams};
 pub(crate) use proxies::{proxy_list, ProxyListParams};
 pub(crate) use tokens::{token_list, token_list_v2, TokenListParams, TokenListV2Params};
+pub(crate) use webhooks::webhook_list;
 
 /// `page` and `size`, as every list accepts them: documented (OpenAPI) and collected here
 /// (anything unparsable is out of range).

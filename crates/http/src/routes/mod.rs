@@ -9,6 +9,7 @@ mod proxies;
 mod recorded;
 mod tokenize;
 mod tokens;
+mod webhooks;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse, ResponseError};
 use tessera_service::header_names::HeaderNames;
@@ -26,6 +27,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig, names: &HeaderNames) {
     children::configure(cfg);
     proxies::configure(cfg);
     audit::configure(cfg);
+    webhooks::configure(cfg);
 }
 
 /// Any unknown route.
@@ -55,6 +57,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
         children::Doc::openapi(),
         proxies::Doc::openapi(),
         audit::Doc::openapi(),
+        webhooks::Doc::openapi(),
     ] {
         doc.merge(part);
     }

@@ -37,3 +37,4 @@ mod token_permissions;
 mod tokens;
 mod transforms;
 mod type_errors;
+mod webhooks;

@@ -88,6 +88,31 @@ impl AuditStore for Database {
         rows.into_iter().map(AuditBlock::try_from).collect()
     }
 
+    async fn audit_blocks_after_seq(
+        &self,
+        chain: Option<TenantId>,
+        seq: i64,
+        limit: u32,
+    ) -> Result<Vec<AuditBlock>, StoreError> {
+        let key = chain_key(chain);
+        // A block holds at most MAX_BLOCK_EVENTS events, so one holding `seq + 1` starts
+        // after `seq - MAX_BLOCK_EVENTS`: the range stays on the chain's key.
+        let floor = seq.saturating_sub(tessera_audit::MAX_BLOCK_EVENTS as i64);
+        let rows: Vec<BlockRow> = with_scan_conn!(self, |conn| {
+            audit_blocks::table
+                .filter(audit_blocks::tenant_id.eq(&key))
+                .filter(audit_blocks::first_seq.gt(floor))
+                .filter(audit_blocks::last_seq.gt(seq))
+                .order(audit_blocks::first_seq)
+                .limit(i64::from(limit))
+                .select(BlockRow::as_select())
+                .load(conn)
+                .await
+                .db()
+        })?;
+        rows.into_iter().map(AuditBlock::try_from).collect()
+    }
+
     async fn audit_blocks_desc(
         &self,
         chain: Option<TenantId>,

@@ -16,6 +16,7 @@ detached! {
         spawned fn audit_chain_heads() -> Vec<ChainHead>;
         spawned fn audit_chain_head(chain: Option<TenantId>) -> Option<ChainHead>;
         scan fn audit_blocks(chain: Option<TenantId>, after_first_seq: i64, limit: u32) -> Vec<AuditBlock>;
+        scan fn audit_blocks_after_seq(chain: Option<TenantId>, seq: i64, limit: u32) -> Vec<AuditBlock>;
         scan fn audit_blocks_desc(chain: Option<TenantId>, span: &BlockSpan, limit: u32) -> Vec<AuditBlock>;
         spawned fn prune_audit_events(before: OffsetDateTime) -> u64;
     }

@@ -77,6 +77,7 @@ mod idempotency;
 mod proxies;
 mod tenants;
 mod tokens;
+mod webhooks;
 
 /// Lends an argument a spawned operation owns back in the form its database call takes: `&T`
 /// as itself borrowed, `&[T]` from a `Vec<T>`, `&str` from a `String`, and a value by copy.

@@ -43,7 +43,7 @@ detached! {
 
 detached! {
     TokenUpkeep {
-        spawned fn delete_expired_tokens(now: OffsetDateTime, limit: u32) -> u64;
+        spawned fn delete_expired_tokens(now: OffsetDateTime, limit: u32) -> Vec<(TenantId, TokenId)>;
         spawned fn tokens_holding_cvc(created_by: OffsetDateTime, limit: u32) -> Vec<StoredToken>;
         spawned fn unfingerprinted_tokens(limit: u32) -> Vec<StoredToken>;
         spawned fn set_token_fingerprint(tenant: TenantId, id: TokenId, fingerprint: &str) -> ();

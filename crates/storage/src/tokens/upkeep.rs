@@ -23,9 +23,9 @@ impl TokenUpkeep for Database {
         &self,
         now: OffsetDateTime,
         limit: u32,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<Vec<(TenantId, TokenId)>, StoreError> {
         let now = to_db_time(now);
-        with_write_conn!(self, |conn| {
+        let deleted = with_write_conn!(self, |conn| {
             let expired: Vec<(String, String)> = tokens::table
                 .filter(tokens::expires_at.le(now))
                 .order(tokens::expires_at.asc())
@@ -34,7 +34,7 @@ impl TokenUpkeep for Database {
                 .load(conn)
                 .await
                 .db()?;
-            let mut deleted = 0u64;
+            let mut deleted = Vec::new();
             // One statement per token, each only if the token is still expired (another
             // process may have swept it already); then its metadata and search index rows
             // (which reference their tenant, not their token: docs/architecture.md "Writing
@@ -60,14 +60,26 @@ impl TokenUpkeep for Database {
                         .await?;
                         delete_search_rows!(conn, tenant, id).await?;
                     }
-                    deleted += n as u64;
+                    if n > 0 {
+                        deleted.push((tenant.clone(), id.clone()));
+                    }
                 }
                 Ok(())
             })
             .await
             .db()?;
             Ok::<_, StoreError>(deleted)
-        })
+        })?;
+        deleted
+            .into_iter()
+            .map(|(tenant, id)| {
+                let corrupt = || StoreError::Corrupt(format!("expired token {id}: invalid ids"));
+                Ok((
+                    tenant.parse().map_err(|_| corrupt())?,
+                    id.parse::<TokenId>().map_err(|_| corrupt())?,
+                ))
+            })
+            .collect()
     }
 
     /// The CVC sweep's reads (docs/operations.md, "CVC retention"): the oldest marked rows

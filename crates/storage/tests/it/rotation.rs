@@ -18,7 +18,8 @@ backend_tests!(
     after_rotation_the_new_key_alone_opens_tokens_and_proxies,
     a_tenant_no_configured_key_opens_stops_the_rotation,
     wrapped_keys_are_replaced_only_if_unchanged,
-    an_unfinished_rotation_is_caught_at_start_up
+    an_unfinished_rotation_is_caught_at_start_up,
+    webhook_signing_keys_move_with_the_master_key,
 );
 
 fn copy(key: &MasterKey) -> MasterKey {
@@ -226,4 +227,61 @@ async fn an_unfinished_rotation_is_caught_at_start_up(t: &TestDatabase) {
         .verify_master_key()
         .await
         .expect("finished");
+}
+
+/// The webhook signing keys are deployment keys wrapped by the master key: a rotation re-wraps
+/// them (and a signing-key rotation's published key), the new master key alone then signs with
+/// the same keys, and the old one opens none.
+async fn webhook_signing_keys_move_with_the_master_key(t: &TestDatabase) {
+    let (old, new) = (MasterKey::generate(), MasterKey::generate());
+    let before = vault(t, copy(&old), vec![]);
+    before.create_tenant("acme").await.expect("tenant");
+    let now = tessera_domain::timestamp::now();
+    let (first, _) = before
+        .webhook_signing_key_at(now)
+        .await
+        .expect("a first key");
+    let next = before
+        .rotate_webhook_signing_key(time::Duration::hours(24))
+        .await
+        .expect("a published next key");
+    assert_eq!((first.version, next.version), (1, 2));
+    let (signing, _) = before.webhook_signing_key_at(now).await.expect("key");
+    assert_eq!(
+        signing.version, 1,
+        "the next key signs only after the overlap"
+    );
+    let later = now + time::Duration::hours(25);
+    assert_eq!(
+        before
+            .webhook_signing_key_at(later)
+            .await
+            .expect("key")
+            .0
+            .version,
+        2
+    );
+
+    vault(t, copy(&new), vec![copy(&old)])
+        .rotate_master_key()
+        .await
+        .expect("rotate");
+    let after = vault(t, copy(&new), vec![]);
+    for at in [now, later] {
+        let (stored, key) = after
+            .webhook_signing_key_at(at)
+            .await
+            .expect("opens under the new key");
+        assert_eq!(
+            key.public_pem(),
+            stored.public_pem,
+            "the same key as published"
+        );
+        assert!(key.sign(b"{}").is_ok());
+    }
+    let stale = vault(t, copy(&old), vec![]);
+    assert!(
+        stale.webhook_signing_key_at(now).await.is_err(),
+        "the old master key opens no signing key"
+    );
 }

@@ -1,0 +1,260 @@
+//! The deliverer of one process: every few seconds it reads the enabled webhooks of every
+//! tenant and takes the lease of each one no live process holds, then delivers it in a task of
+//! its own ([`crate::hook_task`]). The lease is a conditional update of the webhook's row, the
+//! same on SQLite and PostgreSQL, so each webhook has one deliverer across every process and
+//! replica; a process that dies loses its leases when they expire, and another (or its
+//! restart) goes on from the saved cursor (docs/webhooks.md, "One deliverer per webhook").
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use tessera_audit::AuditStore;
+use tessera_domain::{
+    ids::WebhookId,
+    store::{StoredSigningKey, WebhookStore},
+    timestamp,
+    webhook::{signing, Webhook, WebhookEvent},
+    Vault,
+};
+use tokio::{
+    sync::{watch, Mutex},
+    task::JoinHandle,
+    time::Instant,
+};
+
+use crate::{
+    backoff::Policy,
+    hook_task::HookTask,
+    stats::DeliveryStats,
+    transport::{Outgoing, Transport},
+};
+
+/// How long a signing key read from the store is used before it is read again (a rotation's
+/// overlap is far longer).
+const SIGNING_KEY_REFRESH: Duration = Duration::from_secs(30);
+
+/// The deliverer's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct DelivererConfig {
+    /// How long a lease lasts without renewal: after a crash, the longest a webhook waits
+    /// for another deliverer.
+    pub lease: Duration,
+    /// How often a caught-up webhook looks for new events.
+    pub poll: Duration,
+    /// How often the enabled webhooks are read and free leases taken.
+    pub claim_every: Duration,
+    /// How long delivery pauses after the chain could not be read.
+    pub broken_pause: Duration,
+    /// Retries and disabling.
+    pub policy: Policy,
+}
+
+impl Default for DelivererConfig {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(30),
+            poll: Duration::from_secs(1),
+            claim_every: Duration::from_secs(5),
+            broken_pause: Duration::from_secs(60),
+            policy: Policy::default(),
+        }
+    }
+}
+
+/// What every webhook task of the process shares.
+pub(crate) struct Shared {
+    pub(crate) vault: Vault,
+    pub(crate) store: Arc<dyn WebhookStore>,
+    pub(crate) chain: Arc<dyn AuditStore>,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) config: DelivererConfig,
+    pub(crate) owner: String,
+    pub(crate) prefix: String,
+    pub(crate) stats: DeliveryStats,
+    signing: Mutex<Option<(Instant, StoredSigningKey, Arc<signing::SigningKey>)>>,
+}
+
+impl Shared {
+    /// Signs and POSTs `event` to `webhook`. `Err`: why it failed, as the tenant sees it.
+    pub(crate) async fn send(&self, webhook: &Webhook, event: &WebhookEvent) -> Result<(), String> {
+        let key = self.signing_key().await?;
+        let body = event.body(timestamp::now());
+        let signature = key
+            .sign(&body)
+            .map_err(|_| "the event could not be signed".to_string())?;
+        let p = &self.prefix;
+        let request = Outgoing {
+            url: webhook.settings.url.clone(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("user-agent".into(), "Tessera-Webhooks".into()),
+                (format!("{p}-SIGNATURE"), signature),
+                (
+                    format!("{p}-SIGNATURE-VERSION"),
+                    signing::SIGNATURE_VERSION.into(),
+                ),
+                (
+                    format!("{p}-SIGNATURE-KEY-VERSION"),
+                    key.version().to_string(),
+                ),
+            ],
+            body,
+        };
+        match self.transport.post(request).await {
+            Ok(status) if (200..300).contains(&status) => Ok(()),
+            Ok(status) => Err(format!("the receiver answered {status}")),
+            Err(failure) => Err(failure.to_string()),
+        }
+    }
+
+    /// The key that signs now (read again every [`SIGNING_KEY_REFRESH`]).
+    async fn signing_key(&self) -> Result<Arc<signing::SigningKey>, String> {
+        let mut held = self.signing.lock().await;
+        let now = timestamp::now();
+        if let Some((read, _, key)) = held.as_ref() {
+            if read.elapsed() < SIGNING_KEY_REFRESH {
+                return Ok(key.clone());
+            }
+        }
+        let (stored, key) = self.vault.webhook_signing_key_at(now).await.map_err(|e| {
+            tracing::warn!(error = %e, "reading the webhook signing key");
+            "the signing key is unavailable".to_string()
+        })?;
+        *held = Some((Instant::now(), stored, key.clone()));
+        Ok(key)
+    }
+}
+
+/// Starts a deliverer.
+pub struct Deliverer {
+    vault: Vault,
+    store: Arc<dyn WebhookStore>,
+    chain: Arc<dyn AuditStore>,
+    transport: Arc<dyn Transport>,
+    config: DelivererConfig,
+    prefix: String,
+    stats: DeliveryStats,
+}
+
+impl std::fmt::Debug for Deliverer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deliverer")
+            .field("config", &self.config)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deliverer {
+    /// A deliverer reading webhooks from `store` and chains from `chain`, signing with the
+    /// vault's key, sending through `transport`; its headers are `<prefix>-SIGNATURE` and
+    /// `<prefix>-SIGNATURE-VERSION`.
+    pub fn new(
+        vault: Vault,
+        store: Arc<dyn WebhookStore>,
+        chain: Arc<dyn AuditStore>,
+        transport: Arc<dyn Transport>,
+        prefix: &str,
+    ) -> Self {
+        Self {
+            vault,
+            store,
+            chain,
+            transport,
+            config: DelivererConfig::default(),
+            prefix: prefix.to_string(),
+            stats: DeliveryStats::default(),
+        }
+    }
+
+    /// With `config` instead of the defaults.
+    pub fn with_config(mut self, config: DelivererConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Its figures, for `/metrics`.
+    pub fn stats(&self) -> DeliveryStats {
+        self.stats.clone()
+    }
+
+    /// Runs it until [`Running::stop`].
+    pub fn spawn(self) -> Running {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            vault: self.vault,
+            store: self.store,
+            chain: self.chain,
+            transport: self.transport,
+            config: self.config,
+            owner: format!("deliverer-{}", uuid::Uuid::new_v4()),
+            prefix: self.prefix,
+            stats: self.stats,
+            signing: Mutex::new(None),
+        });
+        let task = tokio::spawn(claim_loop(shared, stop_rx));
+        Running {
+            stop: stop_tx,
+            task,
+        }
+    }
+}
+
+/// A running deliverer.
+#[derive(Debug)]
+pub struct Running {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops taking webhooks, lets each task finish its attempt in flight and release its
+    /// lease, and returns when they have.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+async fn claim_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut tasks: HashMap<WebhookId, JoinHandle<()>> = HashMap::new();
+    loop {
+        tasks.retain(|_, t| !t.is_finished());
+        match shared.store.enabled_webhooks().await {
+            Ok(hooks) => {
+                for hook in hooks {
+                    let id = hook.webhook.id;
+                    if tasks.contains_key(&id) {
+                        continue;
+                    }
+                    let now = timestamp::now();
+                    match shared
+                        .store
+                        .claim_webhook(id, &shared.owner, now, now + shared.config.lease)
+                        .await
+                    {
+                        Ok(true) => {
+                            let task = HookTask {
+                                shared: shared.clone(),
+                                hook,
+                                stop: stop.clone(),
+                            };
+                            tasks.insert(id, tokio::spawn(task.run()));
+                        }
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(webhook = %id, error = %e, "taking a webhook's lease")
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the webhooks to deliver"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(shared.config.claim_every) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    for (_, task) in tasks {
+        let _ = task.await;
+    }
+}

@@ -1,0 +1,2 @@
+DROP TABLE webhook_signing_keys;
+DROP TABLE webhooks;
