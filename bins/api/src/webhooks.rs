@@ -61,7 +61,6 @@ pub(crate) fn start(
     .context("building the webhook client")?;
     let config = DelivererConfig {
         lease: Duration::from_secs(args.webhooks.webhook_lease_seconds),
-        claim_every: Duration::from_secs((args.webhooks.webhook_lease_seconds / 3).clamp(1, 5)),
         policy: Policy {
             disable_after: Duration::from_secs(args.webhooks.webhook_disable_after),
         },

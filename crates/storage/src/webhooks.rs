@@ -48,6 +48,7 @@ struct WebhookRow {
     last_error: Option<String>,
     last_delivered_at: Option<PrimitiveDateTime>,
     disabled_at: Option<PrimitiveDateTime>,
+    lease_until: Option<PrimitiveDateTime>,
 }
 
 impl TryFrom<WebhookRow> for StoredWebhook {
@@ -97,6 +98,7 @@ impl TryFrom<WebhookRow> for StoredWebhook {
                 last_delivered_at: at(r.last_delivered_at),
                 disabled_at: at(r.disabled_at),
             },
+            lease_until: at(r.lease_until),
         })
     }
 }

@@ -67,6 +67,7 @@ pub struct Receiver {
     status: Arc<AtomicU16>,
     delay_ms: Arc<AtomicU64>,
     deliveries: Arc<Mutex<Vec<Delivery>>>,
+    raw: Arc<Mutex<Option<Vec<u8>>>>,
 }
 
 impl Receiver {
@@ -79,6 +80,7 @@ impl Receiver {
             status: Arc::new(AtomicU16::new(200)),
             delay_ms: Arc::new(AtomicU64::new(0)),
             deliveries: Arc::new(Mutex::new(Vec::new())),
+            raw: Arc::new(Mutex::new(None)),
         };
         let r = receiver.clone();
         std::thread::spawn(move || {
@@ -93,6 +95,13 @@ impl Receiver {
     /// Answers `status` from now on.
     pub fn answer(&self, status: u16) {
         self.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Answers with these bytes from now on (a hostile answer: a redirect, a body that never
+    /// ends), recorded with `status`; the connection is then held open for a minute.
+    pub fn answer_raw(&self, status: u16, raw: &[u8]) {
+        self.status.store(status, Ordering::SeqCst);
+        *self.raw.lock().expect("raw") = Some(raw.to_vec());
     }
 
     /// Waits `delay` before each answer from now on.
@@ -173,6 +182,12 @@ impl Receiver {
                 body,
                 answered: status,
             });
+            let raw = self.raw.lock().expect("raw").clone();
+            if let Some(raw) = raw {
+                let _ = stream.write_all(&raw);
+                std::thread::sleep(Duration::from_secs(60));
+                return;
+            }
             let answer = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
             if stream.write_all(answer.as_bytes()).is_err() {
                 return;

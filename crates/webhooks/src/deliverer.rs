@@ -1,4 +1,4 @@
-//! The deliverer of one process: every few seconds it reads the enabled webhooks of every
+//! The deliverer of one process: every second it reads the enabled webhooks of every
 //! tenant and takes the lease of each one no live process holds, then delivers it in a task of
 //! its own ([`crate::hook_task`]). The lease is a conditional update of the webhook's row, the
 //! same on SQLite and PostgreSQL, so each webhook has one deliverer across every process and
@@ -40,7 +40,8 @@ pub struct DelivererConfig {
     pub lease: Duration,
     /// How often a caught-up webhook looks for new events.
     pub poll: Duration,
-    /// How often the enabled webhooks are read and free leases taken.
+    /// How often the enabled webhooks are read (one query) and free leases taken: how soon a
+    /// new webhook, or one whose process died, is picked up.
     pub claim_every: Duration,
     /// How long delivery pauses after the chain could not be read.
     pub broken_pause: Duration,
@@ -53,7 +54,7 @@ impl Default for DelivererConfig {
         Self {
             lease: Duration::from_secs(30),
             poll: Duration::from_secs(1),
-            claim_every: Duration::from_secs(5),
+            claim_every: Duration::from_secs(1),
             broken_pause: Duration::from_secs(60),
             policy: Policy::default(),
         }
@@ -223,10 +224,10 @@ async fn claim_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             Ok(hooks) => {
                 for hook in hooks {
                     let id = hook.webhook.id;
-                    if tasks.contains_key(&id) {
+                    let now = timestamp::now();
+                    if tasks.contains_key(&id) || hook.lease_until.is_some_and(|u| u > now) {
                         continue;
                     }
-                    let now = timestamp::now();
                     match shared
                         .store
                         .claim_webhook(id, &shared.owner, now, now + shared.config.lease)

@@ -497,3 +497,161 @@ fn without_a_trail_webhooks_are_refused() {
     let (status, answer) = s.call("POST", "/webhooks", Some(body));
     assert_eq!(status, 409, "{answer}");
 }
+
+/// A receiver's answer can cost its own webhook one attempt, nothing more: a redirect is a
+/// failure and is not followed, a body that never ends is not read, a receiver that never
+/// answers times out; meanwhile another tenant's webhook is delivered at once.
+#[test]
+fn a_receivers_answer_cannot_redirect_stall_or_flood_the_deliverer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = Served::start(dir.path(), None, &["--webhook-timeout", "1"]);
+    let target = Receiver::start();
+    let redirecting = Receiver::start();
+    redirecting.answer_raw(
+        302,
+        format!(
+            "HTTP/1.1 302 Found\r\nlocation: {}\r\ncontent-length: 0\r\n\r\n",
+            target.url
+        )
+        .as_bytes(),
+    );
+    let flooding = Receiver::start();
+    flooding.answer_raw(
+        200,
+        b"HTTP/1.1 200 OK\r\ncontent-length: 100000000000\r\n\r\nxxxxxxxx",
+    );
+    let silent = Receiver::start();
+    silent.delay(Duration::from_secs(30));
+    for r in [&redirecting, &flooding, &silent] {
+        s.hook(&r.url, &["token.created"]);
+    }
+    // Another tenant, with a receiver that answers at once.
+    let (b_admin, b_tenant) = second_tenant(dir.path());
+    let as_b = |method: &str, path: &str, body: Value| {
+        let (status, answer) = call(
+            method,
+            &format!("{}{path}", s.api.base),
+            &[("SVC-API-KEY", &b_admin)],
+            Some(body),
+        );
+        assert_eq!(status, 201, "{answer}");
+        answer
+    };
+    let fast = Receiver::start();
+    as_b(
+        "POST",
+        "/webhooks",
+        json!({"name": "fast", "url": fast.url, "events": ["token.created"]}),
+    );
+    let first = s.token("one");
+    let theirs = as_b(
+        "POST",
+        "/tokens",
+        json!({"type": "token", "data": "theirs"}),
+    )["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    fast.wait_for(
+        Duration::from_secs(5),
+        "the other tenant's event, at once",
+        |seen| !seen.is_empty(),
+    );
+    assert_eq!(
+        fast.deliveries()[0].json()["event"]["tenant_id"],
+        b_tenant.as_str()
+    );
+    assert_eq!(
+        fast.deliveries()[0].json()["event"]["data"]["token"]["id"],
+        theirs.as_str()
+    );
+    redirecting.wait_for(WITHIN, "a retried redirect", |seen| seen.len() >= 2);
+    assert!(
+        target.deliveries().is_empty(),
+        "the redirect was not followed"
+    );
+    let ids: BTreeSet<String> = redirecting
+        .deliveries()
+        .iter()
+        .map(Delivery::event_id)
+        .collect();
+    assert_eq!(ids.len(), 1, "the same event retried, nothing after it");
+    flooding.wait_for(WITHIN, "the flooded receiver", |seen| !seen.is_empty());
+    assert_eq!(
+        flooding.deliveries()[0].json()["event"]["data"]["token"]["id"],
+        first.as_str()
+    );
+    silent.wait_for(WITHIN, "a retried silent receiver", |seen| seen.len() >= 2);
+    let metrics = http_client::get(&format!("{}/metrics", s.api.base), &[]).text();
+    for name in [
+        "tessera_webhook_deliveries",
+        "tessera_webhook_failures",
+        "tessera_webhook_lag_events",
+        "tessera_webhooks_delivering",
+    ] {
+        assert!(metrics.contains(name), "{name} on /metrics");
+    }
+    assert!(
+        !metrics.contains("127.0.0.1"),
+        "no receiver URL on /metrics"
+    );
+}
+
+/// A webhook stored by a process that allows private destinations is not trusted by one that
+/// does not: its deliveries to a loopback receiver are refused at connect time, and fail.
+#[test]
+fn a_private_receiver_is_refused_by_a_process_without_the_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let receiver = Receiver::start();
+    let admin = {
+        let s = Served::start(dir.path(), None, &[]);
+        s.hook(&receiver.url, &["token.created"]);
+        s.admin.clone()
+    };
+    let strict = serve(
+        dir.path(),
+        &["--sweep-interval", "0.2"],
+        &[("TESSERA_MASTER_KEY", MASTER_KEY)],
+    );
+    let s = Served { api: strict, admin };
+    s.token("refused");
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        receiver.deliveries().is_empty(),
+        "nothing reached the loopback receiver"
+    );
+    let metrics = http_client::get(&format!("{}/metrics", s.api.base), &[]).text();
+    let failures = metrics
+        .lines()
+        .find(|l| l.starts_with("tessera_webhook_failures{"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(
+        failures >= 1.0,
+        "the refused attempts are counted:\n{metrics}"
+    );
+}
+
+/// A second tenant on the database of the server in `dir`: its admin key and id.
+fn second_tenant(dir: &Path) -> (String, String) {
+    let out = crate::cli::run(
+        dir,
+        &["tenants", "create", "--name", "other"],
+        &[("TESSERA_MASTER_KEY", MASTER_KEY)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: Value = serde_json::from_slice(&out.stdout).expect("tenant JSON");
+    (
+        made["api_key"].as_str().expect("api_key").to_string(),
+        made["tenant_id"]
+            .as_str()
+            .or(made["id"].as_str())
+            .expect("tenant id")
+            .to_string(),
+    )
+}

@@ -26,6 +26,7 @@ backend_tests!(
     an_application_in_use_is_not_deleted_and_says_why,
     proxies_are_listed_searched_and_deleted,
     without_a_gateway_try_it_says_it_is_unavailable,
+    webhooks_are_listed_and_a_disabled_one_enabled,
 );
 
 fn id_in(location: &str, prefix: &str) -> String {
@@ -449,4 +450,71 @@ async fn without_a_gateway_try_it_says_it_is_unavailable(db: &TestDatabase) {
     assert_eq!(tried.status, StatusCode::OK);
     assert!(tried.body.contains("Try it is unavailable"));
     assert_eq!(s.harness.upstream.hits(), 0, "nothing was sent");
+}
+
+/// The Webhooks page lists the tenant's webhooks with their status; a disabled one is enabled
+/// by its button (CSRF-checked, audited as the API's `PUT` is); a key without `webhook:read`
+/// sees nothing of them.
+async fn webhooks_are_listed_and_a_disabled_one_enabled(db: &TestDatabase) {
+    let s = Setup::start(db, Duration::from_secs(60)).await;
+    let input: tessera_domain::webhook::WebhookInput = serde_json::from_value(json!({
+        "name": "orders-hook", "url": "https://hooks.example.com/in",
+        "events": ["token.created"], "status": "disabled"}))
+    .expect("input");
+    let hook = s
+        .vault()
+        .create_webhook(&s.admin, input)
+        .await
+        .expect("webhook")
+        .webhook
+        .id;
+    let mut c = client(&s).await;
+    let csrf = c.signed_in(&s.admin_key).await;
+    let list = c.get("/console/webhooks").await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(
+        list.body.contains("orders-hook") && list.body.contains("https://hooks.example.com/in")
+    );
+    assert!(list.body.contains("disabled"));
+    let forged = c
+        .post(
+            &format!("/console/webhooks/{hook}/enable"),
+            &[("csrf", "forged")],
+        )
+        .await;
+    assert_ne!(
+        forged.status,
+        StatusCode::SEE_OTHER,
+        "a forged form enables nothing"
+    );
+    let enabled = c
+        .post(
+            &format!("/console/webhooks/{hook}/enable"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        enabled.location(),
+        format!("/console/webhooks?enabled={hook}")
+    );
+    let stored = s
+        .vault()
+        .get_webhook(&s.admin, hook)
+        .await
+        .expect("webhook");
+    assert_eq!(
+        stored.webhook.status,
+        tessera_domain::webhook::WebhookStatus::Enabled
+    );
+    let event = s.events().await.into_iter().next().expect("an event");
+    assert_eq!(event.event.action, AuditAction::WebhookUpdated);
+
+    let reader = s
+        .key(json!({"name": "reader", "type": "management", "permissions": ["proxy:read"]}))
+        .await;
+    let mut r = client(&s).await;
+    r.signed_in(&reader).await;
+    let refused = r.get("/console/webhooks").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(!refused.body.contains("orders-hook"));
 }

@@ -18,6 +18,8 @@ pub struct StoredWebhook {
     pub webhook: Webhook,
     /// Its delivery.
     pub cursor: WebhookCursor,
+    /// Until when a process holds it (the deliverers skip a webhook whose lease is live).
+    pub lease_until: Option<OffsetDateTime>,
 }
 
 /// A signing key as stored: its private half is a deployment key wrapped by the custody

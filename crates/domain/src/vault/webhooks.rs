@@ -51,6 +51,7 @@ impl Vault {
                 modified_at: None,
             },
             cursor: WebhookCursor::at(seq, hash),
+            lease_until: None,
         };
         if !self
             .store
