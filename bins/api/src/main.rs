@@ -249,12 +249,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let sockets = sockets.listen()?;
     let _sweeper = tessera_startup::spawn_sweeper(vault.clone(), args.db.sweep_interval());
     let metrics = ProcessMetrics::new();
-    let deliverer = webhooks::start(&args, &vault, &database)?;
-    if let Some((_, stats)) = &deliverer {
-        metrics
-            .registry
-            .register(Arc::new(webhooks::WebhookMetrics(stats.clone())));
-    }
+    let deliverer = webhooks::start(&args, &vault, &database, &metrics.registry)?;
     let data_keys = tessera_startup::data_key_metrics::DataKeyMetrics::default();
     data_keys.spawn(database.clone());
     metrics.registry.register(Arc::new(data_keys));
@@ -312,12 +307,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .chain(echo_server)
         .collect();
     let served = run_until_stopped(servers).await;
-    if let Some((running, _)) = deliverer {
-        running.stop().await;
-    }
     // Async mode: commit what is still queued before the process ends, even when a server
-    // failed.
+    // failed; then let deliveries in flight finish, within bounds.
     vault.audit().flush().await;
+    if let Some(running) = deliverer {
+        running.stop(webhooks::stop_within(&args)).await;
+    }
     served?;
     tracing::info!("shut down cleanly");
     Ok(())

@@ -41,17 +41,28 @@ impl Transport for GatewayTransport {
     }
 }
 
-/// Starts this process's deliverer, unless `--no-webhooks` or the trail records nothing.
+/// Starts this process's deliverer, unless `--no-webhooks` or the trail records nothing, and
+/// puts its figures on `/metrics`.
 pub(crate) fn start(
     args: &ServeArgs,
     vault: &Vault,
     database: &tessera_startup::Database,
-) -> anyhow::Result<Option<(Running, DeliveryStats)>> {
+    registry: &tessera_service::metrics::Registry,
+) -> anyhow::Result<Option<Running>> {
     if args.webhooks.no_webhooks || !vault.audit().is_on() {
         return Ok(None);
     }
+    let w = &args.webhooks;
+    // A lease must outlast an attempt: renewed every third of it between sends, it then never
+    // lapses while an attempt is in flight.
+    anyhow::ensure!(
+        w.webhook_lease_seconds >= 2 * w.webhook_timeout,
+        "--webhook-lease-seconds ({}) must be at least twice --webhook-timeout ({})",
+        w.webhook_lease_seconds,
+        w.webhook_timeout
+    );
     let gateway = args.gateway.config();
-    let timeout = Duration::from_secs(args.webhooks.webhook_timeout);
+    let timeout = Duration::from_secs(w.webhook_timeout);
     let client = OutboundClient::new(ClientConfig {
         allow_private_destinations: gateway.client.allow_private_destinations,
         extra_ca_file: gateway.client.extra_ca_file.clone(),
@@ -60,9 +71,9 @@ pub(crate) fn start(
     })
     .context("building the webhook client")?;
     let config = DelivererConfig {
-        lease: Duration::from_secs(args.webhooks.webhook_lease_seconds),
+        lease: Duration::from_secs(w.webhook_lease_seconds),
         policy: Policy {
-            disable_after: Duration::from_secs(args.webhooks.webhook_disable_after),
+            disable_after: Duration::from_secs(w.webhook_disable_after),
         },
         ..DelivererConfig::default()
     };
@@ -73,9 +84,15 @@ pub(crate) fn start(
         Arc::new(GatewayTransport(client)),
         args.gateway.header_prefix.prefix(),
     )
+    .allowing_private_destinations(gateway.client.allow_private_destinations)
     .with_config(config);
-    let stats = deliverer.stats();
-    Ok(Some((deliverer.spawn(), stats)))
+    registry.register(Arc::new(WebhookMetrics(deliverer.stats())));
+    Ok(Some(deliverer.spawn()))
+}
+
+/// How long shutdown waits for deliveries in flight: one attempt, and a little.
+pub(crate) fn stop_within(args: &ServeArgs) -> Duration {
+    Duration::from_secs(args.webhooks.webhook_timeout + 2)
 }
 
 /// Refuses to serve webhooks that nothing would deliver: enabled webhooks exist and the trail

@@ -245,6 +245,7 @@ diesel::table! {
         modified_at -> Nullable<Timestamp>,
         cursor_seq -> BigInt,
         cursor_hash -> Binary,
+        cursor_sub -> Integer,
         failing_since -> Nullable<Timestamp>,
         attempts -> Integer,
         next_attempt_at -> Nullable<Timestamp>,

@@ -42,6 +42,7 @@ struct WebhookRow {
     modified_at: Option<PrimitiveDateTime>,
     cursor_seq: i64,
     cursor_hash: Vec<u8>,
+    cursor_sub: i32,
     failing_since: Option<PrimitiveDateTime>,
     attempts: i32,
     next_attempt_at: Option<PrimitiveDateTime>,
@@ -91,6 +92,7 @@ impl TryFrom<WebhookRow> for StoredWebhook {
                     .as_slice()
                     .try_into()
                     .map_err(|_| corrupt("cursor hash"))?,
+                sub: u32::try_from(r.cursor_sub).unwrap_or(0),
                 failing_since: at(r.failing_since),
                 attempts: u32::try_from(r.attempts).unwrap_or(0),
                 next_attempt_at: at(r.next_attempt_at),
@@ -148,6 +150,7 @@ impl WebhookStore for Database {
                                 hooks::created_at.eq(created_at),
                                 hooks::cursor_seq.eq(stored.cursor.seq),
                                 hooks::cursor_hash.eq(hash),
+                                hooks::cursor_sub.eq(0),
                                 hooks::attempts.eq(0),
                             ))
                             .execute(conn)
@@ -222,36 +225,41 @@ impl WebhookStore for Database {
         let events = events_json(w);
         let modified_by = w.modified_by.map(|m| m.to_string());
         let modified_at = db_at(w.modified_at);
+        let settings = (
+            hooks::name.eq(&w.settings.name),
+            hooks::url.eq(&w.settings.url),
+            hooks::notify_email.eq(&w.settings.notify_email),
+            hooks::events.eq(&events),
+            hooks::status.eq(w.status.as_str()),
+            hooks::modified_by.eq(&modified_by),
+            hooks::modified_at.eq(modified_at),
+        );
+        // One statement either way: a concurrent save never sees half of it.
         let updated = with_write_conn!(self, |conn| {
             let target = hooks::table
                 .filter(hooks::tenant_id.eq(&tenant))
                 .filter(hooks::id.eq(&id));
-            let n = diesel::update(target)
-                .set((
-                    hooks::name.eq(&w.settings.name),
-                    hooks::url.eq(&w.settings.url),
-                    hooks::notify_email.eq(&w.settings.notify_email),
-                    hooks::events.eq(&events),
-                    hooks::status.eq(w.status.as_str()),
-                    hooks::modified_by.eq(&modified_by),
-                    hooks::modified_at.eq(modified_at),
-                ))
-                .execute(conn)
-                .await
-                .db()?;
-            if n == 1 && clear_failures {
+            if clear_failures {
                 diesel::update(target)
                     .set((
-                        hooks::failing_since.eq(None::<PrimitiveDateTime>),
-                        hooks::attempts.eq(0),
-                        hooks::next_attempt_at.eq(None::<PrimitiveDateTime>),
-                        hooks::disabled_at.eq(None::<PrimitiveDateTime>),
+                        settings,
+                        (
+                            hooks::failing_since.eq(None::<PrimitiveDateTime>),
+                            hooks::attempts.eq(0),
+                            hooks::next_attempt_at.eq(None::<PrimitiveDateTime>),
+                            hooks::disabled_at.eq(None::<PrimitiveDateTime>),
+                        ),
                     ))
                     .execute(conn)
                     .await
-                    .db()?;
+                    .db()
+            } else {
+                diesel::update(target)
+                    .set(settings)
+                    .execute(conn)
+                    .await
+                    .db()
             }
-            Ok::<_, StoreError>(n)
         })?;
         Ok(updated == 1)
     }
@@ -281,7 +289,15 @@ impl WebhookStore for Database {
                 .await
                 .db()
         })?;
-        rows.into_iter().map(StoredWebhook::try_from).collect()
+        // One unreadable row must not stop every tenant's webhooks: it is skipped, and said.
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                StoredWebhook::try_from(row)
+                    .map_err(|e| tracing::warn!(error = %e, "skipping an unreadable webhook row"))
+                    .ok()
+            })
+            .collect())
     }
 
     async fn claim_webhook(
@@ -333,6 +349,7 @@ impl WebhookStore for Database {
             .set((
                 hooks::cursor_seq.eq(c.seq),
                 hooks::cursor_hash.eq(c.hash.as_slice()),
+                hooks::cursor_sub.eq(i32::try_from(c.sub).unwrap_or(i32::MAX)),
                 hooks::failing_since.eq(db_at(c.failing_since)),
                 hooks::attempts.eq(attempts),
                 hooks::next_attempt_at.eq(db_at(c.next_attempt_at)),
@@ -367,6 +384,7 @@ impl WebhookStore for Database {
                 hooks::status.eq(WebhookStatus::Disabled.as_str()),
                 hooks::cursor_seq.eq(c.seq),
                 hooks::cursor_hash.eq(c.hash.as_slice()),
+                hooks::cursor_sub.eq(i32::try_from(c.sub).unwrap_or(i32::MAX)),
                 hooks::failing_since.eq(db_at(c.failing_since)),
                 hooks::attempts.eq(i32::try_from(c.attempts).unwrap_or(i32::MAX)),
                 hooks::last_error.eq(&c.last_error),

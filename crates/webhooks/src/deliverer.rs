@@ -10,9 +10,9 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use tessera_audit::AuditStore;
 use tessera_domain::{
     ids::WebhookId,
-    store::{StoredSigningKey, WebhookStore},
+    store::WebhookStore,
     timestamp,
-    webhook::{signing, Webhook, WebhookEvent},
+    webhook::{check_url, signing, Webhook, WebhookEvent},
     Vault,
 };
 use tokio::{
@@ -25,7 +25,7 @@ use crate::{
     backoff::Policy,
     hook_task::HookTask,
     stats::DeliveryStats,
-    transport::{Outgoing, Transport},
+    transport::{Outgoing, SendFailure, Transport},
 };
 
 /// How long a signing key read from the store is used before it is read again (a rotation's
@@ -71,20 +71,38 @@ pub(crate) struct Shared {
     pub(crate) owner: String,
     pub(crate) prefix: String,
     pub(crate) stats: DeliveryStats,
-    signing: Mutex<Option<(Instant, StoredSigningKey, Arc<signing::SigningKey>)>>,
+    allow_private: bool,
+    signing: Mutex<Option<(Instant, Arc<signing::SigningKey>)>>,
+    signer: tokio::sync::Semaphore,
+}
+
+/// Why a send did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The receiver failed (its answer, or no answer): counted, retried with backoff, and
+    /// after long enough the webhook is disabled. The text is what the tenant is shown.
+    Receiver(String),
+    /// This deployment could not send (the signing key is unavailable): delivery pauses, and
+    /// nothing is counted against the webhook.
+    Deployment(String),
 }
 
 impl Shared {
-    /// Signs and POSTs `event` to `webhook`. `Err`: why it failed, as the tenant sees it.
-    pub(crate) async fn send(&self, webhook: &Webhook, event: &WebhookEvent) -> Result<(), String> {
-        let key = self.signing_key().await?;
+    /// Signs and POSTs `event` to `webhook`.
+    pub(crate) async fn send(
+        &self,
+        webhook: &Webhook,
+        event: &WebhookEvent,
+    ) -> Result<(), Failure> {
+        // Checked again at every send, as the API checks it: a row written into the database
+        // directly, or by a process allowing what this one does not, is not trusted.
+        let url = check_url(&webhook.settings.url, self.allow_private)
+            .map_err(|_| Failure::Receiver(UNREACHABLE.into()))?;
         let body = event.body(timestamp::now());
-        let signature = key
-            .sign(&body)
-            .map_err(|_| "the event could not be signed".to_string())?;
+        let (version, signature) = self.sign(body.clone()).await?;
         let p = &self.prefix;
         let request = Outgoing {
-            url: webhook.settings.url.clone(),
+            url: url.to_string(),
             headers: vec![
                 ("content-type".into(), "application/json".into()),
                 ("user-agent".into(), "Tessera-Webhooks".into()),
@@ -93,36 +111,59 @@ impl Shared {
                     format!("{p}-SIGNATURE-VERSION"),
                     signing::SIGNATURE_VERSION.into(),
                 ),
-                (
-                    format!("{p}-SIGNATURE-KEY-VERSION"),
-                    key.version().to_string(),
-                ),
+                (format!("{p}-SIGNATURE-KEY-VERSION"), version.to_string()),
             ],
             body,
         };
         match self.transport.post(request).await {
             Ok(status) if (200..300).contains(&status) => Ok(()),
-            Ok(status) => Err(format!("the receiver answered {status}")),
-            Err(failure) => Err(failure.to_string()),
+            Ok(status) => Err(Failure::Receiver(format!("the receiver answered {status}"))),
+            Err(SendFailure::Timeout) => Err(Failure::Receiver(SendFailure::Timeout.to_string())),
+            // Refused by the SSRF guard and unreachable read the same: the text must not tell
+            // a tenant which names resolve to internal addresses.
+            Err(_) => Err(Failure::Receiver(UNREACHABLE.into())),
         }
     }
 
+    /// The signature of `body` by the key that signs now, off the async threads and one at a
+    /// time per process (RSA signing is CPU: deliveries never take more than one core).
+    async fn sign(&self, body: Vec<u8>) -> Result<(u32, String), Failure> {
+        let key = self.signing_key().await?;
+        let _turn = self.signer.acquire().await.map_err(|_| unavailable())?;
+        let version = key.version();
+        let signature = tokio::task::spawn_blocking(move || key.sign(&body))
+            .await
+            .map_err(|_| unavailable())?
+            .map_err(|_| unavailable())?;
+        Ok((version, signature))
+    }
+
     /// The key that signs now (read again every [`SIGNING_KEY_REFRESH`]).
-    async fn signing_key(&self) -> Result<Arc<signing::SigningKey>, String> {
+    async fn signing_key(&self) -> Result<Arc<signing::SigningKey>, Failure> {
         let mut held = self.signing.lock().await;
-        let now = timestamp::now();
-        if let Some((read, _, key)) = held.as_ref() {
+        if let Some((read, key)) = held.as_ref() {
             if read.elapsed() < SIGNING_KEY_REFRESH {
                 return Ok(key.clone());
             }
         }
-        let (stored, key) = self.vault.webhook_signing_key_at(now).await.map_err(|e| {
-            tracing::warn!(error = %e, "reading the webhook signing key");
-            "the signing key is unavailable".to_string()
-        })?;
-        *held = Some((Instant::now(), stored, key.clone()));
+        let (_, key) = self
+            .vault
+            .webhook_signing_key_at(timestamp::now())
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "reading the webhook signing key");
+                unavailable()
+            })?;
+        *held = Some((Instant::now(), key.clone()));
         Ok(key)
     }
+}
+
+/// What a tenant is shown when its receiver could not be reached or its address is refused.
+const UNREACHABLE: &str = "the receiver could not be reached, or its address is not allowed";
+
+fn unavailable() -> Failure {
+    Failure::Deployment("the webhook signing key is unavailable".into())
 }
 
 /// Starts a deliverer.
@@ -134,6 +175,7 @@ pub struct Deliverer {
     config: DelivererConfig,
     prefix: String,
     stats: DeliveryStats,
+    allow_private: bool,
 }
 
 impl std::fmt::Debug for Deliverer {
@@ -164,7 +206,15 @@ impl Deliverer {
             config: DelivererConfig::default(),
             prefix: prefix.to_string(),
             stats: DeliveryStats::default(),
+            allow_private: false,
         }
+    }
+
+    /// Lets receivers be private addresses, and plain `http` to them
+    /// (`--allow-private-destinations`; the transport's guard must allow them too).
+    pub fn allowing_private_destinations(mut self, allow: bool) -> Self {
+        self.allow_private = allow;
+        self
     }
 
     /// With `config` instead of the defaults.
@@ -190,7 +240,9 @@ impl Deliverer {
             owner: format!("deliverer-{}", uuid::Uuid::new_v4()),
             prefix: self.prefix,
             stats: self.stats,
+            allow_private: self.allow_private,
             signing: Mutex::new(None),
+            signer: tokio::sync::Semaphore::new(1),
         });
         let task = tokio::spawn(claim_loop(shared, stop_rx));
         Running {
@@ -208,11 +260,16 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops taking webhooks, lets each task finish its attempt in flight and release its
-    /// lease, and returns when they have.
-    pub async fn stop(self) {
+    /// Stops taking webhooks and asks each task to stop after the attempt in flight and
+    /// release its lease; returns when they have, or after `within` (what is left is
+    /// abandoned: its lease expires, and its cursor holds what was delivered).
+    pub async fn stop(self, within: Duration) {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
+        let mut task = self.task;
+        if tokio::time::timeout(within, &mut task).await.is_err() {
+            task.abort();
+            tracing::warn!("webhook deliveries still in flight at shutdown were abandoned");
+        }
     }
 }
 
@@ -238,6 +295,7 @@ async fn claim_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                                 shared: shared.clone(),
                                 hook,
                                 stop: stop.clone(),
+                                renewed: Instant::now(),
                             };
                             tasks.insert(id, tokio::spawn(task.run()));
                         }

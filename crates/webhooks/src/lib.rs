@@ -17,6 +17,7 @@
 mod backoff;
 mod chain;
 mod deliverer;
+mod hook_send;
 mod hook_task;
 mod stats;
 mod transport;

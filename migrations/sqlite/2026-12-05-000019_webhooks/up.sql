@@ -1,6 +1,7 @@
 -- Webhooks (docs/webhooks.md). Each row holds the webhook's settings and where its delivery
 -- stands: the last position of its tenant's audit chain it delivered (or passed over) and that
--- event's hash, its run of failures, and which process delivers it until when (the lease).
+-- event's hash, and how many of the webhook events the next audit event stands for were sent (a
+-- bulk call's), its run of failures, and which process delivers it until when (the lease).
 -- A tenant holds at most 5: each takes one of the slots 1 to 5.
 CREATE TABLE webhooks (
     tenant_id         TEXT NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
@@ -17,6 +18,7 @@ CREATE TABLE webhooks (
     modified_at       TIMESTAMP,
     cursor_seq        BIGINT NOT NULL,
     cursor_hash       BLOB NOT NULL,
+    cursor_sub        INTEGER NOT NULL,
     failing_since     TIMESTAMP,
     attempts          INTEGER NOT NULL,
     next_attempt_at   TIMESTAMP,

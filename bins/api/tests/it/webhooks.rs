@@ -345,7 +345,7 @@ fn a_kill_9_of_the_deliverer_loses_no_event() {
     on_both(|dir, database| {
         let receiver = Receiver::start();
         receiver.delay(Duration::from_millis(150));
-        let extra = ["--webhook-lease-seconds", "2"];
+        let extra = ["--webhook-lease-seconds", "2", "--webhook-timeout", "1"];
         let mut s = Served::start(dir, database, &extra);
         s.hook(&receiver.url, &["token.created"]);
         let tokens: Vec<String> = (0..20).map(|i| s.token(&format!("k{i}"))).collect();
@@ -654,4 +654,56 @@ fn second_tenant(dir: &Path) -> (String, String) {
             .expect("tenant id")
             .to_string(),
     )
+}
+
+/// A bulk call's events resume where the kill stopped them: the cursor counts the events of
+/// one audit event already sent, so at most the one in flight is sent twice.
+#[test]
+fn a_bulk_call_resumes_where_a_kill_stopped_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let receiver = Receiver::start();
+    receiver.delay(Duration::from_millis(100));
+    let extra = ["--webhook-lease-seconds", "2", "--webhook-timeout", "1"];
+    let mut s = Served::start(dir.path(), None, &extra);
+    s.hook(&receiver.url, &["token.created"]);
+    let bulk: Vec<Value> = (0..30)
+        .map(|i| json!({"type": "token", "data": format!("bulk-{i}")}))
+        .collect();
+    let made = s.ok("POST", "/tokenize", Some(Value::Array(bulk)));
+    let ids: Vec<String> = made
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|t| t["id"].as_str().expect("id").to_string())
+        .collect();
+    receiver.wait_for(WITHIN, "a few of the bulk's events", |seen| seen.len() >= 5);
+    s.api.child.kill().expect("kill -9");
+    s.api.child.wait().expect("reaped");
+    let before = receiver.deliveries().len();
+    assert!(before < 30, "the kill came mid-way ({before} sent)");
+    receiver.delay(Duration::ZERO);
+    let _restarted = serve(
+        dir.path(),
+        &args(None, &extra),
+        &[("TESSERA_MASTER_KEY", MASTER_KEY)],
+    );
+    receiver.wait_for(WITHIN, "the rest of the bulk", |seen| {
+        first_arrivals(seen).len() == 30
+    });
+    let arrived: Vec<String> = first_arrivals(&receiver.deliveries())
+        .iter()
+        .map(|d| {
+            d.json()["event"]["data"]["token"]["id"]
+                .as_str()
+                .expect("id")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(arrived, ids, "in the bulk call's order");
+    let total = receiver.deliveries().len();
+    assert!(
+        total <= 31,
+        "at most the event in flight is sent again ({total} POSTs)"
+    );
+    duplicates_are_re_sends(&receiver.deliveries());
 }

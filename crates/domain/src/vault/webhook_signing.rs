@@ -28,15 +28,26 @@ pub(crate) fn key_name(version: u32) -> String {
 }
 
 impl Vault {
-    /// The published signing keys, oldest first; the first is made if there is none.
+    /// The published signing keys, oldest first; the first is made if there is none (by one
+    /// caller of this process at a time: concurrent first requests wait for it). Each public
+    /// half is the one of the key the custody unwraps, not the stored column alone: a PEM
+    /// written into the database without its private half is never served.
     pub async fn webhook_signing_keys(&self) -> Result<Vec<StoredSigningKey>, VaultError> {
-        let keys = self.store.webhook_signing_keys().await?;
-        if !keys.is_empty() {
-            return Ok(keys);
+        let mut keys = self.store.webhook_signing_keys().await?;
+        if keys.is_empty() {
+            let _first = self.signing.creating.lock().await;
+            keys = self.store.webhook_signing_keys().await?;
+            if keys.is_empty() {
+                let now = timestamp::now();
+                self.add_signing_key(1, now, now).await?;
+                keys = self.store.webhook_signing_keys().await?;
+            }
         }
-        let now = timestamp::now();
-        self.add_signing_key(1, now, now).await?;
-        Ok(self.store.webhook_signing_keys().await?)
+        for stored in &mut keys {
+            let key = self.signing_key(stored.version).await?;
+            stored.public_pem = key.public_pem().to_string();
+        }
+        Ok(keys)
     }
 
     /// The key that signs at `now`: the newest one active by then.
@@ -150,17 +161,21 @@ impl Vault {
     }
 }
 
-/// Signing keys unwrapped by this process, by version.
+/// Signing keys unwrapped by this process, by version, and the lock that makes the first one
+/// once.
 #[derive(Default)]
-pub(crate) struct SigningKeys(std::sync::RwLock<std::collections::HashMap<u32, Arc<SigningKey>>>);
+pub(crate) struct SigningKeys {
+    keys: std::sync::RwLock<std::collections::HashMap<u32, Arc<SigningKey>>>,
+    creating: tokio::sync::Mutex<()>,
+}
 
 impl SigningKeys {
     fn get(&self, version: &u32) -> Option<Arc<SigningKey>> {
-        self.0.read().ok()?.get(version).cloned()
+        self.keys.read().ok()?.get(version).cloned()
     }
 
     fn insert(&self, version: u32, key: Arc<SigningKey>) {
-        if let Ok(mut keys) = self.0.write() {
+        if let Ok(mut keys) = self.keys.write() {
             keys.insert(version, key);
         }
     }

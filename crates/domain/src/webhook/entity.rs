@@ -115,6 +115,9 @@ pub struct WebhookCursor {
     pub seq: i64,
     /// That position's hash: the next event must link to it.
     pub hash: [u8; 32],
+    /// Of the webhook events the next audit event stands for (several for a bulk call), how
+    /// many were already sent or passed over.
+    pub sub: u32,
     /// The first failure of the current run of failures, if failing.
     pub failing_since: Option<OffsetDateTime>,
     /// Failed attempts in the current run.
@@ -136,6 +139,7 @@ impl WebhookCursor {
         Self {
             seq,
             hash,
+            sub: 0,
             failing_since: None,
             attempts: 0,
             next_attempt_at: None,

@@ -326,6 +326,14 @@ async fn the_signing_key_is_public_and_the_same_on_every_read(db: &TestDatabase)
     assert_eq!(keys.as_array().map(Vec::len), Some(1), "{keys}");
     assert_eq!(keys[0]["version"], 1);
     assert_eq!(keys[0]["public_key"], pem.as_str());
+    // Someone with write access to the database swaps the published PEM for their own: what
+    // is served is still the public half of the key the custody holds.
+    db.execute("UPDATE webhook_signing_keys SET public_pem = 'forged'")
+        .await;
+    let served = anyone.get("/webhooks/signing-key").await;
+    assert_eq!(String::from_utf8(served.raw).expect("utf-8"), pem);
+    let listed = anyone.get("/webhooks/signing-keys").await.body;
+    assert_eq!(listed[0]["public_key"], pem.as_str());
 }
 
 async fn webhook_writes_are_audited(db: &TestDatabase) {
