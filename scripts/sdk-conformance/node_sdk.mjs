@@ -373,19 +373,28 @@ await run.op("webhooks: every delivery passes Basis Theory's verification snippe
   check(pem.startsWith('-----BEGIN PUBLIC KEY-----'), 'a PEM public key');
   const receiver = await startReceiver(pem);
   try {
+    const want = [
+      'token.created', 'token.read', 'token.updated', 'token.deleted',
+      'application.created', 'application.updated', 'application.key.created', 'application.key.deleted', 'application.deleted',
+      'proxy.created', 'proxy.updated', 'proxy.deleted', 'token.created', 'token.expired',
+    ];
     const hook = await admin.webhooks.create({
-      name: `receiver-${run.runId}`, url: receiver.url,
-      events: ['token.created', 'token.read', 'token.updated', 'token.deleted', 'application.created', 'application.deleted', 'proxy.created', 'proxy.deleted'],
+      name: `receiver-${run.runId}`, url: receiver.url, events: [...new Set(want)],
     });
     const tok = await tokens.create({ type: 'token', data: 'webhook secret value', metadata: { k: 'v' } });
     await tokens.get(tok.id);
     await tokens.update(tok.id, { metadata: { k: 'w' } });
     await tokens.delete(tok.id);
     const app = await admin.applications.create({ name: `hooked-${run.runId}`, type: 'private', permissions: ['token:read'] });
+    await admin.applications.update(app.id, { name: `hooked2-${run.runId}`, permissions: ['token:read'] });
+    const key = await admin.applicationKeys.create(app.id);
+    await admin.applicationKeys.delete(app.id, key.id);
     await admin.applications.delete(app.id);
     const proxy = await admin.proxies.create({ name: `hooked-${run.runId}`, destinationUrl: 'https://example.com/x', requireAuth: true });
+    await admin.proxies.update(proxy.id, { name: `hooked2-${run.runId}`, destinationUrl: 'https://example.com/y', requireAuth: true });
     await admin.proxies.delete(proxy.id);
-    const want = ['token.created', 'token.read', 'token.updated', 'token.deleted', 'application.created', 'application.deleted', 'proxy.created', 'proxy.deleted'];
+    // Expired by the sweep (run.sh starts the api with --sweep-interval 1).
+    await tokens.create({ type: 'token', data: 'brief', expiresAt: new Date(Date.now() + 1500).toISOString() });
     await receiver.waitFor((r) => r.length >= want.length);
     eq(receiver.received.map((r) => r.body.event.type), want, 'every event, in order');
     for (const r of receiver.received) {

@@ -96,7 +96,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base="http://127.0.0.1:$port"
 NO_COLOR=1 "$api_bin" serve --listen "127.0.0.1:$port" --no-console --data-dir "$work" \
   --database-url "sqlite://$work/tessera.db" --allow-private-destinations \
-  --header-prefix BT --implicit-transform mask >"$work/api.log" 2>&1 &
+  --header-prefix BT --implicit-transform mask --sweep-interval 1 >"$work/api.log" 2>&1 &
 api_pid=$!
 for _ in $(seq 1 200); do
   curl -fsS "$base/healthz" >/dev/null 2>&1 && break

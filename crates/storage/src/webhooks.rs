@@ -123,8 +123,9 @@ impl WebhookStore for Database {
         let created_by = w.created_by.to_string();
         let created_at = to_db_time(w.created_at);
         let hash = stored.cursor.hash.as_slice();
-        // A concurrent create may take the slot first: try the next free one again.
-        for _ in 0..3 {
+        // A concurrent create may take the slot first: try the next free one again. Each
+        // round fills a slot or finds them full, so `max` + 1 rounds always decide.
+        for _ in 0..=max {
             let inserted = with_write_conn!(self, |conn| {
                 let used: Vec<i32> = hooks::table
                     .filter(hooks::tenant_id.eq(&tenant))

@@ -136,6 +136,19 @@ fn first_arrivals(deliveries: &[Delivery]) -> Vec<Delivery> {
         .collect()
 }
 
+/// The token ids of the first arrivals, in order.
+fn arrived_tokens(receiver: &Receiver) -> Vec<String> {
+    first_arrivals(&receiver.deliveries())
+        .iter()
+        .map(|d| {
+            d.json()["event"]["data"]["token"]["id"]
+                .as_str()
+                .expect("id")
+                .to_string()
+        })
+        .collect()
+}
+
 /// Every re-send of an id carried the same event.
 fn duplicates_are_re_sends(deliveries: &[Delivery]) {
     let mut by_id: HashMap<String, Value> = HashMap::new();
@@ -310,15 +323,7 @@ fn a_receiver_that_was_down_gets_every_event_on_return() {
         receiver.wait_for(WITHIN, "the backlog", |seen| {
             first_arrivals(seen).len() == 5
         });
-        let arrived: Vec<String> = first_arrivals(&receiver.deliveries())
-            .iter()
-            .map(|d| {
-                d.json()["event"]["data"]["token"]["id"]
-                    .as_str()
-                    .expect("id")
-                    .to_string()
-            })
-            .collect();
+        let arrived: Vec<String> = arrived_tokens(&receiver);
         assert_eq!(arrived, tokens, "in the order they were created");
         let failed: BTreeSet<String> = receiver
             .deliveries()
@@ -366,15 +371,7 @@ fn a_kill_9_of_the_deliverer_loses_no_event() {
         receiver.wait_for(WITHIN, "every event after the restart", |seen| {
             first_arrivals(seen).len() == 20
         });
-        let arrived: Vec<String> = first_arrivals(&receiver.deliveries())
-            .iter()
-            .map(|d| {
-                d.json()["event"]["data"]["token"]["id"]
-                    .as_str()
-                    .expect("id")
-                    .to_string()
-            })
-            .collect();
+        let arrived: Vec<String> = arrived_tokens(&receiver);
         assert_eq!(arrived, tokens);
         duplicates_are_re_sends(&receiver.deliveries());
         drop(restarted);
@@ -454,15 +451,7 @@ fn a_failing_webhook_is_disabled_and_stays_disabled_until_enabled() {
     receiver.wait_for(WITHIN, "the backlog after enabling", |seen| {
         first_arrivals(seen).len() == 2
     });
-    let arrived: Vec<String> = first_arrivals(&receiver.deliveries())
-        .iter()
-        .map(|d| {
-            d.json()["event"]["data"]["token"]["id"]
-                .as_str()
-                .expect("id")
-                .to_string()
-        })
-        .collect();
+    let arrived: Vec<String> = arrived_tokens(&receiver);
     assert_eq!(arrived, [first, second]);
 }
 
@@ -582,6 +571,11 @@ fn a_receivers_answer_cannot_redirect_stall_or_flood_the_deliverer() {
         first.as_str()
     );
     silent.wait_for(WITHIN, "a retried silent receiver", |seen| seen.len() >= 2);
+    assert_eq!(
+        fast.deliveries().len(),
+        1,
+        "the other tenant's webhook got its own event only"
+    );
     let metrics = http_client::get(&format!("{}/metrics", s.api.base), &[]).text();
     for name in [
         "tessera_webhook_deliveries",
@@ -690,15 +684,7 @@ fn a_bulk_call_resumes_where_a_kill_stopped_it() {
     receiver.wait_for(WITHIN, "the rest of the bulk", |seen| {
         first_arrivals(seen).len() == 30
     });
-    let arrived: Vec<String> = first_arrivals(&receiver.deliveries())
-        .iter()
-        .map(|d| {
-            d.json()["event"]["data"]["token"]["id"]
-                .as_str()
-                .expect("id")
-                .to_string()
-        })
-        .collect();
+    let arrived: Vec<String> = arrived_tokens(&receiver);
     assert_eq!(arrived, ids, "in the bulk call's order");
     let total = receiver.deliveries().len();
     assert!(

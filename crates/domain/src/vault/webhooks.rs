@@ -9,7 +9,7 @@
 use super::Vault;
 use crate::{
     access::Principal,
-    error::{Resource, VaultError},
+    error::{Resource, StoreError, VaultError},
     ids::WebhookId,
     pagination::{Page, PageRequest},
     permission::Permission,
@@ -53,11 +53,15 @@ impl Vault {
             cursor: WebhookCursor::at(seq, hash),
             lease_until: None,
         };
-        if !self
+        let inserted = match self
             .store
             .insert_webhook(&stored, MAX_WEBHOOKS_PER_TENANT)
-            .await?
+            .await
         {
+            Err(StoreError::Conflict(why)) => return Err(VaultError::Conflict(why)),
+            other => other?,
+        };
+        if !inserted {
             return Err(VaultError::Conflict(format!(
                 "a tenant holds at most {MAX_WEBHOOKS_PER_TENANT} webhooks"
             )));

@@ -132,9 +132,14 @@ async fn a_tenant_holds_at_most_five_webhooks_even_when_created_at_once(db: &Tes
         "{:?}",
         replies.iter().map(|r| r.status).collect::<Vec<_>>()
     );
-    assert!(replies
-        .iter()
-        .all(|r| matches!(r.status.as_u16(), 201 | 409)));
+    for r in &replies {
+        assert!(
+            matches!(r.status.as_u16(), 201 | 409),
+            "{} {}",
+            r.status,
+            r.body
+        );
+    }
     assert_eq!(
         other.get("/webhooks").await.expect(200).body["pagination"]["total_items"],
         5
