@@ -6,6 +6,7 @@ mod cli;
 mod console;
 mod cvc_retention;
 mod data_keys;
+mod deploy_files;
 mod dev_echo;
 mod hsm;
 mod import;
