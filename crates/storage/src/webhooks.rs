@@ -8,8 +8,8 @@
 
 use async_trait::async_trait;
 use diesel::{
-    BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable,
-    SelectableHelper,
+    AsChangeset, BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl, Queryable,
+    Selectable, SelectableHelper,
 };
 use diesel_async::RunQueryDsl;
 use tessera_domain::{
@@ -112,6 +112,37 @@ fn events_json(webhook: &Webhook) -> String {
 
 fn db_at(t: Option<OffsetDateTime>) -> Option<PrimitiveDateTime> {
     t.map(to_db_time)
+}
+
+/// The delivery columns a cursor save and a disabling both write.
+#[derive(AsChangeset)]
+#[diesel(table_name = hooks, treat_none_as_null = true)]
+struct CursorChangeset {
+    cursor_seq: i64,
+    cursor_hash: Vec<u8>,
+    cursor_sub: i32,
+    failing_since: Option<PrimitiveDateTime>,
+    attempts: i32,
+    next_attempt_at: Option<PrimitiveDateTime>,
+    last_error: Option<String>,
+    last_delivered_at: Option<PrimitiveDateTime>,
+    disabled_at: Option<PrimitiveDateTime>,
+}
+
+impl From<&WebhookCursor> for CursorChangeset {
+    fn from(c: &WebhookCursor) -> Self {
+        Self {
+            cursor_seq: c.seq,
+            cursor_hash: c.hash.to_vec(),
+            cursor_sub: i32::try_from(c.sub).unwrap_or(i32::MAX),
+            failing_since: db_at(c.failing_since),
+            attempts: i32::try_from(c.attempts).unwrap_or(i32::MAX),
+            next_attempt_at: db_at(c.next_attempt_at),
+            last_error: c.last_error.clone(),
+            last_delivered_at: db_at(c.last_delivered_at),
+            disabled_at: db_at(c.disabled_at),
+        }
+    }
 }
 
 #[async_trait]
@@ -338,7 +369,7 @@ impl WebhookStore for Database {
         until: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let (tenant, id, until) = (tenant.to_string(), id.to_string(), to_db_time(until));
-        let attempts = i32::try_from(c.attempts).unwrap_or(i32::MAX);
+        let changes = CursorChangeset::from(c);
         let n = with_write_conn!(self, |conn| {
             diesel::update(
                 hooks::table
@@ -347,17 +378,7 @@ impl WebhookStore for Database {
                     .filter(hooks::status.eq(WebhookStatus::Enabled.as_str()))
                     .filter(hooks::lease_owner.eq(owner)),
             )
-            .set((
-                hooks::cursor_seq.eq(c.seq),
-                hooks::cursor_hash.eq(c.hash.as_slice()),
-                hooks::cursor_sub.eq(i32::try_from(c.sub).unwrap_or(i32::MAX)),
-                hooks::failing_since.eq(db_at(c.failing_since)),
-                hooks::attempts.eq(attempts),
-                hooks::next_attempt_at.eq(db_at(c.next_attempt_at)),
-                hooks::last_error.eq(&c.last_error),
-                hooks::last_delivered_at.eq(db_at(c.last_delivered_at)),
-                hooks::lease_until.eq(until),
-            ))
+            .set((&changes, hooks::lease_until.eq(until)))
             .execute(conn)
             .await
             .db()
@@ -373,6 +394,7 @@ impl WebhookStore for Database {
         owner: &str,
     ) -> Result<bool, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
+        let changes = CursorChangeset::from(c);
         let n = with_write_conn!(self, |conn| {
             diesel::update(
                 hooks::table
@@ -382,14 +404,8 @@ impl WebhookStore for Database {
                     .filter(hooks::lease_owner.eq(owner)),
             )
             .set((
+                &changes,
                 hooks::status.eq(WebhookStatus::Disabled.as_str()),
-                hooks::cursor_seq.eq(c.seq),
-                hooks::cursor_hash.eq(c.hash.as_slice()),
-                hooks::cursor_sub.eq(i32::try_from(c.sub).unwrap_or(i32::MAX)),
-                hooks::failing_since.eq(db_at(c.failing_since)),
-                hooks::attempts.eq(i32::try_from(c.attempts).unwrap_or(i32::MAX)),
-                hooks::last_error.eq(&c.last_error),
-                hooks::disabled_at.eq(db_at(c.disabled_at)),
                 hooks::lease_owner.eq(None::<String>),
                 hooks::lease_until.eq(None::<PrimitiveDateTime>),
             ))
